@@ -1,0 +1,69 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "switchyard",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "switchyard", targets: ["switchyard"]),
+        .library(name: "SwitchyardPluginKit", targets: ["SwitchyardPluginKit"]),
+        // First-party plugins: each a shared object the router loads like any third-party one.
+        .library(name: "core", type: .dynamic, targets: ["CorePlugin"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.0.0"),
+    ],
+    targets: [
+        // The C plugin ABI: a header and nothing else of substance.
+        .target(name: "SwitchyardABI"),
+        // Envelope, JSON values, schemas, type registry: no I/O, no dependencies.
+        .target(name: "SwitchyardCore", swiftSettings: strict),
+        // `when:` expressions and Mustache templates over envelopes.
+        .target(
+            name: "SwitchyardRouting",
+            dependencies: ["SwitchyardCore", .product(name: "Mustache", package: "swift-mustache")],
+            swiftSettings: strict
+        ),
+        // YAML route files with source positions, `${VAR}` resolution.
+        .target(
+            name: "SwitchyardConfig",
+            dependencies: ["SwitchyardCore", .product(name: "Yams", package: "Yams")],
+            swiftSettings: strict
+        ),
+        // Plugin loading over the C ABI, validation, the router itself.
+        .target(
+            name: "SwitchyardRuntime",
+            dependencies: [
+                "SwitchyardABI", "SwitchyardCore", "SwitchyardRouting", "SwitchyardConfig",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The Swift SDK for plugin authors: hides the C ABI.
+        .target(name: "SwitchyardPluginKit", dependencies: ["SwitchyardABI", "SwitchyardCore"], swiftSettings: strict),
+        .executableTarget(
+            name: "switchyard",
+            dependencies: [
+                "SwitchyardRuntime",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(name: "CorePlugin", dependencies: ["SwitchyardPluginKit"], path: "Plugins/core", swiftSettings: strict),
+
+        .testTarget(name: "SwitchyardCoreTests", dependencies: ["SwitchyardCore"], swiftSettings: strict),
+        .testTarget(name: "SwitchyardRoutingTests", dependencies: ["SwitchyardRouting"], swiftSettings: strict),
+        .testTarget(name: "SwitchyardConfigTests", dependencies: ["SwitchyardConfig"], swiftSettings: strict),
+        .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime"], swiftSettings: strict),
+        .testTarget(name: "IntegrationTests", swiftSettings: strict),
+    ]
+)

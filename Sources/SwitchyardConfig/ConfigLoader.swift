@@ -1,0 +1,315 @@
+public import SwitchyardCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Reads route files (one file, or every `*.yaml`/`*.yml` of a directory, merged) into a
+/// ``GraphConfig``, collecting every problem with its position rather than stopping at the
+/// first.
+public struct ConfigLoader: Sendable {
+    /// Default queue capacity per route.
+    public static let defaultQueueSize = 1024
+
+    /// Where `${VAR}` values come from.
+    public var environment: [String: String]
+
+    /// Creates a loader.
+    public init(environment: [String: String]) { self.environment = environment }
+
+    /// The route files at `path`: the file itself, or the sorted YAML files of a directory.
+    public static func routeFiles(at path: String) throws(Diagnostic) -> [String] {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            throw Diagnostic("cannot read '\(path)': \(String(cString: strerror(errno)))", at: nil)
+        }
+        guard (status.st_mode & S_IFMT) == S_IFDIR else { return [path] }
+        guard let directory = opendir(path) else {
+            throw Diagnostic("cannot open directory '\(path)': \(String(cString: strerror(errno)))", at: nil)
+        }
+        defer { closedir(directory) }
+        var files: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if (name.hasSuffix(".yaml") || name.hasSuffix(".yml")) && !name.hasPrefix(".") {
+                files.append(path.hasSuffix("/") ? path + name : path + "/" + name)
+            }
+        }
+        guard !files.isEmpty else { throw Diagnostic("no route files (*.yaml) in '\(path)'", at: nil) }
+        return files.sorted()
+    }
+
+    /// Loads and merges the route files at `path`.
+    public func load(path: String) -> (GraphConfig, [Diagnostic]) {
+        let files: [String]
+        do {
+            files = try Self.routeFiles(at: path)
+        } catch {
+            return (GraphConfig(), [error])
+        }
+        var sources: [(file: String, text: String)] = []
+        var diagnostics: [Diagnostic] = []
+        for file in files {
+            do {
+                sources.append((file, try Self.readText(file)))
+            } catch {
+                diagnostics.append(error)
+            }
+        }
+        let (config, more) = load(sources: sources)
+        var merged = config
+        merged.files = files
+        return (merged, diagnostics + more)
+    }
+
+    /// Loads and merges route files given as text (what tests use).
+    public func load(sources: [(file: String, text: String)]) -> (GraphConfig, [Diagnostic]) {
+        var config = GraphConfig()
+        var diagnostics: [Diagnostic] = []
+        let reader = YAMLReader(environment: environment)
+        for (file, text) in sources {
+            config.files.append(file)
+            guard let root = reader.read(text, file: file, diagnostics: &diagnostics) else { continue }
+            merge(root, file: file, into: &config, diagnostics: &diagnostics)
+        }
+        return (config, diagnostics)
+    }
+
+    static func readText(_ file: String) throws(Diagnostic) -> String {
+        guard let handle = fopen(file, "rb") else {
+            throw Diagnostic("cannot read '\(file)': \(String(cString: strerror(errno)))", at: nil)
+        }
+        defer { fclose(handle) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, handle)
+            if count <= 0 { break }
+            bytes.append(contentsOf: buffer[0..<count])
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw Diagnostic("'\(file)' is not UTF-8 text", at: nil)
+        }
+        return text
+    }
+
+    private static let topLevelKeys = ["plugins", "types", "instances", "routes"]
+    private static let routeKeys = ["name", "from", "to", "when", "map", "template", "type", "content_type", "queue", "loop"]
+
+    private func merge(_ root: ConfigNode, file: String, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
+        if case .scalar(.null) = root.kind { return }  // an empty file
+        guard let members = root.members else {
+            diagnostics.append(Diagnostic("a route file must be a mapping with \(Self.topLevelKeys.joined(separator: ", "))", at: root.location))
+            return
+        }
+        for member in members {
+            switch member.key {
+            case "plugins": mergePlugins(member.value, into: &config, diagnostics: &diagnostics)
+            case "types": mergeTypes(member.value, into: &config, diagnostics: &diagnostics)
+            case "instances": mergeInstances(member.value, into: &config, diagnostics: &diagnostics)
+            case "routes": mergeRoutes(member.value, file: file, into: &config, diagnostics: &diagnostics)
+            default:
+                diagnostics.append(
+                    Diagnostic("unknown key '\(member.key)' (expected one of: \(Self.topLevelKeys.joined(separator: ", ")))", at: member.keyLocation)
+                )
+            }
+        }
+    }
+
+    private func mergePlugins(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
+        guard let members = node.members else {
+            diagnostics.append(Diagnostic("'plugins' must be a mapping such as { dir: Plugins }", at: node.location))
+            return
+        }
+        for member in members {
+            guard member.key == "dir" else {
+                diagnostics.append(Diagnostic("unknown key '\(member.key)' in plugins (expected: dir)", at: member.keyLocation))
+                continue
+            }
+            guard let directory = member.value.string, !directory.isEmpty else {
+                diagnostics.append(Diagnostic("plugins.dir must be a directory path", at: member.value.location))
+                continue
+            }
+            if let previous = config.pluginsDirectory, previous.value != directory {
+                diagnostics.append(
+                    Diagnostic("plugins.dir is set to '\(previous.value)' at \(previous.location) and to '\(directory)' here", at: member.value.location)
+                )
+                continue
+            }
+            config.pluginsDirectory = Located(directory, at: member.value.location)
+        }
+    }
+
+    private func mergeTypes(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
+        guard let elements = node.elements else {
+            diagnostics.append(Diagnostic("'types' must be a list of { name, schema } entries", at: node.location))
+            return
+        }
+        for element in elements {
+            guard element.members != nil, let name = element["name"]?.string, !name.isEmpty else {
+                diagnostics.append(Diagnostic("a type needs a 'name' (and a 'schema' JSON Schema of its body)", at: element.location))
+                continue
+            }
+            for member in element.members ?? [] where member.key != "name" && member.key != "schema" {
+                diagnostics.append(Diagnostic("unknown key '\(member.key)' in type '\(name)' (expected: name, schema)", at: member.keyLocation))
+            }
+            let schema = element["schema"]?.json ?? ["type": "object"]
+            do {
+                _ = try Schema(json: schema)
+            } catch {
+                let place = element["schema"].map { $0.location(ofPath: error.pointer.split(separator: "/").joined(separator: ".")) }
+                diagnostics.append(Diagnostic("type '\(name)': \(error)", at: place ?? element.location))
+                continue
+            }
+            config.types.append(TypeDeclaration(name: name, schema: schema, location: element.location))
+        }
+    }
+
+    private func mergeInstances(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
+        guard let members = node.members else {
+            diagnostics.append(Diagnostic("'instances' must be a mapping of instance name to { plugin: NAME, ... }", at: node.location))
+            return
+        }
+        for member in members {
+            let name = member.key
+            guard Self.isName(name) else {
+                diagnostics.append(Diagnostic("instance name '\(name)' may hold only letters, digits, '-' and '_'", at: member.keyLocation))
+                continue
+            }
+            if let previous = config.instance(named: name) {
+                diagnostics.append(Diagnostic("instance '\(name)' is already defined at \(previous.location)", at: member.keyLocation))
+                continue
+            }
+            guard let fields = member.value.members else {
+                diagnostics.append(Diagnostic("instance '\(name)' must be a mapping with a 'plugin' key", at: member.value.location))
+                continue
+            }
+            guard let pluginNode = member.value["plugin"], let plugin = pluginNode.string, !plugin.isEmpty else {
+                diagnostics.append(Diagnostic("instance '\(name)' needs 'plugin: NAME'", at: member.value.location))
+                continue
+            }
+            let rest = fields.filter { $0.key != "plugin" }
+            let settings = ConfigNode(kind: .mapping(rest), location: member.value.location, isSecret: rest.contains(where: \.value.isSecret))
+            config.instances.append(
+                InstanceDeclaration(name: name, location: member.keyLocation, plugin: Located(plugin, at: pluginNode.location), config: settings)
+            )
+        }
+    }
+
+    private func mergeRoutes(_ node: ConfigNode, file: String, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
+        guard let elements = node.elements else {
+            diagnostics.append(Diagnostic("'routes' must be a list of routes", at: node.location))
+            return
+        }
+        for (index, element) in elements.enumerated() {
+            guard let members = element.members else {
+                diagnostics.append(Diagnostic("a route must be a mapping with 'from' and 'to'", at: element.location))
+                continue
+            }
+            var valid = true
+            func fail(_ message: String, _ location: SourceLocation) {
+                diagnostics.append(Diagnostic(message, at: location))
+                valid = false
+            }
+            for member in members where !Self.routeKeys.contains(member.key) {
+                fail("unknown key '\(member.key)' in route (expected one of: \(Self.routeKeys.joined(separator: ", ")))", member.keyLocation)
+            }
+            let name = element["name"]?.scalarText ?? "\(Self.baseName(file))#\(index + 1)"
+            if let previous = config.routes.first(where: { $0.name == name }) {
+                fail("route name '\(name)' is already used at \(previous.location)", element["name"]?.location ?? element.location)
+            }
+            func port(_ node: ConfigNode) -> Located<PortReference>? {
+                guard let text = node.string, let reference = PortReference(text) else {
+                    fail("expected a port as 'instance.port', found \(node.kindName)\(node.string.map { " '\($0)'" } ?? "")", node.location)
+                    return nil
+                }
+                return Located(reference, at: node.location)
+            }
+            var from: Located<PortReference>?
+            if let fromNode = element["from"] { from = port(fromNode) } else { fail("route '\(name)' needs 'from: instance.port'", element.location) }
+            var to: [Located<PortReference>] = []
+            switch element["to"] {
+            case nil: fail("route '\(name)' needs 'to: instance.port' (or a list of them)", element.location)
+            case let node? where node.elements != nil:
+                to = (node.elements ?? []).compactMap(port)
+                if to.isEmpty { fail("route '\(name)': 'to' lists no port", node.location) }
+            case let node?:
+                if let reference = port(node) { to = [reference] }
+            }
+            func text(_ key: String) -> Located<String>? {
+                guard let node = element[key] else { return nil }
+                guard let value = node.scalarText, node.elements == nil, node.members == nil else {
+                    fail("'\(key)' must be a string, found \(node.kindName)", node.location)
+                    return nil
+                }
+                return Located(value, at: node.location)
+            }
+            let when = text("when")
+            let template = text("template")
+            let outputType = text("type")
+            let contentType = text("content_type")
+            let map = element["map"]
+            if let map, map.members == nil {
+                fail("'map' must be a mapping of body fields to templates", map.location)
+            }
+            if map != nil, template != nil {
+                fail("a route has either 'map' or 'template', not both", element["template"]?.location ?? element.location)
+            }
+            var queueSize = Self.defaultQueueSize
+            var onFull = OnFull.block
+            if let queue = element["queue"] {
+                if let queueMembers = queue.members {
+                    for member in queueMembers {
+                        switch member.key {
+                        case "size":
+                            if case .scalar(.int(let size)) = member.value.kind, size > 0 {
+                                queueSize = size
+                            } else {
+                                fail("queue.size must be a positive integer", member.value.location)
+                            }
+                        case "on_full":
+                            if let value = member.value.string.flatMap(OnFull.init(rawValue:)) {
+                                onFull = value
+                            } else {
+                                fail("queue.on_full must be one of: \(OnFull.allCases.map(\.rawValue).joined(separator: ", "))", member.value.location)
+                            }
+                        default:
+                            fail("unknown key '\(member.key)' in queue (expected: size, on_full)", member.keyLocation)
+                        }
+                    }
+                } else {
+                    fail("'queue' must be a mapping such as { size: 1024, on_full: block }", queue.location)
+                }
+            }
+            var allowLoops = false
+            if let loop = element["loop"] {
+                switch loop.string {
+                case "allow": allowLoops = true
+                case "prevent": allowLoops = false
+                default: fail("'loop' must be 'prevent' (the default) or 'allow'", loop.location)
+                }
+            }
+            guard valid, let from else { continue }
+            config.routes.append(
+                RouteDeclaration(
+                    name: name, location: element.location, from: from, to: to, when: when, map: map, template: template,
+                    outputType: outputType, contentType: contentType, queueSize: queueSize, onFull: onFull, allowLoops: allowLoops
+                )
+            )
+        }
+    }
+
+    static func isName(_ text: String) -> Bool {
+        !text.isEmpty && text.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }
+    }
+
+    static func baseName(_ path: String) -> String {
+        String(path.split(separator: "/").last ?? Substring(path))
+    }
+}

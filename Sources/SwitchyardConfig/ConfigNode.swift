@@ -1,0 +1,129 @@
+public import SwitchyardCore
+
+/// A YAML node that remembers where it was written, so every later error can name
+/// `file:line:column`.
+public struct ConfigNode: Sendable {
+    /// A scalar's value after YAML type resolution and `${VAR}` substitution.
+    public enum Scalar: Sendable, Equatable {
+        case null
+        case bool(Bool)
+        case int(Int)
+        case double(Double)
+        case string(String)
+    }
+
+    /// The shape of the node.
+    public enum Kind: Sendable {
+        case scalar(Scalar)
+        /// Members in the order written.
+        case mapping([(key: String, keyLocation: SourceLocation, value: ConfigNode)])
+        case sequence([ConfigNode])
+    }
+
+    /// The node's shape and contents.
+    public var kind: Kind
+    /// Where it starts.
+    public var location: SourceLocation
+    /// Whether any part of the value came from a `${VAR}`: such values are secrets and are
+    /// never printed.
+    public var isSecret: Bool
+
+    /// Creates a node.
+    public init(kind: Kind, location: SourceLocation, isSecret: Bool = false) {
+        self.kind = kind
+        self.location = location
+        self.isSecret = isSecret
+    }
+
+    /// The member `key` of a mapping.
+    public subscript(key: String) -> ConfigNode? {
+        guard case .mapping(let members) = kind else { return nil }
+        return members.first(where: { $0.key == key })?.value
+    }
+
+    /// The mapping's members, or `nil` for other nodes.
+    public var members: [(key: String, keyLocation: SourceLocation, value: ConfigNode)]? {
+        if case .mapping(let members) = kind { return members }
+        return nil
+    }
+
+    /// The elements of a sequence, or `nil`.
+    public var elements: [ConfigNode]? {
+        if case .sequence(let elements) = kind { return elements }
+        return nil
+    }
+
+    /// The text of a string scalar (numbers and Booleans are not strings here).
+    public var string: String? {
+        if case .scalar(.string(let text)) = kind { return text }
+        return nil
+    }
+
+    /// The text of any scalar, as written after substitution.
+    public var scalarText: String? {
+        guard case .scalar(let scalar) = kind else { return nil }
+        switch scalar {
+        case .null: return nil
+        case .bool(let flag): return String(flag)
+        case .int(let number): return String(number)
+        case .double(let number): return String(number)
+        case .string(let text): return text
+        }
+    }
+
+    /// A short name of the node's kind for error messages.
+    public var kindName: String {
+        switch kind {
+        case .mapping: "a mapping"
+        case .sequence: "a list"
+        case .scalar(.string): "a string"
+        case .scalar(.null): "null"
+        case .scalar(.bool): "a Boolean"
+        case .scalar(.int), .scalar(.double): "a number"
+        }
+    }
+
+    /// The node as JSON (what plugins receive as their instance configuration).
+    public var json: JSONValue {
+        switch kind {
+        case .scalar(.null): .null
+        case .scalar(.bool(let flag)): .bool(flag)
+        case .scalar(.int(let number)): .int(number)
+        case .scalar(.double(let number)): .double(number)
+        case .scalar(.string(let text)): .string(text)
+        case .sequence(let elements): .array(elements.map(\.json))
+        case .mapping(let members):
+            .object(Dictionary(members.map { ($0.key, $0.value.json) }, uniquingKeysWith: { _, last in last }))
+        }
+    }
+
+    /// The location of the value at a dotted path such as `timer.interval` or `hosts[2]`
+    /// (as ``SchemaViolation/path`` writes it), or of the deepest node that exists on the way.
+    public func location(ofPath path: String) -> SourceLocation {
+        var node = self
+        var keyLocation: SourceLocation?
+        for rawComponent in path.split(separator: ".") {
+            var component = Substring(rawComponent)
+            var indexes: [Int] = []
+            while let open = component.lastIndex(of: "["), component.last == "]",
+                let index = Int(component[component.index(after: open)..<component.index(before: component.endIndex)])
+            {
+                indexes.insert(index, at: 0)
+                component = component[..<open]
+            }
+            if !component.isEmpty {
+                guard let member = node.members?.first(where: { $0.key == component }) else {
+                    return keyLocation ?? node.location
+                }
+                keyLocation = member.keyLocation
+                node = member.value
+            }
+            for index in indexes {
+                guard let elements = node.elements, elements.indices.contains(index) else { return node.location }
+                node = elements[index]
+                keyLocation = nil
+            }
+        }
+        return keyLocation ?? node.location
+    }
+}

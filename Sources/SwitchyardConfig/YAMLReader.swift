@@ -1,0 +1,148 @@
+public import SwitchyardCore
+import Yams
+
+/// Reads YAML text into ``ConfigNode`` trees with positions and substitutes `${VAR}`.
+public struct YAMLReader: Sendable {
+    /// Where `${VAR}` values come from.
+    public var environment: [String: String]
+
+    /// Creates a reader that substitutes from `environment`.
+    public init(environment: [String: String]) { self.environment = environment }
+
+    /// Parses one YAML document. Unset variables and YAML errors are added to `diagnostics`;
+    /// the result is `nil` only when the text is not YAML at all.
+    public func read(_ text: String, file: String, diagnostics: inout [Diagnostic]) -> ConfigNode? {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch let error as YamlError {
+            diagnostics.append(Self.diagnostic(for: error, file: file))
+            return nil
+        } catch {
+            diagnostics.append(Diagnostic("cannot parse YAML: \(error)", at: SourceLocation(file: file, line: 1, column: 1)))
+            return nil
+        }
+        guard let root else { return nil }
+        return convert(root, file: file, diagnostics: &diagnostics)
+    }
+
+    static func diagnostic(for error: YamlError, file: String) -> Diagnostic {
+        switch error {
+        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
+            return Diagnostic("invalid YAML: \(problem)", at: SourceLocation(file: file, line: mark.line, column: mark.column))
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            let mark = context.mark
+            return Diagnostic(
+                "duplicate key \(duplicates.map { "'\($0)'" }.joined(separator: ", ")) in mapping",
+                at: SourceLocation(file: file, line: mark.line, column: mark.column)
+            )
+        default:
+            return Diagnostic("invalid YAML: \(error)", at: SourceLocation(file: file, line: 1, column: 1))
+        }
+    }
+
+    private func location(_ mark: Mark?, _ file: String) -> SourceLocation {
+        SourceLocation(file: file, line: mark?.line ?? 1, column: mark?.column ?? 1)
+    }
+
+    private func convert(_ node: Node, file: String, diagnostics: inout [Diagnostic]) -> ConfigNode {
+        let here = location(node.mark, file)
+        switch node {
+        case .scalar(let scalar):
+            let (text, secret) = substitute(scalar.string, at: here, diagnostics: &diagnostics)
+            let plain = scalar.style == .plain || scalar.style == .any
+            let value: ConfigNode.Scalar
+            if plain {
+                value = Self.resolvePlain(text)
+            } else {
+                value = .string(text)
+            }
+            return ConfigNode(kind: .scalar(value), location: here, isSecret: secret)
+        case .mapping(let mapping):
+            var members: [(key: String, keyLocation: SourceLocation, value: ConfigNode)] = []
+            var secret = false
+            for (key, value) in mapping {
+                let keyText = key.scalar?.string ?? "\(key)"
+                let child = convert(value, file: file, diagnostics: &diagnostics)
+                if let previous = members.first(where: { $0.key == keyText }) {
+                    diagnostics.append(
+                        Diagnostic("duplicate key '\(keyText)' (first at \(previous.keyLocation))", at: location(key.mark, file))
+                    )
+                    continue
+                }
+                secret = secret || child.isSecret
+                members.append((keyText, location(key.mark, file), child))
+            }
+            return ConfigNode(kind: .mapping(members), location: here, isSecret: secret)
+        case .sequence(let sequence):
+            let elements = sequence.map { convert($0, file: file, diagnostics: &diagnostics) }
+            return ConfigNode(kind: .sequence(elements), location: here, isSecret: elements.contains(where: \.isSecret))
+        case .alias:
+            diagnostics.append(Diagnostic("unresolved YAML alias", at: here))
+            return ConfigNode(kind: .scalar(.null), location: here)
+        }
+    }
+
+    /// YAML 1.2 core-schema resolution of a plain scalar.
+    static func resolvePlain(_ text: String) -> ConfigNode.Scalar {
+        switch text {
+        case "", "~", "null", "Null", "NULL": return .null
+        case "true", "True", "TRUE": return .bool(true)
+        case "false", "False", "FALSE": return .bool(false)
+        default: break
+        }
+        if let number = Int(text) { return .int(number) }
+        if text.hasPrefix("0x"), let number = Int(text.dropFirst(2), radix: 16) { return .int(number) }
+        if text.hasPrefix("0o"), let number = Int(text.dropFirst(2), radix: 8) { return .int(number) }
+        if text.first.map({ $0.isNumber || $0 == "-" || $0 == "+" || $0 == "." }) == true, let number = Double(text) {
+            return .double(number)
+        }
+        return .string(text)
+    }
+
+    /// Replaces `${NAME}` and `${NAME:-default}`; `$${` stands for a literal `${`.
+    /// Returns the text and whether anything was substituted.
+    func substitute(_ text: String, at location: SourceLocation, diagnostics: inout [Diagnostic]) -> (String, Bool) {
+        guard text.contains("$") else { return (text, false) }
+        var output = ""
+        var substituted = false
+        var index = text.startIndex
+        while index < text.endIndex {
+            let character = text[index]
+            if character == "$", text[index...].hasPrefix("$${") {
+                output += "${"
+                index = text.index(index, offsetBy: 3)
+                continue
+            }
+            guard character == "$", text[index...].hasPrefix("${"),
+                let close = text[index...].firstIndex(of: "}")
+            else {
+                output.append(character)
+                index = text.index(after: index)
+                continue
+            }
+            let inner = text[text.index(index, offsetBy: 2)..<close]
+            let column = text.distance(from: text.startIndex, to: index)
+            var name = Substring(inner)
+            var fallback: Substring?
+            if let range = inner.range(of: ":-") {
+                name = inner[..<range.lowerBound]
+                fallback = inner[range.upperBound...]
+            }
+            if name.isEmpty || !name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
+                diagnostics.append(Diagnostic("invalid variable reference '${\(inner)}'", at: location.advanced(by: column)))
+            } else if let value = environment[String(name)] {
+                output += value
+                substituted = true
+            } else if let fallback {
+                output += fallback
+            } else {
+                diagnostics.append(
+                    Diagnostic("environment variable '\(name)' is not set (used as ${\(name)})", at: location.advanced(by: column))
+                )
+            }
+            index = text.index(after: close)
+        }
+        return (output, substituted)
+    }
+}

@@ -1,0 +1,94 @@
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Time in the forms envelopes need.
+public enum Clock {
+    /// Nanoseconds since the Unix epoch, from the real-time clock.
+    public static func nowUnixNanos() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+    }
+
+    /// Nanoseconds from a monotonic clock, for durations.
+    public static func monotonicNanos() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+
+    /// RFC 3339 UTC text with milliseconds, e.g. `2026-11-22T04:46:46.123Z`.
+    public static func rfc3339(unixNanos: Int64) -> String {
+        var seconds = time_t(unixNanos / 1_000_000_000)
+        let millis = Int((unixNanos % 1_000_000_000) / 1_000_000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func pad(_ value: Int32, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(millis), 3))Z"
+    }
+}
+
+/// Monotonic ULIDs (https://github.com/ulid/spec): 48 bits of milliseconds, 80 random bits,
+/// incremented within one millisecond so ids from one process sort in creation order.
+public enum ULID {
+    private struct State {
+        var millis: UInt64 = 0
+        var high: UInt16 = 0
+        var low: UInt64 = 0
+    }
+
+    private static let state = Mutex(State())
+    private static let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".utf8)
+
+    /// The next ULID as 26 characters of Crockford base 32.
+    public static func next() -> String {
+        let millis = UInt64(Clock.nowUnixNanos() / 1_000_000)
+        let (high, low) = state.withLock { state -> (UInt16, UInt64) in
+            if millis > state.millis {
+                var generator = SystemRandomNumberGenerator()
+                state.millis = millis
+                state.high = UInt16.random(in: 0...UInt16.max, using: &generator)
+                // Leave headroom so increments within one millisecond do not overflow.
+                state.low = UInt64.random(in: 0...(UInt64.max >> 1), using: &generator)
+            } else {
+                state.low &+= 1
+                if state.low == 0 { state.high &+= 1 }
+            }
+            return (state.high, state.low)
+        }
+        return encode(millis: millis, high: high, low: low)
+    }
+
+    static func encode(millis: UInt64, high: UInt16, low: UInt64) -> String {
+        // 128 bits: 48 time | 16 high | 64 low, written as 26 base-32 digits (130 bits, top 2 zero).
+        let upper = (millis << 16) | UInt64(high)  // 64 bits
+        return String(unsafeUninitializedCapacity: 26) { buffer in
+            for position in 0..<26 {
+                // Digit `position` covers bits [position*5 - 2, position*5 + 3) of the 128-bit value.
+                let start = position * 5 - 2
+                var digit: UInt64 = 0
+                for bit in start..<(start + 5) {
+                    digit <<= 1
+                    if bit >= 0 {
+                        let word = bit < 64 ? upper : low
+                        let shift = 63 - (bit % 64)
+                        digit |= (word >> UInt64(shift)) & 1
+                    }
+                }
+                buffer[position] = alphabet[Int(digit)]
+            }
+            return 26
+        }
+    }
+}

@@ -1,0 +1,179 @@
+/// Whether a port produces or consumes envelopes.
+public enum PortDirection: String, Sendable, Hashable {
+    /// The port emits envelopes into the router.
+    case source
+    /// The port takes envelopes from the router.
+    case sink
+}
+
+/// A port as a plugin manifest declares it.
+public struct PortDeclaration: Sendable, Hashable {
+    /// The port name, unique within the plugin.
+    public var name: String
+    /// Source or sink.
+    public var direction: PortDirection
+    /// Envelope types it emits or accepts; `["*"]` for any.
+    public var types: [String]
+    /// The instance configuration key that must be present for the port to exist.
+    public var requires: String?
+    /// What the port does.
+    public var summary: String
+
+    /// Creates a port declaration.
+    public init(name: String, direction: PortDirection, types: [String], requires: String? = nil, summary: String = "") {
+        self.name = name
+        self.direction = direction
+        self.types = types
+        self.requires = requires
+        self.summary = summary
+    }
+
+    /// Whether the port accepts or emits any type.
+    public var isUntyped: Bool { types.contains("*") }
+}
+
+/// The self-description a plugin hands over in negotiation: name, version, ports, the types it
+/// defines and the JSON Schema of its instance configuration.
+public struct PluginManifest: Sendable {
+    /// Plugin name, the `plugin:` value in YAML.
+    public var name: String
+    /// Semantic version of the plugin.
+    public var version: String
+    /// One line on what it is.
+    public var summary: String
+    /// Its ports.
+    public var ports: [PortDeclaration]
+    /// Body schemas of the envelope types it defines, by type name.
+    public var types: [String: JSONValue]
+    /// JSON Schema of an instance configuration.
+    public var config: JSONValue
+
+    /// Creates a manifest.
+    public init(
+        name: String,
+        version: String,
+        summary: String = "",
+        ports: [PortDeclaration],
+        types: [String: JSONValue] = [:],
+        config: JSONValue = ["type": "object"]
+    ) {
+        self.name = name
+        self.version = version
+        self.summary = summary
+        self.ports = ports
+        self.types = types
+        self.config = config
+    }
+
+    /// The port called `name`.
+    public func port(named name: String) -> PortDeclaration? { ports.first { $0.name == name } }
+
+    /// The manifest as the JSON the ABI carries.
+    public var json: JSONValue {
+        var ports: [JSONValue] = []
+        for port in self.ports {
+            var object: [String: JSONValue] = [
+                "name": .string(port.name),
+                "direction": .string(port.direction.rawValue),
+                "types": .array(port.types.map { .string($0) }),
+            ]
+            if let requires = port.requires { object["requires"] = .string(requires) }
+            if !port.summary.isEmpty { object["description"] = .string(port.summary) }
+            ports.append(.object(object))
+        }
+        return [
+            "name": .string(name),
+            "version": .string(version),
+            "description": .string(summary),
+            "ports": .array(ports),
+            "types": .object(types),
+            "config": config,
+        ]
+    }
+
+    /// Parses and checks manifest JSON: required fields, port names, directions, and that every
+    /// schema compiles. The error says which part is wrong.
+    public init(parsing bytes: some Collection<UInt8>) throws(ManifestError) {
+        let json: JSONValue
+        do {
+            json = try JSONValue(parsing: bytes)
+        } catch {
+            throw ManifestError(reason: "manifest is not JSON: \(error)")
+        }
+        guard case .object(let members) = json else { throw ManifestError(reason: "manifest must be a JSON object") }
+        func string(_ key: String) throws(ManifestError) -> String {
+            guard let value = members[key]?.stringValue, !value.isEmpty else {
+                throw ManifestError(reason: "manifest field '\(key)' must be a non-empty string")
+            }
+            return value
+        }
+        name = try string("name")
+        guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+            throw ManifestError(reason: "plugin name '\(name)' may hold only letters, digits, '-' and '_'")
+        }
+        version = try string("version")
+        summary = members["description"]?.stringValue ?? ""
+        guard case .array(let portValues)? = members["ports"] else {
+            throw ManifestError(reason: "manifest field 'ports' must be an array")
+        }
+        var ports: [PortDeclaration] = []
+        for (index, value) in portValues.enumerated() {
+            guard let portName = value["name"]?.stringValue, !portName.isEmpty,
+                portName.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
+            else {
+                throw ManifestError(reason: "ports[\(index)].name must be a non-empty name of letters, digits, '-' and '_'")
+            }
+            guard let directionText = value["direction"]?.stringValue, let direction = PortDirection(rawValue: directionText) else {
+                throw ManifestError(reason: "port '\(portName)': direction must be \"source\" or \"sink\"")
+            }
+            guard case .array(let typeValues)? = value["types"], !typeValues.isEmpty,
+                typeValues.allSatisfy({ ($0.stringValue ?? "").isEmpty == false })
+            else {
+                throw ManifestError(reason: "port '\(portName)': types must be a non-empty array of type names (or [\"*\"])")
+            }
+            if ports.contains(where: { $0.name == portName }) {
+                throw ManifestError(reason: "port '\(portName)' is declared twice")
+            }
+            ports.append(
+                PortDeclaration(
+                    name: portName,
+                    direction: direction,
+                    types: typeValues.compactMap(\.stringValue),
+                    requires: value["requires"]?.stringValue,
+                    summary: value["description"]?.stringValue ?? ""
+                )
+            )
+        }
+        self.ports = ports
+        switch members["types"] {
+        case nil: types = [:]
+        case .object(let declared)?:
+            for (typeName, schema) in declared {
+                do {
+                    _ = try Schema(json: schema)
+                } catch {
+                    throw ManifestError(reason: "type '\(typeName)': \(error)")
+                }
+            }
+            types = declared
+        default: throw ManifestError(reason: "manifest field 'types' must be an object of schemas")
+        }
+        config = members["config"] ?? ["type": "object"]
+        do {
+            _ = try Schema(json: config)
+        } catch {
+            throw ManifestError(reason: "config \(error)")
+        }
+    }
+}
+
+/// Why a manifest was refused.
+public struct ManifestError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong with it.
+    public var reason: String
+
+    /// Creates the error.
+    public init(reason: String) { self.reason = reason }
+
+    public var description: String { reason }
+}

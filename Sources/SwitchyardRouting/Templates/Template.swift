@@ -1,0 +1,199 @@
+public import SwitchyardCore
+import Mustache
+
+/// A Mustache template over an envelope, as used by `map:` values and `template:`.
+///
+/// Names are envelope field paths (``EnvelopeField``): `{{body.name}}`, `{{headers.mqtt.qos}}`,
+/// `{{subject}}`, `{{time}}`. Output is text, never HTML-escaped. A template that is exactly one
+/// tag (`"{{body.count}}"`) renders to the field's JSON value itself, so numbers stay numbers
+/// and objects stay objects in `map:`.
+public struct Template: Sendable {
+    /// The template text as written.
+    public let source: String
+    /// Every envelope field read outside sections, with its column offset in ``source``.
+    public let fieldReads: [(field: EnvelopeField, offset: Int)]
+    private let compiled: MustacheTemplate?
+    private let wholeField: EnvelopeField?
+
+    /// Turns off Mustache's HTML escaping: messages are not web pages.
+    private static let textPragma = "{{%CONTENT_TYPE:TEXT}}"
+
+    /// Parses a template; errors name the place (line and column within the text, added to
+    /// `location`).
+    public init(parsing source: String, at location: SourceLocation?) throws(Diagnostic) {
+        self.source = source
+        let tags = try Self.scanTags(source, at: location)
+        var reads: [(field: EnvelopeField, offset: Int)] = []
+        for tag in tags where tag.depth == 0 {
+            guard let field = EnvelopeField(path: tag.name) else {
+                throw Diagnostic(
+                    "template reads '\(tag.name)', which is not an envelope field (fields start with one of: \(EnvelopeField.roots.joined(separator: ", ")))",
+                    at: location?.advanced(by: tag.offset)
+                )
+            }
+            reads.append((field, tag.offset))
+        }
+        fieldReads = reads
+        if tags.count == 1, let only = tags.first, only.isVariable, only.start == 0, only.end == source.utf8.count {
+            wholeField = reads.first?.field
+        } else {
+            wholeField = nil
+        }
+        if tags.isEmpty {
+            compiled = nil
+        } else {
+            do {
+                compiled = try MustacheTemplate(string: Self.textPragma + source)
+            } catch let error as MustacheTemplate.ParserError {
+                let line = error.context.lineNumber
+                let column = line == 1 ? max(1, error.context.columnNumber - Self.textPragma.count) : error.context.columnNumber
+                let place = location.map {
+                    SourceLocation(file: $0.file, line: $0.line + line - 1, column: line == 1 ? $0.column + column - 1 : column)
+                }
+                throw Diagnostic("invalid template: \(error.error) at line \(line), column \(column) of the template", at: place)
+            } catch {
+                throw Diagnostic("invalid template: \(error)", at: location)
+            }
+        }
+    }
+
+    /// Renders to a JSON value: the field's own value for a one-tag template, otherwise text.
+    public func render(_ scope: inout EnvelopeScope) -> JSONValue {
+        if let wholeField { return scope.value(of: wholeField) ?? .null }
+        return .string(renderText(&scope))
+    }
+
+    /// Renders to text.
+    public func renderText(_ scope: inout EnvelopeScope) -> String {
+        guard let compiled else { return source }
+        let needsBody = fieldReads.contains { if case .body = $0.field { true } else { false } } || fieldReads.isEmpty
+        let context = MustacheEnvelope(envelope: scope.envelope, body: needsBody ? scope.body() : nil)
+        return compiled.render(context)
+    }
+
+    struct Tag {
+        var name: String
+        var offset: Int  // of the name, in characters
+        var depth: Int
+        var isVariable: Bool
+        var start: Int  // UTF-8 offsets of the whole tag
+        var end: Int
+    }
+
+    /// Finds the names used by `{{name}}`, `{{{name}}}`, `{{&name}}`, `{{#name}}` and `{{^name}}`
+    /// with their section depth, for static checks.
+    static func scanTags(_ source: String, at location: SourceLocation?) throws(Diagnostic) -> [Tag] {
+        let bytes = Array(source.utf8)
+        var tags: [Tag] = []
+        var depth = 0
+        var index = 0
+        while index + 1 < bytes.count {
+            guard bytes[index] == UInt8(ascii: "{"), bytes[index + 1] == UInt8(ascii: "{") else {
+                index += 1
+                continue
+            }
+            let start = index
+            var cursor = index + 2
+            var sigil: UInt8 = 0
+            if cursor < bytes.count, "{&#^/!>=%<$".utf8.contains(bytes[cursor]) {
+                sigil = bytes[cursor]
+                cursor += 1
+            }
+            let closing: [UInt8] = sigil == UInt8(ascii: "{") ? Array("}}}".utf8) : Array("}}".utf8)
+            var end = cursor
+            while end + closing.count <= bytes.count, !bytes[end..<end + closing.count].elementsEqual(closing) { end += 1 }
+            guard end + closing.count <= bytes.count else {
+                let column = String(decoding: bytes[0..<start], as: UTF8.self).count
+                throw Diagnostic("unclosed template tag", at: location?.advanced(by: column))
+            }
+            let rawName = String(decoding: bytes[cursor..<end], as: UTF8.self)
+            let name = rawName.trimmingCharacters(in: " \t")
+            let leading = rawName.count - rawName.drop(while: { $0 == " " || $0 == "\t" }).count
+            let offset = String(decoding: bytes[0..<cursor], as: UTF8.self).count + leading
+            index = end + closing.count
+            switch sigil {
+            case 0, UInt8(ascii: "{"), UInt8(ascii: "&"):
+                if name != "." { tags.append(Tag(name: name, offset: offset, depth: depth, isVariable: true, start: start, end: index)) }
+            case UInt8(ascii: "#"), UInt8(ascii: "^"):
+                tags.append(Tag(name: name, offset: offset, depth: depth, isVariable: false, start: start, end: index))
+                depth += 1
+            case UInt8(ascii: "/"):
+                depth = max(0, depth - 1)
+            default:
+                break  // comments, partials, delimiters, pragmas
+            }
+        }
+        return tags
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in set: String) -> String {
+        let characters = Set(set)
+        var slice = Substring(self)
+        while let first = slice.first, characters.contains(first) { slice = slice.dropFirst() }
+        while let last = slice.last, characters.contains(last) { slice = slice.dropLast() }
+        return String(slice)
+    }
+}
+
+/// The root object a template renders against.
+struct MustacheEnvelope: MustacheParent {
+    let envelope: Envelope
+    let body: JSONValue?
+
+    func child(named name: String) -> Any? {
+        switch name {
+        case "id": envelope.id
+        case "type": envelope.type
+        case "source": envelope.source
+        case "subject": envelope.subject
+        case "time": envelope.timeText
+        case "contentType": envelope.contentType
+        case "trace": envelope.trace
+        case "headers": MustacheHeaders(headers: envelope.headers, prefix: "")
+        case "body": body.flatMap(MustacheJSON.bridge)
+        case "session":
+            envelope.session.isEmpty ? nil : (try? JSONValue(parsing: envelope.session)).flatMap(MustacheJSON.bridge)
+        default: nil
+        }
+    }
+}
+
+/// Header names contain dots (`mqtt.qos`); Mustache splits names at dots, so each step keeps
+/// the prefix read so far until it names a header.
+struct MustacheHeaders: MustacheParent {
+    let headers: Headers
+    let prefix: String
+
+    func child(named name: String) -> Any? {
+        let full = prefix + name
+        if let value = headers[full] { return value }
+        let deeper = full + "."
+        guard headers.contains(where: { $0.name.hasPrefix(deeper) }) else { return nil }
+        return MustacheHeaders(headers: headers, prefix: deeper)
+    }
+}
+
+/// A JSON object as Mustache sees it.
+struct MustacheJSON: MustacheParent, MustacheCustomRenderable {
+    let members: [String: JSONValue]
+
+    func child(named name: String) -> Any? { members[name].flatMap(Self.bridge) }
+
+    var renderText: String { JSONValue.object(members).serialized() }
+    var isNull: Bool { false }
+
+    /// Converts a JSON value to what Mustache's renderer understands.
+    static func bridge(_ value: JSONValue) -> Any? {
+        switch value {
+        case .null: nil
+        case .bool(let flag): flag
+        case .int(let number): number
+        case .double: value.serialized()
+        case .string(let text): text
+        case .array(let elements): elements.map { bridge($0) as Any }
+        case .object(let members): MustacheJSON(members: members)
+        }
+    }
+}
