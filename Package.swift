@@ -6,6 +6,10 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// A plugin binds its own copies of the Swift libraries it links statically, never the
+/// router's: with -Bsymbolic the shared object resolves its own symbols first.
+let pluginLinkerSettings: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "-Bsymbolic"])]
+
 let package = Package(
     name: "switchyard",
     platforms: [.macOS(.v15)],
@@ -42,13 +46,19 @@ let package = Package(
         .target(
             name: "SwitchyardRuntime",
             dependencies: [
-                "SwitchyardABI", "SwitchyardCore", "SwitchyardRouting", "SwitchyardConfig",
+                "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardRouting", "SwitchyardConfig",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
+        // Envelope <-> C envelope conversion, shared by the router and the SDK.
+        .target(name: "SwitchyardBridge", dependencies: ["SwitchyardABI", "SwitchyardCore"], swiftSettings: strict),
         // The Swift SDK for plugin authors: hides the C ABI.
-        .target(name: "SwitchyardPluginKit", dependencies: ["SwitchyardABI", "SwitchyardCore"], swiftSettings: strict),
+        .target(
+            name: "SwitchyardPluginKit",
+            dependencies: ["SwitchyardABI", "SwitchyardBridge", "SwitchyardCore"],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "switchyard",
             dependencies: [
@@ -58,7 +68,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .target(name: "CorePlugin", dependencies: ["SwitchyardPluginKit"], path: "Plugins/core", swiftSettings: strict),
+        .target(
+            name: "CorePlugin",
+            dependencies: ["SwitchyardPluginKit"],
+            path: "Plugins/core",
+            swiftSettings: strict,
+            linkerSettings: pluginLinkerSettings
+        ),
 
         .testTarget(name: "SwitchyardCoreTests", dependencies: ["SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchyardRoutingTests", dependencies: ["SwitchyardRouting"], swiftSettings: strict),

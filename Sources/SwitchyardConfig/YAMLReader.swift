@@ -49,6 +49,9 @@ public struct YAMLReader: Sendable {
         let here = location(node.mark, file)
         switch node {
         case .scalar(let scalar):
+            // Point at the text itself, not at an opening quote, so offsets into expressions line up.
+            let quoted = scalar.style == .singleQuoted || scalar.style == .doubleQuoted
+            let here = quoted ? here.advanced(by: 1) : here
             let (text, secret) = substitute(scalar.string, at: here, diagnostics: &diagnostics)
             let plain = scalar.style == .plain || scalar.style == .any
             let value: ConfigNode.Scalar

@@ -52,10 +52,12 @@ public struct Envelope: Sendable, Equatable {
     /// The body as text (lossy for invalid UTF-8).
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
 
-    /// Decodes the body: JSON for JSON content types (and bodies that parse as JSON),
-    /// otherwise the text as a JSON string.
+    /// Decodes the body: JSON for JSON content types (a body that is not valid JSON becomes
+    /// its text), the text as a JSON string for `text/*`, and for any other content type JSON
+    /// when it parses, else text.
     public func decodedBody() -> JSONValue {
         if body.isEmpty { return .null }
+        if contentType.hasPrefix("text/") { return .string(bodyText) }
         if let value = try? JSONValue(parsing: body) { return value }
         return .string(bodyText)
     }

@@ -320,5 +320,11 @@ public struct SchemaViolation: Sendable, Equatable, CustomStringConvertible {
     /// How it breaks the schema.
     public var reason: String
 
+    /// Creates a violation.
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+
     public var description: String { path.isEmpty ? reason : "\(path) \(reason)" }
 }

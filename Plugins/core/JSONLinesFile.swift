@@ -1,0 +1,46 @@
+import Foundation
+import SwitchyardCore
+import SwitchyardPluginKit
+
+/// Appends one JSON line per envelope to a file; a line is flushed (and optionally fsynced)
+/// before the delivery is acknowledged.
+final class JSONLinesFile: @unchecked Sendable {
+    // `handle` is only used under `lock`.
+    private let lock = NSLock()
+    private var handle: UnsafeMutablePointer<FILE>?
+    private let path: String
+    private let writesEnvelopes: Bool
+    private let syncs: Bool
+
+    init(path: String, writesEnvelopes: Bool, syncs: Bool) throws {
+        guard let handle = fopen(path, "a") else {
+            throw PluginError("cannot open \(path) for appending: \(String(cString: strerror(errno)))")
+        }
+        self.handle = handle
+        self.path = path
+        self.writesEnvelopes = writesEnvelopes
+        self.syncs = syncs
+    }
+
+    func append(_ envelope: Envelope) throws {
+        var line = writesEnvelopes ? envelope.jsonObject().serializedBytes() : envelope.decodedBody().serializedBytes()
+        line.append(0x0A)
+        try lock.withLock {
+            guard let handle else { throw PluginError("\(path) is closed") }
+            let written = line.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, handle) }
+            guard written == line.count, fflush(handle) == 0 else {
+                throw PluginError("cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            if syncs, fsync(fileno(handle)) != 0 {
+                throw PluginError("cannot fsync \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    func close() {
+        lock.withLock {
+            if let handle { fclose(handle) }
+            handle = nil
+        }
+    }
+}

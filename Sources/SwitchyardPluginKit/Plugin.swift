@@ -1,0 +1,102 @@
+public import SwitchyardCore
+
+/// A Switchyard plugin written in Swift. One value of the conforming type is one plugin
+/// instance; the router creates as many as the YAML declares.
+///
+/// Conform, then export the type with one line (see ``PluginExport``):
+///
+/// ```swift
+/// @_cdecl("switchyard_plugin_entry")
+/// public func entry(_ offer: UnsafeRawPointer?, _ table: UnsafeMutableRawPointer?, _ capacity: Int) -> UInt32 {
+///     PluginExport.negotiate(EchoPlugin.self, offer: offer, table: table, capacity: capacity)
+/// }
+/// ```
+///
+/// Every method may be called from any thread and must not block for long.
+public protocol SwitchyardPlugin: AnyObject, Sendable {
+    /// The plugin's self-description: name, version, ports, types, configuration schema.
+    static var manifest: PluginManifest { get }
+
+    /// Creates an instance from its configuration (already checked against the manifest's
+    /// configuration schema by the router). Throw to refuse it; the message reaches the user.
+    init(context: PluginContext, name: String, config: JSONValue) throws
+
+    /// Starts I/O; ``PluginContext/emit(_:on:settleToken:)`` may be used from now on.
+    func start() throws
+
+    /// Takes an envelope delivered to a sink port. Call ``Delivery/ack(_:reason:)`` exactly
+    /// once, now or later, from any thread.
+    func deliver(_ envelope: Envelope, on port: String, delivery: Delivery)
+
+    /// Stops producing at sources; deliveries continue. Optional.
+    func quiesce()
+
+    /// Stops everything; no context calls after this returns.
+    func stop()
+
+    /// A port that got ``EmitResult/full`` may emit again. Optional.
+    func resume(port: String)
+
+    /// An envelope emitted with a non-zero settle token has been delivered everywhere (or
+    /// dropped). Optional.
+    func settled(token: UInt64, outcome: DeliveryOutcome)
+}
+
+extension SwitchyardPlugin {
+    /// Does nothing.
+    public func quiesce() {}
+    /// Does nothing.
+    public func resume(port: String) {}
+    /// Does nothing.
+    public func settled(token: UInt64, outcome: DeliveryOutcome) {}
+}
+
+/// How a delivery ended.
+public enum DeliveryOutcome: Int32, Sendable {
+    /// Delivered; the far side confirmed where the protocol can.
+    case ok = 0
+    /// Failed for now; worth retrying.
+    case retry = 1
+    /// Failed for good.
+    case reject = 2
+}
+
+/// What ``PluginContext/emit(_:on:settleToken:)`` answers.
+public enum EmitResult: Int32, Sendable {
+    /// Every route took the envelope.
+    case ok = 0
+    /// The envelope is malformed.
+    case invalid = 1
+    /// The port is not one of the instance's source ports.
+    case unknownPort = 2
+    /// A blocking route queue is full: nothing was taken; wait for ``SwitchyardPlugin/resume(port:)``.
+    case full = 3
+    /// The router is stopping.
+    case stopped = 4
+    /// Any other failure.
+    case failed = 5
+}
+
+/// Log levels, those of swift-log.
+public enum LogLevel: Int32, Sendable {
+    case trace = 0, debug, info, notice, warning, error, critical
+}
+
+/// Metric kinds.
+public enum MetricKind: Int32, Sendable {
+    /// Adds to a counter.
+    case counter = 0
+    /// Sets a gauge.
+    case gauge = 1
+    /// Records a value in a histogram.
+    case histogram = 2
+}
+
+/// Errors a plugin can throw with a message for the user.
+public struct PluginError: Error, Sendable, CustomStringConvertible {
+    /// The message.
+    public var message: String
+    /// Creates an error.
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,58 @@
+public import SwitchyardCore
+internal import SwitchyardABI
+internal import SwitchyardBridge
+
+/// An instance's handle on the router: emit, log, metrics.
+public struct PluginContext: @unchecked Sendable {
+    // The host table and context are owned by the host, live for the process (the context
+    // until destroy) and are documented as callable from any thread: sharing them is safe.
+    let host: UnsafePointer<sy_host_api_v1>
+    let context: OpaquePointer
+
+    init(host: UnsafePointer<sy_host_api_v1>, context: OpaquePointer) {
+        self.host = host
+        self.context = context
+    }
+
+    /// Emits an envelope on a source port. The router copies it before returning.
+    @discardableResult
+    public func emit(_ envelope: Envelope, on port: String, settleToken: UInt64 = 0) -> EmitResult {
+        var port = port
+        return port.withUTF8 { portBytes in
+            EnvelopeBridge.withCEnvelope(envelope) { cEnvelope in
+                let status = host.pointee.emit(context, sy_bytes(portBytes), cEnvelope, settleToken)
+                return EmitResult(rawValue: status) ?? .failed
+            }
+        }
+    }
+
+    /// Writes a log line attributed to the instance.
+    public func log(_ level: LogLevel, _ message: String) {
+        var message = message
+        message.withUTF8 { host.pointee.log(context, level.rawValue, sy_bytes($0)) }
+    }
+
+    /// Records a metric (the router prefixes it with the instance).
+    public func metric(_ kind: MetricKind, _ name: String, _ value: Double) {
+        var name = name
+        name.withUTF8 { host.pointee.metric(context, kind.rawValue, sy_bytes($0), value) }
+    }
+}
+
+/// One delivery to acknowledge.
+public struct Delivery: Sendable {
+    /// The router's delivery id.
+    public let id: UInt64
+    let context: PluginContext
+
+    init(id: UInt64, context: PluginContext) {
+        self.id = id
+        self.context = context
+    }
+
+    /// Acknowledges the delivery; call exactly once.
+    public func ack(_ outcome: DeliveryOutcome, reason: String = "") {
+        var reason = reason
+        reason.withUTF8 { context.host.pointee.ack(context.context, id, outcome.rawValue, sy_bytes($0)) }
+    }
+}

@@ -1,0 +1,142 @@
+internal import SwitchyardCore
+internal import SwitchyardABI
+internal import SwitchyardBridge
+
+/// Connects a ``SwitchyardPlugin`` type to the C ABI: negotiation and the plugin table.
+public enum PluginExport {
+    /// What one shared object exports: its plugin type and the host table it negotiated.
+    /// Each plugin links its own copy of this SDK, so this state is per plugin file.
+    struct Registration: @unchecked Sendable {
+        // Host pointers live for the process; the type is immutable.
+        let type: any SwitchyardPlugin.Type
+        let host: UnsafePointer<sy_host_api_v1>
+        let manifest: UnsafeBufferPointer<UInt8>
+    }
+
+    nonisolated(unsafe) static var registration: Registration?
+
+    /// The ABI versions this SDK implements.
+    public static let supportedVersions: [UInt32] = [SY_ABI_VERSION_1]
+
+    /// Answers the host's offer for plugin type `type`: picks ABI version 1 when offered,
+    /// fills the plugin table and returns the version, or returns 0 to refuse. Call it from the
+    /// plugin's exported `switchyard_plugin_entry` function.
+    public static func negotiate(
+        _ type: any SwitchyardPlugin.Type,
+        offer: UnsafeRawPointer?,
+        table: UnsafeMutableRawPointer?,
+        capacity: Int
+    ) -> UInt32 {
+        guard let offer = offer?.assumingMemoryBound(to: sy_offer.self), let table,
+            let versions = offer.pointee.versions, let hostTables = offer.pointee.host_tables
+        else { return 0 }
+        let count = Int(offer.pointee.version_count)
+        guard let index = (0..<count).first(where: { versions[$0] == SY_ABI_VERSION_1 }),
+            capacity >= MemoryLayout<sy_plugin_api_v1>.size,
+            let hostTable = hostTables[index]?.assumingMemoryBound(to: sy_host_api_v1.self),
+            Int(hostTable.pointee.struct_size) >= MemoryLayout<sy_host_api_v1>.size
+        else { return 0 }
+
+        if registration == nil {
+            // The manifest must outlive every call: copy it once into memory never freed.
+            let bytes = type.manifest.json.serializedBytes()
+            let storage = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: bytes.count)
+            _ = storage.initialize(from: bytes)
+            registration = Registration(type: type, host: hostTable, manifest: UnsafeBufferPointer(storage))
+        }
+        guard let registration else { return 0 }
+
+        let plugin = table.assumingMemoryBound(to: sy_plugin_api_v1.self)
+        plugin.pointee.struct_size = UInt32(MemoryLayout<sy_plugin_api_v1>.size)
+        plugin.pointee.manifest = sy_bytes(registration.manifest)
+        plugin.pointee.create = { context, name, config, instanceOut, error in
+            PluginExport.create(context: context, name: name, config: config, instanceOut: instanceOut, error: error)
+        }
+        plugin.pointee.start = { instance, errorBuffer in
+            guard let box = PluginExport.box(instance) else { return SY_ERR_INVALID }
+            do {
+                try box.plugin.start()
+                return SY_OK
+            } catch {
+                PluginExport.write("\(error)", to: errorBuffer)
+                return SY_ERR_FAILED
+            }
+        }
+        plugin.pointee.deliver = { instance, port, envelope, deliveryID in
+            guard let box = PluginExport.box(instance), let envelope else { return SY_ERR_INVALID }
+            let portName = port.string
+            guard box.sinkPorts.contains(portName) else { return SY_ERR_UNKNOWN_PORT }
+            box.plugin.deliver(
+                EnvelopeBridge.envelope(from: envelope),
+                on: portName,
+                delivery: Delivery(id: deliveryID, context: box.context)
+            )
+            return SY_OK
+        }
+        plugin.pointee.stop = { instance in PluginExport.box(instance)?.plugin.stop() }
+        plugin.pointee.destroy = { instance in
+            guard let instance else { return }
+            Unmanaged<InstanceBox>.fromOpaque(instance).release()
+        }
+        plugin.pointee.quiesce = { instance in PluginExport.box(instance)?.plugin.quiesce() }
+        plugin.pointee.resume = { instance, port in PluginExport.box(instance)?.plugin.resume(port: port.string) }
+        plugin.pointee.settled = { instance, token, outcome in
+            PluginExport.box(instance)?.plugin.settled(token: token, outcome: DeliveryOutcome(rawValue: outcome) ?? .reject)
+        }
+        return SY_ABI_VERSION_1
+    }
+
+    final class InstanceBox: Sendable {
+        let plugin: any SwitchyardPlugin
+        let context: PluginContext
+        let sinkPorts: Set<String>
+
+        init(plugin: any SwitchyardPlugin, context: PluginContext, sinkPorts: Set<String>) {
+            self.plugin = plugin
+            self.context = context
+            self.sinkPorts = sinkPorts
+        }
+    }
+
+    static func box(_ instance: UnsafeMutableRawPointer?) -> InstanceBox? {
+        guard let instance else { return nil }
+        return Unmanaged<InstanceBox>.fromOpaque(instance).takeUnretainedValue()
+    }
+
+    static func create(
+        context: OpaquePointer?,
+        name: sy_bytes,
+        config: sy_bytes,
+        instanceOut: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+        error errorBuffer: sy_error_buffer
+    ) -> Int32 {
+        guard let registration, let context, let instanceOut else { return SY_ERR_INVALID }
+        let configuration: JSONValue
+        do {
+            configuration = try JSONValue(parsing: config.array)
+        } catch {
+            write("configuration is not JSON: \(error)", to: errorBuffer)
+            return SY_ERR_INVALID
+        }
+        let pluginContext = PluginContext(host: registration.host, context: context)
+        do {
+            let plugin = try registration.type.init(context: pluginContext, name: name.string, config: configuration)
+            let sinkPorts = Set(registration.type.manifest.ports.filter { $0.direction == .sink }.map(\.name))
+            let box = InstanceBox(plugin: plugin, context: pluginContext, sinkPorts: sinkPorts)
+            instanceOut.pointee = Unmanaged.passRetained(box).toOpaque()
+            return SY_OK
+        } catch {
+            write("\(error)", to: errorBuffer)
+            return SY_ERR_INVALID
+        }
+    }
+
+    static func write(_ message: String, to buffer: sy_error_buffer) {
+        guard let data = buffer.data, let length = buffer.length else { return }
+        let bytes = Array(message.utf8.prefix(buffer.capacity))
+        bytes.withUnsafeBufferPointer { source in
+            if let base = source.baseAddress { data.update(from: base, count: bytes.count) }
+        }
+        length.pointee = bytes.count
+    }
+}

@@ -1,0 +1,100 @@
+public import SwitchyardCore
+public import SwitchyardConfig
+public import SwitchyardRouting
+
+/// A validated routing graph, ready to run: every name resolved, every condition and template
+/// compiled, every type checked.
+public struct GraphPlan: Sendable {
+    /// The instances to create, in declaration order.
+    public var instances: [PlannedInstance]
+    /// The routes, in declaration order.
+    public var routes: [PlannedRoute]
+    /// Every known envelope type.
+    public var types: TypeRegistry
+}
+
+/// An instance with its plugin and the ports its configuration enables.
+public struct PlannedInstance: Sendable {
+    /// The YAML name.
+    public var name: String
+    /// The plugin it instantiates.
+    public var plugin: LoadedPlugin
+    /// Its configuration as the plugin receives it.
+    public var config: JSONValue
+    /// The ports this configuration enables.
+    public var ports: [PortDeclaration]
+    /// Where it was declared.
+    public var location: SourceLocation
+}
+
+/// A route with everything compiled.
+public struct PlannedRoute: Sendable {
+    /// The declaration as written.
+    public var declaration: RouteDeclaration
+    /// The compiled `when:`.
+    public var condition: Condition?
+    /// The compiled `map:` or `template:`.
+    public var transform: Transform?
+    /// Route name.
+    public var name: String { declaration.name }
+}
+
+/// How a route reshapes an envelope.
+public struct Transform: Sendable {
+    /// The body it builds.
+    public enum Body: Sendable {
+        /// `map:`: a JSON body built from templates.
+        case map(MapNode)
+        /// `template:`: a text body.
+        case template(Template)
+    }
+
+    /// The body builder.
+    public var body: Body
+    /// The type of the produced envelope (`nil`: keep the source's).
+    public var outputType: String?
+    /// The content type of the produced envelope.
+    public var contentType: String
+
+    /// Applies the transform.
+    public func apply(_ scope: inout EnvelopeScope) -> Envelope {
+        var output = scope.envelope
+        switch body {
+        case .map(let node): output.body = node.render(&scope).serializedBytes()
+        case .template(let template): output.body = Array(template.renderText(&scope).utf8)
+        }
+        if let outputType { output.type = outputType }
+        output.contentType = contentType
+        return output
+    }
+}
+
+/// A `map:` value: templates at the leaves, structure kept.
+public indirect enum MapNode: Sendable {
+    /// A string: a template.
+    case template(Template)
+    /// A number, Boolean or null, used as written.
+    case literal(JSONValue)
+    /// A nested mapping.
+    case object([(String, MapNode)])
+    /// A list.
+    case array([MapNode])
+
+    /// Renders the value for one envelope.
+    public func render(_ scope: inout EnvelopeScope) -> JSONValue {
+        switch self {
+        case .template(let template): return template.render(&scope)
+        case .literal(let value): return value
+        case .object(let members):
+            var object: [String: JSONValue] = [:]
+            object.reserveCapacity(members.count)
+            for (key, node) in members { object[key] = node.render(&scope) }
+            return .object(object)
+        case .array(let elements):
+            var array: [JSONValue] = []
+            array.reserveCapacity(elements.count)
+            for element in elements { array.append(element.render(&scope)) }
+            return .array(array)
+        }
+    }
+}

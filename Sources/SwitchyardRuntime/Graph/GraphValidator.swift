@@ -1,0 +1,310 @@
+public import SwitchyardCore
+public import SwitchyardConfig
+internal import SwitchyardRouting
+
+/// Checks a configuration against the loaded plugins and compiles it into a ``GraphPlan``:
+/// what `switchyard validate` reports and what `switchyard run` refuses to start without.
+public struct GraphValidator: Sendable {
+    /// The loaded plugins by name.
+    public let plugins: [String: LoadedPlugin]
+
+    /// Creates a validator over loaded plugins.
+    public init(plugins: [LoadedPlugin]) {
+        self.plugins = Dictionary(plugins.map { ($0.manifest.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Validates; the plan is `nil` when there is any diagnostic.
+    public func validate(_ config: GraphConfig) -> (GraphPlan?, [Diagnostic]) {
+        var diagnostics: [Diagnostic] = []
+        var registry = TypeRegistry()
+        for plugin in plugins.values.sorted(by: { $0.manifest.name < $1.manifest.name }) {
+            for (name, schemaJSON) in plugin.manifest.types.sorted(by: { $0.key < $1.key }) {
+                guard let schema = try? Schema(json: schemaJSON) else { continue }  // checked at load
+                do {
+                    try registry.register(TypeDefinition(name: name, schema: schema, origin: "plugin \(plugin.manifest.name)"))
+                } catch {
+                    diagnostics.append(Diagnostic("\(error)", at: nil))
+                }
+            }
+        }
+        for declaration in config.types {
+            do {
+                let schema = try Schema(json: declaration.schema)
+                try registry.register(TypeDefinition(name: declaration.name, schema: schema, origin: "\(declaration.location)"))
+            } catch let error as TypeRegistryError {
+                diagnostics.append(Diagnostic("\(error)", at: declaration.location))
+            } catch {
+                diagnostics.append(Diagnostic("type '\(declaration.name)': \(error)", at: declaration.location))
+            }
+        }
+
+        var instances: [PlannedInstance] = []
+        for declaration in config.instances {
+            guard let plugin = plugins[declaration.plugin.value] else {
+                let known = plugins.keys.sorted().joined(separator: ", ")
+                diagnostics.append(
+                    Diagnostic(
+                        "instance '\(declaration.name)': unknown plugin '\(declaration.plugin.value)' (loaded: \(known.isEmpty ? "none" : known))",
+                        at: declaration.plugin.location
+                    )
+                )
+                continue
+            }
+            let json = declaration.config.json
+            for violation in plugin.configSchema.violations(of: json) {
+                diagnostics.append(
+                    Diagnostic(
+                        "instance '\(declaration.name)' (plugin \(plugin.manifest.name)): \(violation)",
+                        at: violation.path.isEmpty ? declaration.location : declaration.config.location(ofPath: violation.path)
+                    )
+                )
+            }
+            let ports = plugin.manifest.ports.filter { port in port.requires.map { json[$0] != nil } ?? true }
+            instances.append(PlannedInstance(name: declaration.name, plugin: plugin, config: json, ports: ports, location: declaration.location))
+        }
+
+        var routes: [PlannedRoute] = []
+        for route in config.routes {
+            if let planned = check(route, config: config, instances: instances, registry: registry, diagnostics: &diagnostics) {
+                routes.append(planned)
+            }
+        }
+        diagnostics.append(contentsOf: unguardedCycles(in: routes))
+        guard diagnostics.isEmpty else { return (nil, diagnostics) }
+        return (GraphPlan(instances: instances, routes: routes, types: registry), [])
+    }
+
+    /// Resolves `reference` to a port of `direction`, reporting why not.
+    private func resolve(
+        _ reference: Located<PortReference>,
+        direction: PortDirection,
+        config: GraphConfig,
+        instances: [PlannedInstance],
+        diagnostics: inout [Diagnostic]
+    ) -> (PlannedInstance, PortDeclaration)? {
+        let target = reference.value
+        guard let instance = instances.first(where: { $0.name == target.instance }) else {
+            if config.instance(named: target.instance) == nil {
+                let known = config.instances.map(\.name).joined(separator: ", ")
+                diagnostics.append(
+                    Diagnostic("unknown instance '\(target.instance)' (instances: \(known.isEmpty ? "none" : known))", at: reference.location)
+                )
+            }
+            return nil  // a known instance whose plugin failed is already reported
+        }
+        guard let port = instance.plugin.manifest.port(named: target.port) else {
+            let names = instance.plugin.manifest.ports.map(\.name).joined(separator: ", ")
+            diagnostics.append(
+                Diagnostic("instance '\(instance.name)' (plugin \(instance.plugin.manifest.name)) has no port '\(target.port)' (ports: \(names))", at: reference.location)
+            )
+            return nil
+        }
+        guard port.direction == direction else {
+            let role = direction == .source ? "'from' needs a source port" : "'to' needs a sink port"
+            diagnostics.append(Diagnostic("\(role); \(target) is a \(port.direction.rawValue)", at: reference.location))
+            return nil
+        }
+        guard instance.ports.contains(where: { $0.name == port.name }) else {
+            diagnostics.append(
+                Diagnostic(
+                    "port \(target) exists only when instance '\(instance.name)' has a '\(port.requires ?? "")' setting",
+                    at: reference.location
+                )
+            )
+            return nil
+        }
+        return (instance, port)
+    }
+
+    private func check(
+        _ route: RouteDeclaration,
+        config: GraphConfig,
+        instances: [PlannedInstance],
+        registry: TypeRegistry,
+        diagnostics: inout [Diagnostic]
+    ) -> PlannedRoute? {
+        let before = diagnostics.count
+        let source = resolve(route.from, direction: .source, config: config, instances: instances, diagnostics: &diagnostics)
+        var sinks: [(Located<PortReference>, PortDeclaration)] = []
+        for target in route.to {
+            if let (_, port) = resolve(target, direction: .sink, config: config, instances: instances, diagnostics: &diagnostics) {
+                sinks.append((target, port))
+            }
+        }
+        let sourceTypes = source.map { $0.1.isUntyped ? [] : $0.1.types } ?? []
+        func readProblems(_ reads: [(field: EnvelopeField, offset: Int)], _ location: SourceLocation, _ what: String) -> [Diagnostic] {
+            var problems: [Diagnostic] = []
+            for read in reads {
+                guard case .body(let path) = read.field, !path.isEmpty else { continue }
+                for typeName in sourceTypes {
+                    guard let definition = registry[typeName] else { continue }
+                    if case .missing(let component, let known) = definition.schema.lookup(path) {
+                        let fields = known.isEmpty ? "" : " (fields: \(known.joined(separator: ", ")))"
+                        problems.append(
+                            Diagnostic(
+                                "\(what) reads \(read.field), but type \(typeName) has no field '\(component)'\(fields)",
+                                at: location.advanced(by: read.offset)
+                            )
+                        )
+                    }
+                }
+            }
+            return problems
+        }
+
+        var condition: Condition?
+        if let when = route.when {
+            do {
+                let parsed = try Condition(parsing: when.value, at: when.location)
+                diagnostics += readProblems(parsed.fieldReads, when.location, "condition")
+                condition = parsed
+            } catch {
+                diagnostics.append(error)
+            }
+        }
+
+        var transform: Transform?
+        var outputTypes = sourceTypes
+        if let outputType = route.outputType {
+            if registry[outputType.value] == nil, outputType.value != "*" {
+                diagnostics.append(Diagnostic("unknown type '\(outputType.value)'", at: outputType.location))
+            }
+            outputTypes = [outputType.value]
+        } else if route.map != nil || route.template != nil {
+            // A reshaped envelope takes the one type its sinks accept, when they agree on one.
+            let accepted = Set(sinks.filter { !$0.1.isUntyped }.flatMap(\.1.types))
+            outputTypes = accepted.count == 1 ? Array(accepted) : outputTypes
+        }
+        if let map = route.map {
+            if let node = compileMap(map, diagnostics: &diagnostics, readProblems: readProblems) {
+                let typeName = outputTypes.count == 1 ? outputTypes[0] : nil
+                if let typeName, let definition = registry[typeName] {
+                    for violation in mapShapeViolations(map, schema: definition.schema) {
+                        diagnostics.append(Diagnostic("map does not build a \(typeName): \(violation.description)", at: map.location(ofPath: violation.path)))
+                    }
+                }
+                transform = Transform(
+                    body: .map(node),
+                    outputType: typeName,
+                    contentType: route.contentType?.value ?? "application/json"
+                )
+            }
+        } else if let template = route.template {
+            do {
+                let parsed = try Template(parsing: template.value, at: template.location)
+                diagnostics += readProblems(parsed.fieldReads, template.location, "template")
+                transform = Transform(
+                    body: .template(parsed),
+                    outputType: outputTypes.count == 1 ? outputTypes[0] : nil,
+                    contentType: route.contentType?.value ?? "text/plain"
+                )
+            } catch {
+                diagnostics.append(error)
+            }
+        } else if route.outputType != nil || route.contentType != nil {
+            transform = nil
+            if route.outputType != nil {
+                diagnostics.append(Diagnostic("'type' sets the type a map or template produces; this route has neither", at: route.outputType?.location ?? route.location))
+            }
+        }
+
+        for (target, port) in sinks where !port.isUntyped {
+            for typeName in outputTypes where !port.types.contains(typeName) && typeName != "*" {
+                diagnostics.append(
+                    Diagnostic(
+                        "\(target.value) accepts \(port.types.joined(separator: ", ")), but route '\(route.name)' delivers \(typeName)",
+                        at: target.location
+                    )
+                )
+            }
+        }
+        guard diagnostics.count == before else { return nil }
+        return PlannedRoute(declaration: route, condition: condition, transform: transform)
+    }
+
+    private func compileMap(
+        _ node: ConfigNode,
+        diagnostics: inout [Diagnostic],
+        readProblems: ([(field: EnvelopeField, offset: Int)], SourceLocation, String) -> [Diagnostic]
+    ) -> MapNode? {
+        switch node.kind {
+        case .scalar(.string(let text)):
+            do {
+                let template = try Template(parsing: text, at: node.location)
+                diagnostics += readProblems(template.fieldReads, node.location, "map")
+                return .template(template)
+            } catch {
+                diagnostics.append(error)
+                return nil
+            }
+        case .scalar:
+            return .literal(node.json)
+        case .sequence(let elements):
+            var compiled: [MapNode] = []
+            for element in elements {
+                guard let child = compileMap(element, diagnostics: &diagnostics, readProblems: readProblems) else { return nil }
+                compiled.append(child)
+            }
+            return .array(compiled)
+        case .mapping(let members):
+            var compiled: [(String, MapNode)] = []
+            for member in members {
+                guard let child = compileMap(member.value, diagnostics: &diagnostics, readProblems: readProblems) else { return nil }
+                compiled.append((member.key, child))
+            }
+            return .object(compiled)
+        }
+    }
+
+    /// Top-level field names a map writes that the output type does not have, and required
+    /// fields it does not write.
+    private func mapShapeViolations(_ map: ConfigNode, schema: Schema) -> [SchemaViolation] {
+        guard let members = map.members else { return [] }
+        var violations: [SchemaViolation] = []
+        for member in members {
+            if case .missing(_, let known) = schema.lookup([member.key]) {
+                violations.append(SchemaViolation(path: member.key, reason: "is not a field of it (fields: \(known.joined(separator: ", ")))"))
+            }
+        }
+        for name in schema.required where !members.contains(where: { $0.key == name }) {
+            violations.append(SchemaViolation(path: "", reason: "required field '\(name)' is not set"))
+        }
+        return violations
+    }
+
+    /// Cycles made only of `loop: allow` routes: nothing would stop an envelope going round.
+    private func unguardedCycles(in routes: [PlannedRoute]) -> [Diagnostic] {
+        var edges: [String: [(String, PlannedRoute)]] = [:]
+        for route in routes where route.declaration.allowLoops {
+            for target in route.declaration.to {
+                edges[route.declaration.from.value.instance, default: []].append((target.value.instance, route))
+            }
+        }
+        var reported: Set<String> = []
+        var diagnostics: [Diagnostic] = []
+        for start in edges.keys.sorted() {
+            var stack: [(String, [PlannedRoute])] = [(start, [])]
+            var seen: Set<String> = []
+            while let (node, path) = stack.popLast() {
+                for (next, route) in edges[node] ?? [] {
+                    let newPath = path + [route]
+                    if next == start {
+                        let names = newPath.map(\.name)
+                        let key = names.sorted().joined(separator: ",")
+                        if reported.insert(key).inserted, let first = newPath.first {
+                            diagnostics.append(
+                                Diagnostic(
+                                    "routes \(names.joined(separator: " → ")) form a cycle with 'loop: allow' on every route: nothing stops an envelope going round",
+                                    at: first.declaration.location
+                                )
+                            )
+                        }
+                    } else if seen.insert(next).inserted {
+                        stack.append((next, newPath))
+                    }
+                }
+            }
+        }
+        return diagnostics
+    }
+}

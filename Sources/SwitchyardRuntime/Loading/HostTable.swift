@@ -1,0 +1,65 @@
+internal import Logging
+internal import SwitchyardABI
+internal import SwitchyardBridge
+
+/// The host side of the ABI: the version-1 host table and the offer made to every plugin.
+/// Both are allocated once and never freed — plugins may keep pointers to them.
+enum HostTable {
+    struct Offer: @unchecked Sendable {
+        // Immutable, process-lifetime allocations.
+        let pointer: UnsafeMutablePointer<sy_offer>
+
+        func withOffer<Result>(_ body: (UnsafePointer<sy_offer>) -> Result) -> Result { body(UnsafePointer(pointer)) }
+    }
+
+    static let offer: Offer = {
+        let table = UnsafeMutablePointer<sy_host_api_v1>.allocate(capacity: 1)
+        table.initialize(to: sy_host_api_v1(
+            struct_size: UInt32(MemoryLayout<sy_host_api_v1>.size),
+            reserved: 0,
+            emit: { context, port, envelope, token in
+                guard let context, let envelope else { return SY_ERR_INVALID }
+                return InstanceRuntime.from(context).emit(port: port, envelope: envelope, settleToken: token)
+            },
+            ack: { context, deliveryID, outcome, reason in
+                guard let context else { return }
+                InstanceRuntime.from(context).acknowledge(deliveryID: deliveryID, outcome: outcome, reason: reason)
+            },
+            log: { context, level, message in
+                guard let context else { return }
+                let instance = InstanceRuntime.from(context)
+                let text = message.string
+                instance.logger.log(level: HostTable.logLevel(level), "\(text)")
+            },
+            metric: { context, kind, name, value in
+                guard let context else { return }
+                let instance = InstanceRuntime.from(context)
+                instance.router.record(metric: name.string, instance: instance.name, kind: kind, value: value)
+            }
+        ))
+        let versions = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
+        versions.initialize(to: SY_ABI_VERSION_1)
+        let tables = UnsafeMutablePointer<UnsafeRawPointer?>.allocate(capacity: 1)
+        tables.initialize(to: UnsafeRawPointer(table))
+        let offer = UnsafeMutablePointer<sy_offer>.allocate(capacity: 1)
+        offer.initialize(to: sy_offer(
+            struct_size: UInt32(MemoryLayout<sy_offer>.size),
+            version_count: 1,
+            versions: UnsafePointer(versions),
+            host_tables: UnsafePointer(tables)
+        ))
+        return Offer(pointer: offer)
+    }()
+
+    static func logLevel(_ level: Int32) -> Logger.Level {
+        switch level {
+        case SY_LOG_TRACE: .trace
+        case SY_LOG_DEBUG: .debug
+        case SY_LOG_INFO: .info
+        case SY_LOG_NOTICE: .notice
+        case SY_LOG_WARNING: .warning
+        case SY_LOG_ERROR: .error
+        default: .critical
+        }
+    }
+}

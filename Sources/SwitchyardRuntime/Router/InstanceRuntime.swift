@@ -1,0 +1,167 @@
+internal import Logging
+internal import SwitchyardABI
+internal import SwitchyardBridge
+internal import SwitchyardCore
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// A source port at run time: the routes fed from it.
+final class SourcePort: @unchecked Sendable {
+    // `routes` is filled while the router is wired, before any instance starts; read-only after.
+    let name: String
+    let nameBytes: [UInt8]
+    let qualifiedName: String
+    var routes: [RouteRuntime] = []
+
+    init(name: String, instance: String) {
+        self.name = name
+        nameBytes = Array(name.utf8)
+        qualifiedName = instance + "." + name
+    }
+}
+
+/// Counters of one instance, readable while it runs.
+final class InstanceCounters: Sendable {
+    let emitted = Atomic<Int>(0)
+    let refusedFull = Atomic<Int>(0)
+    let unrouted = Atomic<Int>(0)
+    let acknowledged = Atomic<Int>(0)
+    let failed = Atomic<Int>(0)
+    let inFlight = Atomic<Int>(0)
+}
+
+/// One plugin instance at run time; its address is the `sy_host_context` the plugin passes
+/// back on every host call.
+final class InstanceRuntime: @unchecked Sendable {
+    // `handle` and `sources` are set before start and read-only afterwards; the plugin table
+    // is immutable; counters are atomic.
+    let name: String
+    let plugin: LoadedPlugin
+    let config: JSONValue
+    var handle: UnsafeMutableRawPointer?
+    var sources: [SourcePort] = []
+    let counters = InstanceCounters()
+    let accepting = Atomic<Bool>(true)
+    let logger: Logger
+    unowned let router: Router
+
+    init(name: String, plugin: LoadedPlugin, config: JSONValue, router: Router, logger: Logger) {
+        self.name = name
+        self.plugin = plugin
+        self.config = config
+        self.router = router
+        var logger = logger
+        logger[metadataKey: "instance"] = .string(name)
+        self.logger = logger
+    }
+
+    var hostContext: OpaquePointer { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
+
+    static func from(_ context: OpaquePointer) -> InstanceRuntime {
+        Unmanaged<InstanceRuntime>.fromOpaque(UnsafeRawPointer(context)).takeUnretainedValue()
+    }
+
+    func sourcePort(matching bytes: sy_bytes) -> SourcePort? {
+        for port in sources where port.nameBytes.count == bytes.length {
+            let equal = port.nameBytes.withUnsafeBufferPointer { own in
+                guard bytes.length > 0 else { return true }
+                guard let base = own.baseAddress, let data = bytes.data else { return false }
+                return memcmp(base, data, bytes.length) == 0
+            }
+            if equal { return port }
+        }
+        return nil
+    }
+
+    /// The host's `emit`: copy, stamp, and hand to every route of the port.
+    func emit(port portBytes: sy_bytes, envelope cEnvelope: UnsafePointer<sy_envelope>, settleToken: UInt64) -> Int32 {
+        guard accepting.load(ordering: .relaxed) else { return SY_ERR_STOPPED }
+        guard let port = sourcePort(matching: portBytes) else {
+            if plugin.manifest.port(named: portBytes.string)?.direction == .source {
+                counters.unrouted.add(1, ordering: .relaxed)
+                return SY_OK  // a source port no route reads from: nothing to do
+            }
+            return SY_ERR_UNKNOWN_PORT
+        }
+        let routes = port.routes
+        guard !routes.isEmpty else {
+            counters.unrouted.add(1, ordering: .relaxed)
+            return SY_OK
+        }
+        for route in routes where route.queue.policy == .block {
+            guard route.queue.reserveRoom(orWake: (self, port.name)) else {
+                counters.refusedFull.add(1, ordering: .relaxed)
+                return SY_ERR_FULL
+            }
+        }
+        var envelope = EnvelopeBridge.envelope(from: cEnvelope)
+        guard !envelope.type.isEmpty else { return SY_ERR_INVALID }
+        if envelope.id.isEmpty { envelope.id = ULID.next() }
+        if envelope.time == 0 { envelope.time = Clock.nowUnixNanos() }
+        envelope.source = port.qualifiedName
+        envelope.trace.append(name)
+        counters.emitted.add(1, ordering: .relaxed)
+        let settlement = settleToken != 0 && plugin.table.api.settled != nil ? Settlement(instance: self, token: settleToken) : nil
+        for route in routes {
+            settlement?.expect()
+            route.enqueue(QueuedEnvelope(envelope: envelope, settlement: settlement))
+        }
+        settlement?.complete(SY_OUTCOME_OK)
+        return SY_OK
+    }
+
+    func deliver(_ envelope: Envelope, port: SinkPort, deliveryID: UInt64) -> Int32 {
+        guard let handle, let deliver = plugin.table.api.deliver else { return SY_ERR_STOPPED }
+        counters.inFlight.add(1, ordering: .relaxed)
+        let status = port.nameBytes.withUnsafeBufferPointer { portBuffer in
+            EnvelopeBridge.withCEnvelope(envelope) { cEnvelope in
+                deliver(handle, sy_bytes(portBuffer), cEnvelope, deliveryID)
+            }
+        }
+        if status != SY_OK { counters.inFlight.subtract(1, ordering: .relaxed) }
+        return status
+    }
+
+    /// The host's `ack`.
+    func acknowledge(deliveryID: UInt64, outcome: Int32, reason: sy_bytes) {
+        counters.inFlight.subtract(1, ordering: .relaxed)
+        if outcome == SY_OUTCOME_OK {
+            counters.acknowledged.add(1, ordering: .relaxed)
+        } else {
+            let failures = counters.failed.add(1, ordering: .relaxed).newValue
+            // The first failures are worth a line each; a flood is visible in the counters.
+            if failures <= 10 || failures.isMultiple(of: 1000) {
+                logger.warning(
+                    "delivery failed",
+                    metadata: ["outcome": .string(outcome == SY_OUTCOME_RETRY ? "retry" : "reject"), "reason": .string(reason.string), "failures": .stringConvertible(failures)]
+                )
+            }
+        }
+        router.deliveryFinished(deliveryID, outcome: outcome)
+    }
+
+    /// Tells the plugin a settle token is settled.
+    func settled(token: UInt64, outcome: Int32) {
+        guard let handle, let settled = plugin.table.api.settled else { return }
+        settled(handle, token, outcome)
+    }
+
+    func resume(port: String) {
+        guard let handle, let resume = plugin.table.api.resume, accepting.load(ordering: .relaxed) else { return }
+        var name = port
+        name.withUTF8 { resume(handle, sy_bytes($0)) }
+    }
+}
+
+/// A sink port a route delivers to.
+struct SinkPort: @unchecked Sendable {
+    // The instance is a Sendable-by-discipline class (see InstanceRuntime).
+    let instance: InstanceRuntime
+    let name: String
+    let nameBytes: [UInt8]
+}

@@ -1,0 +1,110 @@
+import Foundation
+internal import SwitchyardConfig
+internal import SwitchyardCore
+
+/// An envelope waiting in a route queue, with the settlement its source asked for.
+struct QueuedEnvelope: Sendable {
+    var envelope: Envelope
+    var settlement: Settlement?
+}
+
+/// A bounded FIFO between the emitting thread and a route's worker thread.
+///
+/// `block`: a full queue refuses the envelope and remembers who to resume when room frees up.
+/// `drop_oldest`: a full queue drops its oldest envelope to take the new one.
+final class RouteQueue: @unchecked Sendable {
+    // Everything below is guarded by `condition`.
+    private let condition = NSCondition()
+    private var buffer: [QueuedEnvelope?]
+    private var head = 0
+    private var count = 0
+    private var closed = false
+    private var waiters: [(instance: InstanceRuntime, port: String)] = []
+
+    let capacity: Int
+    let policy: OnFull
+
+    init(capacity: Int, policy: OnFull) {
+        self.capacity = capacity
+        self.policy = policy
+        buffer = Array(repeating: nil, count: capacity)
+    }
+
+    /// Whether a blocking push would succeed now; if not, `waiter` is resumed once it would.
+    func reserveRoom(orWake waiter: (instance: InstanceRuntime, port: String)) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if policy == .dropOldest || count < capacity { return true }
+        if !waiters.contains(where: { $0.instance === waiter.instance && $0.port == waiter.port }) { waiters.append(waiter) }
+        return false
+    }
+
+    /// Appends; returns the envelope dropped to make room (`drop_oldest` only). A `block`
+    /// queue may go past capacity by the few envelopes of concurrent emitters that all
+    /// checked ``reserveRoom(orWake:)`` at once; that keeps a fan-out emit all-or-nothing.
+    func push(_ item: QueuedEnvelope) -> QueuedEnvelope? {
+        condition.lock()
+        defer { condition.unlock() }
+        var dropped: QueuedEnvelope?
+        if count == buffer.count {
+            if policy == .dropOldest {
+                dropped = buffer[head]
+                buffer[head] = nil
+                head = (head + 1) % buffer.count
+                count -= 1
+            } else {
+                grow()
+            }
+        }
+        buffer[(head + count) % buffer.count] = item
+        count += 1
+        if count == 1 { condition.signal() }
+        return dropped
+    }
+
+    private func grow() {
+        var larger: [QueuedEnvelope?] = Array(repeating: nil, count: buffer.count * 2)
+        for index in 0..<count { larger[index] = buffer[(head + index) % buffer.count] }
+        buffer = larger
+        head = 0
+    }
+
+    /// Moves up to `limit` envelopes into `batch`, waiting while the queue is empty. Returns
+    /// the sources to resume (room freed up) and `false` once closed and empty.
+    func takeBatch(into batch: inout [QueuedEnvelope], limit: Int) -> (open: Bool, resume: [(instance: InstanceRuntime, port: String)]) {
+        condition.lock()
+        defer { condition.unlock() }
+        while count == 0 {
+            if closed { return (false, []) }
+            condition.wait()
+        }
+        let taken = min(limit, count)
+        for _ in 0..<taken {
+            if let item = buffer[head] { batch.append(item) }
+            buffer[head] = nil
+            head = (head + 1) % buffer.count
+        }
+        count -= taken
+        var resume: [(instance: InstanceRuntime, port: String)] = []
+        if !waiters.isEmpty, count < capacity {
+            resume = waiters
+            waiters.removeAll()
+        }
+        return (true, resume)
+    }
+
+    /// Number of queued envelopes.
+    var depth: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return count
+    }
+
+    /// Lets the worker finish once the queue is empty.
+    func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+}

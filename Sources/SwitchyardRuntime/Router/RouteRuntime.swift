@@ -1,0 +1,106 @@
+import Foundation
+internal import Logging
+internal import SwitchyardABI
+internal import SwitchyardCore
+internal import SwitchyardRouting
+import Synchronization
+
+/// Counters of one route.
+final class RouteCounters: Sendable {
+    let received = Atomic<Int>(0)
+    let filtered = Atomic<Int>(0)
+    let dispatched = Atomic<Int>(0)
+    let droppedFull = Atomic<Int>(0)
+    let droppedLoop = Atomic<Int>(0)
+    let refused = Atomic<Int>(0)
+}
+
+/// A route at run time: its queue and the worker thread that applies `when` and the
+/// transform and delivers to each sink.
+final class RouteRuntime: @unchecked Sendable {
+    // Immutable after wiring; counters atomic; the queue locks itself.
+    let plan: PlannedRoute
+    let queue: RouteQueue
+    let sinks: [SinkPort]
+    let counters = RouteCounters()
+    unowned let router: Router
+    private let loopWarned = Atomic<Bool>(false)
+
+    init(plan: PlannedRoute, sinks: [SinkPort], router: Router) {
+        self.plan = plan
+        self.sinks = sinks
+        self.router = router
+        queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull)
+    }
+
+    var name: String { plan.name }
+
+    func enqueue(_ item: QueuedEnvelope) {
+        counters.received.add(1, ordering: .relaxed)
+        router.outstanding.add(1, ordering: .relaxed)
+        if let dropped = queue.push(item) {
+            counters.droppedFull.add(1, ordering: .relaxed)
+            router.outstanding.subtract(1, ordering: .relaxed)
+            dropped.settlement?.complete(SY_OUTCOME_REJECT)
+        }
+    }
+
+    func startWorker() -> Thread {
+        let thread = Thread { [self] in work() }
+        thread.name = "route " + name
+        thread.start()
+        return thread
+    }
+
+    private func work() {
+        var batch: [QueuedEnvelope] = []
+        batch.reserveCapacity(256)
+        while true {
+            let (open, resume) = queue.takeBatch(into: &batch, limit: 256)
+            for waiter in resume { waiter.instance.resume(port: waiter.port) }
+            guard open else { break }
+            for item in batch {
+                dispatch(item)
+                router.outstanding.subtract(1, ordering: .relaxed)
+            }
+            batch.removeAll(keepingCapacity: true)
+        }
+        router.workerFinished()
+    }
+
+    private func dispatch(_ item: QueuedEnvelope) {
+        var scope = EnvelopeScope(item.envelope)
+        if let condition = plan.condition, !condition.evaluate(&scope) {
+            counters.filtered.add(1, ordering: .relaxed)
+            item.settlement?.complete(SY_OUTCOME_OK)
+            return
+        }
+        let output = plan.transform.map { $0.apply(&scope) } ?? item.envelope
+        for sink in sinks {
+            if !plan.declaration.allowLoops, output.trace.contains(sink.instance.name) {
+                counters.droppedLoop.add(1, ordering: .relaxed)
+                if !loopWarned.exchange(true, ordering: .relaxed) {
+                    router.logger.notice(
+                        "loop stopped: envelope already passed through the target instance (counted in dropped_loop; 'loop: allow' on the route lets it through)",
+                        metadata: ["route": .string(name), "sink": .string(sink.instance.name + "." + sink.name), "trace": .string(output.trace.joined(separator: " → "))]
+                    )
+                }
+                continue
+            }
+            let deliveryID = router.nextDeliveryID(tracking: item.settlement)
+            router.outstanding.add(1, ordering: .relaxed)
+            let status = sink.instance.deliver(output, port: sink, deliveryID: deliveryID)
+            if status == SY_OK {
+                counters.dispatched.add(1, ordering: .relaxed)
+            } else {
+                counters.refused.add(1, ordering: .relaxed)
+                router.logger.warning(
+                    "sink refused a delivery",
+                    metadata: ["route": .string(name), "sink": .string(sink.instance.name + "." + sink.name), "status": .stringConvertible(status)]
+                )
+                router.deliveryFinished(deliveryID, outcome: SY_OUTCOME_REJECT)
+            }
+        }
+        item.settlement?.complete(SY_OUTCOME_OK)
+    }
+}

@@ -1,0 +1,271 @@
+import Foundation
+public import Logging
+internal import SwitchyardABI
+internal import SwitchyardConfig
+internal import SwitchyardCore
+import Synchronization
+
+/// Runs a ``GraphPlan``: creates and starts the plugin instances, moves envelopes along the
+/// routes, and shuts down in order (quiesce sources, drain queues, stop, destroy).
+public final class Router: @unchecked Sendable {
+    // `instances`, `routes` and `threads` are set up in `init`/`start` on one thread before any
+    // plugin runs, then only read; everything touched concurrently is atomic or locked.
+    let logger: Logger
+    private var instances: [InstanceRuntime] = []
+    private var routes: [RouteRuntime] = []
+    private var threads: [Thread] = []
+    private let plan: GraphPlan
+    private let deliveryCounter = Atomic<UInt64>(0)
+    private let tracked = Mutex<[UInt64: Settlement]>([:])
+    private let runningWorkers = Atomic<Int>(0)
+    /// Envelopes queued plus deliveries not yet acknowledged.
+    let outstanding = Atomic<Int>(0)
+    private let metricsStore = Mutex<[String: Double]>([:])
+
+    /// Prepares a router for `plan`; nothing runs until ``start()``.
+    public init(plan: GraphPlan, logger: Logger) {
+        self.plan = plan
+        self.logger = logger
+    }
+
+    /// Creates every instance, wires the routes and starts everything. On failure whatever
+    /// was created is stopped and destroyed again and the error names the instance.
+    public func start() throws(RouterError) {
+        for planned in plan.instances {
+            let instance = InstanceRuntime(name: planned.name, plugin: planned.plugin, config: planned.config, router: self, logger: logger)
+            instance.sources = planned.ports.filter { $0.direction == .source }.map { SourcePort(name: $0.name, instance: planned.name) }
+            instances.append(instance)
+        }
+        for planned in plan.routes {
+            let declaration = planned.declaration
+            guard let source = instance(named: declaration.from.value.instance),
+                let port = source.sources.first(where: { $0.name == declaration.from.value.port })
+            else { continue }  // the validator guarantees both exist
+            let sinks = declaration.to.compactMap { target -> SinkPort? in
+                guard let sink = instance(named: target.value.instance) else { return nil }
+                return SinkPort(instance: sink, name: target.value.port, nameBytes: Array(target.value.port.utf8))
+            }
+            let route = RouteRuntime(plan: planned, sinks: sinks, router: self)
+            port.routes.append(route)
+            routes.append(route)
+        }
+        var created: [InstanceRuntime] = []
+        do {
+            for instance in instances {
+                try create(instance)
+                created.append(instance)
+            }
+            for route in routes {
+                runningWorkers.add(1, ordering: .relaxed)
+                threads.append(route.startWorker())
+            }
+            // Instances that only receive start first, so early emits find their sinks ready.
+            let order = instances.filter { $0.sources.allSatisfy { $0.routes.isEmpty } } + instances.filter { $0.sources.contains { !$0.routes.isEmpty } }
+            for instance in order { try startInstance(instance) }
+        } catch {
+            for route in routes { route.queue.close() }
+            for instance in created {
+                instance.accepting.store(false, ordering: .relaxed)
+                if let handle = instance.handle {
+                    instance.plugin.table.api.stop?(handle)
+                    instance.plugin.table.api.destroy?(handle)
+                }
+                instance.handle = nil
+            }
+            throw error
+        }
+        logger.info("router started", metadata: ["instances": .stringConvertible(instances.count), "routes": .stringConvertible(routes.count)])
+    }
+
+    private func create(_ instance: InstanceRuntime) throws(RouterError) {
+        guard let create = instance.plugin.table.api.create else { throw RouterError(instance: instance.name, reason: "plugin has no create") }
+        var configBytes = instance.config.serializedBytes()
+        var name = instance.name
+        var handle: UnsafeMutableRawPointer?
+        var errorBytes = [UInt8](repeating: 0, count: 1024)
+        var errorLength = 0
+        let status = configBytes.withUnsafeBufferPointer { configBuffer in
+            name.withUTF8 { nameBuffer in
+                errorBytes.withUnsafeMutableBufferPointer { errorBuffer in
+                    withUnsafeMutablePointer(to: &errorLength) { lengthPointer in
+                        create(
+                            instance.hostContext, sy_bytes(nameBuffer), sy_bytes(configBuffer), &handle,
+                            sy_error_buffer(data: errorBuffer.baseAddress, capacity: errorBuffer.count, length: lengthPointer)
+                        )
+                    }
+                }
+            }
+        }
+        configBytes.removeAll()
+        guard status == SY_OK, let handle else {
+            let message = String(decoding: errorBytes.prefix(min(errorLength, errorBytes.count)), as: UTF8.self)
+            throw RouterError(instance: instance.name, reason: "create failed: \(message.isEmpty ? "status \(status)" : message)")
+        }
+        instance.handle = handle
+    }
+
+    private func startInstance(_ instance: InstanceRuntime) throws(RouterError) {
+        guard let handle = instance.handle, let start = instance.plugin.table.api.start else { return }
+        var errorBytes = [UInt8](repeating: 0, count: 1024)
+        var errorLength = 0
+        let status = errorBytes.withUnsafeMutableBufferPointer { errorBuffer in
+            withUnsafeMutablePointer(to: &errorLength) { lengthPointer in
+                start(handle, sy_error_buffer(data: errorBuffer.baseAddress, capacity: errorBuffer.count, length: lengthPointer))
+            }
+        }
+        guard status == SY_OK else {
+            let message = String(decoding: errorBytes.prefix(min(errorLength, errorBytes.count)), as: UTF8.self)
+            throw RouterError(instance: instance.name, reason: "start failed: \(message.isEmpty ? "status \(status)" : message)")
+        }
+        logger.debug("instance started", metadata: ["instance": .string(instance.name), "plugin": .string(instance.plugin.manifest.name)])
+    }
+
+    private func instance(named name: String) -> InstanceRuntime? { instances.first { $0.name == name } }
+
+    /// Graceful shutdown: quiesce every source, wait up to `drainTimeout` for queued envelopes
+    /// and unacknowledged deliveries, then stop and destroy every instance. Returns how many
+    /// envelopes were still outstanding when it gave up waiting (0 after a full drain).
+    @discardableResult
+    public func shutdown(drainTimeout: Duration) -> Int {
+        for instance in instances { if let handle = instance.handle { instance.plugin.table.api.quiesce?(handle) } }
+        let deadline = ContinuousClock.now + drainTimeout
+        // Polling (not an event) because the count is updated lock-free on the hot path.
+        while outstanding.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        let left = max(0, outstanding.load(ordering: .acquiring))
+        if left > 0 { logger.warning("drain timed out", metadata: ["outstanding": .stringConvertible(left)]) }
+        for instance in instances { instance.accepting.store(false, ordering: .relaxed) }
+        for route in routes { route.queue.close() }
+        while runningWorkers.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline + .seconds(1) {
+            Thread.sleep(forTimeInterval: 0.002)
+        }
+        for instance in instances {
+            guard let handle = instance.handle else { continue }
+            instance.plugin.table.api.stop?(handle)
+        }
+        for instance in instances {
+            guard let handle = instance.handle else { continue }
+            instance.plugin.table.api.destroy?(handle)
+            instance.handle = nil
+        }
+        logger.info("router stopped", metadata: ["drained": .stringConvertible(left == 0)])
+        return left
+    }
+
+    func workerFinished() { runningWorkers.subtract(1, ordering: .releasing) }
+
+    func nextDeliveryID(tracking settlement: Settlement?) -> UInt64 {
+        let id = deliveryCounter.add(1, ordering: .relaxed).newValue
+        if let settlement {
+            settlement.expect()
+            tracked.withLock { $0[id] = settlement }
+        }
+        return id
+    }
+
+    func deliveryFinished(_ id: UInt64, outcome: Int32) {
+        outstanding.subtract(1, ordering: .releasing)
+        let settlement = tracked.withLock { $0.isEmpty ? nil : $0.removeValue(forKey: id) }
+        settlement?.complete(outcome)
+    }
+
+    func record(metric name: String, instance: String, kind: Int32, value: Double) {
+        let key = instance + "." + name
+        metricsStore.withLock { store in
+            switch kind {
+            case SY_METRIC_GAUGE: store[key] = value
+            case SY_METRIC_HISTOGRAM:
+                store[key + "_count", default: 0] += 1
+                store[key + "_sum", default: 0] += value
+            default: store[key, default: 0] += value
+            }
+        }
+    }
+
+    /// Counters of every route and instance, and the metrics plugins reported.
+    public var statistics: RouterStatistics {
+        RouterStatistics(
+            routes: routes.map { route in
+                RouterStatistics.Route(
+                    name: route.name,
+                    received: route.counters.received.load(ordering: .relaxed),
+                    filtered: route.counters.filtered.load(ordering: .relaxed),
+                    dispatched: route.counters.dispatched.load(ordering: .relaxed),
+                    droppedFull: route.counters.droppedFull.load(ordering: .relaxed),
+                    droppedLoop: route.counters.droppedLoop.load(ordering: .relaxed),
+                    refused: route.counters.refused.load(ordering: .relaxed),
+                    queued: route.queue.depth
+                )
+            },
+            instances: instances.map { instance in
+                RouterStatistics.Instance(
+                    name: instance.name,
+                    emitted: instance.counters.emitted.load(ordering: .relaxed),
+                    refusedFull: instance.counters.refusedFull.load(ordering: .relaxed),
+                    unrouted: instance.counters.unrouted.load(ordering: .relaxed),
+                    acknowledged: instance.counters.acknowledged.load(ordering: .relaxed),
+                    failed: instance.counters.failed.load(ordering: .relaxed),
+                    inFlight: instance.counters.inFlight.load(ordering: .relaxed)
+                )
+            },
+            pluginMetrics: metricsStore.withLock { $0 }
+        )
+    }
+}
+
+/// A snapshot of the router's counters.
+public struct RouterStatistics: Sendable {
+    /// Per-route counters.
+    public struct Route: Sendable {
+        public var name: String
+        /// Envelopes handed to the route.
+        public var received: Int
+        /// Envelopes its `when:` rejected.
+        public var filtered: Int
+        /// Deliveries a sink took.
+        public var dispatched: Int
+        /// Envelopes dropped by `on_full: drop_oldest`.
+        public var droppedFull: Int
+        /// Deliveries skipped because the sink instance was already in the trace.
+        public var droppedLoop: Int
+        /// Deliveries a sink refused.
+        public var refused: Int
+        /// Envelopes waiting now.
+        public var queued: Int
+    }
+
+    /// Per-instance counters.
+    public struct Instance: Sendable {
+        public var name: String
+        /// Envelopes it emitted that routes took.
+        public var emitted: Int
+        /// Emits refused because a blocking queue was full.
+        public var refusedFull: Int
+        /// Emits on ports no route reads.
+        public var unrouted: Int
+        /// Deliveries it acknowledged as done.
+        public var acknowledged: Int
+        /// Deliveries it acknowledged as failed.
+        public var failed: Int
+        /// Deliveries not yet acknowledged.
+        public var inFlight: Int
+    }
+
+    /// Routes, in declaration order.
+    public var routes: [Route]
+    /// Instances, in declaration order.
+    public var instances: [Instance]
+    /// Metrics reported by plugins, `instance.metric` → value.
+    public var pluginMetrics: [String: Double]
+}
+
+/// An instance that could not be created or started.
+public struct RouterError: Error, Sendable, CustomStringConvertible {
+    /// The instance.
+    public var instance: String
+    /// Why.
+    public var reason: String
+
+    public var description: String { "instance '\(instance)': \(reason)" }
+}

@@ -1,0 +1,28 @@
+import Synchronization
+
+/// Tracks one emitted envelope that its source wants confirmed (a non-zero settle token):
+/// settled once every route has dispatched it and every resulting delivery is acknowledged.
+final class Settlement: Sendable {
+    let instance: InstanceRuntime
+    let token: UInt64
+    private let pending = Atomic<Int>(1)
+    private let worst = Atomic<Int32>(0)
+
+    init(instance: InstanceRuntime, token: UInt64) {
+        self.instance = instance
+        self.token = token
+    }
+
+    /// Adds outstanding work (a queued copy or a delivery).
+    func expect(_ count: Int = 1) {
+        pending.add(count, ordering: .relaxed)
+    }
+
+    /// Marks one piece of work done with `outcome` (an SY_OUTCOME_* value).
+    func complete(_ outcome: Int32) {
+        if outcome != 0 { _ = worst.max(outcome, ordering: .relaxed) }
+        if pending.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            instance.settled(token: token, outcome: worst.load(ordering: .relaxed))
+        }
+    }
+}

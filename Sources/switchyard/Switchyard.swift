@@ -1,0 +1,210 @@
+public import ArgumentParser
+public import Logging
+import SwitchyardConfig
+import SwitchyardCore
+import SwitchyardRuntime
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// The `switchyard` command.
+@main
+struct Switchyard: ParsableCommand {
+    /// The router's version.
+    static let version = "0.1.0"
+
+    static let configuration = CommandConfiguration(
+        commandName: "switchyard",
+        abstract: "A plugin-based message router: YAML routes between protocol plugins.",
+        version: "switchyard \(version) (plugin ABI \(PluginLoader.supportedVersions.map(String.init).joined(separator: ", ")))",
+        subcommands: [Run.self, Validate.self, Plugins.self, Graph.self],
+        defaultSubcommand: Run.self
+    )
+}
+
+/// Options every command that reads routes shares.
+struct GraphOptions: ParsableArguments {
+    @Argument(help: "A route file, or a directory whose *.yaml files are merged.")
+    var routes: String = "Routes"
+
+    @Option(name: .long, help: "The plugin directory (overrides plugins.dir in the YAML; default Plugins).")
+    var plugins: String?
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .info
+
+    func makeLogger() -> Logger {
+        let level = logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: "switchyard")
+    }
+
+    /// Loads the routes and plugins and validates them; prints every problem to standard
+    /// error. Returns the plan, or nil when anything is wrong.
+    func loadPlan(logger: Logger) -> GraphPlan? {
+        let (config, configProblems) = ConfigLoader(environment: ProcessEnvironment.current).load(path: routes)
+        let directory = plugins ?? config.pluginsDirectory?.value ?? "Plugins"
+        let (loaded, refused) = PluginLoader.loadDirectory(directory)
+        for plugin in loaded {
+            logger.info(
+                "loaded plugin",
+                metadata: [
+                    "plugin": .string(plugin.manifest.name), "version": .string(plugin.manifest.version),
+                    "abi": .stringConvertible(plugin.abiVersion), "path": .string(plugin.path),
+                ]
+            )
+        }
+        for error in refused { printError("error: \(error)") }
+        let (plan, problems) = GraphValidator(plugins: loaded).validate(config)
+        let all = configProblems + (configProblems.isEmpty ? problems : problems.filter { !configProblems.contains($0) })
+        for problem in Diagnostics(all).items { printError(problem.description) }
+        guard all.isEmpty, refused.isEmpty || plan != nil else { return nil }
+        return all.isEmpty ? plan : nil
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// `switchyard run`: load, validate, run until SIGINT or SIGTERM, drain, stop.
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the router on the route files (the default command).")
+
+    @OptionGroup var options: GraphOptions
+
+    @Option(help: "How long to wait on shutdown for queued envelopes and pending acknowledgements.")
+    var drainTimeout: String = "10s"
+
+    func run() throws {
+        // Block the shutdown signals in every thread (threads inherit the mask) and take them
+        // synchronously below, so no handler runs at an arbitrary point.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+
+        let logger = options.makeLogger()
+        guard let timeout = DurationText.nanoseconds(drainTimeout) else {
+            throw ValidationError("--drain-timeout must be a duration such as 10s or 500ms")
+        }
+        guard let plan = options.loadPlan(logger: logger) else { throw ExitCode(1) }
+        let router = Router(plan: plan, logger: logger)
+        do {
+            try router.start()
+        } catch {
+            printError("error: \(error)")
+            throw ExitCode(1)
+        }
+        var received: Int32 = 0
+        sigwait(&signals, &received)
+        logger.info("shutting down", metadata: ["signal": .string(received == SIGINT ? "SIGINT" : "SIGTERM")])
+        let left = router.shutdown(drainTimeout: .nanoseconds(Int64(timeout)))
+        for route in router.statistics.routes {
+            logger.info(
+                "route totals",
+                metadata: [
+                    "route": .string(route.name), "received": .stringConvertible(route.received),
+                    "filtered": .stringConvertible(route.filtered), "delivered": .stringConvertible(route.dispatched),
+                    "dropped_full": .stringConvertible(route.droppedFull), "dropped_loop": .stringConvertible(route.droppedLoop),
+                ]
+            )
+        }
+        if left > 0 { throw ExitCode(3) }
+    }
+}
+
+/// `switchyard validate`: check everything without starting anything.
+struct Validate: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Check route files, plugin configs and types; exit non-zero on any error.")
+
+    @OptionGroup var options: GraphOptions
+
+    func run() throws {
+        var options = options
+        if options.logLevel == .info { options.logLevel = .warning }
+        guard let plan = options.loadPlan(logger: options.makeLogger()) else { throw ExitCode(1) }
+        print("ok: \(plan.instances.count) instances, \(plan.routes.count) routes, \(plan.types.definitions.count) types")
+    }
+}
+
+/// `switchyard plugins list|inspect`.
+struct Plugins: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the plugins of a directory or print one plugin's manifest.",
+        subcommands: [List.self, Inspect.self]
+    )
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the plugins a directory holds, and any it refuses.")
+
+        @Option(name: .long, help: "The plugin directory.")
+        var plugins: String = "Plugins"
+
+        func run() throws {
+            let (loaded, refused) = PluginLoader.loadDirectory(plugins)
+            for plugin in loaded {
+                let ports = plugin.manifest.ports.map { "\($0.name)(\($0.direction.rawValue))" }.joined(separator: " ")
+                print("\(plugin.manifest.name)\t\(plugin.manifest.version)\tabi \(plugin.abiVersion)\t\(plugin.path)\t\(ports)")
+            }
+            for error in refused { printError("error: \(error)") }
+            if !refused.isEmpty { throw ExitCode(1) }
+        }
+    }
+
+    struct Inspect: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Load one plugin file and print its manifest as JSON.")
+
+        @Argument(help: "The plugin file (lib*.so).")
+        var file: String
+
+        func run() throws {
+            do {
+                let plugin = try PluginLoader.load(file: file)
+                var manifest = plugin.manifestJSON
+                if case .object(var members) = manifest {
+                    members["abi"] = .int(Int(plugin.abiVersion))
+                    members["path"] = .string(plugin.path)
+                    manifest = .object(members)
+                }
+                print(manifest.serialized())
+            } catch {
+                printError("error: \(error)")
+                throw ExitCode(1)
+            }
+        }
+    }
+}
+
+/// `switchyard graph`: the routing graph for a diagram tool.
+struct Graph: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the routing graph as Mermaid or Graphviz DOT.")
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case mermaid, dot
+    }
+
+    @Argument(help: "A route file, or a directory whose *.yaml files are merged.")
+    var routes: String = "Routes"
+
+    @Option(help: "mermaid or dot.")
+    var format: Format = .mermaid
+
+    func run() throws {
+        let (config, problems) = ConfigLoader(environment: ProcessEnvironment.current).load(path: routes)
+        for problem in problems { printError(problem.description) }
+        if !problems.isEmpty { throw ExitCode(1) }
+        print(format == .mermaid ? GraphRenderer.mermaid(config) : GraphRenderer.dot(config))
+    }
+}
+
+func printError(_ text: String) {
+    var line = text + "\n"
+    line.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
+}
