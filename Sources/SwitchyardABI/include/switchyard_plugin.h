@@ -190,7 +190,9 @@ typedef struct sy_plugin_api_v1 {
      *   "name": "core", "version": "1.0.0", "description": "...",
      *   "ports": [ { "name": "tick", "direction": "source" | "sink",
      *                "types": ["core.Tick"] (or ["*"]), "requires": "timer" (optional:
-     *                the config key that enables the port), "description": "..." } ],
+     *                the config key that enables the port), "feeds": ["out"] (optional, sinks
+     *                only: source ports that what is delivered here may come out of again,
+     *                for loop checks), "description": "..." } ],
      *   "types": { "core.Tick": <JSON Schema of the body> },
      *   "config": <JSON Schema of the instance configuration>
      * }

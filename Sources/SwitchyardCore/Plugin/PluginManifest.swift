@@ -18,13 +18,24 @@ public struct PortDeclaration: Sendable, Hashable {
     public var requires: String?
     /// What the port does.
     public var summary: String
+    /// For a sink: the source ports of the same instance that envelopes delivered here can
+    /// come out of again (a relay's `in` feeds its `out`). Loop checks follow these.
+    public var feeds: [String]
 
     /// Creates a port declaration.
-    public init(name: String, direction: PortDirection, types: [String], requires: String? = nil, summary: String = "") {
+    public init(
+        name: String,
+        direction: PortDirection,
+        types: [String],
+        requires: String? = nil,
+        feeds: [String] = [],
+        summary: String = ""
+    ) {
         self.name = name
         self.direction = direction
         self.types = types
         self.requires = requires
+        self.feeds = feeds
         self.summary = summary
     }
 
@@ -78,6 +89,7 @@ public struct PluginManifest: Sendable {
                 "types": .array(port.types.map { .string($0) }),
             ]
             if let requires = port.requires { object["requires"] = .string(requires) }
+            if !port.feeds.isEmpty { object["feeds"] = .array(port.feeds.map { .string($0) }) }
             if !port.summary.isEmpty { object["description"] = .string(port.summary) }
             ports.append(.object(object))
         }
@@ -140,9 +152,15 @@ public struct PluginManifest: Sendable {
                     direction: direction,
                     types: typeValues.compactMap(\.stringValue),
                     requires: value["requires"]?.stringValue,
+                    feeds: value["feeds"]?.arrayValue?.compactMap(\.stringValue) ?? [],
                     summary: value["description"]?.stringValue ?? ""
                 )
             )
+        }
+        for port in ports {
+            for fed in port.feeds where ports.first(where: { $0.name == fed })?.direction != .source {
+                throw ManifestError(reason: "port '\(port.name)' feeds '\(fed)', which is not a source port of this plugin")
+            }
         }
         self.ports = ports
         switch members["types"] {

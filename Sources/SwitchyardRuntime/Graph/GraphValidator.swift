@@ -16,7 +16,7 @@ public struct GraphValidator: Sendable {
     /// Validates; the plan is `nil` when there is any diagnostic.
     public func validate(_ config: GraphConfig) -> (GraphPlan?, [Diagnostic]) {
         var diagnostics: [Diagnostic] = []
-        var registry = TypeRegistry()
+        var registry = BuiltinTypes.registry
         for plugin in plugins.values.sorted(by: { $0.manifest.name < $1.manifest.name }) {
             for (name, schemaJSON) in plugin.manifest.types.sorted(by: { $0.key < $1.key }) {
                 guard let schema = try? Schema(json: schemaJSON) else { continue }  // checked at load
@@ -69,7 +69,7 @@ public struct GraphValidator: Sendable {
                 routes.append(planned)
             }
         }
-        diagnostics.append(contentsOf: unguardedCycles(in: routes))
+        diagnostics.append(contentsOf: unguardedCycles(in: routes, instances: instances))
         guard diagnostics.isEmpty else { return (nil, diagnostics) }
         return (GraphPlan(instances: instances, routes: routes, types: registry), [])
     }
@@ -171,9 +171,10 @@ public struct GraphValidator: Sendable {
             }
             outputTypes = [outputType.value]
         } else if route.map != nil || route.template != nil {
-            // A reshaped envelope takes the one type its sinks accept, when they agree on one.
+            // A reshaped envelope takes the one type its sinks accept when they agree on one,
+            // else the built-in open type of what it builds.
             let accepted = Set(sinks.filter { !$0.1.isUntyped }.flatMap(\.1.types))
-            outputTypes = accepted.count == 1 ? Array(accepted) : outputTypes
+            outputTypes = accepted.count == 1 ? Array(accepted) : [route.map != nil ? BuiltinTypes.json : BuiltinTypes.text]
         }
         if let map = route.map {
             if let node = compileMap(map, diagnostics: &diagnostics, readProblems: readProblems) {
@@ -273,25 +274,35 @@ public struct GraphValidator: Sendable {
     }
 
     /// Cycles made only of `loop: allow` routes: nothing would stop an envelope going round.
-    private func unguardedCycles(in routes: [PlannedRoute]) -> [Diagnostic] {
-        var edges: [String: [(String, PlannedRoute)]] = [:]
+    /// Nodes are ports; a route joins its source port to its sinks, and a sink port joins the
+    /// source ports its manifest says it feeds.
+    private func unguardedCycles(in routes: [PlannedRoute], instances: [PlannedInstance]) -> [Diagnostic] {
+        var edges: [PortReference: [(PortReference, PlannedRoute?)]] = [:]
         for route in routes where route.declaration.allowLoops {
             for target in route.declaration.to {
-                edges[route.declaration.from.value.instance, default: []].append((target.value.instance, route))
+                edges[route.declaration.from.value, default: []].append((target.value, route))
+            }
+        }
+        for instance in instances {
+            for port in instance.ports where port.direction == .sink {
+                for fed in port.feeds {
+                    edges[PortReference(instance: instance.name, port: port.name), default: []]
+                        .append((PortReference(instance: instance.name, port: fed), nil))
+                }
             }
         }
         var reported: Set<String> = []
         var diagnostics: [Diagnostic] = []
-        for start in edges.keys.sorted() {
-            var stack: [(String, [PlannedRoute])] = [(start, [])]
-            var seen: Set<String> = []
+        for start in edges.keys.sorted(by: { $0.description < $1.description }) {
+            var stack: [(PortReference, [PlannedRoute])] = [(start, [])]
+            var seen: Set<PortReference> = []
             while let (node, path) = stack.popLast() {
                 for (next, route) in edges[node] ?? [] {
-                    let newPath = path + [route]
+                    let newPath = route.map { path + [$0] } ?? path
                     if next == start {
                         let names = newPath.map(\.name)
                         let key = names.sorted().joined(separator: ",")
-                        if reported.insert(key).inserted, let first = newPath.first {
+                        if !names.isEmpty, reported.insert(key).inserted, let first = newPath.first {
                             diagnostics.append(
                                 Diagnostic(
                                     "routes \(names.joined(separator: " → ")) form a cycle with 'loop: allow' on every route: nothing stops an envelope going round",
@@ -307,4 +318,21 @@ public struct GraphValidator: Sendable {
         }
         return diagnostics
     }
+}
+
+/// Types every graph has: what a `map:` or `template:` produces when no `type:` names another.
+public enum BuiltinTypes {
+    /// Any JSON body (`map:` output).
+    public static let json = "json"
+    /// A text body (`template:` output).
+    public static let text = "text"
+
+    static let registry: TypeRegistry = {
+        var registry = TypeRegistry()
+        try? registry.register(TypeDefinition(name: json, schema: .any, origin: "built-in"))
+        if let textSchema = try? Schema(json: ["type": "string"]) {
+            try? registry.register(TypeDefinition(name: text, schema: textSchema, origin: "built-in"))
+        }
+        return registry
+    }()
 }

@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+
+/// The `switchyard` binary run as a child process, with its output captured. Every test
+/// bounds how long it waits and the process is killed on deinit, so nothing outlives a test.
+final class RouterProcess {
+    let process = Process()
+    private let output = Pipe()
+    private let errors = Pipe()
+    private let input = Pipe()
+    private let stdoutBuffer = OutputBuffer()
+    private let stderrBuffer = OutputBuffer()
+
+    /// Starts `switchyard` with `arguments` in `directory`.
+    init(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) throws {
+        process.executableURL = BuildProducts.switchyard
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = input
+        let stdoutBuffer = stdoutBuffer
+        let stderrBuffer = stderrBuffer
+        output.fileHandleForReading.readabilityHandler = { handle in stdoutBuffer.append(handle.availableData) }
+        errors.fileHandleForReading.readabilityHandler = { handle in stderrBuffer.append(handle.availableData) }
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        output.fileHandleForReading.readabilityHandler = nil
+        errors.fileHandleForReading.readabilityHandler = nil
+    }
+
+    /// Standard output so far.
+    var standardOutput: String { stdoutBuffer.text }
+    /// Standard error so far (the log).
+    var standardError: String { stderrBuffer.text }
+
+    /// Writes to the router's standard input.
+    func send(_ text: String) { input.fileHandleForWriting.write(Data(text.utf8)) }
+
+    /// Closes the router's standard input.
+    func closeInput() { try? input.fileHandleForWriting.close() }
+
+    /// Waits until `condition` holds, checking every 20 ms, for at most `timeout`. Fails the
+    /// test (with the router's log) when time runs out or the router exits first.
+    func waitUntil(
+        _ what: String,
+        timeout: Duration = .seconds(20),
+        sourceLocation: SourceLocation = #_sourceLocation,
+        _ condition: () throws -> Bool
+    ) rethrows {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try condition() { return }
+            if !process.isRunning {
+                if try condition() { return }
+                Issue.record("router exited (status \(process.terminationStatus)) before: \(what)\n\(standardError)", sourceLocation: sourceLocation)
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        Issue.record("timed out after \(timeout) waiting for: \(what)\n\(standardError)", sourceLocation: sourceLocation)
+    }
+
+    /// Sends `signal` and waits (bounded) for the process to exit; returns its status.
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(20)) -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+        return waitForExit(timeout: timeout)
+    }
+
+    /// Waits (bounded) for the process to exit by itself; kills it after `timeout`.
+    @discardableResult
+    func waitForExit(timeout: Duration = .seconds(20)) -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            Issue.record("router did not exit within \(timeout); killed\n\(standardError)")
+        }
+        process.waitUntilExit()
+        // Let the pipe handlers collect the last output.
+        output.fileHandleForReading.readabilityHandler = nil
+        errors.fileHandleForReading.readabilityHandler = nil
+        stdoutBuffer.append(output.fileHandleForReading.readDataToEndOfFile())
+        stderrBuffer.append(errors.fileHandleForReading.readDataToEndOfFile())
+        return process.terminationStatus
+    }
+
+    /// Runs `switchyard` to completion and returns (status, stdout, stderr).
+    static func runToExit(_ arguments: [String], in directory: URL, environment: [String: String] = [:], timeout: Duration = .seconds(60)) throws
+        -> (status: Int32, output: String, errors: String)
+    {
+        let router = try RouterProcess(arguments, in: directory, environment: environment)
+        router.closeInput()
+        let status = router.waitForExit(timeout: timeout)
+        return (status, router.standardOutput, router.standardError)
+    }
+}
+
+/// Output collected from a pipe on Foundation's reader thread.
+final class OutputBuffer: @unchecked Sendable {
+    // `data` is only touched under `lock`.
+    private let lock = NSLock()
+    private var data = Data()
+
+    func append(_ more: Data) { lock.withLock { data.append(more) } }
+
+    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+}
