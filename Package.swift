@@ -16,6 +16,8 @@ let package = Package(
     products: [
         .executable(name: "switchyard", targets: ["switchyard"]),
         .library(name: "SwitchyardPluginKit", targets: ["SwitchyardPluginKit"]),
+        .library(name: "SwitchyardABI", targets: ["SwitchyardABI"]),
+        .library(name: "SwitchyardRuntime", targets: ["SwitchyardRuntime"]),
         // First-party plugins: each a shared object the router loads like any third-party one.
         .library(name: "core", type: .dynamic, targets: ["CorePlugin"]),
     ],
