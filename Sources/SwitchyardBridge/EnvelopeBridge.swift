@@ -38,67 +38,90 @@ extension sy_bytes {
 /// Converts between ``Envelope`` and the C `sy_envelope` of the ABI. Shared by the SDK and the
 /// router, so both sides agree on every field.
 public enum EnvelopeBridge {
-    /// Calls `body` with a borrowed C view of `envelope`, valid only during the call.
+    /// Calls `body` with a borrowed C view of `envelope`, valid only during the call. Makes
+    /// no heap allocation: strings are viewed in place, header and trace views live on the
+    /// stack.
     public static func withCEnvelope<Result>(
         _ envelope: Envelope,
         _ body: (UnsafePointer<sy_envelope>) -> Result
     ) -> Result {
-        // Gather every string's bytes into one contiguous buffer so the views need no
-        // per-field allocation; headers and trace get small arrays of views into it.
-        var storage: [UInt8] = []
-        storage.reserveCapacity(
-            envelope.id.utf8.count + envelope.type.utf8.count + envelope.source.utf8.count + envelope.subject.utf8.count
-                + envelope.contentType.utf8.count + envelope.headers.fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
-                + envelope.trace.reduce(0) { $0 + $1.utf8.count }
-        )
-        var ranges: [Range<Int>] = []
-        func add(_ text: String) {
-            let start = storage.count
-            storage.append(contentsOf: text.utf8)
-            ranges.append(start..<storage.count)
-        }
-        add(envelope.id)
-        add(envelope.type)
-        add(envelope.source)
-        add(envelope.subject)
-        add(envelope.contentType)
-        for header in envelope.headers.fields {
-            add(header.name)
-            add(header.value)
-        }
-        for hop in envelope.trace { add(hop) }
-        return storage.withUnsafeBufferPointer { strings in
-            func view(_ index: Int) -> sy_bytes {
-                let range = ranges[index]
-                return sy_bytes(data: strings.baseAddress.map { $0 + range.lowerBound }, length: range.count)
-            }
-            let headerCount = envelope.headers.count
-            let traceCount = envelope.trace.count
-            return withUnsafeTemporaryAllocation(of: sy_header.self, capacity: max(1, headerCount)) { headers in
-                for index in 0..<headerCount {
-                    headers[index] = sy_header(name: view(5 + 2 * index), value: view(6 + 2 * index))
-                }
-                return withUnsafeTemporaryAllocation(of: sy_bytes.self, capacity: max(1, traceCount)) { trace in
-                    for index in 0..<traceCount { trace[index] = view(5 + 2 * headerCount + index) }
-                    return envelope.body.withUnsafeBufferPointer { bodyBytes in
-                        envelope.session.withUnsafeBufferPointer { sessionBytes in
-                            var cEnvelope = sy_envelope(
-                                id: view(0), type: view(1), source: view(2), subject: view(3),
-                                time_unix_nanos: envelope.time,
-                                headers: headerCount == 0 ? nil : UnsafePointer(headers.baseAddress),
-                                header_count: headerCount,
-                                content_type: view(4),
-                                body: sy_bytes(bodyBytes),
-                                trace: traceCount == 0 ? nil : UnsafePointer(trace.baseAddress),
-                                trace_count: traceCount,
-                                session: sy_bytes(sessionBytes)
-                            )
-                            return withUnsafePointer(to: &cEnvelope) { body($0) }
+        var id = envelope.id
+        var type = envelope.type
+        var source = envelope.source
+        var subject = envelope.subject
+        var contentType = envelope.contentType
+        return id.withUTF8 { id in
+            type.withUTF8 { type in
+                source.withUTF8 { source in
+                    subject.withUTF8 { subject in
+                        contentType.withUTF8 { contentType in
+                            withStringViews(envelope.headers.fields.flatMap { [$0.name, $0.value] }) { headerViews in
+                                withStringViews(envelope.trace) { trace in
+                                    withUnsafeTemporaryAllocation(of: sy_header.self, capacity: max(1, envelope.headers.count)) { headers in
+                                        for index in 0..<envelope.headers.count {
+                                            headers[index] = sy_header(name: headerViews[2 * index], value: headerViews[2 * index + 1])
+                                        }
+                                        return envelope.body.withUnsafeBufferPointer { bodyBytes in
+                                            envelope.session.withUnsafeBufferPointer { sessionBytes in
+                                                var cEnvelope = sy_envelope(
+                                                    id: sy_bytes(id), type: sy_bytes(type), source: sy_bytes(source),
+                                                    subject: sy_bytes(subject),
+                                                    time_unix_nanos: envelope.time,
+                                                    headers: envelope.headers.count == 0 ? nil : UnsafePointer(headers.baseAddress),
+                                                    header_count: envelope.headers.count,
+                                                    content_type: sy_bytes(contentType),
+                                                    body: sy_bytes(bodyBytes),
+                                                    trace: trace.isEmpty ? nil : trace.baseAddress,
+                                                    trace_count: trace.count,
+                                                    session: sy_bytes(sessionBytes)
+                                                )
+                                                return withUnsafePointer(to: &cEnvelope) { body($0) }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
                         }
                     }
                 }
             }
         }
+    }
+
+    /// Views of `strings`' UTF-8, copied into one stack buffer, valid during `body`.
+    static func withStringViews<Result>(_ strings: [String], _ body: (UnsafeBufferPointer<sy_bytes>) -> Result) -> Result {
+        if strings.isEmpty { return body(UnsafeBufferPointer(start: nil, count: 0)) }
+        let total = strings.reduce(0) { $0 + $1.utf8.count }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, total)) { bytes in
+            withUnsafeTemporaryAllocation(of: sy_bytes.self, capacity: strings.count) { views in
+                var offset = 0
+                for (index, string) in strings.enumerated() {
+                    let start = offset
+                    for byte in string.utf8 {
+                        bytes[offset] = byte
+                        offset += 1
+                    }
+                    views[index] = sy_bytes(data: bytes.baseAddress.map { UnsafePointer($0 + start) }, length: offset - start)
+                }
+                return body(UnsafeBufferPointer(views))
+            }
+        }
+    }
+
+    /// Common content types, so copying one in does not allocate a string each time.
+    private static let knownContentTypes: [(bytes: [UInt8], text: String)] = [
+        "application/json", "text/plain", "text/plain; charset=utf-8", "application/octet-stream",
+    ].map { (Array($0.utf8), $0) }
+
+    static func contentType(_ view: sy_bytes) -> String {
+        for known in knownContentTypes where known.bytes.count == view.length {
+            let same = known.bytes.withUnsafeBufferPointer { own in
+                guard let data = view.data, let base = own.baseAddress else { return view.length == 0 }
+                return memcmp(base, data, view.length) == 0
+            }
+            if same { return known.text }
+        }
+        return view.string
     }
 
     /// Copies a C envelope into an ``Envelope``.
@@ -123,7 +146,7 @@ public enum EnvelopeBridge {
             subject: raw.subject.string,
             time: raw.time_unix_nanos,
             headers: Headers(headers),
-            contentType: raw.content_type.string,
+            contentType: contentType(raw.content_type),
             body: raw.body.array,
             trace: trace,
             session: raw.session.array

@@ -71,22 +71,12 @@ public enum ULID {
     }
 
     static func encode(millis: UInt64, high: UInt16, low: UInt64) -> String {
-        // 128 bits: 48 time | 16 high | 64 low, written as 26 base-32 digits (130 bits, top 2 zero).
-        let upper = (millis << 16) | UInt64(high)  // 64 bits
+        // 128 bits (48 time | 16 high | 64 low) as 26 base-32 digits, least significant last.
+        var value = UInt128(millis) << 80 | UInt128(high) << 64 | UInt128(low)
         return String(unsafeUninitializedCapacity: 26) { buffer in
-            for position in 0..<26 {
-                // Digit `position` covers bits [position*5 - 2, position*5 + 3) of the 128-bit value.
-                let start = position * 5 - 2
-                var digit: UInt64 = 0
-                for bit in start..<(start + 5) {
-                    digit <<= 1
-                    if bit >= 0 {
-                        let word = bit < 64 ? upper : low
-                        let shift = 63 - (bit % 64)
-                        digit |= (word >> UInt64(shift)) & 1
-                    }
-                }
-                buffer[position] = alphabet[Int(digit)]
+            for position in stride(from: 25, through: 0, by: -1) {
+                buffer[position] = alphabet[Int(truncatingIfNeeded: value & 31)]
+                value >>= 5
             }
             return 26
         }

@@ -1,4 +1,10 @@
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 internal import SwitchyardConfig
 internal import SwitchyardCore
 
@@ -23,6 +29,7 @@ final class RouteQueue: @unchecked Sendable {
 
     let capacity: Int
     let policy: OnFull
+    static let spinsBeforeSleeping = 64
 
     init(capacity: Int, policy: OnFull) {
         self.capacity = capacity
@@ -74,6 +81,15 @@ final class RouteQueue: @unchecked Sendable {
     func takeBatch(into batch: inout [QueuedEnvelope], limit: Int) -> (open: Bool, resume: [(instance: InstanceRuntime, port: String)]) {
         condition.lock()
         defer { condition.unlock() }
+        if count == 0, !closed {
+            // A busy source refills within microseconds: spin briefly before sleeping, so a
+            // steady stream costs no futex wake per envelope.
+            for _ in 0..<Self.spinsBeforeSleeping where count == 0 && !closed {
+                condition.unlock()
+                sched_yield()
+                condition.lock()
+            }
+        }
         while count == 0 {
             if closed { return (false, []) }
             condition.wait()

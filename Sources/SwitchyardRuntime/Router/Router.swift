@@ -155,19 +155,23 @@ public final class Router: @unchecked Sendable {
 
     func workerFinished() { runningWorkers.subtract(1, ordering: .releasing) }
 
+    /// Delivery ids whose settlement someone waits for carry this bit, so acknowledging the
+    /// rest needs no lock.
+    static let trackedBit: UInt64 = 1 << 63
+
     func nextDeliveryID(tracking settlement: Settlement?) -> UInt64 {
         let id = deliveryCounter.add(1, ordering: .relaxed).newValue
-        if let settlement {
-            settlement.expect()
-            tracked.withLock { $0[id] = settlement }
-        }
-        return id
+        guard let settlement else { return id }
+        settlement.expect()
+        let trackedID = id | Self.trackedBit
+        tracked.withLock { $0[trackedID] = settlement }
+        return trackedID
     }
 
     func deliveryFinished(_ id: UInt64, outcome: Int32) {
         outstanding.subtract(1, ordering: .releasing)
-        let settlement = tracked.withLock { $0.isEmpty ? nil : $0.removeValue(forKey: id) }
-        settlement?.complete(outcome)
+        guard id & Self.trackedBit != 0 else { return }
+        tracked.withLock { $0.removeValue(forKey: id) }?.complete(outcome)
     }
 
     func record(metric name: String, instance: String, kind: Int32, value: Double) {
