@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "SwitchyardRuntime", targets: ["SwitchyardRuntime"]),
         // First-party plugins: each a shared object the router loads like any third-party one.
         .library(name: "core", type: .dynamic, targets: ["CorePlugin"]),
+        // The Swift example plugin of examples/swift-plugin.
+        .library(name: "shout", type: .dynamic, targets: ["ShoutExample"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -74,6 +76,14 @@ let package = Package(
             name: "CorePlugin",
             dependencies: ["SwitchyardPluginKit"],
             path: "Plugins/core",
+            swiftSettings: strict,
+            linkerSettings: pluginLinkerSettings
+        ),
+        .target(
+            name: "ShoutExample",
+            dependencies: ["SwitchyardPluginKit"],
+            path: "examples/swift-plugin",
+            exclude: ["README.md", "routes.yaml"],
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
         ),

@@ -1,0 +1,49 @@
+import SwitchyardCore
+import SwitchyardPluginKit
+
+/// The exported entry point of `libshout.so`: the one line that makes a Swift type a plugin.
+@_cdecl("switchyard_plugin_entry")
+public func entry(_ offer: UnsafeRawPointer?, _ table: UnsafeMutableRawPointer?, _ capacity: Int) -> UInt32 {
+    PluginExport.negotiate(Shout.self, offer: offer, table: table, capacity: capacity)
+}
+
+/// An example plugin: re-emits every envelope it receives with the body in capitals (and an
+/// optional suffix), keeping type, headers and trace.
+final class Shout: SwitchyardPlugin {
+    static let manifest = PluginManifest(
+        name: "shout",
+        version: "1.0.0",
+        summary: "Upper-cases bodies: the Swift example plugin",
+        ports: [
+            PortDeclaration(name: "in", direction: .sink, types: ["*"], feeds: ["out"], summary: "Envelopes to shout"),
+            PortDeclaration(name: "out", direction: .source, types: ["*"], summary: "The shouted envelopes"),
+        ],
+        config: [
+            "type": "object",
+            "additionalProperties": false,
+            "properties": ["suffix": ["type": "string", "maxLength": 16]],
+        ]
+    )
+
+    let context: PluginContext
+    let suffix: String
+
+    init(context: PluginContext, name: String, config: JSONValue) throws {
+        self.context = context
+        suffix = config["suffix"]?.stringValue ?? ""
+    }
+
+    func start() throws {}
+
+    func stop() {}
+
+    func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
+        var loud = envelope
+        loud.body = Array((envelope.bodyText.uppercased() + suffix).utf8)
+        switch context.emit(loud, on: "out") {
+        case .ok: delivery.ack(.ok)
+        case .full: delivery.ack(.retry, reason: "out is full")
+        case let other: delivery.ack(.reject, reason: "emit failed: \(other)")
+        }
+    }
+}
