@@ -30,6 +30,7 @@ final class InstanceCounters: Sendable {
     let emitted = Atomic<Int>(0)
     let refusedFull = Atomic<Int>(0)
     let unrouted = Atomic<Int>(0)
+    let invalid = Atomic<Int>(0)
     let acknowledged = Atomic<Int>(0)
     let failed = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
@@ -86,6 +87,7 @@ final class InstanceRuntime: @unchecked Sendable {
                 counters.unrouted.add(1, ordering: .relaxed)
                 return SY_OK  // a source port no route reads from: nothing to do
             }
+            reportInvalid("emit on unknown source port '\(portBytes.string)'")
             return SY_ERR_UNKNOWN_PORT
         }
         let routes = port.routes
@@ -100,7 +102,10 @@ final class InstanceRuntime: @unchecked Sendable {
             }
         }
         var envelope = EnvelopeBridge.envelope(from: cEnvelope)
-        guard !envelope.type.isEmpty else { return SY_ERR_INVALID }
+        guard !envelope.type.isEmpty else {
+            reportInvalid("envelope emitted on \(port.qualifiedName) has no type")
+            return SY_ERR_INVALID
+        }
         if envelope.id.isEmpty { envelope.id = ULID.next() }
         if envelope.time == 0 { envelope.time = Clock.nowUnixNanos() }
         envelope.source = port.qualifiedName
@@ -113,6 +118,14 @@ final class InstanceRuntime: @unchecked Sendable {
         }
         settlement?.complete(SY_OUTCOME_OK)
         return SY_OK
+    }
+
+    /// Counts and logs a malformed emit; the first few get a line each.
+    private func reportInvalid(_ problem: String) {
+        let count = counters.invalid.add(1, ordering: .relaxed).newValue
+        if count <= 10 || count.isMultiple(of: 1000) {
+            logger.warning("invalid emit refused: \(problem)", metadata: ["invalid_emits": .stringConvertible(count)])
+        }
     }
 
     func deliver(_ envelope: Envelope, port: SinkPort, deliveryID: UInt64) -> Int32 {

@@ -208,6 +208,7 @@ public final class Router: @unchecked Sendable {
                     emitted: instance.counters.emitted.load(ordering: .relaxed),
                     refusedFull: instance.counters.refusedFull.load(ordering: .relaxed),
                     unrouted: instance.counters.unrouted.load(ordering: .relaxed),
+                    invalid: instance.counters.invalid.load(ordering: .relaxed),
                     acknowledged: instance.counters.acknowledged.load(ordering: .relaxed),
                     failed: instance.counters.failed.load(ordering: .relaxed),
                     inFlight: instance.counters.inFlight.load(ordering: .relaxed)
@@ -248,6 +249,8 @@ public struct RouterStatistics: Sendable {
         public var refusedFull: Int
         /// Emits on ports no route reads.
         public var unrouted: Int
+        /// Emits refused as malformed (unknown port, no type).
+        public var invalid: Int
         /// Deliveries it acknowledged as done.
         public var acknowledged: Int
         /// Deliveries it acknowledged as failed.
