@@ -63,9 +63,8 @@ struct GraphOptions: ParsableArguments {
         }
         for error in refused { printError("error: \(error)") }
         let (plan, problems) = GraphValidator(plugins: loaded).validate(config)
-        let all = configProblems + (configProblems.isEmpty ? problems : problems.filter { !configProblems.contains($0) })
+        let all = configProblems + problems
         for problem in Diagnostics(all).items { printError(problem.description) }
-        guard all.isEmpty, refused.isEmpty || plan != nil else { return nil }
         return all.isEmpty ? plan : nil
     }
 }

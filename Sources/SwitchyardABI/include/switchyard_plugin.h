@@ -231,7 +231,12 @@ typedef struct sy_plugin_api_v1 {
     /** Optional: a port that got SY_ERR_FULL from emit() may emit again. */
     void (*resume)(void *instance, sy_bytes port);
 
-    /** Optional: an envelope emitted with a non-zero settle token is settled. */
+    /**
+     * Optional: an envelope emitted with a non-zero settle token is settled (outcome: the
+     * worst of its deliveries). Called exactly once per token, from any thread — possibly
+     * from inside the emit() call itself when no route reads the port, so do not hold a lock
+     * across emit() that settled() also takes.
+     */
     void (*settled)(void *instance, uint64_t settle_token, int32_t outcome);
 } sy_plugin_api_v1;
 

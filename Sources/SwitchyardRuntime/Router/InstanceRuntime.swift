@@ -84,17 +84,13 @@ final class InstanceRuntime: @unchecked Sendable {
         guard accepting.load(ordering: .relaxed) else { return SY_ERR_STOPPED }
         guard let port = sourcePort(matching: portBytes) else {
             if plugin.manifest.port(named: portBytes.string)?.direction == .source {
-                counters.unrouted.add(1, ordering: .relaxed)
-                return SY_OK  // a source port no route reads from: nothing to do
+                return unrouted(settleToken: settleToken)
             }
             reportInvalid("emit on unknown source port '\(portBytes.string)'")
             return SY_ERR_UNKNOWN_PORT
         }
         let routes = port.routes
-        guard !routes.isEmpty else {
-            counters.unrouted.add(1, ordering: .relaxed)
-            return SY_OK
-        }
+        guard !routes.isEmpty else { return unrouted(settleToken: settleToken) }
         for route in routes where route.queue.policy == .block {
             guard route.queue.reserveRoom(orWake: (self, port.name)) else {
                 counters.refusedFull.add(1, ordering: .relaxed)
@@ -117,6 +113,13 @@ final class InstanceRuntime: @unchecked Sendable {
             route.enqueue(QueuedEnvelope(envelope: envelope, settlement: settlement))
         }
         settlement?.complete(SY_OUTCOME_OK)
+        return SY_OK
+    }
+
+    /// An emit on a port no route reads from: nothing to deliver, so it is settled at once.
+    private func unrouted(settleToken: UInt64) -> Int32 {
+        counters.unrouted.add(1, ordering: .relaxed)
+        if settleToken != 0 { settled(token: settleToken, outcome: SY_OUTCOME_OK) }
         return SY_OK
     }
 
