@@ -28,11 +28,16 @@ public struct ConfigNode: Sendable {
     /// never printed.
     public var isSecret: Bool
 
+    /// Whether a `${VAR}` in the value was unset (already reported): checks of the value
+    /// itself would only repeat that error.
+    public var hasUnsetVariable: Bool
+
     /// Creates a node.
-    public init(kind: Kind, location: SourceLocation, isSecret: Bool = false) {
+    public init(kind: Kind, location: SourceLocation, isSecret: Bool = false, hasUnsetVariable: Bool = false) {
         self.kind = kind
         self.location = location
         self.isSecret = isSecret
+        self.hasUnsetVariable = hasUnsetVariable
     }
 
     /// The member `key` of a mapping.
@@ -98,8 +103,17 @@ public struct ConfigNode: Sendable {
     }
 
     /// The location of the value at a dotted path such as `timer.interval` or `hosts[2]`
-    /// (as ``SchemaViolation/path`` writes it), or of the deepest node that exists on the way.
+    /// (as ``SchemaViolation/path`` writes it): its key where it has one, or the deepest node
+    /// that exists on the way.
     public func location(ofPath path: String) -> SourceLocation {
+        let (node, keyLocation) = descend(path)
+        return keyLocation ?? node.location
+    }
+
+    /// The deepest node on a dotted path (see ``location(ofPath:)``).
+    public func node(atPath path: String) -> ConfigNode { descend(path).node }
+
+    private func descend(_ path: String) -> (node: ConfigNode, keyLocation: SourceLocation?) {
         var node = self
         var keyLocation: SourceLocation?
         for rawComponent in path.split(separator: ".") {
@@ -113,17 +127,17 @@ public struct ConfigNode: Sendable {
             }
             if !component.isEmpty {
                 guard let member = node.members?.first(where: { $0.key == component }) else {
-                    return keyLocation ?? node.location
+                    return (node, keyLocation)
                 }
                 keyLocation = member.keyLocation
                 node = member.value
             }
             for index in indexes {
-                guard let elements = node.elements, elements.indices.contains(index) else { return node.location }
+                guard let elements = node.elements, elements.indices.contains(index) else { return (node, keyLocation) }
                 node = elements[index]
                 keyLocation = nil
             }
         }
-        return keyLocation ?? node.location
+        return (node, keyLocation)
     }
 }

@@ -52,7 +52,9 @@ public struct YAMLReader: Sendable {
             // Point at the text itself, not at an opening quote, so offsets into expressions line up.
             let quoted = scalar.style == .singleQuoted || scalar.style == .doubleQuoted
             let here = quoted ? here.advanced(by: 1) : here
+            let reported = diagnostics.count
             let (text, secret) = substitute(scalar.string, at: here, diagnostics: &diagnostics)
+            let unset = diagnostics.count > reported
             let plain = scalar.style == .plain || scalar.style == .any
             let value: ConfigNode.Scalar
             if plain {
@@ -60,7 +62,7 @@ public struct YAMLReader: Sendable {
             } else {
                 value = .string(text)
             }
-            return ConfigNode(kind: .scalar(value), location: here, isSecret: secret)
+            return ConfigNode(kind: .scalar(value), location: here, isSecret: secret, hasUnsetVariable: unset)
         case .mapping(let mapping):
             var members: [(key: String, keyLocation: SourceLocation, value: ConfigNode)] = []
             var secret = false

@@ -55,7 +55,15 @@ public struct Diagnostics: Error, Sendable, CustomStringConvertible {
 
     /// Creates the error from problems.
     public init(_ items: [Diagnostic]) {
-        self.items = items.sorted { ($0.location?.description ?? "") < ($1.location?.description ?? "") }
+        // Problems without a place first, then by file, line and column.
+        self.items = items.sorted { lhs, rhs in
+            switch (lhs.location, rhs.location) {
+            case (nil, nil): lhs.message < rhs.message
+            case (nil, _): true
+            case (_, nil): false
+            case (let left?, let right?): left == right ? lhs.message < rhs.message : left < right
+            }
+        }
     }
 
     public var description: String { items.map(\.description).joined(separator: "\n") }

@@ -208,14 +208,14 @@ public final class Schema: Sendable {
                 if let maximum, number > maximum { report("must be at most \(JSONValue.double(maximum))") }
             }
         case .string(let text):
-            if let minLength, text.count < minLength { report("must have at least \(minLength) characters") }
-            if let maxLength, text.count > maxLength { report("must have at most \(maxLength) characters") }
+            if let minLength, text.count < minLength { report("must have at least \(Self.count(minLength, "character"))") }
+            if let maxLength, text.count > maxLength { report("must have at most \(Self.count(maxLength, "character"))") }
             if let compiledPattern, let pattern, (try? compiledPattern.firstMatch(in: text)) == nil {
                 report("must match /\(pattern)/")
             }
         case .array(let elements):
-            if let minItems, elements.count < minItems { report("must have at least \(minItems) items") }
-            if let maxItems, elements.count > maxItems { report("must have at most \(maxItems) items") }
+            if let minItems, elements.count < minItems { report("must have at least \(Self.count(minItems, "item"))") }
+            if let maxItems, elements.count > maxItems { report("must have at most \(Self.count(maxItems, "item"))") }
             if let items {
                 for (index, element) in elements.enumerated() {
                     items.check(element, at: "\(path)[\(index)]", into: &found)
@@ -274,6 +274,8 @@ public final class Schema: Sendable {
         }
         return .known(schema)
     }
+
+    static func count(_ number: Int, _ noun: String) -> String { "\(number) \(noun)\(number == 1 ? "" : "s")" }
 
     static func join(_ path: String, _ name: String) -> String { path.isEmpty ? name : path + "." + name }
 

@@ -51,7 +51,7 @@ public struct GraphValidator: Sendable {
                 continue
             }
             let json = declaration.config.json
-            for violation in plugin.configSchema.violations(of: json) {
+            for violation in plugin.configSchema.violations(of: json) where !declaration.config.node(atPath: violation.path).hasUnsetVariable {
                 diagnostics.append(
                     Diagnostic(
                         "instance '\(declaration.name)' (plugin \(plugin.manifest.name)): \(violation)",
