@@ -35,4 +35,33 @@ struct ShutdownTests {
         let ticks = try sandbox.jsonLines(of: "out.jsonl").compactMap { ($0["body"] as? [String: Any])?["count"] as? Int }
         #expect(ticks == Array(1...max(1, lines.count)))
     }
+
+    @Test func sigtermWithADeepQueueDeliversTheBacklogBeforeExiting() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              keyboard: { plugin: core, console: {} }
+              out:      { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
+            routes:
+              - name: backlog
+                from: keyboard.lines
+                to: out.write
+                queue: { size: 100000 }
+            """
+        )
+        let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        let total = 30_000
+        router.send((1...total).map { "line \($0)\n" }.joined())
+        router.waitUntil("the first line written") { !sandbox.lines(of: "out.jsonl").isEmpty }
+        let writtenAtSignal = sandbox.lines(of: "out.jsonl").count
+        #expect(router.stop(signal: SIGTERM) == 0)
+        let totals = try #require(RouteTotals.parse(route: "backlog", in: router.standardError), "\(router.standardError)")
+        let lines = sandbox.lines(of: "out.jsonl")
+        // What was queued when the signal came was still written, in order, and nothing else.
+        #expect(totals.received > writtenAtSignal)
+        #expect(lines.count == totals.received)
+        #expect(lines == (1...max(1, totals.received)).map { "\"line \($0)\"" })
+    }
 }
