@@ -75,10 +75,10 @@ public struct ConfigLoader: Sendable {
         let reader = YAMLReader(environment: environment)
         for (file, text) in sources {
             config.files.append(file)
-            guard let root = reader.read(text, file: file, diagnostics: &diagnostics) else { continue }
+            guard let root = reader.read(text, file: file, diagnostics: &diagnostics, secrets: &config.secrets) else { continue }
             merge(root, file: file, into: &config, diagnostics: &diagnostics)
         }
-        return (config, diagnostics)
+        return (config, diagnostics.map { $0.redacting(config.secrets) })
     }
 
     static func readText(_ file: String) throws(Diagnostic) -> String {

@@ -108,6 +108,8 @@ public struct GraphConfig: Sendable {
     public var routes: [RouteDeclaration] = []
     /// The files that were read.
     public var files: [String] = []
+    /// Every value substituted from the environment: never printed.
+    public var secrets: Set<String> = []
 
     /// An empty configuration.
     public init() {}

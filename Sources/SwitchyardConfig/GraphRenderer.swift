@@ -32,7 +32,7 @@ public enum GraphRenderer {
         for route in config.routes {
             for target in route.to {
                 let label = route.name + (route.when.map { "\\nwhen \($0.value)" } ?? "")
-                lines.append("  \"\(route.from.value)\" -> \"\(target.value)\" [label=\"\(label.replacingQuotes)\"];")
+                lines.append("  \"\(route.from.value)\" -> \"\(target.value)\" [label=\"\(dotEscape(label))\"];")
             }
         }
         lines.append("}")
@@ -53,13 +53,13 @@ public enum GraphRenderer {
         String(text.map { $0.isLetter || $0.isNumber ? $0 : "_" })
     }
 
-    static func escape(_ text: String) -> String { text.replacingQuotes }
-}
+    /// Mermaid writes a quote inside a label as an entity.
+    static func escape(_ text: String) -> String {
+        text.reduce(into: "") { output, character in output += character == "\"" ? "#quot;" : String(character) }
+    }
 
-extension String {
-    fileprivate var replacingQuotes: String {
-        var output = ""
-        for character in self { output += character == "\"" ? "#quot;" : String(character) }
-        return output
+    /// DOT escapes a quote with a backslash (`\n` line breaks are kept).
+    static func dotEscape(_ text: String) -> String {
+        text.reduce(into: "") { output, character in output += character == "\"" ? "\\\"" : String(character) }
     }
 }

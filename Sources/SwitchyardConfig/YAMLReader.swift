@@ -12,6 +12,13 @@ public struct YAMLReader: Sendable {
     /// Parses one YAML document. Unset variables and YAML errors are added to `diagnostics`;
     /// the result is `nil` only when the text is not YAML at all.
     public func read(_ text: String, file: String, diagnostics: inout [Diagnostic]) -> ConfigNode? {
+        var secrets: Set<String> = []
+        return read(text, file: file, diagnostics: &diagnostics, secrets: &secrets)
+    }
+
+    /// Parses one YAML document like ``read(_:file:diagnostics:)`` and adds every value
+    /// substituted from the environment to `secrets`.
+    public func read(_ text: String, file: String, diagnostics: inout [Diagnostic], secrets: inout Set<String>) -> ConfigNode? {
         let root: Node?
         do {
             root = try Yams.compose(yaml: text)
@@ -23,7 +30,7 @@ public struct YAMLReader: Sendable {
             return nil
         }
         guard let root else { return nil }
-        return convert(root, file: file, diagnostics: &diagnostics)
+        return convert(root, file: file, diagnostics: &diagnostics, secrets: &secrets)
     }
 
     static func diagnostic(for error: YamlError, file: String) -> Diagnostic {
@@ -45,7 +52,7 @@ public struct YAMLReader: Sendable {
         SourceLocation(file: file, line: mark?.line ?? 1, column: mark?.column ?? 1)
     }
 
-    private func convert(_ node: Node, file: String, diagnostics: inout [Diagnostic]) -> ConfigNode {
+    private func convert(_ node: Node, file: String, diagnostics: inout [Diagnostic], secrets: inout Set<String>) -> ConfigNode {
         let here = location(node.mark, file)
         switch node {
         case .scalar(let scalar):
@@ -53,7 +60,7 @@ public struct YAMLReader: Sendable {
             let quoted = scalar.style == .singleQuoted || scalar.style == .doubleQuoted
             let here = quoted ? here.advanced(by: 1) : here
             let reported = diagnostics.count
-            let (text, secret) = substitute(scalar.string, at: here, diagnostics: &diagnostics)
+            let (text, secret) = substitute(scalar.string, at: here, diagnostics: &diagnostics, secrets: &secrets)
             let unset = diagnostics.count > reported
             let plain = scalar.style == .plain || scalar.style == .any
             let value: ConfigNode.Scalar
@@ -68,7 +75,7 @@ public struct YAMLReader: Sendable {
             var secret = false
             for (key, value) in mapping {
                 let keyText = key.scalar?.string ?? "\(key)"
-                let child = convert(value, file: file, diagnostics: &diagnostics)
+                let child = convert(value, file: file, diagnostics: &diagnostics, secrets: &secrets)
                 if let previous = members.first(where: { $0.key == keyText }) {
                     diagnostics.append(
                         Diagnostic("duplicate key '\(keyText)' (first at \(previous.keyLocation))", at: location(key.mark, file))
@@ -80,7 +87,7 @@ public struct YAMLReader: Sendable {
             }
             return ConfigNode(kind: .mapping(members), location: here, isSecret: secret)
         case .sequence(let sequence):
-            let elements = sequence.map { convert($0, file: file, diagnostics: &diagnostics) }
+            let elements = sequence.map { convert($0, file: file, diagnostics: &diagnostics, secrets: &secrets) }
             return ConfigNode(kind: .sequence(elements), location: here, isSecret: elements.contains(where: \.isSecret))
         case .alias:
             diagnostics.append(Diagnostic("unresolved YAML alias", at: here))
@@ -107,7 +114,12 @@ public struct YAMLReader: Sendable {
 
     /// Replaces `${NAME}` and `${NAME:-default}`; `$${` stands for a literal `${`.
     /// Returns the text and whether anything was substituted.
-    func substitute(_ text: String, at location: SourceLocation, diagnostics: inout [Diagnostic]) -> (String, Bool) {
+    func substitute(
+        _ text: String,
+        at location: SourceLocation,
+        diagnostics: inout [Diagnostic],
+        secrets: inout Set<String>
+    ) -> (String, Bool) {
         guard text.contains("$") else { return (text, false) }
         var output = ""
         var substituted = false
@@ -139,6 +151,7 @@ public struct YAMLReader: Sendable {
             } else if let value = environment[String(name)] {
                 output += value
                 substituted = true
+                secrets.insert(value)
             } else if let fallback {
                 output += fallback
             } else {

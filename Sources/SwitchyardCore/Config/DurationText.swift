@@ -4,8 +4,8 @@ public enum DurationText {
     /// Parses a duration into nanoseconds; `nil` when the text is not a duration.
     public static func nanoseconds(_ value: JSONValue) -> UInt64? {
         switch value {
-        case .int(let millis) where millis >= 0: return UInt64(millis) * 1_000_000
-        case .double(let millis) where millis >= 0: return UInt64(millis * 1_000_000)
+        case .int(let millis) where millis >= 0: return exactNanoseconds(Double(millis) * 1e6)
+        case .double(let millis) where millis >= 0: return exactNanoseconds(millis * 1e6)
         case .string(let text): return nanoseconds(text)
         default: return nil
         }
@@ -19,10 +19,16 @@ public enum DurationText {
         for unit in units where text.hasSuffix(unit.suffix) {
             let number = text.dropLast(unit.suffix.count)
             // "ms" also ends in "s": only accept when what is left is a number.
-            guard let value = Double(number), value >= 0, value.isFinite else { continue }
-            return UInt64(value * unit.nanos)
+            guard let value = Double(number), value >= 0 else { continue }
+            return exactNanoseconds(value * unit.nanos)
         }
-        if let millis = Double(text), millis >= 0 { return UInt64(millis * 1e6) }
+        if let millis = Double(text), millis >= 0 { return exactNanoseconds(millis * 1e6) }
         return nil
+    }
+
+    /// `nil` for NaN, infinity and anything past what `UInt64` nanoseconds hold (584 years).
+    private static func exactNanoseconds(_ nanos: Double) -> UInt64? {
+        guard nanos.isFinite, nanos >= 0, nanos < 1.8e19 else { return nil }
+        return UInt64(nanos)
     }
 }

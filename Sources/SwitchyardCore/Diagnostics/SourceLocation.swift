@@ -41,6 +41,17 @@ public struct Diagnostic: Error, Sendable, Hashable, CustomStringConvertible {
         self.message = message
     }
 
+    /// The diagnostic with every occurrence of a secret in its message replaced by `***`.
+    /// Values shorter than three characters are left alone: they cannot be told apart from
+    /// ordinary text.
+    public func redacting(_ secrets: Set<String>) -> Diagnostic {
+        var message = self.message
+        for secret in secrets.filter({ $0.count >= 3 }).sorted(by: { $0.count > $1.count }) where message.contains(secret) {
+            message = message.split(separator: secret, omittingEmptySubsequences: false).joined(separator: "***")
+        }
+        return Diagnostic(message, at: location)
+    }
+
     /// `file:line:column: error: message`, the form compilers use.
     public var description: String {
         if let location { return "\(location): error: \(message)" }

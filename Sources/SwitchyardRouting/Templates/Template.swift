@@ -39,7 +39,7 @@ public struct Template: Sendable {
         } else {
             wholeField = nil
         }
-        if tags.isEmpty {
+        if !source.contains("{{") {
             compiled = nil
         } else {
             do {
@@ -192,8 +192,24 @@ struct MustacheJSON: MustacheParent, MustacheCustomRenderable {
         case .int(let number): number
         case .double: value.serialized()
         case .string(let text): text
-        case .array(let elements): elements.map { bridge($0) as Any }
+        case .array(let elements): MustacheJSONArray(elements: elements)
         case .object(let members): MustacheJSON(members: members)
         }
     }
+}
+
+/// A JSON array as Mustache sees it: a sequence for sections, indexable by position in paths
+/// (`{{body.items.1.id}}`), and JSON text when printed whole.
+struct MustacheJSONArray: MustacheSequence, MustacheParent, MustacheCustomRenderable {
+    let elements: [JSONValue]
+
+    func makeIterator() -> IndexingIterator<[Any]> { elements.map { MustacheJSON.bridge($0) ?? "" }.makeIterator() }
+
+    func child(named name: String) -> Any? {
+        guard let index = Int(name), elements.indices.contains(index) else { return nil }
+        return MustacheJSON.bridge(elements[index])
+    }
+
+    var renderText: String { JSONValue.array(elements).serialized() }
+    var isNull: Bool { false }
 }

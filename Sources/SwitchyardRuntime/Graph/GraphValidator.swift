@@ -70,7 +70,7 @@ public struct GraphValidator: Sendable {
             }
         }
         diagnostics.append(contentsOf: unguardedCycles(in: routes, instances: instances))
-        guard diagnostics.isEmpty else { return (nil, diagnostics) }
+        guard diagnostics.isEmpty else { return (nil, diagnostics.map { $0.redacting(config.secrets) }) }
         return (GraphPlan(instances: instances, routes: routes, types: registry), [])
     }
 

@@ -1,0 +1,528 @@
+import SwitchyardConfig
+import SwitchyardCore
+import Testing
+
+private typealias Location = SwitchyardCore.SourceLocation
+
+private func load(_ text: String, file: String = "r.yaml", environment: [String: String] = [:]) -> (GraphConfig, [Diagnostic]) {
+    ConfigLoader(environment: environment).load(sources: [(file: file, text: text)])
+}
+
+private func at(_ file: String, _ line: Int, _ column: Int) -> Location { Location(file: file, line: line, column: column) }
+
+/// The one diagnostic whose message contains `fragment`.
+private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String) throws -> Diagnostic {
+    let matches = diagnostics.filter { $0.message.contains(fragment) }
+    try #require(matches.count == 1, "expected one diagnostic containing '\(fragment)', got \(diagnostics)")
+    return matches[0]
+}
+
+@Suite struct ConfigLoaderStructureTests {
+    @Test func loadsAWellFormedFile() throws {
+        let text = """
+            plugins: { dir: Plugins }
+            instances:
+              clock: { plugin: core, timer: { interval: 1s } }
+              out: { plugin: core }
+            routes:
+              - name: heartbeat
+                from: clock.tick
+                when: body.count > 1
+                template: "tick {{body.count}}"
+                content_type: text/plain
+                to: out.print
+              - from: clock.tick
+                to: [out.print, out.file]
+                map: { n: "{{body.count}}" }
+                type: t.N
+            types:
+              - name: t.N
+                schema: { type: object, properties: { n: { type: integer } } }
+            """
+        let (config, diagnostics) = load(text)
+        #expect(diagnostics.isEmpty, "\(diagnostics)")
+        #expect(config.files == ["r.yaml"])
+        #expect(config.pluginsDirectory?.value == "Plugins")
+        #expect(config.instances.map(\.name) == ["clock", "out"])
+        let clock = try #require(config.instance(named: "clock"))
+        #expect(clock.plugin.value == "core")
+        #expect(clock.plugin.location == at("r.yaml", 3, 20))
+        #expect(clock.location == at("r.yaml", 3, 3))
+        #expect(clock.config.json == ["timer": ["interval": "1s"]])
+        #expect(config.routes.count == 2)
+        let first = config.routes[0]
+        #expect(first.name == "heartbeat")
+        #expect(first.from.value == PortReference(instance: "clock", port: "tick"))
+        #expect(first.from.location == at("r.yaml", 7, 11))
+        #expect(first.to.map(\.value.description) == ["out.print"])
+        #expect(first.when?.value == "body.count > 1")
+        #expect(first.when?.location == at("r.yaml", 8, 11))
+        #expect(first.template?.value == "tick {{body.count}}")
+        // A quoted scalar's location is its first character, after the quote.
+        #expect(first.template?.location == at("r.yaml", 9, 16))
+        #expect(first.contentType?.value == "text/plain")
+        #expect(first.map == nil)
+        #expect(first.queueSize == ConfigLoader.defaultQueueSize)
+        #expect(first.onFull == .block)
+        #expect(first.allowLoops == false)
+        let second = config.routes[1]
+        #expect(second.name == "r.yaml#2")
+        #expect(second.to.map(\.value.description) == ["out.print", "out.file"])
+        #expect(second.to.map(\.location) == [at("r.yaml", 13, 10), at("r.yaml", 13, 21)])
+        #expect(second.map?.json == ["n": "{{body.count}}"])
+        #expect(second.outputType?.value == "t.N")
+        #expect(config.types.map(\.name) == ["t.N"])
+        #expect(config.types.first?.schema == ["type": "object", "properties": ["n": ["type": "integer"]]])
+    }
+
+    @Test func emptyFileIsEmptyConfig() {
+        let (config, diagnostics) = load("# nothing here\n")
+        #expect(diagnostics.isEmpty)
+        #expect(config.instances.isEmpty && config.routes.isEmpty)
+    }
+
+    @Test func yamlSyntaxErrorNamesFileLineColumn() throws {
+        let text = """
+            instances:
+              x:
+                plugin: a: b
+            """
+        let (_, diagnostics) = load(text, file: "bad.yaml")
+        let error = try #require(diagnostics.first)
+        #expect(diagnostics.count == 1)
+        #expect(error.message.hasPrefix("invalid YAML"))
+        #expect(error.location == at("bad.yaml", 3, 14))
+        #expect(error.description.hasPrefix("bad.yaml:3:14: error: invalid YAML"))
+    }
+
+    @Test func unclosedFlowSequenceIsReportedInItsFile() throws {
+        let (_, diagnostics) = load("instances:\n  a: [1, 2\n", file: "flow.yaml")
+        let error = try #require(diagnostics.first)
+        #expect(error.message.hasPrefix("invalid YAML"))
+        #expect(error.location?.file == "flow.yaml")
+        #expect((error.location?.line ?? 0) >= 2)
+    }
+
+    @Test func duplicateKeyIsReported() throws {
+        let (_, diagnostics) = load("instances:\n  a: { plugin: p }\n  a: { plugin: q }\n", file: "dup.yaml")
+        let error = try diagnostic(diagnostics, containing: "duplicate key 'a'")
+        #expect(error.location?.file == "dup.yaml")
+    }
+
+    @Test func topLevelMustBeAMapping() throws {
+        let (_, diagnostics) = load("- a\n- b\n")
+        let error = try diagnostic(diagnostics, containing: "a route file must be a mapping")
+        #expect(error.location == at("r.yaml", 1, 1))
+    }
+
+    @Test func unknownTopLevelKey() throws {
+        let (_, diagnostics) = load("instances: {}\nrutes: []\n")
+        let error = try diagnostic(diagnostics, containing: "unknown key 'rutes'")
+        #expect(error.message == "unknown key 'rutes' (expected one of: plugins, types, instances, routes)")
+        #expect(error.location == at("r.yaml", 2, 1))
+    }
+
+    @Test func duplicateInstanceAcrossFilesNamesTheFirst() throws {
+        let first = "instances:\n  timer: { plugin: core }\n"
+        let second = "# second file\ninstances:\n  other: { plugin: core }\n  timer: { plugin: core }\n"
+        let (config, diagnostics) = ConfigLoader(environment: [:]).load(sources: [(file: "a.yaml", text: first), (file: "b.yaml", text: second)])
+        let error = try diagnostic(diagnostics, containing: "instance 'timer'")
+        #expect(error.message == "instance 'timer' is already defined at a.yaml:2:3")
+        #expect(error.location == at("b.yaml", 4, 3))
+        #expect(config.instances.map(\.name) == ["timer", "other"])
+        #expect(config.files == ["a.yaml", "b.yaml"])
+    }
+
+    @Test func instanceProblems() throws {
+        let text = """
+            instances:
+              "bad name": { plugin: core }
+              noplugin: { timer: 1 }
+              scalar: 5
+            """
+        let (config, diagnostics) = load(text)
+        #expect(config.instances.isEmpty)
+        #expect(try diagnostic(diagnostics, containing: "instance name 'bad name'").location == at("r.yaml", 2, 3))
+        #expect(try diagnostic(diagnostics, containing: "instance 'noplugin' needs 'plugin: NAME'").location == at("r.yaml", 3, 13))
+        #expect(try diagnostic(diagnostics, containing: "instance 'scalar' must be a mapping").location == at("r.yaml", 4, 11))
+    }
+
+    @Test func routeMissingFromAndTo() throws {
+        let text = """
+            routes:
+              - to: b.in
+              - name: lonely
+                from: a.out
+            """
+        let (config, diagnostics) = load(text)
+        #expect(config.routes.isEmpty)
+        let missingFrom = try diagnostic(diagnostics, containing: "needs 'from")
+        #expect(missingFrom.message == "route 'r.yaml#1' needs 'from: instance.port'")
+        #expect(missingFrom.location == at("r.yaml", 2, 5))
+        let missingTo = try diagnostic(diagnostics, containing: "needs 'to")
+        #expect(missingTo.message.hasPrefix("route 'lonely' needs 'to: instance.port'"))
+        #expect(missingTo.location == at("r.yaml", 3, 5))
+    }
+
+    @Test func emptyToListIsRefused() throws {
+        let (_, diagnostics) = load("routes:\n  - from: a.out\n    to: []\n")
+        #expect(try diagnostic(diagnostics, containing: "'to' lists no port").location == at("r.yaml", 3, 9))
+    }
+
+    @Test(arguments: [
+        ("nodot", "found a string 'nodot'"),
+        ("a.b.c", "found a string 'a.b.c'"),
+        (".port", "found a string '.port'"),
+        ("inst.", "found a string 'inst.'"),
+        ("42", "found a number"),
+        ("{ x: 1 }", "found a mapping"),
+    ])
+    func badPortReference(written: String, found: String) throws {
+        let (config, diagnostics) = load("routes:\n  - from: \(written)\n    to: b.in\n")
+        let error = try diagnostic(diagnostics, containing: "expected a port as 'instance.port'")
+        #expect(error.message.contains(found), "\(error.message)")
+        #expect(error.location == at("r.yaml", 2, 11))
+        #expect(config.routes.isEmpty)
+    }
+
+    @Test func badPortInToList() throws {
+        let (_, diagnostics) = load("routes:\n  - from: a.out\n    to: [b.in, nodot]\n")
+        let error = try diagnostic(diagnostics, containing: "'nodot'")
+        #expect(error.location == at("r.yaml", 3, 16))
+    }
+
+    @Test func unknownRouteKey() throws {
+        let (_, diagnostics) = load("routes:\n  - from: a.out\n    to: b.in\n    wen: x\n")
+        let error = try diagnostic(diagnostics, containing: "unknown key 'wen' in route")
+        #expect(error.location == at("r.yaml", 4, 5))
+    }
+
+    @Test func duplicateRouteName() throws {
+        let text = """
+            routes:
+              - { name: r, from: a.out, to: b.in }
+              - { name: r, from: a.out, to: b.in }
+            """
+        let (config, diagnostics) = load(text)
+        let error = try diagnostic(diagnostics, containing: "route name 'r' is already used at r.yaml:2:5")
+        #expect(error.location == at("r.yaml", 3, 13))
+        #expect(config.routes.count == 1)
+    }
+
+    @Test func queueSettings() throws {
+        let (config, diagnostics) = load("routes:\n  - { from: a.out, to: b.in, queue: { size: 5, on_full: drop_oldest } }\n")
+        #expect(diagnostics.isEmpty)
+        #expect(config.routes.first?.queueSize == 5)
+        #expect(config.routes.first?.onFull == .dropOldest)
+    }
+
+    @Test(arguments: [
+        ("{ size: 0 }", "queue.size must be a positive integer"),
+        ("{ size: -3 }", "queue.size must be a positive integer"),
+        ("{ size: \"10\" }", "queue.size must be a positive integer"),
+        ("{ size: 1.5 }", "queue.size must be a positive integer"),
+        ("{ on_full: maybe }", "queue.on_full must be one of: block, drop_oldest"),
+        ("{ on_full: 1 }", "queue.on_full must be one of"),
+        ("{ depth: 3 }", "unknown key 'depth' in queue (expected: size, on_full)"),
+        ("100", "'queue' must be a mapping"),
+    ])
+    func queueValidation(queue: String, message: String) throws {
+        let (config, diagnostics) = load("routes:\n  - from: a.out\n    to: b.in\n    queue: \(queue)\n")
+        let error = try diagnostic(diagnostics, containing: message)
+        #expect(error.location?.line == 4)
+        #expect(config.routes.isEmpty)
+    }
+
+    @Test func queueErrorPointsAtTheValue() throws {
+        let (_, diagnostics) = load("routes:\n  - from: a.out\n    to: b.in\n    queue: { size: 0 }\n")
+        #expect(try diagnostic(diagnostics, containing: "queue.size").location == at("r.yaml", 4, 20))
+    }
+
+    @Test(arguments: [("allow", true), ("prevent", false)])
+    func loopValues(value: String, allows: Bool) throws {
+        let (config, diagnostics) = load("routes:\n  - { from: a.out, to: b.in, loop: \(value) }\n")
+        #expect(diagnostics.isEmpty)
+        #expect(try #require(config.routes.first).allowLoops == allows)
+    }
+
+    @Test(arguments: ["sometimes", "true", "1", "Allow"])
+    func badLoopValue(value: String) throws {
+        let (config, diagnostics) = load("routes:\n  - from: a.out\n    to: b.in\n    loop: \(value)\n")
+        let error = try diagnostic(diagnostics, containing: "'loop' must be 'prevent' (the default) or 'allow'")
+        #expect(error.location == at("r.yaml", 4, 11))
+        #expect(config.routes.isEmpty)
+    }
+
+    @Test func mapAndTemplateAreExclusive() throws {
+        let text = """
+            routes:
+              - from: a.out
+                to: b.in
+                map: { x: "{{body.x}}" }
+                template: "{{body.x}}"
+            """
+        let (config, diagnostics) = load(text)
+        let error = try diagnostic(diagnostics, containing: "either 'map' or 'template', not both")
+        #expect(error.location == at("r.yaml", 5, 16))
+        #expect(config.routes.isEmpty)
+    }
+
+    @Test func mapMustBeAMapping() throws {
+        let (_, diagnostics) = load("routes:\n  - { from: a.out, to: b.in, map: [1] }\n")
+        #expect(try diagnostic(diagnostics, containing: "'map' must be a mapping").location?.line == 2)
+    }
+
+    @Test func textFieldsMustBeScalars() throws {
+        let (_, diagnostics) = load("routes:\n  - { from: a.out, to: b.in, when: [1] }\n")
+        #expect(try diagnostic(diagnostics, containing: "'when' must be a string, found a list").location?.line == 2)
+    }
+
+    @Test func pluginsDirConflictAcrossFiles() throws {
+        let (config, diagnostics) = ConfigLoader(environment: [:]).load(sources: [
+            (file: "a.yaml", text: "plugins: { dir: One }\n"), (file: "b.yaml", text: "plugins: { dir: Two }\n"),
+        ])
+        let error = try diagnostic(diagnostics, containing: "plugins.dir is set to 'One' at a.yaml:1:17")
+        #expect(error.location == at("b.yaml", 1, 17))
+        #expect(config.pluginsDirectory?.value == "One")
+    }
+
+    @Test func typeDeclarationProblems() throws {
+        let text = """
+            types:
+              - name: t.Bad
+                schema:
+                  type: object
+                  properties:
+                    x: { type: wrong }
+              - schema: {}
+              - name: t.Extra
+                color: red
+            """
+        let (config, diagnostics) = load(text)
+        let bad = try diagnostic(diagnostics, containing: "type 't.Bad': schema /properties/x/type")
+        #expect(bad.location?.line == 6)
+        #expect(try diagnostic(diagnostics, containing: "a type needs a 'name'").location == at("r.yaml", 7, 5))
+        #expect(try diagnostic(diagnostics, containing: "unknown key 'color' in type 't.Extra'").location == at("r.yaml", 9, 5))
+        #expect(config.types.map(\.name) == ["t.Extra"])
+    }
+}
+
+@Suite struct ConfigScalarTests {
+    @Test func plainScalarsAreTypedQuotedOnesAreStrings() throws {
+        let text = """
+            instances:
+              x:
+                plugin: p
+                int: 1
+                quoted: "1"
+                single: '1'
+                hex: 0x10
+                octal: 0o17
+                negative: -4
+                float: 1.5
+                yes: true
+                no: False
+                quotedBool: "true"
+                nothing: ~
+                empty:
+                word: yes
+                version: 1.2.3
+            """
+        let (config, diagnostics) = load(text)
+        #expect(diagnostics.isEmpty, "\(diagnostics)")
+        let json = try #require(config.instance(named: "x")).config.json
+        #expect(json["int"] == .int(1))
+        #expect(json["quoted"] == .string("1"))
+        #expect(json["single"] == .string("1"))
+        #expect(json["hex"] == .int(16))
+        #expect(json["octal"] == .int(15))
+        #expect(json["negative"] == .int(-4))
+        #expect(json["float"] == .double(1.5))
+        #expect(json["yes"] == .bool(true))
+        #expect(json["no"] == .bool(false))
+        #expect(json["quotedBool"] == .string("true"))
+        #expect(json["nothing"] == .null)
+        #expect(json["empty"] == .null)
+        #expect(json["word"] == .string("yes"))
+        #expect(json["version"] == .string("1.2.3"))
+    }
+
+    @Test func locationOfNestedPaths() throws {
+        let text = """
+            instances:
+              t:
+                plugin: core
+                timer:
+                  interval: 5s
+                hosts:
+                  - a
+                  - b
+            """
+        let (config, diagnostics) = load(text)
+        #expect(diagnostics.isEmpty)
+        let node = try #require(config.instance(named: "t")).config
+        #expect(node.location(ofPath: "timer.interval") == at("r.yaml", 5, 7))
+        #expect(node.location(ofPath: "timer") == at("r.yaml", 4, 5))
+        #expect(node.location(ofPath: "hosts[1]") == at("r.yaml", 8, 9))
+        #expect(node.location(ofPath: "hosts[0]") == at("r.yaml", 7, 9))
+        // Paths that lead nowhere stop at the deepest node that exists.
+        #expect(node.location(ofPath: "timer.missing") == at("r.yaml", 4, 5))
+        #expect(node.location(ofPath: "hosts[7]") == at("r.yaml", 6, 5))
+        #expect(node.location(ofPath: "") == node.location)
+    }
+
+    @Test func nodeAccessors() throws {
+        let (config, _) = load("instances:\n  x: { plugin: p, list: [1, two], map: { k: v }, n: 3 }\n")
+        let node = try #require(config.instance(named: "x")).config
+        #expect(node["list"]?.elements?.count == 2)
+        #expect(node["list"]?.kindName == "a list")
+        #expect(node["map"]?.members?.map(\.key) == ["k"])
+        #expect(node["map"]?.kindName == "a mapping")
+        #expect(node["n"]?.string == nil)
+        #expect(node["n"]?.scalarText == "3")
+        #expect(node["map"]?["k"]?.string == "v")
+        #expect(node["plugin"] == nil)
+        #expect(node["missing"] == nil)
+    }
+}
+
+@Suite struct ConfigSubstitutionTests {
+    @Test func substitutesVariablesAndMarksThemSecret() throws {
+        let text = """
+            instances:
+              x:
+                plugin: p
+                host: ${HOST}
+                url: "mqtt://${HOST}:${PORT:-1883}/x"
+                port: ${PORT:-1883}
+                literal: "$${HOST} costs $5"
+                plain: text
+                nested: { deep: [a, "${USER}"] }
+            """
+        let (config, diagnostics) = load(text, environment: ["HOST": "broker.local", "USER": "alice"])
+        #expect(diagnostics.isEmpty, "\(diagnostics)")
+        let node = try #require(config.instance(named: "x")).config
+        #expect(node["host"]?.string == "broker.local")
+        #expect(node["host"]?.isSecret == true)
+        #expect(node["url"]?.string == "mqtt://broker.local:1883/x")
+        #expect(node["url"]?.isSecret == true)
+        // A default is written in the file: not a secret, and typed like any plain scalar.
+        #expect(node["port"]?.json == .int(1883))
+        #expect(node["port"]?.isSecret == false)
+        #expect(node["literal"]?.string == "${HOST} costs $5")
+        #expect(node["literal"]?.isSecret == false)
+        #expect(node["plain"]?.isSecret == false)
+        #expect(node["nested"]?.isSecret == true)
+        #expect(node["nested"]?["deep"]?.elements?.last?.string == "alice")
+        #expect(node.isSecret == true)
+    }
+
+    @Test func environmentValueWinsOverDefault() throws {
+        let (config, diagnostics) = load("instances:\n  x: { plugin: p, port: \"${PORT:-1883}\" }\n", environment: ["PORT": "8883"])
+        #expect(diagnostics.isEmpty)
+        #expect(config.instance(named: "x")?.config["port"]?.string == "8883")
+    }
+
+    @Test func emptyDefaultIsAllowed() throws {
+        let (config, diagnostics) = load("instances:\n  x: { plugin: p, v: \"a${NOPE:-}b\" }\n")
+        #expect(diagnostics.isEmpty)
+        #expect(config.instance(named: "x")?.config["v"]?.string == "ab")
+    }
+
+    @Test func unsetVariableIsReportedAtTheColumnOfTheReference() throws {
+        let text = """
+            instances:
+              x:
+                plugin: p
+                password: "x${SECRET}y"
+                token: ${TOKEN}
+            """
+        let (_, diagnostics) = load(text)
+        let secret = try diagnostic(diagnostics, containing: "'SECRET'")
+        #expect(secret.message == "environment variable 'SECRET' is not set (used as ${SECRET})")
+        #expect(secret.location == at("r.yaml", 4, 17))
+        let token = try diagnostic(diagnostics, containing: "'TOKEN'")
+        #expect(token.location == at("r.yaml", 5, 12))
+    }
+
+    @Test func invalidVariableReference() throws {
+        let (_, diagnostics) = load("instances:\n  x: { plugin: p, v: \"${NOT-A-NAME}\" }\n")
+        let error = try diagnostic(diagnostics, containing: "invalid variable reference '${NOT-A-NAME}'")
+        #expect(error.location == at("r.yaml", 2, 23))
+    }
+
+    static let secret = "s3cr3t-Value-42"
+
+    @Test(arguments: [
+        "routes:\n  - from: ${SECRET}\n    to: b.in\n",
+        "routes:\n  - from: a.out\n    to: [b.in, \"${SECRET}\"]\n",
+        "routes:\n  - { from: a.out, to: b.in, loop: \"${SECRET}\" }\n",
+        "routes:\n  - { from: a.out, to: b.in, queue: { size: \"${SECRET}\", on_full: \"${SECRET}\" } }\n",
+        "routes:\n  - { name: \"${SECRET}\", from: a.out, to: b.in }\n  - { name: \"${SECRET}\", from: a.out, to: b.in }\n",
+        "routes:\n  - { name: \"${SECRET}\", to: b.in }\n",
+        "plugins: { dir: Plugins }\n",
+        "types:\n  - name: \"${SECRET}\"\n    schema: { type: nope }\n",
+    ])
+    func secretsNeverAppearInDiagnostics(text: String) throws {
+        let sources: [(file: String, text: String)] = [
+            (file: "a.yaml", text: "plugins: { dir: \"${SECRET}\" }\n"),
+            (file: "b.yaml", text: text),
+        ]
+        let (_, diagnostics) = ConfigLoader(environment: ["SECRET": Self.secret]).load(sources: sources)
+        #expect(!diagnostics.isEmpty, "the input is meant to be wrong")
+        for item in diagnostics {
+            #expect(!item.message.contains(Self.secret), "secret leaked: \(item)")
+            #expect(!item.description.contains(Self.secret), "secret leaked: \(item)")
+        }
+    }
+}
+
+@Suite struct GraphRendererTests {
+    let config: GraphConfig
+
+    init() throws {
+        let text = """
+            instances:
+              a: { plugin: core }
+              b: { plugin: core }
+              c: { plugin: other }
+            routes:
+              - { name: first, from: a.out, to: b.in, when: 'subject == "x"' }
+              - { name: fan, from: a.out, to: [b.in, c.sink] }
+              - { name: back, from: c.src, to: a.in }
+            """
+        let (config, diagnostics) = ConfigLoader(environment: [:]).load(sources: [(file: "g.yaml", text: text)])
+        try #require(diagnostics.isEmpty)
+        self.config = config
+    }
+
+    @Test func mermaidHasEveryEdge() {
+        let text = GraphRenderer.mermaid(config)
+        #expect(text.hasPrefix("flowchart LR"))
+        #expect(text.contains(#"a_out -->|"first when subject == #quot;x#quot;"| b_in"#))
+        #expect(text.contains(#"a_out -->|"fan"| b_in"#))
+        #expect(text.contains(#"a_out -->|"fan"| c_sink"#))
+        #expect(text.contains(#"c_src -->|"back"| a_in"#))
+        #expect(text.components(separatedBy: "-->").count - 1 == 4)
+        #expect(text.contains(#"subgraph c["c (other)"]"#))
+    }
+
+    @Test func dotHasEveryEdge() {
+        let text = GraphRenderer.dot(config)
+        #expect(text.hasPrefix("digraph switchyard {"))
+        #expect(text.hasSuffix("}"))
+        #expect(text.contains(#""a.out" -> "b.in" [label="first\nwhen subject == "#))
+        #expect(text.contains(#""a.out" -> "b.in" [label="fan"];"#))
+        #expect(text.contains(#""a.out" -> "c.sink" [label="fan"];"#))
+        #expect(text.contains(#""c.src" -> "a.in" [label="back"];"#))
+        #expect(text.components(separatedBy: " -> ").count - 1 == 4)
+        #expect(text.contains(#"label="c (other)";"#))
+    }
+
+    /// Graphviz escapes a double quote inside a quoted string as \" (`#quot;` is Mermaid's
+    /// escape and shows up literally in a Graphviz drawing).
+    @Test func dotEscapesQuotesTheGraphvizWay() {
+        let text = GraphRenderer.dot(config)
+        #expect(text.contains(#"[label="first\nwhen subject == \"x\""];"#))
+    }
+}
