@@ -16,11 +16,17 @@ final class CorePlugin: SwitchyardPlugin {
         version: "1.0.0",
         summary: "Timer, console, JSON-lines file and relay: routes that run with no outside server",
         ports: [
-            PortDeclaration(name: "tick", direction: .source, types: ["core.Tick"], requires: "timer", summary: "One envelope per interval"),
-            PortDeclaration(name: "lines", direction: .source, types: ["core.Line"], requires: "console", summary: "Lines read from standard input"),
-            PortDeclaration(name: "print", direction: .sink, types: ["*"], requires: "console", summary: "Writes each body (or envelope) to standard output"),
-            PortDeclaration(name: "write", direction: .sink, types: ["*"], requires: "file", summary: "Appends each envelope as one JSON line"),
-            PortDeclaration(name: "in", direction: .sink, types: ["*"], requires: "relay", feeds: ["out"], summary: "Envelopes to pass on unchanged"),
+            PortDeclaration(
+                name: "tick", direction: .source, types: ["core.Tick"], requires: "timer", summary: "One envelope per interval"),
+            PortDeclaration(
+                name: "lines", direction: .source, types: ["core.Line"], requires: "console", summary: "Lines read from standard input"),
+            PortDeclaration(
+                name: "print", direction: .sink, types: ["*"], requires: "console",
+                summary: "Writes each body (or envelope) to standard output"),
+            PortDeclaration(
+                name: "write", direction: .sink, types: ["*"], requires: "file", summary: "Appends each envelope as one JSON line"),
+            PortDeclaration(
+                name: "in", direction: .sink, types: ["*"], requires: "relay", feeds: ["out"], summary: "Envelopes to pass on unchanged"),
             PortDeclaration(name: "out", direction: .source, types: ["*"], requires: "relay", summary: "What 'in' received, trace kept"),
         ],
         types: [

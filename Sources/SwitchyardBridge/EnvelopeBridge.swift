@@ -1,5 +1,5 @@
-public import SwitchyardCore
 public import SwitchyardABI
+public import SwitchyardCore
 
 #if canImport(Glibc)
     import Glibc

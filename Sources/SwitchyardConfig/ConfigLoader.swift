@@ -105,7 +105,8 @@ public struct ConfigLoader: Sendable {
     private func merge(_ root: ConfigNode, file: String, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
         if case .scalar(.null) = root.kind { return }  // an empty file
         guard let members = root.members else {
-            diagnostics.append(Diagnostic("a route file must be a mapping with \(Self.topLevelKeys.joined(separator: ", "))", at: root.location))
+            diagnostics.append(
+                Diagnostic("a route file must be a mapping with \(Self.topLevelKeys.joined(separator: ", "))", at: root.location))
             return
         }
         for member in members {
@@ -116,7 +117,9 @@ public struct ConfigLoader: Sendable {
             case "routes": mergeRoutes(member.value, file: file, into: &config, diagnostics: &diagnostics)
             default:
                 diagnostics.append(
-                    Diagnostic("unknown key '\(member.key)' (expected one of: \(Self.topLevelKeys.joined(separator: ", ")))", at: member.keyLocation)
+                    Diagnostic(
+                        "unknown key '\(member.key)' (expected one of: \(Self.topLevelKeys.joined(separator: ", ")))",
+                        at: member.keyLocation)
                 )
             }
         }
@@ -138,7 +141,9 @@ public struct ConfigLoader: Sendable {
             }
             if let previous = config.pluginsDirectory, previous.value != directory {
                 diagnostics.append(
-                    Diagnostic("plugins.dir is set to '\(previous.value)' at \(previous.location) and to '\(directory)' here", at: member.value.location)
+                    Diagnostic(
+                        "plugins.dir is set to '\(previous.value)' at \(previous.location) and to '\(directory)' here",
+                        at: member.value.location)
                 )
                 continue
             }
@@ -157,7 +162,8 @@ public struct ConfigLoader: Sendable {
                 continue
             }
             for member in element.members ?? [] where member.key != "name" && member.key != "schema" {
-                diagnostics.append(Diagnostic("unknown key '\(member.key)' in type '\(name)' (expected: name, schema)", at: member.keyLocation))
+                diagnostics.append(
+                    Diagnostic("unknown key '\(member.key)' in type '\(name)' (expected: name, schema)", at: member.keyLocation))
             }
             let schema = element["schema"]?.json ?? ["type": "object"]
             do {
@@ -195,9 +201,11 @@ public struct ConfigLoader: Sendable {
                 continue
             }
             let rest = fields.filter { $0.key != "plugin" }
-            let settings = ConfigNode(kind: .mapping(rest), location: member.value.location, isSecret: rest.contains(where: \.value.isSecret))
+            let settings = ConfigNode(
+                kind: .mapping(rest), location: member.value.location, isSecret: rest.contains(where: \.value.isSecret))
             config.instances.append(
-                InstanceDeclaration(name: name, location: member.keyLocation, plugin: Located(plugin, at: pluginNode.location), config: settings)
+                InstanceDeclaration(
+                    name: name, location: member.keyLocation, plugin: Located(plugin, at: pluginNode.location), config: settings)
             )
         }
     }
@@ -218,7 +226,8 @@ public struct ConfigLoader: Sendable {
                 valid = false
             }
             for member in members where !Self.routeKeys.contains(member.key) {
-                fail("unknown key '\(member.key)' in route (expected one of: \(Self.routeKeys.joined(separator: ", ")))", member.keyLocation)
+                fail(
+                    "unknown key '\(member.key)' in route (expected one of: \(Self.routeKeys.joined(separator: ", ")))", member.keyLocation)
             }
             let name = element["name"]?.scalarText ?? "\(Self.baseName(file))#\(index + 1)"
             if let previous = config.routes.first(where: { $0.name == name }) {
@@ -232,7 +241,11 @@ public struct ConfigLoader: Sendable {
                 return Located(reference, at: node.location)
             }
             var from: Located<PortReference>?
-            if let fromNode = element["from"] { from = port(fromNode) } else { fail("route '\(name)' needs 'from: instance.port'", element.location) }
+            if let fromNode = element["from"] {
+                from = port(fromNode)
+            } else {
+                fail("route '\(name)' needs 'from: instance.port'", element.location)
+            }
             var to: [Located<PortReference>] = []
             switch element["to"] {
             case nil: fail("route '\(name)' needs 'to: instance.port' (or a list of them)", element.location)
@@ -277,7 +290,9 @@ public struct ConfigLoader: Sendable {
                             if let value = member.value.string.flatMap(OnFull.init(rawValue:)) {
                                 onFull = value
                             } else {
-                                fail("queue.on_full must be one of: \(OnFull.allCases.map(\.rawValue).joined(separator: ", "))", member.value.location)
+                                fail(
+                                    "queue.on_full must be one of: \(OnFull.allCases.map(\.rawValue).joined(separator: ", "))",
+                                    member.value.location)
                             }
                         default:
                             fail("unknown key '\(member.key)' in queue (expected: size, on_full)", member.keyLocation)

@@ -1,6 +1,6 @@
-public import SwitchyardCore
 internal import SwitchyardABI
 internal import SwitchyardBridge
+public import SwitchyardCore
 
 /// An instance's handle on the router: emit, log, metrics.
 public struct PluginContext: @unchecked Sendable {

@@ -1,6 +1,6 @@
-internal import SwitchyardCore
 internal import SwitchyardABI
 internal import SwitchyardBridge
+internal import SwitchyardCore
 
 /// Connects a ``SwitchyardPlugin`` type to the C ABI: negotiation and the plugin table.
 public enum PluginExport {

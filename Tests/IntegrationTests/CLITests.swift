@@ -64,7 +64,9 @@ struct CLITests {
         #expect(!result.output.contains("ok:"))
         let errors = result.errors.split(separator: "\n").map(String.init)
 
-        func expectError(at needle: String, skipping offset: Int = 0, containing text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        func expectError(
+            at needle: String, skipping offset: Int = 0, containing text: String, sourceLocation: SourceLocation = #_sourceLocation
+        ) {
             guard let at = position(of: needle, in: yaml) else {
                 Issue.record("'\(needle)' is not in the YAML", sourceLocation: sourceLocation)
                 return

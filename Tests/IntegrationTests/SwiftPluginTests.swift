@@ -45,6 +45,7 @@ struct SwiftPluginTests {
         let result = try RouterProcess.runToExit(["validate", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
         #expect(result.status == 1)
         #expect(result.errors.contains("main.yaml:2:26: error: instance 'loud' (plugin shout): suffix expected string, found integer"))
-        #expect(result.errors.contains("main.yaml:2:38: error: instance 'loud' (plugin shout): volume is not a known field (known: suffix)"))
+        #expect(
+            result.errors.contains("main.yaml:2:38: error: instance 'loud' (plugin shout): volume is not a known field (known: suffix)"))
     }
 }

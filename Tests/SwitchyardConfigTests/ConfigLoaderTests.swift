@@ -125,7 +125,9 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
     @Test func duplicateInstanceAcrossFilesNamesTheFirst() throws {
         let first = "instances:\n  timer: { plugin: core }\n"
         let second = "# second file\ninstances:\n  other: { plugin: core }\n  timer: { plugin: core }\n"
-        let (config, diagnostics) = ConfigLoader(environment: [:]).load(sources: [(file: "a.yaml", text: first), (file: "b.yaml", text: second)])
+        let (config, diagnostics) = ConfigLoader(environment: [:]).load(sources: [
+            (file: "a.yaml", text: first), (file: "b.yaml", text: second),
+        ])
         let error = try diagnostic(diagnostics, containing: "instance 'timer'")
         #expect(error.message == "instance 'timer' is already defined at a.yaml:2:3")
         #expect(error.location == at("b.yaml", 4, 3))

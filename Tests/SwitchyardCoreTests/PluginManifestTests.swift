@@ -84,20 +84,50 @@ private let validManifest = """
         (#"{"name":"a b","version":"1","ports":[]}"#, "plugin name 'a b' may hold only letters, digits, '-' and '_'"),
         (#"{"name":"p","version":"1"}"#, "manifest field 'ports' must be an array"),
         (#"{"name":"p","version":"1","ports":{}}"#, "manifest field 'ports' must be an array"),
-        (#"{"name":"p","version":"1","ports":[{"name":"a.b","direction":"sink","types":["*"]}]}"#, "ports[0].name must be a non-empty name"),
-        (#"{"name":"p","version":"1","ports":[{"name":"ok","direction":"sink","types":["*"]},{"direction":"sink","types":["*"]}]}"#, "ports[1].name must be"),
-        (#"{"name":"p","version":"1","ports":[{"name":"x","direction":"both","types":["*"]}]}"#, #"port 'x': direction must be "source" or "sink""#),
+        (
+            #"{"name":"p","version":"1","ports":[{"name":"a.b","direction":"sink","types":["*"]}]}"#,
+            "ports[0].name must be a non-empty name"
+        ),
+        (
+            #"{"name":"p","version":"1","ports":[{"name":"ok","direction":"sink","types":["*"]},{"direction":"sink","types":["*"]}]}"#,
+            "ports[1].name must be"
+        ),
+        (
+            #"{"name":"p","version":"1","ports":[{"name":"x","direction":"both","types":["*"]}]}"#,
+            #"port 'x': direction must be "source" or "sink""#
+        ),
         (#"{"name":"p","version":"1","ports":[{"name":"x","types":["*"]}]}"#, "port 'x': direction must be"),
-        (#"{"name":"p","version":"1","ports":[{"name":"x","direction":"sink","types":[]}]}"#, "port 'x': types must be a non-empty array of type names"),
-        (#"{"name":"p","version":"1","ports":[{"name":"x","direction":"sink","types":[""]}]}"#, "port 'x': types must be a non-empty array"),
+        (
+            #"{"name":"p","version":"1","ports":[{"name":"x","direction":"sink","types":[]}]}"#,
+            "port 'x': types must be a non-empty array of type names"
+        ),
+        (
+            #"{"name":"p","version":"1","ports":[{"name":"x","direction":"sink","types":[""]}]}"#,
+            "port 'x': types must be a non-empty array"
+        ),
         (#"{"name":"p","version":"1","ports":[{"name":"x","direction":"sink"}]}"#, "port 'x': types must be a non-empty array"),
-        (#"{"name":"p","version":"1","ports":[{"name":"x","direction":"sink","types":["*"]},{"name":"x","direction":"source","types":["*"]}]}"#, "port 'x' is declared twice"),
-        (#"{"name":"p","version":"1","ports":[{"name":"in","direction":"sink","types":["*"],"feeds":["other"]},{"name":"other","direction":"sink","types":["*"]}]}"#, "port 'in' feeds 'other', which is not a source port of this plugin"),
-        (#"{"name":"p","version":"1","ports":[{"name":"in","direction":"sink","types":["*"],"feeds":["ghost"]}]}"#, "port 'in' feeds 'ghost', which is not a source port"),
+        (
+            #"{"name":"p","version":"1","ports":[{"name":"x","direction":"sink","types":["*"]},{"name":"x","direction":"source","types":["*"]}]}"#,
+            "port 'x' is declared twice"
+        ),
+        (
+            #"{"name":"p","version":"1","ports":[{"name":"in","direction":"sink","types":["*"],"feeds":["other"]},{"name":"other","direction":"sink","types":["*"]}]}"#,
+            "port 'in' feeds 'other', which is not a source port of this plugin"
+        ),
+        (
+            #"{"name":"p","version":"1","ports":[{"name":"in","direction":"sink","types":["*"],"feeds":["ghost"]}]}"#,
+            "port 'in' feeds 'ghost', which is not a source port"
+        ),
         (#"{"name":"p","version":"1","ports":[],"types":{"t.A":{"type":"nope"}}}"#, "type 't.A': schema /type: unknown type 'nope'"),
-        (#"{"name":"p","version":"1","ports":[],"types":{"t.A":{"properties":{"x":{"minLength":"1"}}}}}"#, "type 't.A': schema /properties/x/minLength"),
+        (
+            #"{"name":"p","version":"1","ports":[],"types":{"t.A":{"properties":{"x":{"minLength":"1"}}}}}"#,
+            "type 't.A': schema /properties/x/minLength"
+        ),
         (#"{"name":"p","version":"1","ports":[],"types":[]}"#, "manifest field 'types' must be an object of schemas"),
-        (#"{"name":"p","version":"1","ports":[],"config":{"properties":{"n":{"minimum":"x"}}}}"#, "config schema /properties/n/minimum: 'minimum' must be a number"),
+        (
+            #"{"name":"p","version":"1","ports":[],"config":{"properties":{"n":{"minimum":"x"}}}}"#,
+            "config schema /properties/n/minimum: 'minimum' must be a number"
+        ),
         (#"{"name":"p","version":"1","ports":[],"config":{"anyOf":[]}}"#, "config schema /anyOf: unsupported keyword"),
     ])
     func refusals(text: String, reason: String) throws {

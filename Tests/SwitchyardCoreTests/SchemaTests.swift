@@ -126,7 +126,7 @@ private let semanticCases: [(JSONValue, JSONValue, Bool)] = [
 
     @Test func nestedPathsUseDots() throws {
         let compiled = try schema([
-            "properties": ["timer": ["properties": ["interval": ["type": "string"]]]],
+            "properties": ["timer": ["properties": ["interval": ["type": "string"]]]]
         ])
         let found = compiled.violations(of: ["timer": ["interval": 5]])
         #expect(found == [SchemaViolation(path: "timer.interval", reason: "expected string, found integer")])
@@ -175,7 +175,9 @@ private let semanticCases: [(JSONValue, JSONValue, Bool)] = [
             "properties": [
                 "name": ["type": "string"],
                 "meta": ["type": "object"],
-                "list": ["type": "array", "items": ["type": "object", "properties": ["id": ["type": "integer"]], "additionalProperties": false]],
+                "list": [
+                    "type": "array", "items": ["type": "object", "properties": ["id": ["type": "integer"]], "additionalProperties": false],
+                ],
                 "closed": ["type": "object", "properties": ["x": ["type": "integer"], "a": true], "additionalProperties": false],
                 "extra": ["type": "object", "additionalProperties": ["type": "object", "properties": ["v": ["type": "number"]]]],
             ],

@@ -1,5 +1,6 @@
-@testable import SwitchyardCore
 import Testing
+
+@testable import SwitchyardCore
 
 private let crockford = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
 

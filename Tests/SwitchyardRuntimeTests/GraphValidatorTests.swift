@@ -1,8 +1,9 @@
 import SwitchyardConfig
 import SwitchyardCore
 import SwitchyardRouting
-@testable import SwitchyardRuntime
 import Testing
+
+@testable import SwitchyardRuntime
 
 private func validate(_ yaml: String, environment: [String: String] = [:]) throws -> (GraphPlan?, [Diagnostic]) {
     let (config, loadProblems) = ConfigLoader(environment: environment).load(sources: [(file: "g.yaml", text: yaml)])
@@ -11,7 +12,9 @@ private func validate(_ yaml: String, environment: [String: String] = [:]) throw
 }
 
 /// Expects exactly one diagnostic, with `message`, at `line`:`column` of g.yaml.
-private func expectOnly(_ yaml: String, _ message: String, line: Int, column: Int, sourceLocation: Testing.SourceLocation = #_sourceLocation) throws {
+private func expectOnly(
+    _ yaml: String, _ message: String, line: Int, column: Int, sourceLocation: Testing.SourceLocation = #_sourceLocation
+) throws {
     let (plan, diagnostics) = try validate(yaml)
     #expect(plan == nil, sourceLocation: sourceLocation)
     #expect(diagnostics.count == 1, "\(diagnostics)", sourceLocation: sourceLocation)
@@ -61,9 +64,14 @@ private let instances = """
         #expect(plan == nil)
         #expect(diagnostics.count == 3)
         let byMessage = Dictionary(diagnostics.map { ($0.message, $0.location) }, uniquingKeysWith: { first, _ in first })
-        #expect(byMessage["instance 'a' (plugin fake): n expected integer, found string"] == .some(.init(file: "g.yaml", line: 4, column: 5)))
-        #expect(byMessage["instance 'a' (plugin fake): bogus is not a known field (known: extra, n)"] == .some(.init(file: "g.yaml", line: 5, column: 5)))
-        #expect(byMessage["instance 'a' (plugin fake): extra expected object, found integer"] == .some(.init(file: "g.yaml", line: 6, column: 5)))
+        #expect(
+            byMessage["instance 'a' (plugin fake): n expected integer, found string"] == .some(.init(file: "g.yaml", line: 4, column: 5)))
+        #expect(
+            byMessage["instance 'a' (plugin fake): bogus is not a known field (known: extra, n)"]
+                == .some(.init(file: "g.yaml", line: 5, column: 5)))
+        #expect(
+            byMessage["instance 'a' (plugin fake): extra expected object, found integer"]
+                == .some(.init(file: "g.yaml", line: 6, column: 5)))
     }
 
     @Test func unsetVariableCausesNoFollowOnConfigError() throws {
@@ -158,18 +166,19 @@ private let instances = """
     }
 
     @Test func cycleOfLoopAllowRoutes() throws {
-        let yaml = instances + """
+        let yaml =
+            instances + """
 
-            routes:
-              - name: there
-                from: a.out
-                to: b.any
-                loop: allow
-              - name: back
-                from: b.out
-                to: a.any
-                loop: allow
-            """
+                routes:
+                  - name: there
+                    from: a.out
+                    to: b.any
+                    loop: allow
+                  - name: back
+                    from: b.out
+                    to: a.any
+                    loop: allow
+                """
         try expectOnly(
             yaml,
             "routes there → back form a cycle with 'loop: allow' on every route: nothing stops an envelope going round",
@@ -178,28 +187,30 @@ private let instances = """
     }
 
     @Test func cycleWithOneGuardedRouteIsAllowed() throws {
-        let yaml = instances + """
+        let yaml =
+            instances + """
 
-            routes:
-              - { name: there, from: a.out, to: b.any, loop: allow }
-              - { name: back, from: b.out, to: a.any }
-            """
+                routes:
+                  - { name: there, from: a.out, to: b.any, loop: allow }
+                  - { name: back, from: b.out, to: a.any }
+                """
         let (plan, diagnostics) = try validate(yaml)
         #expect(diagnostics.isEmpty)
         #expect(plan?.routes.count == 2)
     }
 
     @Test func yamlTypesAreRegisteredAndClashesReported() throws {
-        let yaml = instances + """
+        let yaml =
+            instances + """
 
-            types:
-              - name: t.A
-                schema: { type: object }
-              - name: y.C
-                schema: { type: object, properties: { c: { type: string } }, required: [c] }
-            routes:
-              - { from: a.out, to: b.any, map: { c: "{{body.y}}" }, type: y.C }
-            """
+                types:
+                  - name: t.A
+                    schema: { type: object }
+                  - name: y.C
+                    schema: { type: object, properties: { c: { type: string } }, required: [c] }
+                routes:
+                  - { from: a.out, to: b.any, map: { c: "{{body.y}}" }, type: y.C }
+                """
         let (plan, diagnostics) = try validate(yaml)
         #expect(plan == nil)
         #expect(diagnostics.count == 1)
@@ -208,35 +219,36 @@ private let instances = """
     }
 
     @Test func validGraphProducesAPlan() throws {
-        let yaml = instances + """
+        let yaml =
+            instances + """
 
-            types:
-              - name: y.C
-                schema: { type: object, properties: { c: { type: string } } }
-            routes:
-              - name: plain
-                from: a.out
-                to: b.any
-                when: body.x > 1
-              - name: mapped-json
-                from: a.out
-                to: b.any
-                map: { copy: "{{body.x}}", fixed: 2, list: ["{{body.y}}", true] }
-              - name: templated
-                from: a.out
-                to: b.any
-                template: "x={{body.x}}"
-              - name: into-in
-                from: a.out
-                to: b.in
-                map: { z: "{{body.y}}" }
-              - name: typed
-                from: b.opt
-                to: [a.any, b.any]
-                map: { c: "{{body.y}}" }
-                type: y.C
-                content_type: application/vnd.c+json
-            """
+                types:
+                  - name: y.C
+                    schema: { type: object, properties: { c: { type: string } } }
+                routes:
+                  - name: plain
+                    from: a.out
+                    to: b.any
+                    when: body.x > 1
+                  - name: mapped-json
+                    from: a.out
+                    to: b.any
+                    map: { copy: "{{body.x}}", fixed: 2, list: ["{{body.y}}", true] }
+                  - name: templated
+                    from: a.out
+                    to: b.any
+                    template: "x={{body.x}}"
+                  - name: into-in
+                    from: a.out
+                    to: b.in
+                    map: { z: "{{body.y}}" }
+                  - name: typed
+                    from: b.opt
+                    to: [a.any, b.any]
+                    map: { c: "{{body.y}}" }
+                    type: y.C
+                    content_type: application/vnd.c+json
+                """
         let (plan, diagnostics) = try validate(yaml)
         #expect(diagnostics.isEmpty, "\(diagnostics)")
         let graph = try #require(plan)

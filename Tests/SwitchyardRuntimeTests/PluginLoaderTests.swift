@@ -1,8 +1,9 @@
 import Foundation
 import SwitchyardABI
 import SwitchyardCore
-@testable import SwitchyardRuntime
 import Testing
+
+@testable import SwitchyardRuntime
 
 /// The error negotiating with `entry` throws, or `nil` when it succeeds.
 private func negotiationError(_ entry: sy_entry_fn) -> PluginLoadError? {
@@ -51,31 +52,34 @@ private func negotiationError(_ entry: sy_entry_fn) -> PluginLoadError? {
     }
 
     @Test func pluginChoosesAVersionNotOffered() throws {
-        let error = try #require(negotiationError { _, table, _ in
-            fillFakeTable(table, manifest: fakeManifest)
-            return 7
-        })
+        let error = try #require(
+            negotiationError { _, table, _ in
+                fillFakeTable(table, manifest: fakeManifest)
+                return 7
+            })
         #expect(error.reason.contains("ABI negotiation failed"))
         #expect(error.reason.contains("version 7"))
         #expect(error.reason.contains("not offered"))
     }
 
     @Test func missingMandatoryEntries() throws {
-        let error = try #require(negotiationError { _, table, _ in
-            fillFakeTable(table, manifest: fakeManifest)
-            let api = table!.assumingMemoryBound(to: sy_plugin_api_v1.self)
-            api.pointee.deliver = nil
-            api.pointee.destroy = nil
-            return 1
-        })
+        let error = try #require(
+            negotiationError { _, table, _ in
+                fillFakeTable(table, manifest: fakeManifest)
+                let api = table!.assumingMemoryBound(to: sy_plugin_api_v1.self)
+                api.pointee.deliver = nil
+                api.pointee.destroy = nil
+                return 1
+            })
         #expect(error.reason.contains("lacks mandatory entries: deliver, destroy"))
     }
 
     @Test func missingManifest() throws {
-        let error = try #require(negotiationError { _, table, _ in
-            fillFakeTable(table, manifest: sy_bytes(data: nil, length: 0))
-            return 1
-        })
+        let error = try #require(
+            negotiationError { _, table, _ in
+                fillFakeTable(table, manifest: sy_bytes(data: nil, length: 0))
+                return 1
+            })
         #expect(error.reason.contains("lacks mandatory entries: manifest"))
     }
 
@@ -96,37 +100,41 @@ private func negotiationError(_ entry: sy_entry_fn) -> PluginLoadError? {
     }
 
     @Test func tableTooSmall() throws {
-        let error = try #require(negotiationError { _, table, _ in
-            fillFakeTable(table, manifest: fakeManifest)
-            table!.assumingMemoryBound(to: sy_plugin_api_v1.self).pointee.struct_size = 8
-            return 1
-        })
+        let error = try #require(
+            negotiationError { _, table, _ in
+                fillFakeTable(table, manifest: fakeManifest)
+                table!.assumingMemoryBound(to: sy_plugin_api_v1.self).pointee.struct_size = 8
+                return 1
+            })
         #expect(error.reason.contains("is 8 bytes"))
         #expect(error.reason.contains("expected at least \(MemoryLayout<sy_plugin_api_v1>.size)"))
     }
 
     @Test func manifestThatIsNotJSON() throws {
-        let error = try #require(negotiationError { _, table, _ in
-            fillFakeTable(table, manifest: brokenManifest)
-            return 1
-        })
+        let error = try #require(
+            negotiationError { _, table, _ in
+                fillFakeTable(table, manifest: brokenManifest)
+                return 1
+            })
         #expect(error.reason.hasPrefix("invalid manifest"))
         #expect(error.reason.contains("not JSON"))
     }
 
     @Test func manifestWithoutPorts() throws {
-        let error = try #require(negotiationError { _, table, _ in
-            fillFakeTable(table, manifest: portlessManifest)
-            return 1
-        })
+        let error = try #require(
+            negotiationError { _, table, _ in
+                fillFakeTable(table, manifest: portlessManifest)
+                return 1
+            })
         #expect(error.reason == "invalid manifest: manifest field 'ports' must be an array")
     }
 
     @Test func manifestWithBadConfigSchema() throws {
-        let error = try #require(negotiationError { _, table, _ in
-            fillFakeTable(table, manifest: badConfigManifest)
-            return 1
-        })
+        let error = try #require(
+            negotiationError { _, table, _ in
+                fillFakeTable(table, manifest: badConfigManifest)
+                return 1
+            })
         #expect(error.reason.hasPrefix("invalid manifest"))
         #expect(error.reason.contains("/type"))
     }
@@ -144,12 +152,13 @@ private func chmod(_ path: String, _ mode: Int) throws {
 }
 
 @Suite struct FilePermissionTests {
-    @Test(arguments: [
-        (0o777, "directory is writable by every user (mode 777)"),
-        (0o775, "directory is writable by its group (mode 775)"),
-        (0o755, nil),
-        (0o700, nil),
-    ] as [(Int, String?)])
+    @Test(
+        arguments: [
+            (0o777, "directory is writable by every user (mode 777)"),
+            (0o775, "directory is writable by its group (mode 775)"),
+            (0o755, nil),
+            (0o700, nil),
+        ] as [(Int, String?)])
     func directoryModes(mode: Int, problem: String?) throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -226,9 +235,15 @@ private func chmod(_ path: String, _ mode: Int) throws {
     @Test func loadDirectoryReportsBadFilesAndSkipsOthers() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        #expect(FileManager.default.createFile(atPath: directory + "/libjunk.so", contents: Data("junk".utf8), attributes: [.posixPermissions: 0o644]))
-        #expect(FileManager.default.createFile(atPath: directory + "/notes.txt", contents: Data("x".utf8), attributes: [.posixPermissions: 0o644]))
-        #expect(FileManager.default.createFile(atPath: directory + "/other.so", contents: Data("x".utf8), attributes: [.posixPermissions: 0o644]))
+        #expect(
+            FileManager.default.createFile(
+                atPath: directory + "/libjunk.so", contents: Data("junk".utf8), attributes: [.posixPermissions: 0o644]))
+        #expect(
+            FileManager.default.createFile(
+                atPath: directory + "/notes.txt", contents: Data("x".utf8), attributes: [.posixPermissions: 0o644]))
+        #expect(
+            FileManager.default.createFile(
+                atPath: directory + "/other.so", contents: Data("x".utf8), attributes: [.posixPermissions: 0o644]))
         let (plugins, errors) = PluginLoader.loadDirectory(directory)
         #expect(plugins.isEmpty)
         #expect(errors.count == 1)

@@ -2,8 +2,9 @@ import Dispatch
 import SwitchyardABI
 import SwitchyardBridge
 import SwitchyardCore
-@testable import SwitchyardRuntime
 import Testing
+
+@testable import SwitchyardRuntime
 
 /// Starts a router for `yaml`, runs `body`, and shuts the router down.
 private func withRouter(_ yaml: String, _ body: (Router) throws -> Void) throws {
@@ -120,10 +121,11 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "no", body: bodyA(x: 2))) == SY_OK)
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "yes", body: bodyA(x: 1))) == SY_OK)
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "no", body: bodyA(x: 3))) == SY_OK)
-            #expect(waitUntil {
-                guard let route = routeStatistics(router, "only-ones") else { return false }
-                return route.filtered + route.dispatched == 3
-            })
+            #expect(
+                waitUntil {
+                    guard let route = routeStatistics(router, "only-ones") else { return false }
+                    return route.filtered + route.dispatched == 3
+                })
             let route = try #require(routeStatistics(router, "only-ones"))
             #expect(route.received == 3)
             #expect(route.filtered == 2)

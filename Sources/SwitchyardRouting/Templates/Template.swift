@@ -1,5 +1,5 @@
-public import SwitchyardCore
 import Mustache
+public import SwitchyardCore
 
 /// A Mustache template over an envelope, as used by `map:` values and `template:`.
 ///

@@ -1,5 +1,5 @@
-public import SwitchyardCore
 public import SwitchyardConfig
+public import SwitchyardCore
 public import SwitchyardRouting
 
 /// A validated routing graph, ready to run: every name resolved, every condition and template

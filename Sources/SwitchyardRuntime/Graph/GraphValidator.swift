@@ -1,5 +1,5 @@
-public import SwitchyardCore
 public import SwitchyardConfig
+public import SwitchyardCore
 internal import SwitchyardRouting
 
 /// Checks a configuration against the loaded plugins and compiles it into a ``GraphPlan``:
@@ -51,7 +51,8 @@ public struct GraphValidator: Sendable {
                 continue
             }
             let json = declaration.config.json
-            for violation in plugin.configSchema.violations(of: json) where !declaration.config.node(atPath: violation.path).hasUnsetVariable {
+            for violation in plugin.configSchema.violations(of: json)
+            where !declaration.config.node(atPath: violation.path).hasUnsetVariable {
                 diagnostics.append(
                     Diagnostic(
                         "instance '\(declaration.name)' (plugin \(plugin.manifest.name)): \(violation)",
@@ -60,7 +61,8 @@ public struct GraphValidator: Sendable {
                 )
             }
             let ports = plugin.manifest.ports.filter { port in port.requires.map { json[$0] != nil } ?? true }
-            instances.append(PlannedInstance(name: declaration.name, plugin: plugin, config: json, ports: ports, location: declaration.location))
+            instances.append(
+                PlannedInstance(name: declaration.name, plugin: plugin, config: json, ports: ports, location: declaration.location))
         }
 
         var routes: [PlannedRoute] = []
@@ -87,7 +89,8 @@ public struct GraphValidator: Sendable {
             if config.instance(named: target.instance) == nil {
                 let known = config.instances.map(\.name).joined(separator: ", ")
                 diagnostics.append(
-                    Diagnostic("unknown instance '\(target.instance)' (instances: \(known.isEmpty ? "none" : known))", at: reference.location)
+                    Diagnostic(
+                        "unknown instance '\(target.instance)' (instances: \(known.isEmpty ? "none" : known))", at: reference.location)
                 )
             }
             return nil  // a known instance whose plugin failed is already reported
@@ -95,7 +98,9 @@ public struct GraphValidator: Sendable {
         guard let port = instance.plugin.manifest.port(named: target.port) else {
             let names = instance.plugin.manifest.ports.map(\.name).joined(separator: ", ")
             diagnostics.append(
-                Diagnostic("instance '\(instance.name)' (plugin \(instance.plugin.manifest.name)) has no port '\(target.port)' (ports: \(names))", at: reference.location)
+                Diagnostic(
+                    "instance '\(instance.name)' (plugin \(instance.plugin.manifest.name)) has no port '\(target.port)' (ports: \(names))",
+                    at: reference.location)
             )
             return nil
         }
@@ -181,7 +186,9 @@ public struct GraphValidator: Sendable {
                 let typeName = outputTypes.count == 1 ? outputTypes[0] : nil
                 if let typeName, let definition = registry[typeName] {
                     for violation in mapShapeViolations(map, schema: definition.schema) {
-                        diagnostics.append(Diagnostic("map does not build a \(typeName): \(violation.description)", at: map.location(ofPath: violation.path)))
+                        diagnostics.append(
+                            Diagnostic(
+                                "map does not build a \(typeName): \(violation.description)", at: map.location(ofPath: violation.path)))
                     }
                 }
                 transform = Transform(
@@ -205,7 +212,10 @@ public struct GraphValidator: Sendable {
         } else if route.outputType != nil || route.contentType != nil {
             transform = nil
             if route.outputType != nil {
-                diagnostics.append(Diagnostic("'type' sets the type a map or template produces; this route has neither", at: route.outputType?.location ?? route.location))
+                diagnostics.append(
+                    Diagnostic(
+                        "'type' sets the type a map or template produces; this route has neither",
+                        at: route.outputType?.location ?? route.location))
             }
         }
 
@@ -264,7 +274,8 @@ public struct GraphValidator: Sendable {
         var violations: [SchemaViolation] = []
         for member in members {
             if case .missing(_, let known) = schema.lookup([member.key]) {
-                violations.append(SchemaViolation(path: member.key, reason: "is not a field of it (fields: \(known.joined(separator: ", ")))"))
+                violations.append(
+                    SchemaViolation(path: member.key, reason: "is not a field of it (fields: \(known.joined(separator: ", ")))"))
             }
         }
         for name in schema.required where !members.contains(where: { $0.key == name }) {

@@ -14,40 +14,42 @@ enum HostTable {
 
     static let offer: Offer = {
         let table = UnsafeMutablePointer<sy_host_api_v1>.allocate(capacity: 1)
-        table.initialize(to: sy_host_api_v1(
-            struct_size: UInt32(MemoryLayout<sy_host_api_v1>.size),
-            reserved: 0,
-            emit: { context, port, envelope, token in
-                guard let context, let envelope else { return SY_ERR_INVALID }
-                return InstanceRuntime.from(context).emit(port: port, envelope: envelope, settleToken: token)
-            },
-            ack: { context, deliveryID, outcome, reason in
-                guard let context else { return }
-                InstanceRuntime.from(context).acknowledge(deliveryID: deliveryID, outcome: outcome, reason: reason)
-            },
-            log: { context, level, message in
-                guard let context else { return }
-                let instance = InstanceRuntime.from(context)
-                let text = message.string
-                instance.logger.log(level: HostTable.logLevel(level), "\(text)")
-            },
-            metric: { context, kind, name, value in
-                guard let context else { return }
-                let instance = InstanceRuntime.from(context)
-                instance.router.record(metric: name.string, instance: instance.name, kind: kind, value: value)
-            }
-        ))
+        table.initialize(
+            to: sy_host_api_v1(
+                struct_size: UInt32(MemoryLayout<sy_host_api_v1>.size),
+                reserved: 0,
+                emit: { context, port, envelope, token in
+                    guard let context, let envelope else { return SY_ERR_INVALID }
+                    return InstanceRuntime.from(context).emit(port: port, envelope: envelope, settleToken: token)
+                },
+                ack: { context, deliveryID, outcome, reason in
+                    guard let context else { return }
+                    InstanceRuntime.from(context).acknowledge(deliveryID: deliveryID, outcome: outcome, reason: reason)
+                },
+                log: { context, level, message in
+                    guard let context else { return }
+                    let instance = InstanceRuntime.from(context)
+                    let text = message.string
+                    instance.logger.log(level: HostTable.logLevel(level), "\(text)")
+                },
+                metric: { context, kind, name, value in
+                    guard let context else { return }
+                    let instance = InstanceRuntime.from(context)
+                    instance.router.record(metric: name.string, instance: instance.name, kind: kind, value: value)
+                }
+            ))
         let versions = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
         versions.initialize(to: SY_ABI_VERSION_1)
         let tables = UnsafeMutablePointer<UnsafeRawPointer?>.allocate(capacity: 1)
         tables.initialize(to: UnsafeRawPointer(table))
         let offer = UnsafeMutablePointer<sy_offer>.allocate(capacity: 1)
-        offer.initialize(to: sy_offer(
-            struct_size: UInt32(MemoryLayout<sy_offer>.size),
-            version_count: 1,
-            versions: UnsafePointer(versions),
-            host_tables: UnsafePointer(tables)
-        ))
+        offer.initialize(
+            to: sy_offer(
+                struct_size: UInt32(MemoryLayout<sy_offer>.size),
+                version_count: 1,
+                versions: UnsafePointer(versions),
+                host_tables: UnsafePointer(tables)
+            ))
         return Offer(pointer: offer)
     }()
 

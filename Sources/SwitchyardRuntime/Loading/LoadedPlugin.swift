@@ -1,5 +1,5 @@
-public import SwitchyardCore
 internal import SwitchyardABI
+public import SwitchyardCore
 
 /// A plugin shared object that was loaded, negotiated and checked.
 public final class LoadedPlugin: Sendable {

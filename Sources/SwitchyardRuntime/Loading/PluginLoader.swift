@@ -1,5 +1,5 @@
-internal import SwitchyardCore
 internal import SwitchyardABI
+internal import SwitchyardCore
 
 #if canImport(Glibc)
     import Glibc
@@ -79,7 +79,8 @@ public enum PluginLoader {
         guard chosen != 0 else {
             throw PluginLoadError(
                 path: path,
-                reason: "ABI negotiation failed: the plugin accepts none of the offered versions [\(offered)] (this router supports \(offered))"
+                reason:
+                    "ABI negotiation failed: the plugin accepts none of the offered versions [\(offered)] (this router supports \(offered))"
             )
         }
         guard supportedVersions.contains(chosen) else {
@@ -91,7 +92,8 @@ public enum PluginLoader {
         guard Int(table.struct_size) >= MemoryLayout<sy_plugin_api_v1>.size else {
             throw PluginLoadError(
                 path: path,
-                reason: "plugin table for ABI \(chosen) is \(table.struct_size) bytes, expected at least \(MemoryLayout<sy_plugin_api_v1>.size)"
+                reason:
+                    "plugin table for ABI \(chosen) is \(table.struct_size) bytes, expected at least \(MemoryLayout<sy_plugin_api_v1>.size)"
             )
         }
         var missing: [String] = []

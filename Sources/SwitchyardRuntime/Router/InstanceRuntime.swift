@@ -154,7 +154,10 @@ final class InstanceRuntime: @unchecked Sendable {
             if failures <= 10 || failures.isMultiple(of: 1000) {
                 logger.warning(
                     "delivery failed",
-                    metadata: ["outcome": .string(outcome == SY_OUTCOME_RETRY ? "retry" : "reject"), "reason": .string(reason.string), "failures": .stringConvertible(failures)]
+                    metadata: [
+                        "outcome": .string(outcome == SY_OUTCOME_RETRY ? "retry" : "reject"), "reason": .string(reason.string),
+                        "failures": .stringConvertible(failures),
+                    ]
                 )
             }
         }

@@ -1,12 +1,12 @@
 import Foundation
+internal import SwitchyardConfig
+internal import SwitchyardCore
 
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
     import Musl
 #endif
-internal import SwitchyardConfig
-internal import SwitchyardCore
 
 /// An envelope waiting in a route queue, with the settlement its source asked for.
 struct QueuedEnvelope: Sendable {

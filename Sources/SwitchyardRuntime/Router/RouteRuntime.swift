@@ -82,7 +82,10 @@ final class RouteRuntime: @unchecked Sendable {
                 if !loopWarned.exchange(true, ordering: .relaxed) {
                     router.logger.notice(
                         "loop stopped: envelope already passed through the target instance (counted in dropped_loop; 'loop: allow' on the route lets it through)",
-                        metadata: ["route": .string(name), "sink": .string(sink.instance.name + "." + sink.name), "trace": .string(output.trace.joined(separator: " → "))]
+                        metadata: [
+                            "route": .string(name), "sink": .string(sink.instance.name + "." + sink.name),
+                            "trace": .string(output.trace.joined(separator: " → ")),
+                        ]
                     )
                 }
                 continue
@@ -96,7 +99,9 @@ final class RouteRuntime: @unchecked Sendable {
                 counters.refused.add(1, ordering: .relaxed)
                 router.logger.warning(
                     "sink refused a delivery",
-                    metadata: ["route": .string(name), "sink": .string(sink.instance.name + "." + sink.name), "status": .stringConvertible(status)]
+                    metadata: [
+                        "route": .string(name), "sink": .string(sink.instance.name + "." + sink.name), "status": .stringConvertible(status),
+                    ]
                 )
                 router.deliveryFinished(deliveryID, outcome: SY_OUTCOME_REJECT)
             }

@@ -60,7 +60,9 @@ public final class Router: @unchecked Sendable {
                 threads.append(route.startWorker())
             }
             // Instances that only receive start first, so early emits find their sinks ready.
-            let order = instances.filter { $0.sources.allSatisfy { $0.routes.isEmpty } } + instances.filter { $0.sources.contains { !$0.routes.isEmpty } }
+            let order =
+                instances.filter { $0.sources.allSatisfy { $0.routes.isEmpty } }
+                + instances.filter { $0.sources.contains { !$0.routes.isEmpty } }
             for instance in order { try startInstance(instance) }
         } catch {
             for route in routes { route.queue.close() }
@@ -74,11 +76,14 @@ public final class Router: @unchecked Sendable {
             }
             throw error
         }
-        logger.info("router started", metadata: ["instances": .stringConvertible(instances.count), "routes": .stringConvertible(routes.count)])
+        logger.info(
+            "router started", metadata: ["instances": .stringConvertible(instances.count), "routes": .stringConvertible(routes.count)])
     }
 
     private func create(_ instance: InstanceRuntime) throws(RouterError) {
-        guard let create = instance.plugin.table.api.create else { throw RouterError(instance: instance.name, reason: "plugin has no create") }
+        guard let create = instance.plugin.table.api.create else {
+            throw RouterError(instance: instance.name, reason: "plugin has no create")
+        }
         var configBytes = instance.config.serializedBytes()
         var name = instance.name
         var handle: UnsafeMutableRawPointer?

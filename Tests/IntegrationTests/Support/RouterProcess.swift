@@ -59,7 +59,8 @@ final class RouterProcess {
             if try condition() { return }
             if !process.isRunning {
                 if try condition() { return }
-                Issue.record("router exited (status \(process.terminationStatus)) before: \(what)\n\(standardError)", sourceLocation: sourceLocation)
+                Issue.record(
+                    "router exited (status \(process.terminationStatus)) before: \(what)\n\(standardError)", sourceLocation: sourceLocation)
                 return
             }
             Thread.sleep(forTimeInterval: 0.02)
@@ -94,7 +95,8 @@ final class RouterProcess {
     }
 
     /// Runs `switchyard` to completion and returns (status, stdout, stderr).
-    static func runToExit(_ arguments: [String], in directory: URL, environment: [String: String] = [:], timeout: Duration = .seconds(60)) throws
+    static func runToExit(_ arguments: [String], in directory: URL, environment: [String: String] = [:], timeout: Duration = .seconds(60))
+        throws
         -> (status: Int32, output: String, errors: String)
     {
         let router = try RouterProcess(arguments, in: directory, environment: environment)

@@ -13,7 +13,8 @@ final class Sandbox {
         plugins = base.appendingPathComponent("plugins")
         routes = base.appendingPathComponent("routes")
         for directory in [root, plugins, routes] {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         }
     }
 

@@ -74,7 +74,8 @@ struct RouteTotals: Equatable {
                 let droppedFull = fields["dropped_full"].flatMap({ Int($0) }),
                 let droppedLoop = fields["dropped_loop"].flatMap({ Int($0) })
             else { return nil }
-            return RouteTotals(received: received, filtered: filtered, delivered: delivered, droppedFull: droppedFull, droppedLoop: droppedLoop)
+            return RouteTotals(
+                received: received, filtered: filtered, delivered: delivered, droppedFull: droppedFull, droppedLoop: droppedLoop)
         }
         return nil
     }

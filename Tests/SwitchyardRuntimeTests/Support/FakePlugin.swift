@@ -4,9 +4,10 @@ import SwitchyardABI
 import SwitchyardBridge
 import SwitchyardConfig
 import SwitchyardCore
-@testable import SwitchyardRuntime
 import Synchronization
 import Testing
+
+@testable import SwitchyardRuntime
 
 #if canImport(Glibc)
     import Glibc
@@ -44,7 +45,8 @@ let fakeManifestJSON = """
 nonisolated(unsafe) let fakeManifest = processLifetimeBytes(fakeManifestJSON)
 nonisolated(unsafe) let brokenManifest = processLifetimeBytes(#"{"name": "broken", "version": "1", "ports": ["#)
 nonisolated(unsafe) let portlessManifest = processLifetimeBytes(#"{"name": "portless", "version": "1"}"#)
-nonisolated(unsafe) let badConfigManifest = processLifetimeBytes(#"{"name": "badcfg", "version": "1", "ports": [], "config": {"type": "thing"}}"#)
+nonisolated(unsafe) let badConfigManifest = processLifetimeBytes(
+    #"{"name": "badcfg", "version": "1", "ports": [], "config": {"type": "thing"}}"#)
 
 /// What the host offered in the last negotiation, as the plugin saw it.
 struct SeenOffer: Sendable {
@@ -142,7 +144,10 @@ func loadFakePlugin() throws -> LoadedPlugin {
 /// The host's version-1 table, as every plugin receives it.
 func hostAPI() -> sy_host_api_v1 {
     let offer = HostTable.offer.pointer.pointee
-    return offer.host_tables![0]!.assumingMemoryBound(to: sy_host_api_v1.self).pointee
+    guard let tables = offer.host_tables, let first = tables[0] else {
+        preconditionFailure("the host offers no table")
+    }
+    return first.assumingMemoryBound(to: sy_host_api_v1.self).pointee
 }
 
 /// One instance of the fake plugin; tests register one by name before the router creates it
