@@ -45,50 +45,22 @@ public final class Schema: Sendable {
     private static let typeNames: Set<String> = ["null", "boolean", "integer", "number", "string", "array", "object"]
 
     /// The schema that accepts everything.
-    public static let any: Schema = Schema()
-
-    private init() {
-        types = []
-        properties = [:]
-        required = []
-        additionalProperties = nil
-        items = nil
-        enumValues = nil
-        minimum = nil
-        maximum = nil
-        minLength = nil
-        maxLength = nil
-        minItems = nil
-        maxItems = nil
-        pattern = nil
-        compiledPattern = nil
-        summary = nil
-        defaultValue = nil
-    }
-
-    /// Compiles a schema; the error names the JSON pointer of the bad keyword.
-    public init(json: JSONValue, pointer: String = "") throws(SchemaError) {
-        if case .bool(true) = json {
-            self.types = []
-            properties = [:]
-            required = []
-            additionalProperties = nil
-            items = nil
-            enumValues = nil
-            minimum = nil
-            maximum = nil
-            minLength = nil
-            maxLength = nil
-            minItems = nil
-            maxItems = nil
-            pattern = nil
-            compiledPattern = nil
-            summary = nil
-            defaultValue = nil
-            return
+    public static let any: Schema = {
+        do {
+            return try Schema(json: true)
+        } catch {
+            preconditionFailure("the schema `true` always compiles")
         }
-        guard case .object(let members) = json else {
-            throw SchemaError(pointer: pointer, reason: "a schema must be an object or true, not \(json.typeName)")
+    }()
+
+    /// Compiles a schema; the error names the JSON pointer of the bad keyword. `true` is the
+    /// schema that accepts everything, as in JSON Schema.
+    public init(json: JSONValue, pointer: String = "") throws(SchemaError) {
+        let members: [String: JSONValue]
+        switch json {
+        case .bool(true): members = [:]
+        case .object(let object): members = object
+        default: throw SchemaError(pointer: pointer, reason: "a schema must be an object or true, not \(json.typeName)")
         }
         for key in members.keys where !Self.knownKeywords.contains(key) {
             throw SchemaError(pointer: pointer + "/" + key, reason: "unsupported keyword '\(key)'")
