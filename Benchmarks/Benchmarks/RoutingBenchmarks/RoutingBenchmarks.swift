@@ -1,0 +1,110 @@
+import Benchmark
+import MallocInterposerSwift
+
+/// Envelopes per measured iteration. One iteration = one batch: the source emits this many
+/// envelopes on the benchmark thread and the iteration ends once the sink acknowledged all.
+let batch = 100_000
+
+enum RoutingMetric {
+    /// `batch` / wall-clock time of the iteration.
+    static let envelopesPerSecond = BenchmarkMetric.custom("Envelopes/s", polarity: .prefersLarger, useScalingFactor: false)
+    /// Allocations (every thread: emitter, route worker, sink) per 1000 envelopes.
+    static let mallocsPerThousand = BenchmarkMetric.custom("Mallocs per 1000 envelopes", polarity: .prefersSmaller, useScalingFactor: false)
+}
+
+/// Runs one batch and records the custom metrics for it.
+func measureBatch(_ benchmark: Benchmark, _ work: () -> String?) {
+    let mallocsBefore = MallocInterposerSwift.getStatistics().mallocCount
+    let start = ContinuousClock.now
+    if let failure = work() {
+        benchmark.error(failure)
+        return
+    }
+    let elapsed = start.duration(to: ContinuousClock.now)
+    let mallocs = MallocInterposerSwift.getStatistics().mallocCount - mallocsBefore
+    let nanoseconds = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
+    benchmark.measurement(RoutingMetric.envelopesPerSecond, Int((Double(batch) * 1e9 / nanoseconds).rounded()))
+    benchmark.measurement(RoutingMetric.mallocsPerThousand, Int((Double(mallocs) * 1000 / Double(batch)).rounded()))
+}
+
+/// Holds what a benchmark's setup built until its teardown.
+final class Slot<Value>: @unchecked Sendable {
+    // Written in setup and teardown, read in the closure; the harness runs them one after another.
+    var value: Value?
+}
+
+/// The routes measured, as YAML entries under `routes:` (instances `src` and `sink`).
+let measuredRoutes: [(name: String, yaml: String)] = [
+    ("Router: plain route", """
+        name: plain
+        from: src.out
+        to: sink.in
+        """),
+    ("Router: route with when", """
+        name: filtered
+        from: src.out
+        when: body.value > 20
+        to: sink.in
+        """),
+    ("Router: route with when + map", """
+        name: reshaped
+        from: src.out
+        when: body.value > 20
+        map: { sensor: "{{body.sensor}}", v: "{{body.value}}" }
+        to: sink.in
+        """),
+]
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .cpuTotal, .mallocCountTotal, RoutingMetric.envelopesPerSecond, RoutingMetric.mallocsPerThousand],
+        timeUnits: .milliseconds,
+        units: [RoutingMetric.envelopesPerSecond: .count, RoutingMetric.mallocsPerThousand: .count, .mallocCountTotal: .count],
+        warmupIterations: 2,
+        scalingFactor: .one,
+        maxDuration: .seconds(6),
+        maxIterations: 30
+    )
+
+    // Baselines: the same plugins and ABI calls, no router in between.
+    let direct = Slot<DirectFixture>()
+    Benchmark("Baseline: sink deliver() in a loop") { benchmark in
+        guard let fixture = direct.value else { return benchmark.error("no fixture") }
+        measureBatch(benchmark) { fixture.deliverDirectly(batch) }
+    } setup: {
+        direct.value = try DirectFixture()
+    } teardown: {
+        direct.value?.shutdown()
+        direct.value = nil
+    }
+
+    let wired = Slot<DirectFixture>()
+    Benchmark("Baseline: source emit() -> sink deliver()") { benchmark in
+        guard wired.value != nil else { return benchmark.error("no fixture") }
+        measureBatch(benchmark) { pumpThroughSink(batch) }
+    } setup: {
+        wired.value = try DirectFixture()
+    } teardown: {
+        wired.value?.shutdown()
+        wired.value = nil
+    }
+
+    for (name, yaml) in measuredRoutes {
+        let slot = Slot<RouterFixture>()
+        let emitted = Slot<Int>()
+        Benchmark(name) { benchmark in
+            guard slot.value != nil else { return benchmark.error("no fixture") }
+            measureBatch(benchmark) { pumpThroughSink(batch) }
+            emitted.value = (emitted.value ?? 0) + batch
+        } setup: {
+            emitted.value = 0
+            slot.value = try RouterFixture(route: yaml)
+        } teardown: {
+            guard let fixture = slot.value else { return }
+            slot.value = nil
+            let problem = fixture.check(expected: emitted.value ?? 0)
+            fixture.shutdown()
+            if let problem { throw FixtureError(description: problem) }
+        }
+    }
+}

@@ -1,0 +1,41 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Routing benchmarks for Switchyard: a package of its own so that the benchmark harness and
+/// its malloc interposer never become dependencies of the router itself.
+///
+/// Run with `swift package benchmark` from this directory (see README.md).
+let package = Package(
+    name: "SwitchyardBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "switchyard", path: ".."),
+        // libbenchsource.so and libbenchsink.so: see BenchPlugins/Package.swift for why they
+        // live in a package of their own.
+        .package(name: "BenchPlugins", path: "BenchPlugins"),
+        // Only the malloc interposer: the default jemalloc/runtime-interposer traits are not
+        // available here.
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.0", traits: ["MallocInterposer"]),
+        // Read directly for the per-batch allocation metric (the harness links it anyway).
+        .package(url: "https://github.com/ordo-one/malloc-interposer.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "RoutingBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "SwitchyardRuntime", package: "switchyard"),
+                .product(name: "SwitchyardABI", package: "switchyard"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+                .product(name: "benchsource", package: "BenchPlugins"),
+                .product(name: "benchsink", package: "BenchPlugins"),
+            ],
+            path: "Benchmarks/RoutingBenchmarks",
+            plugins: [
+                .plugin(name: "BenchmarkPlugin", package: "benchmark"),
+            ]
+        ),
+    ]
+)
