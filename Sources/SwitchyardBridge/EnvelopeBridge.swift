@@ -41,6 +41,7 @@ public enum EnvelopeBridge {
     /// Calls `body` with a borrowed C view of `envelope`, valid only during the call. Makes
     /// no heap allocation: strings are viewed in place, header and trace views live on the
     /// stack.
+    @inlinable
     public static func withCEnvelope<Result>(
         _ envelope: Envelope,
         _ body: (UnsafePointer<sy_envelope>) -> Result
@@ -89,6 +90,7 @@ public enum EnvelopeBridge {
     }
 
     /// Views of `strings`' UTF-8, copied into one stack buffer, valid during `body`.
+    @usableFromInline
     static func withStringViews<Result>(_ strings: [String], _ body: (UnsafeBufferPointer<sy_bytes>) -> Result) -> Result {
         if strings.isEmpty { return body(UnsafeBufferPointer(start: nil, count: 0)) }
         let total = strings.reduce(0) { $0 + $1.utf8.count }

@@ -49,12 +49,18 @@ public enum ULID {
     }
 
     private static let state = Mutex(State())
-    private static let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".utf8)
+    /// A literal, not an array: reading it needs no lazy initialisation on the hot path.
+    private static let alphabet: StaticString = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
     /// The next ULID as 26 characters of Crockford base 32.
-    public static func next() -> String {
-        let millis = UInt64(Clock.nowUnixNanos() / 1_000_000)
-        let (high, low) = state.withLock { state -> (UInt16, UInt64) in
+    public static func next() -> String { next(unixNanos: Clock.nowUnixNanos()) }
+
+    /// The next ULID for a time the caller already read (saves a clock read per envelope).
+    public static func next(unixNanos: Int64) -> String {
+        let millis = UInt64(max(0, unixNanos) / 1_000_000)
+        // A time older than the last id's (another thread read the clock first) reuses the
+        // last id's time, so ids stay in creation order.
+        let (idMillis, high, low) = state.withLock { state -> (UInt64, UInt16, UInt64) in
             if millis > state.millis {
                 var generator = SystemRandomNumberGenerator()
                 state.millis = millis
@@ -65,9 +71,9 @@ public enum ULID {
                 state.low &+= 1
                 if state.low == 0 { state.high &+= 1 }
             }
-            return (state.high, state.low)
+            return (state.millis, state.high, state.low)
         }
-        return encode(millis: millis, high: high, low: low)
+        return encode(millis: idMillis, high: high, low: low)
     }
 
     static func encode(millis: UInt64, high: UInt16, low: UInt64) -> String {
@@ -75,7 +81,7 @@ public enum ULID {
         var value = UInt128(millis) << 80 | UInt128(high) << 64 | UInt128(low)
         return String(unsafeUninitializedCapacity: 26) { buffer in
             for position in stride(from: 25, through: 0, by: -1) {
-                buffer[position] = alphabet[Int(truncatingIfNeeded: value & 31)]
+                buffer[position] = alphabet.utf8Start[Int(truncatingIfNeeded: value & 31)]
                 value >>= 5
             }
             return 26

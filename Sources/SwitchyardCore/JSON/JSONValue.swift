@@ -85,6 +85,7 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     /// Follows `path` (object keys, or decimal indexes into arrays).
+    @inlinable
     public func value(at path: some Collection<String>) -> JSONValue? {
         var current = self
         for component in path {

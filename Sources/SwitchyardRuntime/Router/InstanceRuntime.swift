@@ -91,10 +91,14 @@ final class InstanceRuntime: @unchecked Sendable {
         }
         let routes = port.routes
         guard !routes.isEmpty else { return unrouted(settleToken: settleToken) }
-        for route in routes where route.queue.policy == .block {
-            guard route.queue.reserveRoom(orWake: (self, port.name)) else {
-                counters.refusedFull.add(1, ordering: .relaxed)
-                return SY_ERR_FULL
+        // With several routes, check every blocking queue first so an emit is all or nothing;
+        // a single route checks and pushes under one lock below.
+        if routes.count > 1 {
+            for route in routes where route.queue.policy == .block {
+                guard route.queue.reserveRoom(orWake: (self, port.name)) else {
+                    counters.refusedFull.add(1, ordering: .relaxed)
+                    return SY_ERR_FULL
+                }
             }
         }
         var envelope = EnvelopeBridge.envelope(from: cEnvelope)
@@ -102,15 +106,23 @@ final class InstanceRuntime: @unchecked Sendable {
             reportInvalid("envelope emitted on \(port.qualifiedName) has no type")
             return SY_ERR_INVALID
         }
-        if envelope.id.isEmpty { envelope.id = ULID.next() }
         if envelope.time == 0 { envelope.time = Clock.nowUnixNanos() }
+        if envelope.id.isEmpty { envelope.id = ULID.next(unixNanos: envelope.time) }
         envelope.source = port.qualifiedName
         envelope.trace.append(name)
         counters.emitted.add(1, ordering: .relaxed)
         let settlement = settleToken != 0 && plugin.table.api.settled != nil ? Settlement(instance: self, token: settleToken) : nil
-        for route in routes {
+        if routes.count == 1 {
             settlement?.expect()
-            route.enqueue(QueuedEnvelope(envelope: envelope, settlement: settlement))
+            guard routes[0].enqueue(QueuedEnvelope(envelope: envelope, settlement: settlement), orWake: (self, port.name)) else {
+                counters.refusedFull.add(1, ordering: .relaxed)
+                return SY_ERR_FULL
+            }
+        } else {
+            for route in routes {
+                settlement?.expect()
+                route.enqueue(QueuedEnvelope(envelope: envelope, settlement: settlement))
+            }
         }
         settlement?.complete(SY_OUTCOME_OK)
         return SY_OK

@@ -46,6 +46,26 @@ final class RouteQueue: @unchecked Sendable {
         return false
     }
 
+    /// What ``push(_:orWake:)`` did.
+    enum PushResult {
+        case queued
+        case droppedOldest(QueuedEnvelope)
+        case full
+    }
+
+    /// Appends when there is room (a `block` queue) or after dropping the oldest envelope
+    /// (`drop_oldest`); a full `block` queue takes nothing and remembers to wake `waiter`.
+    func push(_ item: QueuedEnvelope, orWake waiter: (instance: InstanceRuntime, port: String)) -> PushResult {
+        condition.lock()
+        if policy == .block, count >= capacity {
+            if !waiters.contains(where: { $0.instance === waiter.instance && $0.port == waiter.port }) { waiters.append(waiter) }
+            condition.unlock()
+            return .full
+        }
+        condition.unlock()
+        return push(item).map { .droppedOldest($0) } ?? .queued
+    }
+
     /// Appends; returns the envelope dropped to make room (`drop_oldest` only). A `block`
     /// queue may go past capacity by the few envelopes of concurrent emitters that all
     /// checked ``reserveRoom(orWake:)`` at once; that keeps a fan-out emit all-or-nothing.
@@ -96,8 +116,7 @@ final class RouteQueue: @unchecked Sendable {
         }
         let taken = min(limit, count)
         for _ in 0..<taken {
-            if let item = buffer[head] { batch.append(item) }
-            buffer[head] = nil
+            if let item = buffer[head].take() { batch.append(item) }
             head = (head + 1) % buffer.count
         }
         count -= taken

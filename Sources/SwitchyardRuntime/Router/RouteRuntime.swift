@@ -13,6 +13,8 @@ final class RouteCounters: Sendable {
     let droppedFull = Atomic<Int>(0)
     let droppedLoop = Atomic<Int>(0)
     let refused = Atomic<Int>(0)
+    /// Envelopes the worker has finished with (filtered or dispatched to every sink).
+    let processed = Atomic<Int>(0)
 }
 
 /// A route at run time: its queue and the worker thread that applies `when` and the
@@ -35,14 +37,36 @@ final class RouteRuntime: @unchecked Sendable {
 
     var name: String { plan.name }
 
+    /// Queues an envelope whose room was checked (or a `drop_oldest` queue's).
     func enqueue(_ item: QueuedEnvelope) {
         counters.received.add(1, ordering: .relaxed)
-        router.outstanding.add(1, ordering: .relaxed)
-        if let dropped = queue.push(item) {
-            counters.droppedFull.add(1, ordering: .relaxed)
-            router.outstanding.subtract(1, ordering: .relaxed)
-            dropped.settlement?.complete(SY_OUTCOME_REJECT)
+        if let dropped = queue.push(item) { droppedOldest(dropped) }
+    }
+
+    /// Queues an envelope if a `block` queue has room (one lock); otherwise remembers to wake
+    /// `waiter` and returns false.
+    func enqueue(_ item: QueuedEnvelope, orWake waiter: (instance: InstanceRuntime, port: String)) -> Bool {
+        switch queue.push(item, orWake: waiter) {
+        case .queued:
+            counters.received.add(1, ordering: .relaxed)
+        case .droppedOldest(let dropped):
+            counters.received.add(1, ordering: .relaxed)
+            droppedOldest(dropped)
+        case .full:
+            return false
         }
+        return true
+    }
+
+    private func droppedOldest(_ dropped: QueuedEnvelope) {
+        counters.droppedFull.add(1, ordering: .relaxed)
+        dropped.settlement?.complete(SY_OUTCOME_REJECT)
+    }
+
+    /// Envelopes taken by the route and not yet fully dispatched.
+    var pending: Int {
+        counters.received.load(ordering: .acquiring) - counters.processed.load(ordering: .acquiring)
+            - counters.droppedFull.load(ordering: .acquiring)
     }
 
     func startWorker() -> Thread {
@@ -59,10 +83,9 @@ final class RouteRuntime: @unchecked Sendable {
             let (open, resume) = queue.takeBatch(into: &batch, limit: 256)
             for waiter in resume { waiter.instance.resume(port: waiter.port) }
             guard open else { break }
-            for item in batch {
-                dispatch(item)
-                router.outstanding.subtract(1, ordering: .relaxed)
-            }
+            for item in batch { dispatch(item) }
+            // One count per batch: the emitting thread never waits on this cache line.
+            counters.processed.add(batch.count, ordering: .releasing)
             batch.removeAll(keepingCapacity: true)
         }
         router.workerFinished()
@@ -91,7 +114,6 @@ final class RouteRuntime: @unchecked Sendable {
                 continue
             }
             let deliveryID = router.nextDeliveryID(tracking: item.settlement)
-            router.outstanding.add(1, ordering: .relaxed)
             let status = sink.instance.deliver(output, port: sink, deliveryID: deliveryID)
             if status == SY_OK {
                 counters.dispatched.add(1, ordering: .relaxed)

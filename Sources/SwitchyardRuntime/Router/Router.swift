@@ -18,8 +18,6 @@ public final class Router: @unchecked Sendable {
     private let deliveryCounter = Atomic<UInt64>(0)
     private let tracked = Mutex<[UInt64: Settlement]>([:])
     private let runningWorkers = Atomic<Int>(0)
-    /// Envelopes queued plus deliveries not yet acknowledged.
-    let outstanding = Atomic<Int>(0)
     private let metricsStore = Mutex<[String: Double]>([:])
 
     /// Prepares a router for `plan`; nothing runs until ``start()``.
@@ -135,10 +133,10 @@ public final class Router: @unchecked Sendable {
         for instance in instances { if let handle = instance.handle { instance.plugin.table.api.quiesce?(handle) } }
         let deadline = ContinuousClock.now + drainTimeout
         // Polling (not an event) because the count is updated lock-free on the hot path.
-        while outstanding.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
+        while outstanding > 0, ContinuousClock.now < deadline {
             Thread.sleep(forTimeInterval: 0.005)
         }
-        let left = max(0, outstanding.load(ordering: .acquiring))
+        let left = max(0, outstanding)
         if left > 0 { logger.warning("drain timed out", metadata: ["outstanding": .stringConvertible(left)]) }
         for instance in instances { instance.accepting.store(false, ordering: .relaxed) }
         for route in routes { route.queue.close() }
@@ -158,6 +156,13 @@ public final class Router: @unchecked Sendable {
         return left
     }
 
+    /// Envelopes queued or being dispatched, plus deliveries not yet acknowledged. Summed
+    /// from per-route and per-instance counters so the hot path shares no counter between
+    /// the emitting and the dispatching thread.
+    var outstanding: Int {
+        routes.reduce(0) { $0 + $1.pending } + instances.reduce(0) { $0 + $1.counters.inFlight.load(ordering: .acquiring) }
+    }
+
     func workerFinished() { runningWorkers.subtract(1, ordering: .releasing) }
 
     /// Delivery ids whose settlement someone waits for carry this bit, so acknowledging the
@@ -174,7 +179,6 @@ public final class Router: @unchecked Sendable {
     }
 
     func deliveryFinished(_ id: UInt64, outcome: Int32) {
-        outstanding.subtract(1, ordering: .releasing)
         guard id & Self.trackedBit != 0 else { return }
         tracked.withLock { $0.removeValue(forKey: id) }?.complete(outcome)
     }
