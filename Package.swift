@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "SwitchyardRuntime", targets: ["SwitchyardRuntime"]),
         // First-party plugins: each a shared object the router loads like any third-party one.
         .library(name: "core", type: .dynamic, targets: ["CorePlugin"]),
+        .library(name: "mqtt", type: .dynamic, targets: ["MQTTPlugin"]),
         // The Swift example plugin of examples/swift-plugin.
         .library(name: "shout", type: .dynamic, targets: ["ShoutExample"]),
     ],
@@ -28,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
     ],
     targets: [
         // The C plugin ABI: a header and nothing else of substance.
@@ -79,6 +82,26 @@ let package = Package(
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
         ),
+        // MQTT 3.1.1 / 5 packets: encoding, decoding, topic matching. No I/O.
+        .target(
+            name: "MQTTCodec",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            path: "Plugins/mqtt/Codec",
+            swiftSettings: strict
+        ),
+        // The MQTT broker link: a SwiftNIO client per instance, exposed as a plugin.
+        .target(
+            name: "MQTTPlugin",
+            dependencies: [
+                "MQTTCodec", "SwitchyardPluginKit",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Plugins/mqtt/Plugin",
+            swiftSettings: strict,
+            linkerSettings: pluginLinkerSettings
+        ),
         .target(
             name: "ShoutExample",
             dependencies: ["SwitchyardPluginKit"],
@@ -92,6 +115,7 @@ let package = Package(
         .testTarget(name: "SwitchyardRoutingTests", dependencies: ["SwitchyardRouting"], swiftSettings: strict),
         .testTarget(name: "SwitchyardConfigTests", dependencies: ["SwitchyardConfig"], swiftSettings: strict),
         .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime"], swiftSettings: strict),
+        .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec"], swiftSettings: strict),
         .testTarget(name: "IntegrationTests", swiftSettings: strict),
     ]
 )

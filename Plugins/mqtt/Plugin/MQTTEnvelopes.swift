@@ -1,0 +1,108 @@
+import MQTTCodec
+import SwitchyardCore
+import SwitchyardPluginKit
+
+/// How MQTT publishes and envelopes map onto each other.
+enum MQTTEnvelopes {
+    /// The envelope type of inbound publishes.
+    static let messageType = "mqtt.Message"
+    /// The envelope type a route builds to control topic, QoS and retain of a publish.
+    static let publishType = "mqtt.Publish"
+
+    /// An inbound publish as an `mqtt.Message` envelope: topic as subject, payload as body,
+    /// flags and MQTT 5 properties as headers.
+    static func envelope(for publish: MQTTPublish, version: MQTTVersion) -> Envelope {
+        var headers = Headers()
+        headers.append(name: "mqtt.topic", value: publish.topic)
+        headers.append(name: "mqtt.qos", value: String(publish.qos.rawValue))
+        headers.append(name: "mqtt.retain", value: String(publish.retain))
+        headers.append(name: "mqtt.dup", value: String(publish.dup))
+        let properties = publish.properties
+        if version == .v5 {
+            if let responseTopic = properties.responseTopic { headers.append(name: "mqtt.response_topic", value: responseTopic) }
+            if let correlation = properties.correlationData { headers.append(name: "mqtt.correlation_data", value: hex(correlation)) }
+            if let contentType = properties.contentType { headers.append(name: "mqtt.content_type", value: contentType) }
+            for property in properties.userProperties { headers.append(name: "mqtt.user." + property.name, value: property.value) }
+        }
+        return Envelope(
+            type: messageType,
+            subject: publish.topic,
+            headers: headers,
+            contentType: properties.contentType ?? (properties.payloadFormatIndicator == 1 ? "text/plain; charset=utf-8" : "application/octet-stream"),
+            body: publish.payload
+        )
+    }
+
+    /// The publish for an envelope delivered to the `publish` port. An `mqtt.Publish` body
+    /// (`{topic, payload, qos, retain}`) decides everything it names; otherwise headers
+    /// (`mqtt.topic`, `mqtt.qos`, `mqtt.retain`), then the instance's `publish:` defaults, then
+    /// the envelope's subject.
+    static func publish(for envelope: Envelope, defaults: MQTTLinkConfiguration.PublishDefaults, version: MQTTVersion) throws -> MQTTPublish {
+        var topic = envelope.headers["mqtt.topic"] ?? defaults.topic ?? envelope.subject
+        var payload = envelope.body
+        var qos = envelope.headers["mqtt.qos"].flatMap(UInt8.init).flatMap(MQTTQoS.init(rawValue:)) ?? defaults.qos
+        var retain = envelope.headers["mqtt.retain"].map { $0 == "true" } ?? defaults.retain
+        if envelope.type == publishType {
+            let body = envelope.decodedBody()
+            if let value = body["topic"]?.stringValue { topic = value }
+            switch body["payload"] {
+            case .string(let text)?: payload = Array(text.utf8)
+            case nil, .null?: payload = []
+            case let value?: payload = value.serializedBytes()
+            }
+            if let value = body["qos"]?.intValue {
+                guard let level = MQTTQoS(rawValue: UInt8(clamping: value)), value >= 0 else {
+                    throw PluginError("mqtt.Publish qos must be 0, 1 or 2, not \(value)")
+                }
+                qos = level
+            }
+            if let value = body["retain"]?.boolValue { retain = value }
+        }
+        if let problem = MQTTTopic.problem(withTopicName: topic) {
+            throw PluginError("cannot publish to topic '\(topic)': \(problem)")
+        }
+        var properties = MQTTProperties()
+        if version == .v5 {
+            if envelope.type != publishType, !envelope.contentType.isEmpty { properties.contentType = envelope.contentType }
+            properties.responseTopic = envelope.headers["mqtt.response_topic"]
+            properties.correlationData = envelope.headers["mqtt.correlation_data"].flatMap(bytes(hex:))
+            for header in envelope.headers where header.name.hasPrefix("mqtt.user.") {
+                properties.userProperties.append(MQTTUserProperty(name: String(header.name.dropFirst("mqtt.user.".count)), value: header.value))
+            }
+        }
+        return MQTTPublish(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties)
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    static func bytes(hex: String) -> [UInt8]? {
+        let characters = Array(hex.utf8)
+        guard characters.count.isMultiple(of: 2) else { return nil }
+        var bytes: [UInt8] = []
+        var index = 0
+        while index < characters.count {
+            guard let high = nibble(characters[index]), let low = nibble(characters[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func nibble(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,506 @@
+import MQTTCodec
+import NIOCore
+import NIOPosix
+import NIOSSL
+import SwitchyardCore
+import SwitchyardPluginKit
+
+/// One broker connection: connects, subscribes, publishes with an inflight window, answers
+/// the broker's acknowledgements, pings, and reconnects with exponential backoff and jitter.
+///
+/// Every mutable field is only touched on `eventLoop`; the public entry points hop onto it.
+final class MQTTLink: @unchecked Sendable {
+    /// A publish the router handed over, with the delivery to acknowledge when the broker has it.
+    struct Outbound {
+        var publish: MQTTPublish
+        var delivery: Delivery
+        /// Set once PUBREC arrived (QoS 2): the PUBREL stage.
+        var released = false
+    }
+
+    /// An inbound publish waiting for room in the router.
+    struct Inbound {
+        var publish: MQTTPublish
+    }
+
+    let configuration: MQTTLinkConfiguration
+    let context: PluginContext
+    let instance: String
+    let eventLoop: any EventLoop
+
+    private var channel: (any Channel)?
+    private var connected = false
+    private var stopped = false
+    private var reading = true
+    private var reconnectDelay: UInt64
+    private var reconnectTask: Scheduled<Void>?
+    private var pingTask: RepeatedTask?
+    private var awaitingPong = false
+    private var nextPacketID: UInt16 = 0
+    /// QoS ≥ 1 publishes sent and not yet completed, in send order.
+    private var inflight: [UInt16: Outbound] = [:]
+    private var inflightOrder: [UInt16] = []
+    /// Publishes waiting for a connection or for room in the inflight window.
+    private var pending: [Outbound] = []
+    /// Inbound publishes the router could not take yet (`on_full: block`).
+    private var blockedInbound: [Inbound] = []
+    /// Settle tokens of inbound QoS ≥ 1 publishes → their packet id and QoS.
+    private var nextSettleToken: UInt64 = 0
+    private var unsettled: [UInt64: (packetID: UInt16, qos: MQTTQoS)] = [:]
+    /// QoS 2 packet ids received and acknowledged with PUBREC, awaiting PUBREL.
+    private var receivedQoS2: Set<UInt16> = []
+
+    init(configuration: MQTTLinkConfiguration, context: PluginContext, instance: String) {
+        self.configuration = configuration
+        self.context = context
+        self.instance = instance
+        eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        reconnectDelay = configuration.initialReconnectDelay
+    }
+
+    // MARK: Entry points (any thread)
+
+    func start() {
+        eventLoop.execute { self.connect() }
+    }
+
+    /// Stops taking inbound publishes (graceful shutdown).
+    func quiesce() {
+        eventLoop.execute {
+            self.reading = false
+            self.channel?.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        }
+    }
+
+    /// Disconnects cleanly and fails what is still waiting, so the router can account for it.
+    func stop() {
+        let done = eventLoop.submit {
+            self.stopped = true
+            self.reconnectTask?.cancel()
+            self.pingTask?.cancel()
+            for outbound in self.pending { outbound.delivery.ack(.retry, reason: "mqtt link stopped") }
+            for id in self.inflightOrder { self.inflight[id]?.delivery.ack(.retry, reason: "mqtt link stopped before the broker confirmed") }
+            self.pending.removeAll()
+            self.inflight.removeAll()
+            self.inflightOrder.removeAll()
+            guard let channel = self.channel, self.connected else {
+                return self.channel?.close() ?? self.eventLoop.makeSucceededVoidFuture()
+            }
+            var buffer = channel.allocator.buffer(capacity: 4)
+            try? MQTTCodec.encode(.disconnect(MQTTDisconnect()), version: self.configuration.version, into: &buffer)
+            return channel.writeAndFlush(buffer).flatMap { channel.close() }
+        }.flatMap { $0 }
+        _ = try? done.wait()
+    }
+
+    /// Takes a publish from the router.
+    func publish(_ publish: MQTTPublish, delivery: Delivery) {
+        eventLoop.execute {
+            guard !self.stopped else { return delivery.ack(.retry, reason: "mqtt link stopped") }
+            if publish.qos == .atMostOnce {
+                guard self.connected, let channel = self.channel else {
+                    return delivery.ack(.retry, reason: "not connected to the broker (QoS 0 is not kept)")
+                }
+                self.write(.publish(publish), on: channel).whenComplete { result in
+                    switch result {
+                    case .success: delivery.ack(.ok)
+                    case .failure(let error): delivery.ack(.retry, reason: "write failed: \(error)")
+                    }
+                }
+                return
+            }
+            guard self.pending.count < self.configuration.maximumPending else {
+                return delivery.ack(.retry, reason: "more than \(self.configuration.maximumPending) publishes waiting for the broker")
+            }
+            self.pending.append(Outbound(publish: publish, delivery: delivery))
+            self.sendPending()
+        }
+    }
+
+    /// The router has room again on the `messages` port.
+    func resume() {
+        eventLoop.execute { self.emitBlocked() }
+    }
+
+    /// The router has delivered an inbound publish everywhere: confirm it to the broker.
+    func settled(token: UInt64) {
+        eventLoop.execute {
+            guard let entry = self.unsettled.removeValue(forKey: token), self.connected, let channel = self.channel else { return }
+            let ack = MQTTAck(packetID: entry.packetID)
+            self.write(entry.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel).whenComplete { _ in }
+        }
+    }
+
+    // MARK: Connection (event loop)
+
+    private func connect() {
+        guard !stopped else { return }
+        let configuration = configuration
+        let sslContext: NIOSSLContext?
+        do {
+            sslContext = try configuration.tls.map(Self.makeSSLContext)
+        } catch {
+            context.log(.error, "TLS configuration failed: \(error)")
+            return scheduleReconnect()
+        }
+        let link = self
+        let bootstrap = ClientBootstrap(group: eventLoop)
+            .connectTimeout(.seconds(10))
+            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let sslContext {
+                        let serverName = configuration.tls?.serverName ?? (Self.isIPAddress(configuration.host) ? nil : configuration.host)
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
+                    }
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(MQTTPacketDecoder(version: configuration.version, maximumPacketSize: configuration.maximumPacketSize))
+                    )
+                    try channel.pipeline.syncOperations.addHandler(MQTTLinkHandler(link: link))
+                }
+            }
+        bootstrap.connect(host: configuration.host, port: configuration.port).whenComplete { result in
+            switch result {
+            case .success(let channel):
+                self.channel = channel
+                self.sendConnect(on: channel)
+            case .failure(let error):
+                self.context.log(.warning, "cannot connect to \(configuration.host):\(configuration.port): \(error)")
+                self.scheduleReconnect()
+            }
+        }
+    }
+
+    private func sendConnect(on channel: any Channel) {
+        var properties = MQTTProperties()
+        if configuration.version == .v5 {
+            properties.sessionExpiryInterval = configuration.sessionExpiry
+            properties.receiveMaximum = UInt16(clamping: 65535)
+            properties.maximumPacketSize = UInt32(clamping: configuration.maximumPacketSize)
+        }
+        let connect = MQTTConnect(
+            clientID: configuration.clientID,
+            cleanStart: configuration.cleanStart,
+            keepAlive: configuration.keepAlive,
+            username: configuration.username,
+            password: configuration.password,
+            will: configuration.will,
+            properties: properties
+        )
+        write(.connect(connect), on: channel).whenComplete { _ in }
+        // A broker that accepts TCP but never answers CONNECT must not hold the link forever.
+        eventLoop.scheduleTask(in: .seconds(10)) {
+            guard self.channel === channel, !self.connected else { return }
+            self.context.log(.error, "no CONNACK within 10s: closing the connection")
+            channel.close(promise: nil)
+        }
+    }
+
+    private func scheduleReconnect() {
+        guard !stopped, reconnectTask == nil else { return }
+        // Full jitter on the upper half: many routers restarting together do not reconnect in step.
+        let delay = reconnectDelay / 2 + UInt64.random(in: 0...(reconnectDelay / 2))
+        reconnectDelay = min(configuration.maximumReconnectDelay, reconnectDelay * 2)
+        reconnectTask = eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: delay))) {
+            self.reconnectTask = nil
+            self.connect()
+        }
+    }
+
+    /// The channel closed (by either side or after an error).
+    func channelInactive() {
+        eventLoop.preconditionInEventLoop()
+        let wasConnected = connected
+        connected = false
+        channel = nil
+        pingTask?.cancel()
+        pingTask = nil
+        awaitingPong = false
+        // What the broker had not confirmed goes again, first, in the order it was sent.
+        let unconfirmed = inflightOrder.compactMap { inflight[$0] }.map { outbound -> Outbound in
+            var again = outbound
+            again.publish.dup = true
+            return again
+        }
+        inflight.removeAll()
+        inflightOrder.removeAll()
+        pending.insert(contentsOf: unconfirmed, at: 0)
+        unsettled.removeAll()  // the broker redelivers unacknowledged QoS ≥ 1 publishes itself
+        receivedQoS2.removeAll()
+        if wasConnected, !stopped { context.log(.warning, "connection to \(configuration.host):\(configuration.port) lost") }
+        context.metric(.gauge, "mqtt_connected", 0)
+        scheduleReconnect()
+    }
+
+    /// A decoding or transport error; the handler closes the channel next.
+    func failed(_ error: any Error) {
+        if let error = error as? MQTTCodecError {
+            context.metric(.counter, "mqtt_bad_packets_total", 1)
+            context.log(.error, "closing the connection: \(error)")
+        } else {
+            context.log(.error, "connection error: \(error)")
+        }
+    }
+
+    // MARK: Packets from the broker (event loop)
+
+    func received(_ packet: MQTTPacket) {
+        eventLoop.preconditionInEventLoop()
+        guard let channel else { return }
+        switch packet {
+        case .connack(let connack):
+            connectionAcknowledged(connack, on: channel)
+        case .publish(let publish):
+            receivedPublish(publish, on: channel)
+        case .puback(let ack):
+            complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBACK")
+        case .pubrec(let ack):
+            guard var outbound = inflight[ack.packetID] else { return protocolViolation("PUBREC for unknown packet id \(ack.packetID)", channel) }
+            if ack.reasonCode >= 0x80 { return complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBREC") }
+            outbound.released = true
+            inflight[ack.packetID] = outbound
+            write(.pubrel(MQTTAck(packetID: ack.packetID)), on: channel).whenComplete { _ in }
+        case .pubcomp(let ack):
+            complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBCOMP")
+        case .pubrel(let ack):
+            receivedQoS2.remove(ack.packetID)
+            write(.pubcomp(MQTTAck(packetID: ack.packetID)), on: channel).whenComplete { _ in }
+        case .suback(let suback):
+            for (index, code) in suback.reasonCodes.enumerated() where code >= 0x80 {
+                let filter = index < configuration.subscriptions.count ? configuration.subscriptions[index].filter : "?"
+                context.log(.error, "broker refused subscription '\(filter)' (reason 0x\(String(code, radix: 16)))")
+            }
+        case .pingresp:
+            awaitingPong = false
+        case .disconnect(let disconnect):
+            context.log(.warning, "broker disconnected (reason 0x\(String(disconnect.reasonCode, radix: 16)))\(Self.reasonText(disconnect.properties))")
+            channel.close(promise: nil)
+        case .unsuback, .auth:
+            break
+        case .connect, .subscribe, .unsubscribe, .pingreq:
+            protocolViolation("the broker sent a \(packet.name) packet, which only clients send", channel)
+        }
+    }
+
+    private func connectionAcknowledged(_ connack: MQTTConnAck, on channel: any Channel) {
+        guard connack.reasonCode == 0 else {
+            context.metric(.counter, "mqtt_connect_refused_total", 1)
+            context.log(
+                .error,
+                "broker refused the connection: \(Self.connectReason(connack.reasonCode, version: configuration.version))\(Self.reasonText(connack.properties))"
+            )
+            channel.close(promise: nil)
+            return
+        }
+        connected = true
+        reconnectDelay = configuration.initialReconnectDelay
+        context.metric(.gauge, "mqtt_connected", 1)
+        context.log(.info, "connected to \(configuration.host):\(configuration.port) (MQTT \(configuration.version == .v5 ? "5" : "3.1.1"))")
+        let keepAlive = connack.properties.serverKeepAlive ?? configuration.keepAlive
+        if keepAlive > 0 {
+            pingTask = eventLoop.scheduleRepeatedTask(initialDelay: .seconds(Int64(keepAlive)), delay: .seconds(Int64(keepAlive))) { task in
+                guard self.connected, let channel = self.channel else { return task.cancel() }
+                if self.awaitingPong {
+                    self.context.log(.warning, "no PINGRESP within \(keepAlive)s: closing the connection")
+                    channel.close(promise: nil)
+                    return
+                }
+                self.awaitingPong = true
+                self.write(.pingreq, on: channel).whenComplete { _ in }
+            }
+        }
+        if !configuration.subscriptions.isEmpty {
+            let subscriptions = configuration.subscriptions.map {
+                MQTTSubscription(topicFilter: $0.filter, qos: $0.qos, noLocal: configuration.version == .v5 && $0.noLocal)
+            }
+            write(.subscribe(MQTTSubscribe(packetID: nextID(), subscriptions: subscriptions)), on: channel).whenComplete { _ in }
+        }
+        if !reading { channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in } }
+        sendPending()
+    }
+
+    private func receivedPublish(_ publish: MQTTPublish, on channel: any Channel) {
+        if publish.qos == .exactlyOnce, let id = publish.packetID, receivedQoS2.contains(id) {
+            // A resend before PUBREL: already taken once, only acknowledge again.
+            write(.pubrec(MQTTAck(packetID: id)), on: channel).whenComplete { _ in }
+            return
+        }
+        if !blockedInbound.isEmpty {
+            blockedInbound.append(Inbound(publish: publish))
+            return
+        }
+        if !emit(publish) {
+            blockedInbound.append(Inbound(publish: publish))
+            channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        }
+    }
+
+    /// Emits an inbound publish; false when the router is full (nothing was taken).
+    private func emit(_ publish: MQTTPublish) -> Bool {
+        var token: UInt64 = 0
+        if publish.qos != .atMostOnce, let id = publish.packetID {
+            nextSettleToken &+= 1
+            token = nextSettleToken
+            unsettled[token] = (id, publish.qos)
+            if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
+        }
+        switch context.emit(MQTTEnvelopes.envelope(for: publish, version: configuration.version), on: "messages", settleToken: token) {
+        case .ok:
+            return true
+        case .full:
+            if token != 0 {
+                unsettled.removeValue(forKey: token)
+                if let id = publish.packetID { receivedQoS2.remove(id) }
+            }
+            return false
+        case let refusal:
+            if token != 0 { unsettled.removeValue(forKey: token) }
+            context.log(.error, "router refused a publish on \(publish.topic): \(refusal)")
+            return true
+        }
+    }
+
+    private func emitBlocked() {
+        while let first = blockedInbound.first {
+            guard emit(first.publish) else { return }
+            blockedInbound.removeFirst()
+        }
+        if reading { channel?.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in } }
+        channel?.read()
+    }
+
+    // MARK: Publishing (event loop)
+
+    private func sendPending() {
+        guard connected, let channel else { return }
+        while !pending.isEmpty, inflight.count < configuration.inflightWindow {
+            var outbound = pending.removeFirst()
+            let id = nextID()
+            outbound.publish.packetID = id
+            inflight[id] = outbound
+            inflightOrder.append(id)
+            write(.publish(outbound.publish), on: channel).whenComplete { _ in }
+        }
+    }
+
+    private func complete(_ packetID: UInt16, reasonCode: UInt8, stage: String) {
+        guard let outbound = inflight.removeValue(forKey: packetID) else {
+            context.log(.warning, "\(stage) for unknown packet id \(packetID) ignored")
+            return
+        }
+        inflightOrder.removeAll { $0 == packetID }
+        if reasonCode >= 0x80 {
+            outbound.delivery.ack(.reject, reason: "broker answered \(stage) with reason 0x\(String(reasonCode, radix: 16))")
+        } else {
+            outbound.delivery.ack(.ok)
+        }
+        sendPending()
+    }
+
+    private func nextID() -> UInt16 {
+        repeat {
+            nextPacketID = nextPacketID == UInt16.max ? 1 : nextPacketID + 1
+        } while inflight[nextPacketID] != nil
+        return nextPacketID
+    }
+
+    private func write(_ packet: MQTTPacket, on channel: any Channel) -> EventLoopFuture<Void> {
+        var buffer = channel.allocator.buffer(capacity: 64)
+        do {
+            try MQTTCodec.encode(packet, version: configuration.version, into: &buffer)
+        } catch {
+            context.log(.error, "cannot encode \(packet.name): \(error)")
+            return eventLoop.makeFailedFuture(error)
+        }
+        return channel.writeAndFlush(buffer)
+    }
+
+    private func protocolViolation(_ reason: String, _ channel: any Channel) {
+        context.metric(.counter, "mqtt_bad_packets_total", 1)
+        context.log(.error, "closing the connection: protocol violation: \(reason)")
+        channel.close(promise: nil)
+    }
+
+    // MARK: Helpers
+
+    static func makeSSLContext(_ tls: MQTTLinkConfiguration.TLS) throws -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if let caFile = tls.caFile { configuration.trustRoots = .file(caFile) }
+        if let certificateFile = tls.certificateFile, let keyFile = tls.keyFile {
+            configuration.certificateChain = try NIOSSLCertificate.fromPEMFile(certificateFile).map { .certificate($0) }
+            configuration.privateKey = .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem))
+        }
+        configuration.certificateVerification = tls.verify ? .fullVerification : .none
+        return try NIOSSLContext(configuration: configuration)
+    }
+
+    static func isIPAddress(_ host: String) -> Bool {
+        host.contains(":") || host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil }
+    }
+
+    static func reasonText(_ properties: MQTTProperties) -> String {
+        properties.reasonString.map { ": \($0)" } ?? ""
+    }
+
+    static func connectReason(_ code: UInt8, version: MQTTVersion) -> String {
+        switch (version, code) {
+        case (.v3_1_1, 1): "unacceptable protocol version (1)"
+        case (.v3_1_1, 2): "client identifier rejected (2)"
+        case (.v3_1_1, 3): "server unavailable (3)"
+        case (.v3_1_1, 4): "bad user name or password (4)"
+        case (.v3_1_1, 5): "not authorized (5)"
+        case (.v5, 0x86): "bad user name or password (0x86)"
+        case (.v5, 0x87): "not authorized (0x87)"
+        case (.v5, 0x84): "unsupported protocol version (0x84)"
+        case (.v5, 0x85): "client identifier not valid (0x85)"
+        case (.v5, 0x88): "server unavailable (0x88)"
+        case (.v5, 0x89): "server busy (0x89)"
+        case (.v5, 0x8A): "banned (0x8a)"
+        default: "reason 0x\(String(code, radix: 16))"
+        }
+    }
+}
+
+/// Frames bytes from the broker into packets with ``MQTTCodec``.
+struct MQTTPacketDecoder: ByteToMessageDecoder {
+    typealias InboundOut = MQTTPacket
+
+    let version: MQTTVersion
+    let maximumPacketSize: Int
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let packet = try MQTTCodec.decode(from: &buffer, version: version, maximumPacketSize: maximumPacketSize) else {
+            return .needMoreData
+        }
+        context.fireChannelRead(wrapInboundOut(packet))
+        return .continue
+    }
+
+    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        return .needMoreData
+    }
+}
+
+/// Hands decoded packets and connection events to the link.
+final class MQTTLinkHandler: ChannelInboundHandler {
+    typealias InboundIn = MQTTPacket
+
+    let link: MQTTLink
+
+    init(link: MQTTLink) { self.link = link }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        link.received(unwrapInboundIn(data))
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        link.channelInactive()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        link.failed(error)
+        context.close(promise: nil)
+    }
+}
