@@ -28,7 +28,8 @@ enum MQTTEnvelopes {
             type: messageType,
             subject: publish.topic,
             headers: headers,
-            contentType: properties.contentType ?? (properties.payloadFormatIndicator == 1 ? "text/plain; charset=utf-8" : "application/octet-stream"),
+            contentType: properties.contentType
+                ?? (properties.payloadFormatIndicator == 1 ? "text/plain; charset=utf-8" : "application/octet-stream"),
             body: publish.payload
         )
     }
@@ -37,7 +38,8 @@ enum MQTTEnvelopes {
     /// (`{topic, payload, qos, retain}`) decides everything it names; otherwise headers
     /// (`mqtt.topic`, `mqtt.qos`, `mqtt.retain`), then the instance's `publish:` defaults, then
     /// the envelope's subject.
-    static func publish(for envelope: Envelope, defaults: MQTTLinkConfiguration.PublishDefaults, version: MQTTVersion) throws -> MQTTPublish {
+    static func publish(for envelope: Envelope, defaults: MQTTLinkConfiguration.PublishDefaults, version: MQTTVersion) throws -> MQTTPublish
+    {
         var topic = envelope.headers["mqtt.topic"] ?? defaults.topic ?? envelope.subject
         var payload = envelope.body
         var qos = envelope.headers["mqtt.qos"].flatMap(UInt8.init).flatMap(MQTTQoS.init(rawValue:)) ?? defaults.qos
@@ -67,7 +69,8 @@ enum MQTTEnvelopes {
             properties.responseTopic = envelope.headers["mqtt.response_topic"]
             properties.correlationData = envelope.headers["mqtt.correlation_data"].flatMap(bytes(hex:))
             for header in envelope.headers where header.name.hasPrefix("mqtt.user.") {
-                properties.userProperties.append(MQTTUserProperty(name: String(header.name.dropFirst("mqtt.user.".count)), value: header.value))
+                properties.userProperties.append(
+                    MQTTUserProperty(name: String(header.name.dropFirst("mqtt.user.".count)), value: header.value))
             }
         }
         return MQTTPublish(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties)

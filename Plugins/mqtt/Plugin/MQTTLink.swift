@@ -79,7 +79,9 @@ final class MQTTLink: @unchecked Sendable {
             self.reconnectTask?.cancel()
             self.pingTask?.cancel()
             for outbound in self.pending { outbound.delivery.ack(.retry, reason: "mqtt link stopped") }
-            for id in self.inflightOrder { self.inflight[id]?.delivery.ack(.retry, reason: "mqtt link stopped before the broker confirmed") }
+            for id in self.inflightOrder {
+                self.inflight[id]?.delivery.ack(.retry, reason: "mqtt link stopped before the broker confirmed")
+            }
             self.pending.removeAll()
             self.inflight.removeAll()
             self.inflightOrder.removeAll()
@@ -154,7 +156,8 @@ final class MQTTLink: @unchecked Sendable {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
                     }
                     try channel.pipeline.syncOperations.addHandler(
-                        ByteToMessageHandler(MQTTPacketDecoder(version: configuration.version, maximumPacketSize: configuration.maximumPacketSize))
+                        ByteToMessageHandler(
+                            MQTTPacketDecoder(version: configuration.version, maximumPacketSize: configuration.maximumPacketSize))
                     )
                     try channel.pipeline.syncOperations.addHandler(MQTTLinkHandler(link: link))
                 }
@@ -255,7 +258,9 @@ final class MQTTLink: @unchecked Sendable {
         case .puback(let ack):
             complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBACK")
         case .pubrec(let ack):
-            guard var outbound = inflight[ack.packetID] else { return protocolViolation("PUBREC for unknown packet id \(ack.packetID)", channel) }
+            guard var outbound = inflight[ack.packetID] else {
+                return protocolViolation("PUBREC for unknown packet id \(ack.packetID)", channel)
+            }
             if ack.reasonCode >= 0x80 { return complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBREC") }
             outbound.released = true
             inflight[ack.packetID] = outbound
@@ -273,7 +278,9 @@ final class MQTTLink: @unchecked Sendable {
         case .pingresp:
             awaitingPong = false
         case .disconnect(let disconnect):
-            context.log(.warning, "broker disconnected (reason 0x\(String(disconnect.reasonCode, radix: 16)))\(Self.reasonText(disconnect.properties))")
+            context.log(
+                .warning,
+                "broker disconnected (reason 0x\(String(disconnect.reasonCode, radix: 16)))\(Self.reasonText(disconnect.properties))")
             channel.close(promise: nil)
         case .unsuback, .auth:
             break
@@ -295,7 +302,8 @@ final class MQTTLink: @unchecked Sendable {
         connected = true
         reconnectDelay = configuration.initialReconnectDelay
         context.metric(.gauge, "mqtt_connected", 1)
-        context.log(.info, "connected to \(configuration.host):\(configuration.port) (MQTT \(configuration.version == .v5 ? "5" : "3.1.1"))")
+        context.log(
+            .info, "connected to \(configuration.host):\(configuration.port) (MQTT \(configuration.version == .v5 ? "5" : "3.1.1"))")
         let keepAlive = connack.properties.serverKeepAlive ?? configuration.keepAlive
         if keepAlive > 0 {
             pingTask = eventLoop.scheduleRepeatedTask(initialDelay: .seconds(Int64(keepAlive)), delay: .seconds(Int64(keepAlive))) { task in

@@ -134,7 +134,8 @@ final class MQTTPlugin: SwitchyardPlugin {
 
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
         do {
-            let publish = try MQTTEnvelopes.publish(for: envelope, defaults: link.configuration.publish, version: link.configuration.version)
+            let publish = try MQTTEnvelopes.publish(
+                for: envelope, defaults: link.configuration.publish, version: link.configuration.version)
             link.publish(publish, delivery: delivery)
         } catch {
             delivery.ack(.reject, reason: "\(error)")
