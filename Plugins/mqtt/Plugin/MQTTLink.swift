@@ -49,6 +49,9 @@ final class MQTTLink: @unchecked Sendable {
     private var unsettled: [UInt64: (packetID: UInt16, qos: MQTTQoS)] = [:]
     /// QoS 2 packet ids received and acknowledged with PUBREC, awaiting PUBREL.
     private var receivedQoS2: Set<UInt16> = []
+    /// MQTT 3.1.1 has no no-local: what this link published lately, so the broker's echo of
+    /// it through the link's own subscriptions can be recognised and dropped.
+    private var recentPublishes = EchoMemory()
 
     init(configuration: MQTTLinkConfiguration, context: PluginContext, instance: String) {
         self.configuration = configuration
@@ -103,6 +106,7 @@ final class MQTTLink: @unchecked Sendable {
                 guard self.connected, let channel = self.channel else {
                     return delivery.ack(.retry, reason: "not connected to the broker (QoS 0 is not kept)")
                 }
+                self.remember(publish)
                 self.write(.publish(publish), on: channel).whenComplete { result in
                     switch result {
                     case .success: delivery.ack(.ok)
@@ -327,7 +331,25 @@ final class MQTTLink: @unchecked Sendable {
         sendPending()
     }
 
+    private var suppressesEchoes: Bool {
+        configuration.version == .v3_1_1 && configuration.echoSuppression && !configuration.subscriptions.isEmpty
+    }
+
+    private func remember(_ publish: MQTTPublish) {
+        guard suppressesEchoes else { return }
+        recentPublishes.insert(topic: publish.topic, payload: publish.payload, at: .now())
+    }
+
     private func receivedPublish(_ publish: MQTTPublish, on channel: any Channel) {
+        if suppressesEchoes, recentPublishes.remove(topic: publish.topic, payload: publish.payload, now: .now()) {
+            context.metric(.counter, "mqtt_echoes_dropped_total", 1)
+            if let id = publish.packetID, publish.qos != .atMostOnce {
+                let ack = MQTTAck(packetID: id)
+                write(publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel).whenComplete { _ in }
+                if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
+            }
+            return
+        }
         if publish.qos == .exactlyOnce, let id = publish.packetID, receivedQoS2.contains(id) {
             // A resend before PUBREL: already taken once, only acknowledge again.
             write(.pubrec(MQTTAck(packetID: id)), on: channel).whenComplete { _ in }
@@ -387,6 +409,7 @@ final class MQTTLink: @unchecked Sendable {
             outbound.publish.packetID = id
             inflight[id] = outbound
             inflightOrder.append(id)
+            remember(outbound.publish)
             write(.publish(outbound.publish), on: channel).whenComplete { _ in }
         }
     }
@@ -510,5 +533,54 @@ final class MQTTLinkHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         link.failed(error)
         context.close(promise: nil)
+    }
+}
+
+/// A bounded memory of recent publishes (topic and payload digest), for recognising the
+/// broker's echo of a link's own publish. Entries expire after `lifetime`; at most `capacity`
+/// are kept, oldest dropped first.
+struct EchoMemory {
+    static let capacity = 4096
+    static let lifetime = TimeAmount.seconds(30)
+
+    private var entries: [(digest: Int, at: NIODeadline)] = []
+    private var counts: [Int: Int] = [:]
+
+    mutating func insert(topic: String, payload: [UInt8], at now: NIODeadline) {
+        expire(now: now)
+        if entries.count >= Self.capacity { drop(first: 1) }
+        let digest = Self.digest(topic, payload)
+        entries.append((digest, now))
+        counts[digest, default: 0] += 1
+    }
+
+    /// Whether a matching publish was remembered (and forgets one of them).
+    mutating func remove(topic: String, payload: [UInt8], now: NIODeadline) -> Bool {
+        expire(now: now)
+        let digest = Self.digest(topic, payload)
+        guard let count = counts[digest], count > 0 else { return false }
+        counts[digest] = count == 1 ? nil : count - 1
+        if let index = entries.firstIndex(where: { $0.digest == digest }) { entries.remove(at: index) }
+        return true
+    }
+
+    private mutating func expire(now: NIODeadline) {
+        let expired = entries.prefix(while: { $0.at + Self.lifetime < now }).count
+        if expired > 0 { drop(first: expired) }
+    }
+
+    private mutating func drop(first count: Int) {
+        for entry in entries.prefix(count) {
+            let left = (counts[entry.digest] ?? 1) - 1
+            counts[entry.digest] = left > 0 ? left : nil
+        }
+        entries.removeFirst(count)
+    }
+
+    static func digest(_ topic: String, _ payload: [UInt8]) -> Int {
+        var hasher = Hasher()
+        hasher.combine(topic)
+        hasher.combine(payload)
+        return hasher.finalize()
     }
 }

@@ -44,6 +44,7 @@ struct MQTTLinkConfiguration: Sendable {
     var inflightWindow: Int
     var maximumPacketSize: Int
     var maximumPending: Int
+    var echoSuppression: Bool
 
     init(instance: String, config: JSONValue) throws {
         guard let url = config["url"]?.stringValue else { throw PluginError("url is required, e.g. mqtt://127.0.0.1:1883") }
@@ -156,5 +157,6 @@ struct MQTTLinkConfiguration: Sendable {
         inflightWindow = max(1, config["inflight"]?.intValue ?? 64)
         maximumPacketSize = max(1024, config["maximum_packet_size"]?.intValue ?? 1 << 20)
         maximumPending = max(1, config["max_pending"]?.intValue ?? 10_000)
+        echoSuppression = config["echo_suppression"]?.boolValue ?? true
     }
 }

@@ -109,6 +109,10 @@ final class MQTTPlugin: SwitchyardPlugin {
                 ],
                 "inflight": ["type": "integer", "minimum": 1, "maximum": 65535],
                 "max_pending": ["type": "integer", "minimum": 1],
+                "echo_suppression": [
+                    "type": "boolean",
+                    "description": "MQTT 3.1.1: drop the broker's echo of this link's own publishes (MQTT 5 uses no-local)",
+                ],
                 "maximum_packet_size": ["type": "integer", "minimum": 1024],
             ],
         ]
