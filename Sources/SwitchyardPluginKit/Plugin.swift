@@ -28,6 +28,12 @@ public protocol SwitchyardPlugin: AnyObject, Sendable {
     /// once, now or later, from any thread.
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery)
 
+    /// Whether the sink `port` can take another delivery now. Answer false to make the router
+    /// hold the envelope and try again shortly — the backpressure that keeps a slow far side
+    /// from growing memory (the route's queue fills, and its sources are told to wait).
+    /// Optional; the default always accepts.
+    func canAccept(on port: String) -> Bool
+
     /// Stops producing at sources; deliveries continue. Optional.
     func quiesce()
 
@@ -43,6 +49,8 @@ public protocol SwitchyardPlugin: AnyObject, Sendable {
 }
 
 extension SwitchyardPlugin {
+    /// Always true.
+    public func canAccept(on port: String) -> Bool { true }
     /// Does nothing.
     public func quiesce() {}
     /// Does nothing.

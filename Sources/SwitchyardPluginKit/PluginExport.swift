@@ -66,6 +66,7 @@ public enum PluginExport {
             guard let box = PluginExport.box(instance), let envelope else { return SY_ERR_INVALID }
             let portName = port.string
             guard box.sinkPorts.contains(portName) else { return SY_ERR_UNKNOWN_PORT }
+            guard box.plugin.canAccept(on: portName) else { return SY_ERR_FULL }
             box.plugin.deliver(
                 EnvelopeBridge.envelope(from: envelope),
                 on: portName,

@@ -1,9 +1,11 @@
+import DequeModule
 import MQTTCodec
 import NIOCore
 import NIOPosix
 import NIOSSL
 import SwitchyardCore
 import SwitchyardPluginKit
+import Synchronization
 
 /// One broker connection: connects, subscribes, publishes with an inflight window, answers
 /// the broker's acknowledgements, pings, and reconnects with exponential backoff and jitter.
@@ -39,11 +41,11 @@ final class MQTTLink: @unchecked Sendable {
     private var nextPacketID: UInt16 = 0
     /// QoS ≥ 1 publishes sent and not yet completed, in send order.
     private var inflight: [UInt16: Outbound] = [:]
-    private var inflightOrder: [UInt16] = []
+    private var inflightOrder: Deque<UInt16> = []
     /// Publishes waiting for a connection or for room in the inflight window.
-    private var pending: [Outbound] = []
+    private var pending: Deque<Outbound> = []
     /// Inbound publishes the router could not take yet (`on_full: block`).
-    private var blockedInbound: [Inbound] = []
+    private var blockedInbound: Deque<Inbound> = []
     /// Settle tokens of inbound QoS ≥ 1 publishes → their packet id and QoS.
     private var nextSettleToken: UInt64 = 0
     private var unsettled: [UInt64: (packetID: UInt16, qos: MQTTQoS)] = [:]
@@ -52,6 +54,9 @@ final class MQTTLink: @unchecked Sendable {
     /// MQTT 3.1.1 has no no-local: what this link published lately, so the broker's echo of
     /// it through the link's own subscriptions can be recognised and dropped.
     private var recentPublishes = EchoMemory()
+    /// Publishes taken from the router and not yet acknowledged to it (any thread reads it).
+    private let outstanding = Atomic<Int>(0)
+    private var flushScheduled = false
 
     init(configuration: MQTTLinkConfiguration, context: PluginContext, instance: String) {
         self.configuration = configuration
@@ -67,11 +72,16 @@ final class MQTTLink: @unchecked Sendable {
         eventLoop.execute { self.connect() }
     }
 
-    /// Stops taking inbound publishes (graceful shutdown).
+    /// Stops taking inbound publishes (graceful shutdown): unsubscribes, and emits nothing
+    /// more. The socket stays read, because the drain still needs the broker's PUBACKs.
     func quiesce() {
         eventLoop.execute {
             self.reading = false
-            self.channel?.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+            self.blockedInbound.removeAll()
+            guard self.connected, let channel = self.channel, !self.configuration.subscriptions.isEmpty else { return }
+            channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+            let filters = self.configuration.subscriptions.map(\.filter)
+            self.write(.unsubscribe(MQTTUnsubscribe(packetID: self.nextID(), topicFilters: filters)), on: channel).whenComplete { _ in }
         }
     }
 
@@ -81,9 +91,10 @@ final class MQTTLink: @unchecked Sendable {
             self.stopped = true
             self.reconnectTask?.cancel()
             self.pingTask?.cancel()
-            for outbound in self.pending { outbound.delivery.ack(.retry, reason: "mqtt link stopped") }
+            for outbound in self.pending { self.finish(outbound.delivery, .retry, reason: "mqtt link stopped") }
             for id in self.inflightOrder {
-                self.inflight[id]?.delivery.ack(.retry, reason: "mqtt link stopped before the broker confirmed")
+                guard let outbound = self.inflight[id] else { continue }
+                self.finish(outbound.delivery, .retry, reason: "mqtt link stopped before the broker confirmed")
             }
             self.pending.removeAll()
             self.inflight.removeAll()
@@ -98,25 +109,33 @@ final class MQTTLink: @unchecked Sendable {
         _ = try? done.wait()
     }
 
+    /// Whether another publish fits: QoS ≥ 1 publishes wait (in order) for the broker, at
+    /// most `max_pending` of them; beyond that the router holds back.
+    var hasRoom: Bool { outstanding.load(ordering: .relaxed) < configuration.maximumPending }
+
+    /// Acknowledges a delivery to the router and frees its place.
+    private func finish(_ delivery: Delivery, _ outcome: DeliveryOutcome, reason: String = "") {
+        outstanding.subtract(1, ordering: .relaxed)
+        delivery.ack(outcome, reason: reason)
+    }
+
     /// Takes a publish from the router.
     func publish(_ publish: MQTTPublish, delivery: Delivery) {
+        outstanding.add(1, ordering: .relaxed)
         eventLoop.execute {
-            guard !self.stopped else { return delivery.ack(.retry, reason: "mqtt link stopped") }
+            guard !self.stopped else { return self.finish(delivery, .retry, reason: "mqtt link stopped") }
             if publish.qos == .atMostOnce {
                 guard self.connected, let channel = self.channel else {
-                    return delivery.ack(.retry, reason: "not connected to the broker (QoS 0 is not kept)")
+                    return self.finish(delivery, .retry, reason: "not connected to the broker (QoS 0 is not kept)")
                 }
                 self.remember(publish)
-                self.write(.publish(publish), on: channel).whenComplete { result in
+                self.write(.publish(publish), on: channel, flush: false).whenComplete { result in
                     switch result {
-                    case .success: delivery.ack(.ok)
-                    case .failure(let error): delivery.ack(.retry, reason: "write failed: \(error)")
+                    case .success: self.finish(delivery, .ok)
+                    case .failure(let error): self.finish(delivery, .retry, reason: "write failed: \(error)")
                     }
                 }
                 return
-            }
-            guard self.pending.count < self.configuration.maximumPending else {
-                return delivery.ack(.retry, reason: "more than \(self.configuration.maximumPending) publishes waiting for the broker")
             }
             self.pending.append(Outbound(publish: publish, delivery: delivery))
             self.sendPending()
@@ -129,7 +148,13 @@ final class MQTTLink: @unchecked Sendable {
     }
 
     /// The router has delivered an inbound publish everywhere: confirm it to the broker.
-    func settled(token: UInt64) {
+    /// Without a durable spool a failed delivery cannot be kept, so it is confirmed too, but
+    /// logged and counted (`mqtt_unconfirmed_deliveries_total`).
+    func settled(token: UInt64, outcome: DeliveryOutcome) {
+        if outcome != .ok {
+            context.metric(.counter, "mqtt_unconfirmed_deliveries_total", 1)
+            context.log(.warning, "an inbound publish was not delivered everywhere (\(outcome)); confirmed to the broker anyway")
+        }
         eventLoop.execute {
             guard let entry = self.unsettled.removeValue(forKey: token), self.connected, let channel = self.channel else { return }
             let ack = MQTTAck(packetID: entry.packetID)
@@ -321,13 +346,12 @@ final class MQTTLink: @unchecked Sendable {
                 self.write(.pingreq, on: channel).whenComplete { _ in }
             }
         }
-        if !configuration.subscriptions.isEmpty {
+        if reading, !configuration.subscriptions.isEmpty {
             let subscriptions = configuration.subscriptions.map {
                 MQTTSubscription(topicFilter: $0.filter, qos: $0.qos, noLocal: configuration.version == .v5 && $0.noLocal)
             }
             write(.subscribe(MQTTSubscribe(packetID: nextID(), subscriptions: subscriptions)), on: channel).whenComplete { _ in }
         }
-        if !reading { channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in } }
         sendPending()
     }
 
@@ -341,6 +365,9 @@ final class MQTTLink: @unchecked Sendable {
     }
 
     private func receivedPublish(_ publish: MQTTPublish, on channel: any Channel) {
+        // After quiesce nothing more is taken: unacknowledged, the broker keeps it for the
+        // session (or drops it with a clean start), and nothing accepted is lost.
+        guard reading else { return }
         if suppressesEchoes, recentPublishes.remove(topic: publish.topic, payload: publish.payload, now: .now()) {
             context.metric(.counter, "mqtt_echoes_dropped_total", 1)
             if let id = publish.packetID, publish.qos != .atMostOnce {
@@ -395,7 +422,7 @@ final class MQTTLink: @unchecked Sendable {
             guard emit(first.publish) else { return }
             blockedInbound.removeFirst()
         }
-        if reading { channel?.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in } }
+        channel?.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
         channel?.read()
     }
 
@@ -410,7 +437,7 @@ final class MQTTLink: @unchecked Sendable {
             inflight[id] = outbound
             inflightOrder.append(id)
             remember(outbound.publish)
-            write(.publish(outbound.publish), on: channel).whenComplete { _ in }
+            write(.publish(outbound.publish), on: channel, flush: false).whenComplete { _ in }
         }
     }
 
@@ -419,11 +446,12 @@ final class MQTTLink: @unchecked Sendable {
             context.log(.warning, "\(stage) for unknown packet id \(packetID) ignored")
             return
         }
-        inflightOrder.removeAll { $0 == packetID }
+        // Acknowledgements come nearly in order: drop completed ids from the front only.
+        while let first = inflightOrder.first, inflight[first] == nil { inflightOrder.removeFirst() }
         if reasonCode >= 0x80 {
-            outbound.delivery.ack(.reject, reason: "broker answered \(stage) with reason 0x\(String(reasonCode, radix: 16))")
+            finish(outbound.delivery, .reject, reason: "broker answered \(stage) with reason 0x\(String(reasonCode, radix: 16))")
         } else {
-            outbound.delivery.ack(.ok)
+            finish(outbound.delivery, .ok)
         }
         sendPending()
     }
@@ -435,7 +463,9 @@ final class MQTTLink: @unchecked Sendable {
         return nextPacketID
     }
 
-    private func write(_ packet: MQTTPacket, on channel: any Channel) -> EventLoopFuture<Void> {
+    /// Writes a packet. With `flush: false` the flush happens once for everything written in
+    /// this turn of the event loop, so a burst of publishes becomes a few socket writes.
+    private func write(_ packet: MQTTPacket, on channel: any Channel, flush: Bool = true) -> EventLoopFuture<Void> {
         var buffer = channel.allocator.buffer(capacity: 64)
         do {
             try MQTTCodec.encode(packet, version: configuration.version, into: &buffer)
@@ -443,7 +473,16 @@ final class MQTTLink: @unchecked Sendable {
             context.log(.error, "cannot encode \(packet.name): \(error)")
             return eventLoop.makeFailedFuture(error)
         }
-        return channel.writeAndFlush(buffer)
+        if flush { return channel.writeAndFlush(buffer) }
+        let written = channel.write(buffer)
+        if !flushScheduled {
+            flushScheduled = true
+            eventLoop.execute {
+                self.flushScheduled = false
+                channel.flush()
+            }
+        }
+        return written
     }
 
     private func protocolViolation(_ reason: String, _ channel: any Channel) {

@@ -134,7 +134,9 @@ final class MQTTPlugin: SwitchyardPlugin {
 
     func resume(port: String) { link.resume() }
 
-    func settled(token: UInt64, outcome: DeliveryOutcome) { link.settled(token: token) }
+    func settled(token: UInt64, outcome: DeliveryOutcome) { link.settled(token: token, outcome: outcome) }
+
+    func canAccept(on port: String) -> Bool { link.hasRoom }
 
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
         do {

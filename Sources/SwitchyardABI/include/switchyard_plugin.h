@@ -214,7 +214,9 @@ typedef struct sy_plugin_api_v1 {
     /**
      * MANDATORY: deliver an envelope to a sink port. SY_OK means the plugin took it and
      * will call ack(delivery_id, ...) exactly once. Any other code means it did not take it
-     * and will not ack it (SY_ERR_FULL: try again later).
+     * and will not ack it. SY_ERR_FULL is backpressure: the host holds the envelope and calls
+     * deliver() again with the same delivery id a little later (its route queue fills
+     * meanwhile and the route's sources are told to wait).
      */
     int32_t (*deliver)(void *instance, sy_bytes port, const sy_envelope *envelope,
                        uint64_t delivery_id);

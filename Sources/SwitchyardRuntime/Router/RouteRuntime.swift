@@ -15,6 +15,8 @@ final class RouteCounters: Sendable {
     let refused = Atomic<Int>(0)
     /// Envelopes the worker has finished with (filtered or dispatched to every sink).
     let processed = Atomic<Int>(0)
+    /// Times a sink answered "full" and the delivery waited.
+    let sinkFull = Atomic<Int>(0)
 }
 
 /// A route at run time: its queue and the worker thread that applies `when` and the
@@ -91,6 +93,21 @@ final class RouteRuntime: @unchecked Sendable {
         router.workerFinished()
     }
 
+    /// Delivers; while the sink answers "full", waits (1 ms, doubling to 50 ms) and tries
+    /// again. Holding the worker here is the backpressure: the route queue fills and emits on
+    /// `block` routes are refused until the sink has room. Gives up only when the sink
+    /// instance stops.
+    private func deliverWaitingForRoom(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64) -> Int32 {
+        var pause = 0.001
+        while true {
+            let status = sink.instance.deliver(envelope, port: sink, deliveryID: deliveryID)
+            guard status == SY_ERR_FULL, sink.instance.accepting.load(ordering: .relaxed) else { return status }
+            counters.sinkFull.add(1, ordering: .relaxed)
+            Thread.sleep(forTimeInterval: pause)
+            pause = min(pause * 2, 0.05)
+        }
+    }
+
     private func dispatch(_ item: QueuedEnvelope) {
         var scope = EnvelopeScope(item.envelope)
         if let condition = plan.condition, !condition.evaluate(&scope) {
@@ -114,7 +131,7 @@ final class RouteRuntime: @unchecked Sendable {
                 continue
             }
             let deliveryID = router.nextDeliveryID(tracking: item.settlement)
-            let status = sink.instance.deliver(output, port: sink, deliveryID: deliveryID)
+            let status = deliverWaitingForRoom(output, to: sink, deliveryID: deliveryID)
             if status == SY_OK {
                 counters.dispatched.add(1, ordering: .relaxed)
             } else {

@@ -1,0 +1,45 @@
+import Foundation
+import Testing
+
+/// Two real brokers bridged both ways through one router: every message crosses exactly once
+/// and nothing echoes back — MQTT 5 by no-local on the router's own subscriptions, MQTT 3.1.1
+/// by the link's memory of what it published.
+@Suite(.timeLimit(.minutes(2)))
+struct MQTTBridgeTests {
+    @Test(arguments: ["5", "\"3.1.1\""])
+    func bidirectionalBridgeBetweenTwoBrokersDoesNotEcho(version: String) throws {
+        let brokerA = try Mosquitto()
+        let brokerB = try Mosquitto()
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("mqtt")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              a: { plugin: mqtt, url: "\(brokerA.url)", version: \(version), client_id: bridge-a, subscriptions: [ { topic: "chat/#", qos: 1 } ], publish: { qos: 1 } }
+              b: { plugin: mqtt, url: "\(brokerB.url)", version: \(version), client_id: bridge-b, subscriptions: [ { topic: "chat/#", qos: 1 } ], publish: { qos: 1 } }
+            routes:
+              - { name: a-to-b, from: a.messages, to: b.publish }
+              - { name: b-to-a, from: b.messages, to: a.publish }
+            """
+        )
+        let watchA = try MosquittoSubscriber(brokerA, topic: "chat/#", qos: 1)
+        let watchB = try MosquittoSubscriber(brokerB, topic: "chat/#", qos: 1)
+        let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        router.waitUntil("both links subscribed") {
+            brokerA.occurrences(of: "Sending SUBACK to bridge-a") > 0 && brokerB.occurrences(of: "Sending SUBACK to bridge-b") > 0
+        }
+        try brokerA.publish(topic: "chat/from-a", message: "hello from A", qos: 1)
+        try brokerB.publish(topic: "chat/from-b", message: "hello from B", qos: 1)
+        router.waitUntil("each message on both brokers") { watchA.lines.count >= 2 && watchB.lines.count >= 2 }
+        // Another message proves the earlier ones have had time to echo, had they done so.
+        try brokerA.publish(topic: "chat/last", message: "done", qos: 1)
+        router.waitUntil("the last message bridged") { watchB.lines.contains("chat/last done") }
+        #expect(router.stop() == 0)
+        #expect(watchA.lines.sorted() == ["chat/from-a hello from A", "chat/from-b hello from B", "chat/last done"])
+        #expect(watchB.lines.sorted() == ["chat/from-a hello from A", "chat/from-b hello from B", "chat/last done"])
+        let aToB = try #require(RouteTotals.parse(route: "a-to-b", in: router.standardError), "\(router.standardError)")
+        let bToA = try #require(RouteTotals.parse(route: "b-to-a", in: router.standardError), "\(router.standardError)")
+        #expect(aToB.received == 2)
+        #expect(bToA.received == 1)
+    }
+}
