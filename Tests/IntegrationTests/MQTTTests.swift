@@ -466,6 +466,59 @@ struct MQTTTests {
         #expect(lines == (1...max(1, totals.received)).map { "flood/\($0) n \($0)" })
     }
 
+    /// SIGTERM while inbound QoS 1 publishes stream in and a small queue holds the link back:
+    /// the router exits cleanly, what it took is in the file once and in order, and the broker
+    /// got a PUBACK for exactly what was taken (the rest stays the broker's).
+    @Test func sigtermDuringABlockedInboundStreamConfirmsExactlyWhatWasTaken() throws {
+        let broker = try Mosquitto()
+        let sandbox = try Self.sandbox()
+        try sandbox.writeRoutes(
+            """
+            instances:
+              broker:
+                plugin: mqtt
+                url: "\(broker.url)"
+                client_id: \(Self.clientID)
+                subscriptions: [ { topic: "sensors/#", qos: 1 } ]
+              out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body, fsync: true } }
+            routes:
+              - name: inbound
+                from: broker.messages
+                to: out.write
+                queue: { size: 8 }
+            """
+        )
+        let router = try Self.run(sandbox)
+        broker.waitForLog("Sending SUBACK to \(Self.clientID)")
+        // mosquitto_pub -l publishes each line of its input: 2000 QoS 1 messages as fast as it can.
+        let input = sandbox.root.appendingPathComponent("lines.txt")
+        try (1...2000).map { "m \($0)\n" }.joined().write(to: input, atomically: true, encoding: .utf8)
+        let publisher = Process()
+        publisher.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
+        publisher.arguments = broker.clientArguments() + ["-t", "sensors/flood", "-q", "1", "-l"]
+        publisher.standardInput = try FileHandle(forReadingFrom: input)
+        publisher.standardOutput = FileHandle.nullDevice
+        publisher.standardError = FileHandle.nullDevice
+        try ChildProcess.start(publisher)
+        defer {
+            if publisher.isRunning { kill(publisher.processIdentifier, SIGKILL) }
+            publisher.waitUntilExit()
+        }
+        router.waitUntil("100 lines in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 100 }
+        let status = router.stop()
+        let log = router.standardError
+        #expect(status == 0, "\(log)")
+        #expect(Self.logLines(log) { $0.contains("router stopped") && $0.contains("drained=true") }.count == 1, "\(log)")
+        #expect(Self.failedDeliveries(log).isEmpty, "\(log)")
+        let totals = try #require(RouteTotals.parse(route: "inbound", in: log), "\(log)")
+        let lines = sandbox.lines(of: "out.jsonl")
+        #expect(lines.count == totals.received)
+        #expect(lines == (1...max(1, totals.received)).map { "\"m \($0)\"" })
+        // Every message taken was confirmed to the broker, and no other.
+        broker.waitForLog("Client \(Self.clientID) disconnected")
+        #expect(broker.occurrences(of: "Received PUBACK from \(Self.clientID)") == lines.count, "\(broker.currentLogText.suffix(3000))")
+    }
+
     // MARK: - g. Will
 
     @Test func killedRouterLeavesItsWill() throws {

@@ -18,6 +18,8 @@ final class MQTTLink: @unchecked Sendable {
         var delivery: Delivery
         /// Set once PUBREC arrived (QoS 2): the PUBREL stage.
         var released = false
+        /// The packet id it was last sent with, before the connection was lost.
+        var previousPacketID: UInt16?
     }
 
     /// An inbound publish waiting for room in the router.
@@ -57,6 +59,10 @@ final class MQTTLink: @unchecked Sendable {
     /// Publishes taken from the router and not yet acknowledged to it (any thread reads it).
     private let outstanding = Atomic<Int>(0)
     private var flushScheduled = false
+    /// Whether the broker kept the session (CONNACK session present).
+    private var sessionResumed = false
+    /// The inflight window in force: the configured one, capped by the broker.
+    private var inflightWindow: Int
 
     init(configuration: MQTTLinkConfiguration, context: PluginContext, instance: String) {
         self.configuration = configuration
@@ -64,6 +70,7 @@ final class MQTTLink: @unchecked Sendable {
         self.instance = instance
         eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         reconnectDelay = configuration.initialReconnectDelay
+        inflightWindow = configuration.inflightWindow
     }
 
     // MARK: Entry points (any thread)
@@ -251,7 +258,7 @@ final class MQTTLink: @unchecked Sendable {
         // What the broker had not confirmed goes again, first, in the order it was sent.
         let unconfirmed = inflightOrder.compactMap { inflight[$0] }.map { outbound -> Outbound in
             var again = outbound
-            again.publish.dup = true
+            again.previousPacketID = outbound.publish.packetID
             return again
         }
         inflight.removeAll()
@@ -329,6 +336,9 @@ final class MQTTLink: @unchecked Sendable {
             return
         }
         connected = true
+        sessionResumed = connack.sessionPresent
+        // The broker's Receive Maximum caps how many QoS ≥ 1 publishes may await it.
+        inflightWindow = min(configuration.inflightWindow, Int(connack.properties.receiveMaximum ?? UInt16.max))
         reconnectDelay = configuration.initialReconnectDelay
         context.metric(.gauge, "mqtt_connected", 1)
         context.log(
@@ -430,9 +440,13 @@ final class MQTTLink: @unchecked Sendable {
 
     private func sendPending() {
         guard connected, let channel else { return }
-        while !pending.isEmpty, inflight.count < configuration.inflightWindow {
+        while !pending.isEmpty, inflight.count < inflightWindow {
             var outbound = pending.removeFirst()
-            let id = nextID()
+            // Resending into a resumed session: same packet id, DUP set (MQTT 4.4). Into a new
+            // session it is a first attempt again.
+            let resend = sessionResumed ? outbound.previousPacketID.flatMap { inflight[$0] == nil ? $0 : nil } : nil
+            let id = resend ?? nextID()
+            outbound.publish.dup = resend != nil
             outbound.publish.packetID = id
             inflight[id] = outbound
             inflightOrder.append(id)
