@@ -59,6 +59,8 @@ final class MQTTLink: @unchecked Sendable {
     /// Publishes taken from the router and not yet acknowledged to it (any thread reads it).
     private let outstanding = Atomic<Int>(0)
     private var flushScheduled = false
+    /// Publishes handed over by the router, waiting for the event loop.
+    private let inbox = Mutex<[(MQTTPublish, Delivery)]>([])
     /// Whether the broker kept the session (CONNACK session present).
     private var sessionResumed = false
     /// The inflight window in force: the configured one, capped by the broker.
@@ -126,27 +128,42 @@ final class MQTTLink: @unchecked Sendable {
         delivery.ack(outcome, reason: reason)
     }
 
-    /// Takes a publish from the router.
+    /// Takes a publish from the router. Publishes are handed to the event loop in batches:
+    /// only the first of a batch wakes it, so a stream does not cost a wake-up per message.
     func publish(_ publish: MQTTPublish, delivery: Delivery) {
         outstanding.add(1, ordering: .relaxed)
-        eventLoop.execute {
-            guard !self.stopped else { return self.finish(delivery, .retry, reason: "mqtt link stopped") }
-            if publish.qos == .atMostOnce {
-                guard self.connected, let channel = self.channel else {
-                    return self.finish(delivery, .retry, reason: "not connected to the broker (QoS 0 is not kept)")
-                }
-                self.remember(publish)
-                self.write(.publish(publish), on: channel, flush: false).whenComplete { result in
-                    switch result {
-                    case .success: self.finish(delivery, .ok)
-                    case .failure(let error): self.finish(delivery, .retry, reason: "write failed: \(error)")
-                    }
-                }
-                return
-            }
-            self.pending.append(Outbound(publish: publish, delivery: delivery))
-            self.sendPending()
+        let first = inbox.withLock { inbox in
+            inbox.append((publish, delivery))
+            return inbox.count == 1
         }
+        if first { eventLoop.execute { self.takeInbox() } }
+    }
+
+    private func takeInbox() {
+        let batch = inbox.withLock { inbox in
+            defer { inbox.removeAll(keepingCapacity: true) }
+            return inbox
+        }
+        for (publish, delivery) in batch { take(publish, delivery: delivery) }
+        sendPending()
+    }
+
+    private func take(_ publish: MQTTPublish, delivery: Delivery) {
+        guard !stopped else { return finish(delivery, .retry, reason: "mqtt link stopped") }
+        guard publish.qos == .atMostOnce else {
+            pending.append(Outbound(publish: publish, delivery: delivery))
+            return
+        }
+        guard connected, let channel else {
+            return finish(delivery, .retry, reason: "not connected to the broker (QoS 0 is not kept)")
+        }
+        remember(publish)
+        // QoS 0 is at most once: handed to the socket in order is as delivered as it gets, and
+        // a future per message would cost more than the message.
+        write(.publish(publish), on: channel, flush: false).whenFailure { error in
+            self.context.log(.debug, "QoS 0 publish not written: \(error)")
+        }
+        finish(delivery, .ok)
     }
 
     /// The router has room again on the `messages` port.
