@@ -10,8 +10,9 @@ enum MQTTEnvelopes {
     static let publishType = "mqtt.Publish"
 
     /// An inbound publish as an `mqtt.Message` envelope: topic as subject, payload as body,
-    /// flags and MQTT 5 properties as headers.
-    static func envelope(for publish: MQTTPublish, version: MQTTVersion) -> Envelope {
+    /// flags and MQTT 5 properties as headers. With an MQTT Connect profile, a phone's payload
+    /// is typed and its session object taken (see ``MQTTConnectProfile/inbound(_:)``).
+    static func envelope(for publish: MQTTPublish, version: MQTTVersion, connect: MQTTConnectProfile? = nil) -> Envelope {
         var headers = Headers()
         headers.append(name: "mqtt.topic", value: publish.topic)
         headers.append(name: "mqtt.qos", value: String(publish.qos.rawValue))
@@ -24,7 +25,7 @@ enum MQTTEnvelopes {
             if let contentType = properties.contentType { headers.append(name: "mqtt.content_type", value: contentType) }
             for property in properties.userProperties { headers.append(name: "mqtt.user." + property.name, value: property.value) }
         }
-        return Envelope(
+        var envelope = Envelope(
             type: messageType,
             subject: publish.topic,
             headers: headers,
@@ -32,15 +33,22 @@ enum MQTTEnvelopes {
                 ?? (properties.payloadFormatIndicator == 1 ? "text/plain; charset=utf-8" : "application/octet-stream"),
             body: publish.payload
         )
+        connect?.inbound(&envelope)  // MQTT Connect hook
+        return envelope
     }
 
     /// The publish for an envelope delivered to the `publish` port. An `mqtt.Publish` body
     /// (`{topic, payload, qos, retain}`) decides everything it names; otherwise headers
     /// (`mqtt.topic`, `mqtt.qos`, `mqtt.retain`), then the instance's `publish:` defaults, then
-    /// the envelope's subject.
+    /// the envelope's subject. An `mqttconnect.DialogMessage` or `mqttconnect.Settings` goes to
+    /// `publish.topic` first when the instance has one.
     static func publish(for envelope: Envelope, defaults: MQTTLinkConfiguration.PublishDefaults, version: MQTTVersion) throws -> MQTTPublish
     {
         var topic = envelope.headers["mqtt.topic"] ?? defaults.topic ?? envelope.subject
+        // MQTT Connect hook: a dialog or settings message is for the phones' topic, the
+        // instance's `publish.topic`; an `mqtt.topic` header it kept from the message that
+        // triggered it names where that came from.
+        if MQTTConnectProfile.outboundTypes.contains(envelope.type), let phones = defaults.topic { topic = phones }
         var payload = envelope.body
         var qos = envelope.headers["mqtt.qos"].flatMap(UInt8.init).flatMap(MQTTQoS.init(rawValue:)) ?? defaults.qos
         var retain = envelope.headers["mqtt.retain"].map { $0 == "true" } ?? defaults.retain

@@ -428,7 +428,9 @@ final class MQTTLink: @unchecked Sendable {
             unsettled[token] = (id, publish.qos)
             if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
         }
-        switch context.emit(MQTTEnvelopes.envelope(for: publish, version: configuration.version), on: "messages", settleToken: token) {
+        // MQTT Connect hook: the profile types a phone's payload and takes its session object.
+        let envelope = MQTTEnvelopes.envelope(for: publish, version: configuration.version, connect: configuration.connect)
+        switch context.emit(envelope, on: "messages", settleToken: token) {
         case .ok:
             return true
         case .full:

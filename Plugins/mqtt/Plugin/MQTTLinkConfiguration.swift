@@ -45,6 +45,8 @@ struct MQTTLinkConfiguration: Sendable {
     var maximumPacketSize: Int
     var maximumPending: Int
     var echoSuppression: Bool
+    /// MQTT Connect profile (`mqtt_connect: true`): see MQTTConnectProfile.swift; nil when off.
+    var connect: MQTTConnectProfile?
 
     init(instance: String, config: JSONValue) throws {
         guard let url = config["url"]?.stringValue else { throw PluginError("url is required, e.g. mqtt://127.0.0.1:1883") }
@@ -118,14 +120,14 @@ struct MQTTLinkConfiguration: Sendable {
             if let problem = MQTTTopic.problem(withTopicFilter: filter) {
                 throw PluginError("subscriptions[\(index)].topic '\(filter)': \(problem)")
             }
-            subscriptions.append(
-                Subscription(
-                    filter: filter,
-                    qos: try qos(entry["qos"], "subscriptions[\(index)].qos"),
-                    // A bridge must not hear its own publishes: MQTT 5 can say so.
-                    noLocal: entry["no_local"]?.boolValue ?? (version == .v5)
-                )
-            )
+            // A bridge must not hear its own publishes: MQTT 5 can say so, except on a shared
+            // subscription, where the protocol forbids no-local.
+            let shared = filter.hasPrefix("$share/")
+            let noLocal = entry["no_local"]?.boolValue ?? (version == .v5 && !shared)
+            if noLocal, shared {
+                throw PluginError("subscriptions[\(index)]: no_local cannot be set on a shared subscription ('\(filter)')")
+            }
+            subscriptions.append(Subscription(filter: filter, qos: try qos(entry["qos"], "subscriptions[\(index)].qos"), noLocal: noLocal))
         }
         self.subscriptions = subscriptions
 
@@ -158,5 +160,7 @@ struct MQTTLinkConfiguration: Sendable {
         maximumPacketSize = max(1024, config["maximum_packet_size"]?.intValue ?? 1 << 20)
         maximumPending = max(1, config["max_pending"]?.intValue ?? 10_000)
         echoSuppression = config["echo_suppression"]?.boolValue ?? true
+        // MQTT Connect hook: one profile (with its memory of session objects) per instance.
+        connect = config["mqtt_connect"]?.boolValue == true ? MQTTConnectProfile() : nil
     }
 }

@@ -1,6 +1,7 @@
 import MQTTCodec
 import SwitchyardCore
 import SwitchyardPluginKit
+import Synchronization
 
 /// The exported entry point of `libmqtt.so`.
 @_cdecl("switchyard_plugin_entry")
@@ -20,7 +21,8 @@ final class MQTTPlugin: SwitchyardPlugin {
             PortDeclaration(
                 name: "messages",
                 direction: .source,
-                types: [MQTTEnvelopes.messageType],
+                // MQTT Connect hook: with `mqtt_connect: true` a phone's payloads get their own types.
+                types: [MQTTEnvelopes.messageType] + MQTTConnectProfile.inboundTypes,
                 requires: "subscriptions",
                 summary: "Publishes received through the instance's subscriptions"
             ),
@@ -44,7 +46,7 @@ final class MQTTPlugin: SwitchyardPlugin {
                     "retain": ["type": "boolean"],
                 ],
             ],
-        ],
+        ].merging(MQTTConnectProfile.typeSchemas) { own, _ in own },  // MQTT Connect hook: the app's JSON formats
         config: [
             "type": "object",
             "additionalProperties": false,
@@ -114,12 +116,20 @@ final class MQTTPlugin: SwitchyardPlugin {
                     "description": "MQTT 3.1.1: drop the broker's echo of this link's own publishes (MQTT 5 uses no-local)",
                 ],
                 "maximum_packet_size": ["type": "integer", "minimum": 1024],
+                // MQTT Connect hook.
+                "mqtt_connect": [
+                    "type": "boolean",
+                    "default": false,
+                    "description": "MQTT Connect (iOS app): type phone payloads, keep each phone's SessionObject, attach it when sending",
+                ],
             ],
         ]
     )
 
     let context: PluginContext
     let link: MQTTLink
+    /// MQTT Connect messages refused as invalid (for the log; the metric is the counter).
+    private let invalidConnectMessages = Atomic<Int>(0)
 
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
@@ -139,6 +149,16 @@ final class MQTTPlugin: SwitchyardPlugin {
     func canAccept(on port: String) -> Bool { link.hasRoom }
 
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
+        // MQTT Connect hook: a dialog or settings message the app would not understand is
+        // refused, not published; one for a phone gets the phone's session object.
+        if let problem = MQTTConnectProfile.problem(with: envelope) {
+            let count = invalidConnectMessages.add(1, ordering: .relaxed).newValue
+            context.metric(.counter, "mqttconnect_invalid_total", 1)
+            context.log(.warning, "refused to publish: \(problem) (mqttconnect_invalid_total=\(count))")
+            delivery.ack(.reject, reason: problem)
+            return
+        }
+        let envelope = link.configuration.connect?.outbound(envelope) ?? envelope
         do {
             let publish = try MQTTEnvelopes.publish(
                 for: envelope, defaults: link.configuration.publish, version: link.configuration.version)

@@ -1,0 +1,181 @@
+import DequeModule
+import SwitchyardCore
+import SwitchyardPluginKit
+import Synchronization
+
+/// The MQTT Connect profile of an instance (`mqtt_connect: true`): types what the iOS app
+/// sends, remembers each phone's session object, and attaches it to what goes to the phone,
+/// as the app does in the other direction.
+///
+/// Inbound, a payload that is a JSON object is typed by its top-level keys, first match wins:
+/// `ReplyObject` or `InputFields` → `mqttconnect.DialogReply`; `QRContent` →
+/// `mqttconnect.QRCode`; `NFCContent` → `mqttconnect.NFC`; `Picture` →
+/// `mqttconnect.CameraPicture`; any sensor key (`Proximity`, `Battery`, `Acceleration`,
+/// `Altitude`, `GPS`, `Gravity`, `Magneticfield`, `Orientation`, `Rotation`, `Beacons`) →
+/// `mqttconnect.SensorValues`; anything else stays `mqtt.Message`. A string `iPhoneID` becomes
+/// the header `mqttconnect.iphone_id`, an object `SessionObject` the envelope's session; with
+/// both, the session object is remembered for that phone.
+///
+/// Outbound, a JSON object going to a phone gets a `SessionObject` unless it has one: the one
+/// remembered for the phone (named by the header `mqttconnect.iphone_id`, else the body's
+/// `iPhoneID`, else found by the envelope's session), else the envelope's own session.
+///
+/// Thread safety: inbound runs on the link's event loop, outbound on the router's delivery
+/// threads; the memory of session objects is behind a lock.
+final class MQTTConnectProfile: Sendable {
+    /// The header naming the phone an envelope came from (or is for).
+    static let phoneHeader = "mqttconnect.iphone_id"
+    /// How many phones' session objects are kept; the least recently used goes first.
+    static let defaultCapacity = 10_000
+
+    private let sessions: Mutex<PhoneSessions>
+
+    init(capacity: Int = MQTTConnectProfile.defaultCapacity) {
+        sessions = Mutex(PhoneSessions(capacity: capacity))
+    }
+
+    // MARK: Inbound
+
+    /// Types an inbound `mqtt.Message` envelope from a phone, and takes its session object.
+    func inbound(_ envelope: inout Envelope) {
+        guard let object = Self.jsonObject(envelope.body) else { return }
+        if let type = Self.inboundType(of: object) {
+            envelope.type = type
+            if envelope.contentType == "application/octet-stream" { envelope.contentType = "application/json" }
+        }
+        let phone = object["iPhoneID"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+        if let phone { envelope.headers[Self.phoneHeader] = phone }
+        if case .object? = object["SessionObject"], let session = object["SessionObject"]?.serializedBytes() {
+            envelope.session = session
+            if let phone { sessions.withLock { $0.remember(session, for: phone) } }
+        }
+    }
+
+    /// The inbound type of a phone's payload; nil for anything else.
+    static func inboundType(of object: [String: JSONValue]) -> String? {
+        if object["ReplyObject"] != nil || object["InputFields"] != nil { return dialogReplyType }
+        if object["QRContent"] != nil { return qrCodeType }
+        if object["NFCContent"] != nil { return nfcType }
+        if object["Picture"] != nil { return cameraPictureType }
+        if object.keys.contains(where: { sensorKeys.contains($0) }) { return sensorValuesType }
+        return nil
+    }
+
+    // MARK: Outbound
+
+    /// The envelope with the phone's session object attached to its JSON-object payload (the
+    /// `payload` of an `mqtt.Publish` body), unless the payload has one or no phone or
+    /// session is known. Anything else is returned unchanged.
+    func outbound(_ envelope: Envelope) -> Envelope {
+        guard var body = Self.jsonObject(envelope.body) else { return envelope }
+        let wrapped = envelope.type == MQTTEnvelopes.publishType
+        var payload: [String: JSONValue]
+        if wrapped {
+            guard case .object(let inner)? = body["payload"] else { return envelope }
+            payload = inner
+        } else {
+            payload = body
+        }
+        guard payload["SessionObject"] == nil else { return envelope }
+        let named = envelope.headers[Self.phoneHeader] ?? payload["iPhoneID"]?.stringValue
+        let remembered: [UInt8]? = sessions.withLock { memory in
+            if let named { return memory.session(for: named) }
+            guard !envelope.session.isEmpty, let phone = memory.phone(withSession: envelope.session) else { return nil }
+            return memory.session(for: phone)
+        }
+        guard let bytes = remembered ?? (envelope.session.isEmpty ? nil : envelope.session),
+            case .object(let session)? = try? JSONValue(parsing: bytes)
+        else { return envelope }
+        payload["SessionObject"] = .object(session)
+        if wrapped { body["payload"] = .object(payload) } else { body = payload }
+        var result = envelope
+        result.body = JSONValue.object(body).serializedBytes()
+        return result
+    }
+
+    /// The session object remembered for `phone` (serialized JSON).
+    func session(for phone: String) -> [UInt8]? { sessions.withLock { $0.session(for: phone) } }
+
+    // MARK: Checking what goes to the phone
+
+    /// The outbound types' schemas, compiled once.
+    static let outboundSchemas: [String: Schema] = {
+        var compiled: [String: Schema] = [:]
+        for name in outboundTypes {
+            guard let json = typeSchemas[name] else { preconditionFailure("no schema for \(name)") }
+            do {
+                compiled[name] = try Schema(json: json)
+            } catch {
+                preconditionFailure("the schema of \(name) does not compile: \(error)")
+            }
+        }
+        return compiled
+    }()
+
+    /// Why an envelope of an outbound MQTT Connect type cannot go to the phone (its first
+    /// violations), or nil when it is fine or of another type.
+    static func problem(with envelope: Envelope) -> String? {
+        guard let schema = outboundSchemas[envelope.type] else { return nil }
+        let body = (try? JSONValue(parsing: envelope.body)) ?? envelope.decodedBody()
+        let violations = schema.violations(of: body)
+        guard !violations.isEmpty else { return nil }
+        let shown = violations.prefix(3).map(\.description).joined(separator: "; ")
+        let more = violations.count > 3 ? " (and \(violations.count - 3) more)" : ""
+        return "not a valid \(envelope.type): \(shown)\(more)"
+    }
+
+    /// The body as a JSON object, or nil. Only bodies that start like an object are parsed.
+    static func jsonObject(_ body: [UInt8]) -> [String: JSONValue]? {
+        guard let first = body.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }), first == UInt8(ascii: "{"),
+            case .object(let object)? = try? JSONValue(parsing: body)
+        else { return nil }
+        return object
+    }
+}
+
+/// Session objects by phone, least recently used dropped first once `capacity` phones are
+/// known. Touching a phone (remembering or reading its session) makes it the most recent.
+struct PhoneSessions {
+    let capacity: Int
+    private var entries: [String: (session: [UInt8], stamp: UInt64)] = [:]
+    /// Which phone sent which session object last (for envelopes that carry only the session).
+    private var phones: [[UInt8]: String] = [:]
+    /// Phones in order of use; an element is current only while its stamp matches the entry.
+    private var order: Deque<(phone: String, stamp: UInt64)> = []
+    private var clock: UInt64 = 0
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    var count: Int { entries.count }
+
+    mutating func remember(_ session: [UInt8], for phone: String) {
+        if let previous = entries[phone]?.session, phones[previous] == phone { phones[previous] = nil }
+        entries[phone] = (session, touch(phone))
+        phones[session] = phone
+        while entries.count > capacity, let oldest = order.popFirst() {
+            guard let entry = entries[oldest.phone], entry.stamp == oldest.stamp else { continue }
+            entries[oldest.phone] = nil
+            if phones[entry.session] == oldest.phone { phones[entry.session] = nil }
+        }
+    }
+
+    mutating func session(for phone: String) -> [UInt8]? {
+        guard var entry = entries[phone] else { return nil }
+        entry.stamp = touch(phone)
+        entries[phone] = entry
+        return entry.session
+    }
+
+    func phone(withSession session: [UInt8]) -> String? { phones[session] }
+
+    private mutating func touch(_ phone: String) -> UInt64 {
+        clock += 1
+        order.append((phone, clock))
+        // Stale order entries pile up while the same phones are used again and again: drop
+        // them once they outnumber the live ones.
+        if order.count > 2 * capacity + 64 {
+            order = Deque(order.filter { entries[$0.phone]?.stamp == $0.stamp || $0.phone == phone && $0.stamp == clock })
+        }
+        return clock
+    }
+}
