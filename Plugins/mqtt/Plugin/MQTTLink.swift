@@ -61,6 +61,8 @@ final class MQTTLink: @unchecked Sendable {
     private var flushScheduled = false
     /// Publishes handed over by the router, waiting for the event loop.
     private let inbox = Mutex<[(MQTTPublish, Delivery)]>([])
+    /// Settle tokens of inbound publishes the router has finished with, waiting for the event loop.
+    private let settledTokens = Mutex<[UInt64]>([])
     /// Whether the broker kept the session (CONNACK session present).
     private var sessionResumed = false
     /// The inflight window in force: the configured one, capped by the broker.
@@ -179,10 +181,24 @@ final class MQTTLink: @unchecked Sendable {
             context.metric(.counter, "mqtt_unconfirmed_deliveries_total", 1)
             context.log(.warning, "an inbound publish was not delivered everywhere (\(outcome)); confirmed to the broker anyway")
         }
-        eventLoop.execute {
-            guard let entry = self.unsettled.removeValue(forKey: token), self.connected, let channel = self.channel else { return }
+        // Confirmations are handed to the event loop in batches, like publishes.
+        let first = settledTokens.withLock { tokens in
+            tokens.append(token)
+            return tokens.count == 1
+        }
+        if first { eventLoop.execute { self.confirmSettled() } }
+    }
+
+    private func confirmSettled() {
+        let tokens = settledTokens.withLock { tokens in
+            defer { tokens.removeAll(keepingCapacity: true) }
+            return tokens
+        }
+        guard connected, let channel else { return }
+        for token in tokens {
+            guard let entry = unsettled.removeValue(forKey: token) else { continue }
             let ack = MQTTAck(packetID: entry.packetID)
-            self.write(entry.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel).whenComplete { _ in }
+            write(entry.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false).whenComplete { _ in }
         }
     }
 
@@ -317,12 +333,12 @@ final class MQTTLink: @unchecked Sendable {
             if ack.reasonCode >= 0x80 { return complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBREC") }
             outbound.released = true
             inflight[ack.packetID] = outbound
-            write(.pubrel(MQTTAck(packetID: ack.packetID)), on: channel).whenComplete { _ in }
+            write(.pubrel(MQTTAck(packetID: ack.packetID)), on: channel, flush: false).whenComplete { _ in }
         case .pubcomp(let ack):
             complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBCOMP")
         case .pubrel(let ack):
             receivedQoS2.remove(ack.packetID)
-            write(.pubcomp(MQTTAck(packetID: ack.packetID)), on: channel).whenComplete { _ in }
+            write(.pubcomp(MQTTAck(packetID: ack.packetID)), on: channel, flush: false).whenComplete { _ in }
         case .suback(let suback):
             for (index, code) in suback.reasonCodes.enumerated() where code >= 0x80 {
                 let filter = index < configuration.subscriptions.count ? configuration.subscriptions[index].filter : "?"
