@@ -60,9 +60,9 @@ final class MQTTLink: @unchecked Sendable {
     private let outstanding = Atomic<Int>(0)
     private var flushScheduled = false
     /// Publishes handed over by the router, waiting for the event loop.
-    private let inbox = Mutex<[(MQTTPublish, Delivery)]>([])
+    private let inbox = Handoff<(MQTTPublish, Delivery)>()
     /// Settle tokens of inbound publishes the router has finished with, waiting for the event loop.
-    private let settledTokens = Mutex<[UInt64]>([])
+    private let settledTokens = Handoff<UInt64>()
     /// Whether the broker kept the session (CONNACK session present).
     private var sessionResumed = false
     /// The inflight window in force: the configured one, capped by the broker.
@@ -134,19 +134,11 @@ final class MQTTLink: @unchecked Sendable {
     /// only the first of a batch wakes it, so a stream does not cost a wake-up per message.
     func publish(_ publish: MQTTPublish, delivery: Delivery) {
         outstanding.add(1, ordering: .relaxed)
-        let first = inbox.withLock { inbox in
-            inbox.append((publish, delivery))
-            return inbox.count == 1
-        }
-        if first { eventLoop.execute { self.takeInbox() } }
+        if inbox.add((publish, delivery)) { eventLoop.execute { self.takeInbox() } }
     }
 
     private func takeInbox() {
-        let batch = inbox.withLock { inbox in
-            defer { inbox.removeAll(keepingCapacity: true) }
-            return inbox
-        }
-        for (publish, delivery) in batch { take(publish, delivery: delivery) }
+        for (publish, delivery) in inbox.takeAll() { take(publish, delivery: delivery) }
         sendPending()
     }
 
@@ -182,18 +174,11 @@ final class MQTTLink: @unchecked Sendable {
             context.log(.warning, "an inbound publish was not delivered everywhere (\(outcome)); confirmed to the broker anyway")
         }
         // Confirmations are handed to the event loop in batches, like publishes.
-        let first = settledTokens.withLock { tokens in
-            tokens.append(token)
-            return tokens.count == 1
-        }
-        if first { eventLoop.execute { self.confirmSettled() } }
+        if settledTokens.add(token) { eventLoop.execute { self.confirmSettled() } }
     }
 
     private func confirmSettled() {
-        let tokens = settledTokens.withLock { tokens in
-            defer { tokens.removeAll(keepingCapacity: true) }
-            return tokens
-        }
+        let tokens = settledTokens.takeAll()
         guard connected, let channel else { return }
         for token in tokens {
             guard let entry = unsettled.removeValue(forKey: token) else { continue }

@@ -1,0 +1,23 @@
+import Synchronization
+
+/// Items handed from any thread to an event loop in batches: only the first item of a batch
+/// asks the caller to wake the loop, so a stream costs one wake-up per batch, not per item.
+final class Handoff<Element: Sendable>: Sendable {
+    private let items = Mutex<[Element]>([])
+
+    /// Adds an item; true when it starts a new batch (schedule ``takeAll()`` on the loop).
+    func add(_ item: Element) -> Bool {
+        items.withLock { items in
+            items.append(item)
+            return items.count == 1
+        }
+    }
+
+    /// Everything added since the last call, in order.
+    func takeAll() -> [Element] {
+        items.withLock { items in
+            defer { items.removeAll(keepingCapacity: true) }
+            return items
+        }
+    }
+}
