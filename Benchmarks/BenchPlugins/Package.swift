@@ -19,13 +19,18 @@ let package = Package(
         .package(name: "switchyard", path: "../.."),
     ],
     targets: [
+        // Header-only helpers both plugins share.
         .target(
-            name: "CBenchSource",
+            name: "CBenchCommon",
             dependencies: [.product(name: "SwitchyardABI", package: "switchyard")]
         ),
         .target(
+            name: "CBenchSource",
+            dependencies: ["CBenchCommon", .product(name: "SwitchyardABI", package: "switchyard")]
+        ),
+        .target(
             name: "CBenchSink",
-            dependencies: [.product(name: "SwitchyardABI", package: "switchyard")]
+            dependencies: ["CBenchCommon", .product(name: "SwitchyardABI", package: "switchyard")]
         ),
     ]
 )

@@ -6,6 +6,7 @@
  * is static.
  */
 #include "switchyard_plugin.h"
+#include "bench_common.h"
 #include "bench_sink.h"
 
 #include <sched.h>
@@ -35,26 +36,18 @@ typedef struct sink_instance {
 static const sy_host_api_v1 *_Atomic host_table;
 static atomic_uint_fast64_t acknowledged;
 
-static void write_error(sy_error_buffer error, const char *message) {
-    if (!error.data || !error.length) return;
-    size_t length = strlen(message);
-    if (length > error.capacity) length = error.capacity;
-    memcpy(error.data, message, length);
-    *error.length = length;
-}
-
 static int32_t sink_create(sy_host_context *context, sy_bytes instance_name, sy_bytes config,
                            void **instance, sy_error_buffer error) {
     (void)instance_name;
     (void)config;
     const sy_host_api_v1 *host = atomic_load(&host_table);
     if (!host || !instance) {
-        write_error(error, "benchsink: no host table (entry point not called)");
+        bench_write_error(error, "benchsink: no host table (entry point not called)");
         return SY_ERR_FAILED;
     }
     sink_instance *created = calloc(1, sizeof *created);
     if (!created) {
-        write_error(error, "benchsink: out of memory");
+        bench_write_error(error, "benchsink: out of memory");
         return SY_ERR_FAILED;
     }
     created->context = context;
@@ -83,12 +76,8 @@ static void sink_stop(void *instance) { (void)instance; }
 static void sink_destroy(void *instance) { free(instance); }
 
 EXPORT uint32_t switchyard_plugin_entry(const sy_offer *offer, void *plugin_table, size_t plugin_table_capacity) {
-    if (!offer || !plugin_table || plugin_table_capacity < sizeof(sy_plugin_api_v1)) return 0;
-    const sy_host_api_v1 *host = NULL;
-    for (uint32_t index = 0; index < offer->version_count; index++) {
-        if (offer->versions[index] == SY_ABI_VERSION_1) host = offer->host_tables[index];
-    }
-    if (!host || host->struct_size < sizeof(sy_host_api_v1)) return 0;
+    const sy_host_api_v1 *host = bench_host_table_v1(offer, plugin_table, plugin_table_capacity);
+    if (!host) return 0;
     atomic_store(&host_table, host);
     sy_plugin_api_v1 *table = plugin_table;
     table->struct_size = sizeof(sy_plugin_api_v1);
