@@ -23,6 +23,8 @@ let package = Package(
         .library(name: "mqtt", type: .dynamic, targets: ["MQTTPlugin"]),
         // The Swift example plugin of examples/swift-plugin.
         .library(name: "shout", type: .dynamic, targets: ["ShoutExample"]),
+        // Sources and sinks for the delivery tests; never installed into Plugins/.
+        .library(name: "testkit", type: .dynamic, targets: ["TestKitPlugin"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -50,12 +52,17 @@ let package = Package(
             dependencies: ["SwitchyardCore", .product(name: "Yams", package: "Yams")],
             swiftSettings: strict
         ),
+        // The SQLite C API, from Debian's libsqlite3-dev.
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        // The durable spool and dead letters in SQLite.
+        .target(name: "SwitchyardSpool", dependencies: ["CSQLite", "SwitchyardCore"], swiftSettings: strict),
         // Plugin loading over the C ABI, validation, the router itself.
         .target(
             name: "SwitchyardRuntime",
             dependencies: [
-                "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardRouting", "SwitchyardConfig",
+                "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardRouting", "SwitchyardConfig", "SwitchyardSpool",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: strict
         ),
@@ -70,7 +77,7 @@ let package = Package(
         .executableTarget(
             name: "switchyard",
             dependencies: [
-                "SwitchyardRuntime",
+                "SwitchyardRuntime", "SwitchyardSpool",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -112,11 +119,19 @@ let package = Package(
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
         ),
+        .target(
+            name: "TestKitPlugin",
+            dependencies: ["SwitchyardPluginKit"],
+            path: "Tests/Plugins/testkit",
+            swiftSettings: strict,
+            linkerSettings: pluginLinkerSettings
+        ),
 
         .testTarget(name: "SwitchyardCoreTests", dependencies: ["SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchyardRoutingTests", dependencies: ["SwitchyardRouting"], swiftSettings: strict),
         .testTarget(name: "SwitchyardConfigTests", dependencies: ["SwitchyardConfig"], swiftSettings: strict),
         .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime"], swiftSettings: strict),
+        .testTarget(name: "SwitchyardSpoolTests", dependencies: ["SwitchyardSpool", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec"], swiftSettings: strict),
         .testTarget(name: "IntegrationTests", swiftSettings: strict),
     ]

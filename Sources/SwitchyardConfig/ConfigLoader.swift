@@ -14,6 +14,10 @@ public import SwitchyardCore
 public struct ConfigLoader: Sendable {
     /// Default queue capacity per route.
     public static let defaultQueueSize = 1024
+    /// Default bytes an `on_full: spool` route may hold on disk: 1 GiB.
+    public static let defaultSpoolLimit = 1 << 30
+    /// Where the spool lives unless `spool.path` says otherwise.
+    public static let defaultSpoolPath = "state/spool.db"
 
     /// Where `${VAR}` values come from.
     public var environment: [String: String]
@@ -99,8 +103,10 @@ public struct ConfigLoader: Sendable {
         return text
     }
 
-    private static let topLevelKeys = ["plugins", "types", "instances", "routes"]
-    private static let routeKeys = ["name", "from", "to", "when", "map", "template", "type", "content_type", "queue", "loop"]
+    private static let topLevelKeys = ["plugins", "spool", "types", "instances", "routes"]
+    private static let routeKeys = [
+        "name", "from", "to", "when", "map", "template", "type", "content_type", "queue", "loop", "delivery", "retry", "dedupe",
+    ]
 
     private func merge(_ root: ConfigNode, file: String, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
         if case .scalar(.null) = root.kind { return }  // an empty file
@@ -112,6 +118,7 @@ public struct ConfigLoader: Sendable {
         for member in members {
             switch member.key {
             case "plugins": mergePlugins(member.value, into: &config, diagnostics: &diagnostics)
+            case "spool": mergeSpool(member.value, into: &config, diagnostics: &diagnostics)
             case "types": mergeTypes(member.value, into: &config, diagnostics: &diagnostics)
             case "instances": mergeInstances(member.value, into: &config, diagnostics: &diagnostics)
             case "routes": mergeRoutes(member.value, file: file, into: &config, diagnostics: &diagnostics)
@@ -148,6 +155,29 @@ public struct ConfigLoader: Sendable {
                 continue
             }
             config.pluginsDirectory = Located(directory, at: member.value.location)
+        }
+    }
+
+    private func mergeSpool(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
+        guard let members = node.members else {
+            diagnostics.append(Diagnostic("'spool' must be a mapping such as { path: state/spool.db }", at: node.location))
+            return
+        }
+        for member in members {
+            guard member.key == "path" else {
+                diagnostics.append(Diagnostic("unknown key '\(member.key)' in spool (expected: path)", at: member.keyLocation))
+                continue
+            }
+            guard let path = member.value.string, !path.isEmpty else {
+                diagnostics.append(Diagnostic("spool.path must be a file path", at: member.value.location))
+                continue
+            }
+            if let previous = config.spoolPath, previous.value != path {
+                diagnostics.append(
+                    Diagnostic("spool.path is set to '\(previous.value)' at \(previous.location) and to '\(path)' here", at: member.value.location))
+                continue
+            }
+            config.spoolPath = Located(path, at: member.value.location)
         }
     }
 
@@ -276,6 +306,7 @@ public struct ConfigLoader: Sendable {
             }
             var queueSize = Self.defaultQueueSize
             var onFull = OnFull.block
+            var spoolLimit = Self.defaultSpoolLimit
             if let queue = element["queue"] {
                 if let queueMembers = queue.members {
                     for member in queueMembers {
@@ -294,12 +325,70 @@ public struct ConfigLoader: Sendable {
                                     "queue.on_full must be one of: \(OnFull.allCases.map(\.rawValue).joined(separator: ", "))",
                                     member.value.location)
                             }
+                        case "spool_limit":
+                            if let bytes = ByteSizeText.bytes(member.value.json), bytes > 0 {
+                                spoolLimit = bytes
+                            } else {
+                                fail("queue.spool_limit must be a size such as 512MB or 1GiB", member.value.location)
+                            }
                         default:
-                            fail("unknown key '\(member.key)' in queue (expected: size, on_full)", member.keyLocation)
+                            fail("unknown key '\(member.key)' in queue (expected: size, on_full, spool_limit)", member.keyLocation)
                         }
                     }
                 } else {
                     fail("'queue' must be a mapping such as { size: 1024, on_full: block }", queue.location)
+                }
+            }
+            var delivery = Delivery.atMostOnce
+            if let node = element["delivery"] {
+                if let value = node.string.flatMap(Delivery.init(rawValue:)) {
+                    delivery = value
+                } else {
+                    fail("'delivery' must be one of: \(Delivery.allCases.map(\.rawValue).joined(separator: ", "))", node.location)
+                }
+            }
+            if onFull == .spool, delivery != .atLeastOnce {
+                fail(
+                    "queue.on_full: spool keeps the backlog in the durable spool, which needs 'delivery: at-least-once' on the route",
+                    element["queue"]?["on_full"]?.location ?? element.location)
+            }
+            var retry = RetryPolicy.standard
+            if let node = element["retry"] {
+                if delivery != .atLeastOnce {
+                    fail("'retry' applies to 'delivery: at-least-once' routes only", node.location)
+                }
+                if let members = node.members {
+                    for member in members {
+                        switch member.key {
+                        case "attempts":
+                            if case .scalar(.int(let attempts)) = member.value.kind, attempts > 0 {
+                                retry.attempts = attempts
+                            } else {
+                                fail("retry.attempts must be a positive integer", member.value.location)
+                            }
+                        case "backoff", "max_backoff":
+                            if let nanos = DurationText.nanoseconds(member.value.json), nanos > 0 {
+                                if member.key == "backoff" { retry.backoff = nanos } else { retry.maxBackoff = nanos }
+                            } else {
+                                fail("retry.\(member.key) must be a duration such as 200ms or 30s", member.value.location)
+                            }
+                        default:
+                            fail("unknown key '\(member.key)' in retry (expected: attempts, backoff, max_backoff)", member.keyLocation)
+                        }
+                    }
+                    if retry.maxBackoff < retry.backoff { retry.maxBackoff = retry.backoff }
+                } else {
+                    fail("'retry' must be a mapping such as { attempts: 5, backoff: 200ms, max_backoff: 30s }", node.location)
+                }
+            }
+            var dedupeWindow: UInt64?
+            if let node = element["dedupe"] {
+                if delivery != .atLeastOnce {
+                    fail("'dedupe' applies to 'delivery: at-least-once' routes only", node.location)
+                } else if let nanos = DurationText.nanoseconds(node.json), nanos > 0 {
+                    dedupeWindow = nanos
+                } else {
+                    fail("'dedupe' must be a duration such as 10m (how long envelope ids are remembered)", node.location)
                 }
             }
             var allowLoops = false
@@ -314,7 +403,8 @@ public struct ConfigLoader: Sendable {
             config.routes.append(
                 RouteDeclaration(
                     name: name, location: element.location, from: from, to: to, when: when, map: map, template: template,
-                    outputType: outputType, contentType: contentType, queueSize: queueSize, onFull: onFull, allowLoops: allowLoops
+                    outputType: outputType, contentType: contentType, queueSize: queueSize, onFull: onFull, allowLoops: allowLoops,
+                    delivery: delivery, retry: retry, dedupeWindow: dedupeWindow, spoolLimit: spoolLimit
                 )
             )
         }

@@ -3,6 +3,7 @@ public import Logging
 import SwitchyardConfig
 import SwitchyardCore
 import SwitchyardRuntime
+import SwitchyardSpool
 
 #if canImport(Glibc)
     import Glibc
@@ -20,7 +21,7 @@ struct Switchyard: ParsableCommand {
         commandName: "switchyard",
         abstract: "A plugin-based message router: YAML routes between protocol plugins.",
         version: "switchyard \(version) (plugin ABI \(PluginLoader.supportedVersions.map(String.init).joined(separator: ", ")))",
-        subcommands: [Run.self, Validate.self, Plugins.self, Graph.self],
+        subcommands: [Run.self, Validate.self, Plugins.self, Graph.self, DeadLetters.self],
         defaultSubcommand: Run.self
     )
 }
@@ -80,6 +81,9 @@ struct Run: ParsableCommand {
     @Option(help: "How long to wait on shutdown for queued envelopes and pending acknowledgements.")
     var drainTimeout: String = "10s"
 
+    @Option(help: "The spool database for at-least-once routes (overrides spool.path; default \(ConfigLoader.defaultSpoolPath)).")
+    var spool: String?
+
     func run() throws {
         // Block the shutdown signals in every thread (threads inherit the mask) and take them
         // synchronously below, so no handler runs at an arbitrary point.
@@ -94,7 +98,18 @@ struct Run: ParsableCommand {
             throw ValidationError("--drain-timeout must be a duration such as 10s or 500ms")
         }
         guard let plan = options.loadPlan(logger: logger) else { throw ExitCode(1) }
-        let router = Router(plan: plan, logger: logger)
+        var openSpool: Spool?
+        if plan.needsSpool {
+            let path = spool ?? plan.spoolPath ?? ConfigLoader.defaultSpoolPath
+            do {
+                openSpool = try Spool(path: path)
+            } catch {
+                printError("error: spool: \(error)")
+                throw ExitCode(1)
+            }
+            logger.info("spool open", metadata: ["path": .string(path)])
+        }
+        let router = Router(plan: plan, logger: logger, spool: openSpool)
         do {
             try router.start()
         } catch {

@@ -118,7 +118,7 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
     @Test func unknownTopLevelKey() throws {
         let (_, diagnostics) = load("instances: {}\nrutes: []\n")
         let error = try diagnostic(diagnostics, containing: "unknown key 'rutes'")
-        #expect(error.message == "unknown key 'rutes' (expected one of: plugins, types, instances, routes)")
+        #expect(error.message == "unknown key 'rutes' (expected one of: plugins, spool, types, instances, routes)")
         #expect(error.location == at("r.yaml", 2, 1))
     }
 
@@ -225,7 +225,7 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
         ("{ size: 1.5 }", "queue.size must be a positive integer"),
         ("{ on_full: maybe }", "queue.on_full must be one of: block, drop_oldest"),
         ("{ on_full: 1 }", "queue.on_full must be one of"),
-        ("{ depth: 3 }", "unknown key 'depth' in queue (expected: size, on_full)"),
+        ("{ depth: 3 }", "unknown key 'depth' in queue (expected: size, on_full, spool_limit)"),
         ("100", "'queue' must be a mapping"),
     ])
     func queueValidation(queue: String, message: String) throws {
@@ -526,5 +526,75 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
     @Test func dotEscapesQuotesTheGraphvizWay() {
         let text = GraphRenderer.dot(config)
         #expect(text.contains(#"[label="first\nwhen subject == \"x\""];"#))
+    }
+}
+
+@Suite struct DeliverySettingsTests {
+    @Test func atLeastOnceWithRetryDedupeAndSpool() throws {
+        let text = """
+            spool: { path: var/spool.db }
+            routes:
+              - from: a.out
+                to: b.in
+                delivery: at-least-once
+                retry: { attempts: 3, backoff: 50ms, max_backoff: 2s }
+                dedupe: 10m
+                queue: { on_full: spool, spool_limit: 64MiB }
+            """
+        let (config, diagnostics) = load(text)
+        #expect(diagnostics.isEmpty)
+        let route = try #require(config.routes.first)
+        #expect(route.delivery == .atLeastOnce)
+        #expect(route.retry == RetryPolicy(attempts: 3, backoff: 50_000_000, maxBackoff: 2_000_000_000))
+        #expect(route.dedupeWindow == 600_000_000_000)
+        #expect(route.onFull == .spool)
+        #expect(route.spoolLimit == 64 * 1024 * 1024)
+        #expect(config.spoolPath?.value == "var/spool.db")
+    }
+
+    @Test func defaultsAreAtMostOnce() throws {
+        let (config, diagnostics) = load("routes:\n  - { from: a.out, to: b.in }\n")
+        #expect(diagnostics.isEmpty)
+        #expect(config.routes.first?.delivery == .atMostOnce)
+        #expect(config.routes.first?.retry == .standard)
+        #expect(config.routes.first?.dedupeWindow == nil)
+    }
+
+    @Test(arguments: [
+        ("delivery: sometimes", "'delivery' must be one of: at-most-once, at-least-once"),
+        ("queue: { on_full: spool }", "needs 'delivery: at-least-once'"),
+        ("retry: { attempts: 2 }", "'retry' applies to 'delivery: at-least-once' routes only"),
+        ("dedupe: 1m", "'dedupe' applies to 'delivery: at-least-once' routes only"),
+        ("delivery: at-least-once, retry: { attempts: 0 }", "retry.attempts must be a positive integer"),
+        ("delivery: at-least-once, retry: { backoff: soon }", "retry.backoff must be a duration"),
+        ("delivery: at-least-once, retry: { tries: 2 }", "unknown key 'tries' in retry"),
+        ("delivery: at-least-once, retry: 3", "'retry' must be a mapping"),
+        ("delivery: at-least-once, dedupe: forever", "'dedupe' must be a duration"),
+        ("delivery: at-least-once, queue: { spool_limit: lots }", "queue.spool_limit must be a size"),
+    ])
+    func invalidSettings(written: String, message: String) throws {
+        let (config, diagnostics) = load("routes:\n  - { from: a.out, to: b.in, \(written) }\n")
+        let error = try diagnostic(diagnostics, containing: message)
+        #expect(error.location?.line == 2)
+        #expect(config.routes.isEmpty)
+    }
+
+    @Test func byteSizes() {
+        #expect(ByteSizeText.bytes("4096") == 4096)
+        #expect(ByteSizeText.bytes("64KB") == 64_000)
+        #expect(ByteSizeText.bytes("64KiB") == 65_536)
+        #expect(ByteSizeText.bytes("1.5 GiB") == 1_610_612_736)
+        #expect(ByteSizeText.bytes("-1MB") == nil)
+        #expect(ByteSizeText.bytes("MB") == nil)
+        #expect(ByteSizeText.bytes("12 parsecs") == nil)
+    }
+
+    @Test func retryPausesDoubleWithinTheCeiling() {
+        let policy = RetryPolicy(attempts: 10, backoff: 100, maxBackoff: 1000)
+        #expect(policy.pause(afterFailures: 1, random: 1) == 100)
+        #expect(policy.pause(afterFailures: 2, random: 1) == 200)
+        #expect(policy.pause(afterFailures: 3, random: 0) == 200)
+        #expect(policy.pause(afterFailures: 9, random: 1) == 1000)
+        #expect(policy.pause(afterFailures: 500, random: 1) == 1000)
     }
 }

@@ -144,3 +144,34 @@ private func envelope(contentType: String, body: String) -> Envelope {
         #expect(Headers() == Headers([]))
     }
 }
+
+@Suite("Envelope binary form")
+struct EnvelopeBinaryTests {
+    @Test("every field survives a round trip")
+    func roundTrip() throws {
+        let envelope = Envelope(
+            id: "01J0ID", type: "mqtt.Message", source: "broker.in", subject: "a/b", time: -5,
+            headers: Headers([(name: "k", value: "v"), (name: "k", value: "w"), (name: "ü", value: "")]), contentType: "text/plain",
+            body: Array(repeating: 0xff, count: 300), trace: ["broker", "relay"], session: Array("{\"x\":1}".utf8))
+        #expect(try Envelope(serialized: envelope.serializedBytes()) == envelope)
+        let empty = Envelope(id: "", type: "t", time: 0, contentType: "")
+        #expect(try Envelope(serialized: empty.serializedBytes()) == empty)
+    }
+
+    @Test("truncated, extended, mis-versioned and overlong input is refused, never trapped on")
+    func malformed() {
+        let bytes = Envelope(id: "x", type: "t", subject: "s", body: [1, 2, 3], trace: ["a"]).serializedBytes()
+        for cut in 0..<bytes.count {
+            #expect(throws: EnvelopeDecodingError.self) { try Envelope(serialized: Array(bytes.prefix(cut))) }
+        }
+        #expect(throws: EnvelopeDecodingError.self) { try Envelope(serialized: bytes + [0]) }
+        #expect(throws: EnvelopeDecodingError.self) { try Envelope(serialized: [9] + bytes.dropFirst()) }
+        #expect(throws: EnvelopeDecodingError.self) { try Envelope(serialized: [1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]) }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            var mutated = bytes
+            mutated[Int.random(in: 1..<mutated.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+            _ = try? Envelope(serialized: mutated)
+        }
+    }
+}

@@ -11,6 +11,11 @@ public struct GraphPlan: Sendable {
     public var routes: [PlannedRoute]
     /// Every known envelope type.
     public var types: TypeRegistry
+    /// `spool.path`, if the route files set it.
+    public var spoolPath: String?
+
+    /// Whether any route is `delivery: at-least-once` and so needs the spool.
+    public var needsSpool: Bool { routes.contains { $0.declaration.delivery == .atLeastOnce } }
 }
 
 /// An instance with its plugin and the ports its configuration enables.

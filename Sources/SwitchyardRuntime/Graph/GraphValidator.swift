@@ -73,7 +73,7 @@ public struct GraphValidator: Sendable {
         }
         diagnostics.append(contentsOf: unguardedCycles(in: routes, instances: instances))
         guard diagnostics.isEmpty else { return (nil, diagnostics.map { $0.redacting(config.secrets) }) }
-        return (GraphPlan(instances: instances, routes: routes, types: registry), [])
+        return (GraphPlan(instances: instances, routes: routes, types: registry, spoolPath: config.spoolPath?.value), [])
     }
 
     /// Resolves `reference` to a port of `direction`, reporting why not.

@@ -94,7 +94,7 @@ final class InstanceRuntime: @unchecked Sendable {
         // With several routes, check every blocking queue first so an emit is all or nothing;
         // a single route checks and pushes under one lock below.
         if routes.count > 1 {
-            for route in routes where route.queue.policy == .block {
+            for route in routes where route.queue.policy != .dropOldest {
                 guard route.queue.reserveRoom(orWake: (self, port.name)) else {
                     counters.refusedFull.add(1, ordering: .relaxed)
                     return SY_ERR_FULL
@@ -173,7 +173,7 @@ final class InstanceRuntime: @unchecked Sendable {
                 )
             }
         }
-        router.deliveryFinished(deliveryID, outcome: outcome)
+        router.deliveryFinished(deliveryID, outcome: outcome, reason: reason)
     }
 
     /// Tells the plugin a settle token is settled.
@@ -195,4 +195,7 @@ struct SinkPort: @unchecked Sendable {
     let instance: InstanceRuntime
     let name: String
     let nameBytes: [UInt8]
+
+    /// `instance.port`: how logs, the spool and dead letters name the sink.
+    var qualifiedName: String { instance.name + "." + name }
 }

@@ -14,9 +14,18 @@ struct QueuedEnvelope: Sendable {
     var settlement: Settlement?
 }
 
-/// A bounded FIFO between the emitting thread and a route's worker thread.
+/// A sink's acknowledgement of an at-least-once delivery, on its way to the route worker.
+struct RouteAck: Sendable {
+    var deliveryID: UInt64
+    var outcome: Int32
+    var reason: String
+}
+
+/// A bounded FIFO between the emitting thread and a route's worker thread; for at-least-once
+/// routes also the worker's mailbox for acknowledgements.
 ///
-/// `block`: a full queue refuses the envelope and remembers who to resume when room frees up.
+/// `block` (and `spool`, whose worker moves the backlog to disk): a full queue refuses the
+/// envelope and remembers who to resume when room frees up.
 /// `drop_oldest`: a full queue drops its oldest envelope to take the new one.
 final class RouteQueue: @unchecked Sendable {
     // Everything below is guarded by `condition`.
@@ -26,6 +35,7 @@ final class RouteQueue: @unchecked Sendable {
     private var count = 0
     private var closed = false
     private var waiters: [(instance: InstanceRuntime, port: String)] = []
+    private var acks: [RouteAck] = []
 
     let capacity: Int
     let policy: OnFull
@@ -57,7 +67,7 @@ final class RouteQueue: @unchecked Sendable {
     /// (`drop_oldest`); a full `block` queue takes nothing and remembers to wake `waiter`.
     func push(_ item: QueuedEnvelope, orWake waiter: (instance: InstanceRuntime, port: String)) -> PushResult {
         condition.lock()
-        if policy == .block, count >= capacity {
+        if policy != .dropOldest, count >= capacity {
             if !waiters.contains(where: { $0.instance === waiter.instance && $0.port == waiter.port }) { waiters.append(waiter) }
             condition.unlock()
             return .full
@@ -126,6 +136,48 @@ final class RouteQueue: @unchecked Sendable {
             waiters.removeAll()
         }
         return (true, resume)
+    }
+
+    /// Hands an acknowledgement to the worker, waking it.
+    func post(_ ack: RouteAck) {
+        condition.lock()
+        acks.append(ack)
+        if acks.count == 1 { condition.signal() }
+        condition.unlock()
+    }
+
+    /// The at-least-once worker's wait: returns once there are acknowledgements, or envelopes
+    /// and `limit` > 0, or `deadline` passed, or the queue is closed. Moves the
+    /// acknowledgements into `taken` and up to `limit` envelopes (all of them once closed, so
+    /// shutdown spools everything) into `batch`.
+    func takeWork(
+        into batch: inout [QueuedEnvelope], limit: Int, acks taken: inout [RouteAck], until deadline: ContinuousClock.Instant?
+    ) -> (closed: Bool, resume: [(instance: InstanceRuntime, port: String)]) {
+        condition.lock()
+        defer { condition.unlock() }
+        while acks.isEmpty, count == 0 || limit == 0, !closed {
+            guard let deadline else {
+                condition.wait()
+                continue
+            }
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { break }
+            let (seconds, attoseconds) = left.components
+            _ = condition.wait(until: Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) * 1e-18))
+        }
+        if !acks.isEmpty { swap(&taken, &acks) }
+        let taking = closed ? count : min(limit, count)
+        for _ in 0..<taking {
+            if let item = buffer[head].take() { batch.append(item) }
+            head = (head + 1) % buffer.count
+        }
+        count -= taking
+        var resume: [(instance: InstanceRuntime, port: String)] = []
+        if !waiters.isEmpty, count < capacity {
+            resume = waiters
+            waiters.removeAll()
+        }
+        return (closed, resume)
     }
 
     /// Number of queued envelopes.

@@ -3,6 +3,7 @@ internal import Logging
 internal import SwitchyardABI
 internal import SwitchyardCore
 internal import SwitchyardRouting
+internal import SwitchyardSpool
 import Synchronization
 
 /// Counters of one route.
@@ -17,6 +18,24 @@ final class RouteCounters: Sendable {
     let processed = Atomic<Int>(0)
     /// Times a sink answered "full" and the delivery waited.
     let sinkFull = Atomic<Int>(0)
+    /// Deliveries the sinks acknowledged as done (at-least-once routes).
+    let acknowledged = Atomic<Int>(0)
+    /// Envelopes written to the spool (at-least-once routes).
+    let spooled = Atomic<Int>(0)
+    /// Envelopes dropped because their id was seen within the dedupe window.
+    let deduplicated = Atomic<Int>(0)
+    /// Failed deliveries scheduled for another attempt.
+    let retried = Atomic<Int>(0)
+    /// Deliveries given up on and moved to the dead letters.
+    let deadLettered = Atomic<Int>(0)
+    /// Envelopes read back from the spool (after a restart, a spill or a replay).
+    let loadedFromSpool = Atomic<Int>(0)
+    /// Batches the spool could not write (their sources were told to retry).
+    let spoolFailures = Atomic<Int>(0)
+    /// At-least-once deliveries waiting for their acknowledgement.
+    let inFlight = Atomic<Int>(0)
+    /// Bytes the route holds in the spool.
+    let spoolBytes = Atomic<Int>(0)
 }
 
 /// A route at run time: its queue and the worker thread that applies `when` and the
@@ -27,15 +46,24 @@ final class RouteRuntime: @unchecked Sendable {
     let queue: RouteQueue
     let sinks: [SinkPort]
     let counters = RouteCounters()
+    /// The route's place in the router: part of its at-least-once delivery ids.
+    let index: Int
     unowned let router: Router
     private let loopWarned = Atomic<Bool>(false)
+    /// The durable side of an at-least-once route; touched by the worker thread only.
+    private let spooled: SpooledDelivery?
 
-    init(plan: PlannedRoute, sinks: [SinkPort], router: Router) {
+    init(plan: PlannedRoute, index: Int, sinks: [SinkPort], router: Router, spool: Spool?) {
         self.plan = plan
+        self.index = index
         self.sinks = sinks
         self.router = router
         queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull)
+        spooled = spool.map { SpooledDelivery(spool: $0) }
+        spooled?.route = self
     }
+
+    var isAtLeastOnce: Bool { spooled != nil }
 
     var name: String { plan.name }
 
@@ -65,7 +93,8 @@ final class RouteRuntime: @unchecked Sendable {
         dropped.settlement?.complete(SY_OUTCOME_REJECT)
     }
 
-    /// Envelopes taken by the route and not yet fully dispatched.
+    /// Envelopes taken by the route and not yet fully dispatched (at-least-once: not yet
+    /// spooled).
     var pending: Int {
         counters.received.load(ordering: .acquiring) - counters.processed.load(ordering: .acquiring)
             - counters.droppedFull.load(ordering: .acquiring)
@@ -79,6 +108,11 @@ final class RouteRuntime: @unchecked Sendable {
     }
 
     private func work() {
+        if let spooled {
+            spooled.run()
+            router.workerFinished()
+            return
+        }
         var batch: [QueuedEnvelope] = []
         batch.reserveCapacity(256)
         while true {
@@ -97,7 +131,7 @@ final class RouteRuntime: @unchecked Sendable {
     /// again. Holding the worker here is the backpressure: the route queue fills and emits on
     /// `block` routes are refused until the sink has room. Gives up only when the sink
     /// instance stops.
-    private func deliverWaitingForRoom(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64) -> Int32 {
+    func deliverWaitingForRoom(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64) -> Int32 {
         var pause = 0.001
         while true {
             let status = sink.instance.deliver(envelope, port: sink, deliveryID: deliveryID)
@@ -108,28 +142,43 @@ final class RouteRuntime: @unchecked Sendable {
         }
     }
 
-    private func dispatch(_ item: QueuedEnvelope) {
-        var scope = EnvelopeScope(item.envelope)
+    /// Applies `when:` and the transform; `nil` (counted as filtered) when the condition
+    /// rejects the envelope.
+    func transformed(_ envelope: Envelope) -> Envelope? {
+        var scope = EnvelopeScope(envelope)
         if let condition = plan.condition, !condition.evaluate(&scope) {
             counters.filtered.add(1, ordering: .relaxed)
+            return nil
+        }
+        return plan.transform.map { $0.apply(&scope) } ?? envelope
+    }
+
+    /// The indexes of the sinks `envelope` may go to: all but those already in its trace
+    /// (counted in dropped_loop) unless the route allows loops.
+    func targets(for envelope: Envelope) -> [Int] {
+        sinks.indices.filter { index in
+            let sink = sinks[index]
+            guard !plan.declaration.allowLoops, envelope.trace.contains(sink.instance.name) else { return true }
+            counters.droppedLoop.add(1, ordering: .relaxed)
+            if !loopWarned.exchange(true, ordering: .relaxed) {
+                router.logger.notice(
+                    "loop stopped: envelope already passed through the target instance (counted in dropped_loop; 'loop: allow' on the route lets it through)",
+                    metadata: [
+                        "route": .string(name), "sink": .string(sink.qualifiedName), "trace": .string(envelope.trace.joined(separator: " → ")),
+                    ]
+                )
+            }
+            return false
+        }
+    }
+
+    private func dispatch(_ item: QueuedEnvelope) {
+        guard let output = transformed(item.envelope) else {
             item.settlement?.complete(SY_OUTCOME_OK)
             return
         }
-        let output = plan.transform.map { $0.apply(&scope) } ?? item.envelope
-        for sink in sinks {
-            if !plan.declaration.allowLoops, output.trace.contains(sink.instance.name) {
-                counters.droppedLoop.add(1, ordering: .relaxed)
-                if !loopWarned.exchange(true, ordering: .relaxed) {
-                    router.logger.notice(
-                        "loop stopped: envelope already passed through the target instance (counted in dropped_loop; 'loop: allow' on the route lets it through)",
-                        metadata: [
-                            "route": .string(name), "sink": .string(sink.instance.name + "." + sink.name),
-                            "trace": .string(output.trace.joined(separator: " → ")),
-                        ]
-                    )
-                }
-                continue
-            }
+        for index in targets(for: output) {
+            let sink = sinks[index]
             let deliveryID = router.nextDeliveryID(tracking: item.settlement)
             let status = deliverWaitingForRoom(output, to: sink, deliveryID: deliveryID)
             if status == SY_OK {
@@ -138,11 +187,9 @@ final class RouteRuntime: @unchecked Sendable {
                 counters.refused.add(1, ordering: .relaxed)
                 router.logger.warning(
                     "sink refused a delivery",
-                    metadata: [
-                        "route": .string(name), "sink": .string(sink.instance.name + "." + sink.name), "status": .stringConvertible(status),
-                    ]
+                    metadata: ["route": .string(name), "sink": .string(sink.qualifiedName), "status": .stringConvertible(status)]
                 )
-                router.deliveryFinished(deliveryID, outcome: SY_OUTCOME_REJECT)
+                router.deliveryFinished(deliveryID, outcome: SY_OUTCOME_REJECT, reason: sy_bytes())
             }
         }
         item.settlement?.complete(SY_OUTCOME_OK)

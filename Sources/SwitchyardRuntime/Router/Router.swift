@@ -3,6 +3,7 @@ public import Logging
 internal import SwitchyardABI
 internal import SwitchyardConfig
 internal import SwitchyardCore
+public import SwitchyardSpool
 import Synchronization
 
 /// Runs a ``GraphPlan``: creates and starts the plugin instances, moves envelopes along the
@@ -19,12 +20,19 @@ public final class Router: @unchecked Sendable {
     private let tracked = Mutex<[UInt64: Settlement]>([:])
     private let runningWorkers = Atomic<Int>(0)
     private let metricsStore = Mutex<[String: Double]>([:])
+    private let draining = Atomic<Bool>(false)
+    private let spool: Spool?
 
-    /// Prepares a router for `plan`; nothing runs until ``start()``.
-    public init(plan: GraphPlan, logger: Logger) {
+    /// Prepares a router for `plan`; nothing runs until ``start()``. `spool` is needed when
+    /// any route is `delivery: at-least-once`.
+    public init(plan: GraphPlan, logger: Logger, spool: Spool? = nil) {
         self.plan = plan
         self.logger = logger
+        self.spool = spool
     }
+
+    /// Whether shutdown has begun: at-least-once routes then only spool what arrives.
+    var isDraining: Bool { draining.load(ordering: .relaxed) }
 
     /// Creates every instance, wires the routes and starts everything. On failure whatever
     /// was created is stopped and destroyed again and the error names the instance.
@@ -43,7 +51,15 @@ public final class Router: @unchecked Sendable {
                 guard let sink = instance(named: target.value.instance) else { return nil }
                 return SinkPort(instance: sink, name: target.value.port, nameBytes: Array(target.value.port.utf8))
             }
-            let route = RouteRuntime(plan: planned, sinks: sinks, router: self)
+            var routeSpool: Spool?
+            if declaration.delivery == .atLeastOnce {
+                guard let spool else {
+                    throw RouterError(
+                        instance: declaration.from.value.instance, reason: "route '\(declaration.name)' is at-least-once but no spool is open")
+                }
+                routeSpool = spool
+            }
+            let route = RouteRuntime(plan: planned, index: routes.count, sinks: sinks, router: self, spool: routeSpool)
             port.routes.append(route)
             routes.append(route)
         }
@@ -126,10 +142,12 @@ public final class Router: @unchecked Sendable {
     private func instance(named name: String) -> InstanceRuntime? { instances.first { $0.name == name } }
 
     /// Graceful shutdown: quiesce every source, wait up to `drainTimeout` for queued envelopes
-    /// and unacknowledged deliveries, then stop and destroy every instance. Returns how many
-    /// envelopes were still outstanding when it gave up waiting (0 after a full drain).
+    /// and unacknowledged deliveries, then stop and destroy every instance. At-least-once
+    /// routes stop retrying and spool what is still queued. Returns how many envelopes were
+    /// still outstanding and not in the spool when it gave up waiting (0 after a full drain).
     @discardableResult
     public func shutdown(drainTimeout: Duration) -> Int {
+        draining.store(true, ordering: .relaxed)
         for instance in instances { if let handle = instance.handle { instance.plugin.table.api.quiesce?(handle) } }
         let deadline = ContinuousClock.now + drainTimeout
         // Polling (not an event) because the count is updated lock-free on the hot path.
@@ -137,7 +155,12 @@ public final class Router: @unchecked Sendable {
             Thread.sleep(forTimeInterval: 0.005)
         }
         let left = max(0, outstanding)
-        if left > 0 { logger.warning("drain timed out", metadata: ["outstanding": .stringConvertible(left)]) }
+        // What at-least-once routes have not delivered is in the spool, not lost.
+        let lost = max(0, left - routes.reduce(0) { $0 + ($1.isAtLeastOnce ? $1.counters.inFlight.load(ordering: .relaxed) : 0) })
+        if left > 0 {
+            logger.warning(
+                "drain timed out", metadata: ["outstanding": .stringConvertible(left), "not_spooled": .stringConvertible(lost)])
+        }
         for instance in instances { instance.accepting.store(false, ordering: .relaxed) }
         for route in routes { route.queue.close() }
         while runningWorkers.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline + .seconds(1) {
@@ -153,7 +176,7 @@ public final class Router: @unchecked Sendable {
             instance.handle = nil
         }
         logger.info("router stopped", metadata: ["drained": .stringConvertible(left == 0)])
-        return left
+        return lost
     }
 
     /// Envelopes queued or being dispatched, plus deliveries not yet acknowledged. Summed
@@ -178,9 +201,24 @@ public final class Router: @unchecked Sendable {
         return trackedID
     }
 
-    func deliveryFinished(_ id: UInt64, outcome: Int32) {
-        guard id & Self.trackedBit != 0 else { return }
-        tracked.withLock { $0.removeValue(forKey: id) }?.complete(outcome)
+    /// At-least-once delivery ids carry this bit and their route's index, so the
+    /// acknowledgement finds its route's worker without a lookup.
+    static let spooledBit: UInt64 = 1 << 62
+    static let routeIndexShift: UInt64 = 40
+
+    func nextSpooledDeliveryID(route index: Int) -> UInt64 {
+        let counter = deliveryCounter.add(1, ordering: .relaxed).newValue & ((1 << Self.routeIndexShift) - 1)
+        return Self.spooledBit | (UInt64(index) << Self.routeIndexShift) | counter
+    }
+
+    func deliveryFinished(_ id: UInt64, outcome: Int32, reason: sy_bytes) {
+        if id & Self.trackedBit != 0 {
+            tracked.withLock { $0.removeValue(forKey: id) }?.complete(outcome)
+        } else if id & Self.spooledBit != 0 {
+            let index = Int((id & ~Self.spooledBit) >> Self.routeIndexShift)
+            guard index < routes.count else { return }
+            routes[index].queue.post(RouteAck(deliveryID: id, outcome: outcome, reason: outcome == SY_OUTCOME_OK ? "" : reason.string))
+        }
     }
 
     func record(metric name: String, instance: String, kind: Int32, value: Double) {
@@ -208,7 +246,17 @@ public final class Router: @unchecked Sendable {
                     droppedFull: route.counters.droppedFull.load(ordering: .relaxed),
                     droppedLoop: route.counters.droppedLoop.load(ordering: .relaxed),
                     refused: route.counters.refused.load(ordering: .relaxed),
-                    queued: route.queue.depth
+                    queued: route.queue.depth,
+                    atLeastOnce: route.isAtLeastOnce,
+                    acknowledged: route.counters.acknowledged.load(ordering: .relaxed),
+                    spooled: route.counters.spooled.load(ordering: .relaxed),
+                    deduplicated: route.counters.deduplicated.load(ordering: .relaxed),
+                    retried: route.counters.retried.load(ordering: .relaxed),
+                    deadLettered: route.counters.deadLettered.load(ordering: .relaxed),
+                    loadedFromSpool: route.counters.loadedFromSpool.load(ordering: .relaxed),
+                    spoolFailures: route.counters.spoolFailures.load(ordering: .relaxed),
+                    inFlight: route.counters.inFlight.load(ordering: .relaxed),
+                    spoolBytes: route.counters.spoolBytes.load(ordering: .relaxed)
                 )
             },
             instances: instances.map { instance in
@@ -247,6 +295,26 @@ public struct RouterStatistics: Sendable {
         public var refused: Int
         /// Envelopes waiting now.
         public var queued: Int
+        /// Whether the route is `delivery: at-least-once`; the counters below apply to those.
+        public var atLeastOnce: Bool
+        /// Deliveries the sinks acknowledged as done.
+        public var acknowledged: Int
+        /// Envelopes written to the spool.
+        public var spooled: Int
+        /// Envelopes dropped as already seen within the dedupe window.
+        public var deduplicated: Int
+        /// Failed deliveries scheduled for another attempt.
+        public var retried: Int
+        /// Deliveries given up on and moved to the dead letters.
+        public var deadLettered: Int
+        /// Envelopes read back from the spool (restart, spill, replay).
+        public var loadedFromSpool: Int
+        /// Spool writes that failed.
+        public var spoolFailures: Int
+        /// Deliveries waiting for their acknowledgement.
+        public var inFlight: Int
+        /// Bytes the route holds in the spool.
+        public var spoolBytes: Int
     }
 
     /// Per-instance counters.

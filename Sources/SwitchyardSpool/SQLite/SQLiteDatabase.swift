@@ -1,0 +1,152 @@
+internal import CSQLite
+
+/// An error SQLite reported, with the statement or action it was about.
+public struct SQLiteError: Error, Sendable, CustomStringConvertible {
+    /// SQLite's result code.
+    public var code: Int32
+    /// SQLite's message and what was being done.
+    public var description: String
+}
+
+/// One SQLite connection. Not thread-safe: the owner serialises access.
+final class SQLiteDatabase {
+    private var handle: OpaquePointer?
+    let path: String
+
+    /// Opens (creating if needed) the database at `path`.
+    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        self.path = path
+        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let status = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
+        guard status == SQLITE_OK else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(handle)
+            handle = nil
+            throw SQLiteError(code: status, description: "cannot open '\(path)': \(message)")
+        }
+        sqlite3_extended_result_codes(handle, 1)
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    /// Runs one or more statements that return no rows.
+    func execute(_ sql: String) throws(SQLiteError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let status = sqlite3_exec(handle, sql, nil, nil, &message)
+        guard status == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? lastMessage
+            sqlite3_free(message)
+            throw SQLiteError(code: status, description: "\(text) (in: \(sql.prefix(80)))")
+        }
+    }
+
+    /// Compiles a statement.
+    func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard status == SQLITE_OK, let statement else {
+            throw SQLiteError(code: status, description: "\(lastMessage) (in: \(sql.prefix(80)))")
+        }
+        return SQLiteStatement(statement, database: self)
+    }
+
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
+    func transaction<Result>(_ body: () throws(SQLiteError) -> Result) throws(SQLiteError) -> Result {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Rows changed by the last statement.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// The rowid of the last insert.
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
+}
+
+/// A compiled statement, reset before each use.
+final class SQLiteStatement {
+    private let statement: OpaquePointer
+    private unowned let database: SQLiteDatabase
+
+    init(_ statement: OpaquePointer, database: SQLiteDatabase) {
+        self.statement = statement
+        self.database = database
+    }
+
+    deinit { sqlite3_finalize(statement) }
+
+    /// A value to bind.
+    enum Value {
+        case int(Int64)
+        case text(String)
+        case blob([UInt8])
+        case null
+    }
+
+    /// Resets the statement and binds `values` to its parameters in order.
+    @discardableResult
+    func bind(_ values: [Value]) -> SQLiteStatement {
+        sqlite3_reset(statement)
+        sqlite3_clear_bindings(statement)
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            switch value {
+            case .int(let number): sqlite3_bind_int64(statement, index, number)
+            case .text(let text): sqlite3_bind_text(statement, index, text, -1, csqlite_transient())
+            case .blob(let bytes):
+                bytes.withUnsafeBytes { raw in
+                    _ = sqlite3_bind_blob64(statement, index, raw.baseAddress, sqlite3_uint64(raw.count), csqlite_transient())
+                }
+            case .null: sqlite3_bind_null(statement, index)
+            }
+        }
+        return self
+    }
+
+    /// Steps once: `true` with a row to read, `false` when done.
+    func step() throws(SQLiteError) -> Bool {
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let status: throw SQLiteError(code: status, description: database.lastMessage)
+        }
+    }
+
+    /// Runs a statement that returns no rows.
+    func run(_ values: [Value]) throws(SQLiteError) {
+        bind(values)
+        while try step() {}
+    }
+
+    /// Every row, each read by `row`.
+    func rows<Row>(_ values: [Value], _ row: (SQLiteStatement) -> Row) throws(SQLiteError) -> [Row] {
+        bind(values)
+        var result: [Row] = []
+        while try step() { result.append(row(self)) }
+        return result
+    }
+
+    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+
+    func text(_ column: Int32) -> String {
+        guard let pointer = sqlite3_column_text(statement, column) else { return "" }
+        return String(cString: pointer)
+    }
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+
+    func blob(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard count > 0, let pointer = sqlite3_column_blob(statement, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+}

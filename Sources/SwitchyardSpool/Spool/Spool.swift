@@ -1,0 +1,351 @@
+import Foundation
+
+/// The durable spool: a SQLite database (WAL, `synchronous=NORMAL`) holding every envelope an
+/// at-least-once route has accepted and not yet seen acknowledged by all its sinks, the dead
+/// letters, and the ids seen within each route's deduplication window.
+///
+/// One connection serves the whole process; calls are serialised by a lock, and each
+/// ``commit(_:)`` is one transaction, so a route worker writes a whole batch per fsync-free
+/// WAL append. Another process (the CLI) may open the same file at the same time.
+public final class Spool: @unchecked Sendable {
+    // `database` and the statements are only touched with `lock` held.
+    private let lock = NSLock()
+    private let database: SQLiteDatabase
+    private let insertEnvelope: SQLiteStatement
+    private let insertSeen: SQLiteStatement
+    private let deleteEnvelope: SQLiteStatement
+    private let updateEnvelope: SQLiteStatement
+    private let insertDeadLetter: SQLiteStatement
+
+    /// The database file.
+    public let path: String
+
+    /// The schema version this build reads and writes.
+    static let schemaVersion = 1
+
+    /// Opens or creates the spool at `path`, creating its directory if needed.
+    public init(path: String) throws(SQLiteError) {
+        self.path = path
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        database = try SQLiteDatabase(path: path)
+        try database.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;")
+        try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS spool(
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                route TEXT NOT NULL,
+                pending TEXT NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                last_error TEXT,
+                size INTEGER NOT NULL,
+                envelope BLOB NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS spool_by_route ON spool(route, seq);
+            CREATE TABLE IF NOT EXISTS dead_letters(
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                route TEXT NOT NULL,
+                sink TEXT NOT NULL,
+                envelope_id TEXT NOT NULL,
+                type TEXT NOT NULL,
+                subject TEXT NOT NULL,
+                attempts INTEGER NOT NULL,
+                error TEXT NOT NULL,
+                failed_at INTEGER NOT NULL,
+                envelope BLOB NOT NULL
+            );
+            CREATE TABLE IF NOT EXISTS seen(
+                route TEXT NOT NULL,
+                envelope_id TEXT NOT NULL,
+                at INTEGER NOT NULL,
+                PRIMARY KEY(route, envelope_id)
+            ) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS seen_by_time ON seen(route, at);
+            PRAGMA user_version=\(Self.schemaVersion);
+            """
+        )
+        insertEnvelope = try database.prepare("INSERT INTO spool(route, pending, size, envelope) VALUES(?, ?, ?, ?)")
+        insertSeen = try database.prepare("INSERT OR IGNORE INTO seen(route, envelope_id, at) VALUES(?, ?, ?)")
+        deleteEnvelope = try database.prepare("DELETE FROM spool WHERE seq = ?")
+        updateEnvelope = try database.prepare("UPDATE spool SET pending = ?, attempts = ?, last_error = ? WHERE seq = ?")
+        insertDeadLetter = try database.prepare(
+            "INSERT INTO dead_letters(route, sink, envelope_id, type, subject, attempts, error, failed_at, envelope) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+    }
+
+    private func locked<Result>(_ body: () throws(SQLiteError) -> Result) throws(SQLiteError) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    /// Applies a batch in one transaction. Returns, per insert, its sequence number, or
+    /// `nil` when deduplication found its envelope id already seen.
+    @discardableResult
+    public func commit(_ batch: SpoolBatch) throws(SQLiteError) -> [Int64?] {
+        try locked { () throws(SQLiteError) in
+            try database.transaction { () throws(SQLiteError) in
+                var sequences: [Int64?] = []
+                sequences.reserveCapacity(batch.inserts.count)
+                for insert in batch.inserts {
+                    if batch.deduplicate {
+                        try insertSeen.run([.text(batch.route), .text(insert.envelopeID), .int(batch.time)])
+                        if database.changes == 0 {
+                            sequences.append(nil)
+                            continue
+                        }
+                    }
+                    try insertEnvelope.run([
+                        .text(batch.route), .text(insert.pending.joined(separator: "\n")), .int(Int64(insert.envelope.count)),
+                        .blob(insert.envelope),
+                    ])
+                    sequences.append(database.lastInsertRowID)
+                }
+                for update in batch.updates {
+                    try updateEnvelope.run([
+                        .text(update.pending.joined(separator: "\n")), .int(Int64(update.attempts)), update.lastError.map { .text($0) } ?? .null,
+                        .int(update.sequence),
+                    ])
+                }
+                for letter in batch.deadLetters {
+                    try insertDeadLetter.run([
+                        .text(batch.route), .text(letter.sink), .text(letter.envelopeID), .text(letter.type), .text(letter.subject),
+                        .int(Int64(letter.attempts)), .text(letter.error), .int(batch.time), .blob(letter.envelope),
+                    ])
+                }
+                for sequence in batch.deletes { try deleteEnvelope.run([.int(sequence)]) }
+                return sequences
+            }
+        }
+    }
+
+    /// Up to `limit` spooled envelopes of `route` after sequence number `after`, oldest first.
+    public func load(route: String, after: Int64, limit: Int) throws(SQLiteError) -> [SpooledEnvelope] {
+        try locked { () throws(SQLiteError) in
+            try database.prepare("SELECT seq, pending, attempts, envelope FROM spool WHERE route = ? AND seq > ? ORDER BY seq LIMIT ?")
+                .rows([.text(route), .int(after), .int(Int64(limit))]) { row in
+                    SpooledEnvelope(
+                        sequence: row.int(0), pending: row.text(1).split(separator: "\n").map(String.init), attempts: Int(row.int(2)),
+                        envelope: row.blob(3))
+                }
+        }
+    }
+
+    /// How many envelopes, and how many bytes of them, `route` has in the spool.
+    public func backlog(route: String) throws(SQLiteError) -> (count: Int, bytes: Int) {
+        try locked { () throws(SQLiteError) in
+            let rows = try database.prepare("SELECT count(*), coalesce(sum(size), 0) FROM spool WHERE route = ?")
+                .rows([.text(route)]) { (Int($0.int(0)), Int($0.int(1))) }
+            return rows.first ?? (0, 0)
+        }
+    }
+
+    /// The highest sequence number `route` has in the spool (0 when none).
+    public func lastSequence(route: String) throws(SQLiteError) -> Int64 {
+        try locked { () throws(SQLiteError) in
+            try database.prepare("SELECT coalesce(max(seq), 0) FROM spool WHERE route = ?").rows([.text(route)]) { $0.int(0) }.first ?? 0
+        }
+    }
+
+    /// Forgets ids seen by `route` before `time` (nanoseconds since the epoch).
+    public func forgetSeen(route: String, before time: Int64) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            try database.prepare("DELETE FROM seen WHERE route = ? AND at < ?").run([.text(route), .int(time)])
+        }
+    }
+
+    // MARK: Dead letters
+
+    /// Dead letters, oldest first, optionally of one route.
+    public func deadLetters(route: String? = nil, limit: Int = 1000) throws(SQLiteError) -> [DeadLetter] {
+        try locked { () throws(SQLiteError) in
+            let filter = route == nil ? "" : "WHERE route = ?"
+            let values: [SQLiteStatement.Value] = (route.map { [.text($0)] } ?? []) + [.int(Int64(limit))]
+            return try database.prepare("SELECT \(DeadLetter.columns) FROM dead_letters \(filter) ORDER BY id LIMIT ?")
+                .rows(values, DeadLetter.init(row:))
+        }
+    }
+
+    /// One dead letter.
+    public func deadLetter(id: Int64) throws(SQLiteError) -> DeadLetter? {
+        try locked { () throws(SQLiteError) in
+            try database.prepare("SELECT \(DeadLetter.columns) FROM dead_letters WHERE id = ?").rows([.int(id)], DeadLetter.init(row:)).first
+        }
+    }
+
+    /// Moves dead letters (`ids`, or all when `nil`) back into the spool for their route and
+    /// sink with a fresh attempt count. A running router picks them up within a second.
+    /// Returns how many moved.
+    @discardableResult
+    public func replay(ids: [Int64]?) throws(SQLiteError) -> Int {
+        try moveDeadLetters(ids: ids, replaying: true)
+    }
+
+    /// Deletes dead letters (`ids`, or all when `nil`). Returns how many went.
+    @discardableResult
+    public func drop(ids: [Int64]?) throws(SQLiteError) -> Int {
+        try moveDeadLetters(ids: ids, replaying: false)
+    }
+
+    private func moveDeadLetters(ids: [Int64]?, replaying: Bool) throws(SQLiteError) -> Int {
+        try locked { () throws(SQLiteError) in
+            try database.transaction { () throws(SQLiteError) in
+                let filter = ids.map { "WHERE id IN (\($0.map(String.init).joined(separator: ",")))" } ?? ""
+                if replaying {
+                    try database.execute(
+                        "INSERT INTO spool(route, pending, size, envelope) SELECT route, sink, length(envelope), envelope FROM dead_letters \(filter) ORDER BY id"
+                    )
+                }
+                try database.execute("DELETE FROM dead_letters \(filter)")
+                return database.changes
+            }
+        }
+    }
+}
+
+/// Work for one ``Spool/commit(_:)`` of one route.
+public struct SpoolBatch: Sendable {
+    /// A newly accepted envelope.
+    public struct Insert: Sendable {
+        /// The envelope id (the deduplication key).
+        public var envelopeID: String
+        /// The sinks (`instance.port`) still to deliver to.
+        public var pending: [String]
+        /// The envelope in binary form.
+        public var envelope: [UInt8]
+
+        /// Creates an insert.
+        public init(envelopeID: String, pending: [String], envelope: [UInt8]) {
+            self.envelopeID = envelopeID
+            self.pending = pending
+            self.envelope = envelope
+        }
+    }
+
+    /// A spooled envelope whose sinks or attempts changed.
+    public struct Update: Sendable {
+        /// Its sequence number.
+        public var sequence: Int64
+        /// The sinks still to deliver to.
+        public var pending: [String]
+        /// Failed attempts so far.
+        public var attempts: Int
+        /// The last failure.
+        public var lastError: String?
+
+        /// Creates an update.
+        public init(sequence: Int64, pending: [String], attempts: Int, lastError: String?) {
+            self.sequence = sequence
+            self.pending = pending
+            self.attempts = attempts
+            self.lastError = lastError
+        }
+    }
+
+    /// A delivery given up on.
+    public struct Letter: Sendable {
+        /// The sink (`instance.port`) that kept failing.
+        public var sink: String
+        /// The envelope id.
+        public var envelopeID: String
+        /// The envelope type.
+        public var type: String
+        /// The envelope subject.
+        public var subject: String
+        /// Attempts made.
+        public var attempts: Int
+        /// The last failure.
+        public var error: String
+        /// The envelope in binary form.
+        public var envelope: [UInt8]
+
+        /// Creates a dead letter.
+        public init(sink: String, envelopeID: String, type: String, subject: String, attempts: Int, error: String, envelope: [UInt8]) {
+            self.sink = sink
+            self.envelopeID = envelopeID
+            self.type = type
+            self.subject = subject
+            self.attempts = attempts
+            self.error = error
+            self.envelope = envelope
+        }
+    }
+
+    /// The route.
+    public var route: String
+    /// When (nanoseconds since the epoch): the time stamp of seen ids and dead letters.
+    public var time: Int64
+    /// Skip inserts whose envelope id the route has already seen.
+    public var deduplicate: Bool
+    /// New envelopes, in order.
+    public var inserts: [Insert] = []
+    /// Changed envelopes.
+    public var updates: [Update] = []
+    /// Deliveries given up on.
+    public var deadLetters: [Letter] = []
+    /// Envelopes done with.
+    public var deletes: [Int64] = []
+
+    /// An empty batch.
+    public init(route: String, time: Int64, deduplicate: Bool) {
+        self.route = route
+        self.time = time
+        self.deduplicate = deduplicate
+    }
+
+    /// Whether there is nothing to write.
+    public var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deadLetters.isEmpty && deletes.isEmpty }
+}
+
+/// An envelope read back from the spool.
+public struct SpooledEnvelope: Sendable {
+    /// Its sequence number: the order of the route.
+    public var sequence: Int64
+    /// The sinks still to deliver to.
+    public var pending: [String]
+    /// Failed attempts so far.
+    public var attempts: Int
+    /// The envelope in binary form.
+    public var envelope: [UInt8]
+}
+
+/// An envelope a sink kept failing on.
+public struct DeadLetter: Sendable {
+    /// The dead letter's id (for show, replay, drop).
+    public var id: Int64
+    /// The route it came through.
+    public var route: String
+    /// The sink (`instance.port`) that failed.
+    public var sink: String
+    /// The envelope id.
+    public var envelopeID: String
+    /// The envelope type.
+    public var type: String
+    /// The envelope subject.
+    public var subject: String
+    /// Attempts made.
+    public var attempts: Int
+    /// The last failure.
+    public var error: String
+    /// When it was given up on, nanoseconds since the epoch.
+    public var failedAt: Int64
+    /// The envelope in binary form.
+    public var envelope: [UInt8]
+
+    static let columns = "id, route, sink, envelope_id, type, subject, attempts, error, failed_at, envelope"
+
+    init(row: SQLiteStatement) {
+        id = row.int(0)
+        route = row.text(1)
+        sink = row.text(2)
+        envelopeID = row.text(3)
+        type = row.text(4)
+        subject = row.text(5)
+        attempts = Int(row.int(6))
+        error = row.text(7)
+        failedAt = row.int(8)
+        envelope = row.blob(9)
+    }
+}

@@ -1,0 +1,132 @@
+import ArgumentParser
+import SwitchyardConfig
+import SwitchyardCore
+import SwitchyardSpool
+
+/// `switchyard dlq list|show|replay|drop`: the dead letters of a spool. Works on the database of
+/// a running router (SQLite in WAL mode allows it; replayed envelopes are picked up within a
+/// second) as well as a stopped one's.
+struct DeadLetters: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dlq",
+        abstract: "List, show, replay or drop dead letters (deliveries given up on).",
+        subcommands: [List.self, Show.self, Replay.self, Drop.self]
+    )
+
+    struct SpoolOption: ParsableArguments {
+        @Option(help: "The spool database (default \(ConfigLoader.defaultSpoolPath)).")
+        var spool: String = ConfigLoader.defaultSpoolPath
+
+        func open() throws -> Spool {
+            do {
+                return try Spool(path: spool)
+            } catch {
+                printError("error: spool '\(spool)': \(error)")
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "One line per dead letter: id, route, sink, attempts, time, envelope, error.")
+
+        @OptionGroup var options: SpoolOption
+
+        @Option(help: "Only this route's dead letters.")
+        var route: String?
+
+        @Flag(help: "One JSON object per line instead of columns.")
+        var json = false
+
+        func run() throws {
+            let letters = try options.open().deadLetters(route: route, limit: Int.max)
+            for letter in letters {
+                if json {
+                    print(summary(letter).serialized())
+                } else {
+                    let columns = [
+                        String(letter.id), letter.route, letter.sink, "attempts=\(letter.attempts)", Clock.rfc3339(unixNanos: letter.failedAt),
+                        letter.envelopeID, letter.type, letter.subject.isEmpty ? "-" : letter.subject, letter.error,
+                    ]
+                    print(columns.joined(separator: "\t"))
+                }
+            }
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "A dead letter with its whole envelope, as JSON.")
+
+        @OptionGroup var options: SpoolOption
+
+        @Argument(help: "The dead letter's id (from dlq list).")
+        var id: Int64
+
+        func run() throws {
+            guard let letter = try options.open().deadLetter(id: id) else {
+                printError("error: no dead letter \(id)")
+                throw ExitCode(1)
+            }
+            var object = summary(letter)
+            if case .object(var members) = object {
+                members["envelope"] = (try? Envelope(serialized: letter.envelope))?.jsonObject() ?? .null
+                object = .object(members)
+            }
+            print(object.serialized())
+        }
+    }
+
+    struct Replay: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Move dead letters back to their route's spool; the sink gets them again (a running router within a second, else on start)."
+        )
+
+        @OptionGroup var options: SpoolOption
+
+        @Argument(help: "Dead letter ids.")
+        var ids: [Int64] = []
+
+        @Flag(help: "Every dead letter.")
+        var all = false
+
+        func validate() throws {
+            if all == !ids.isEmpty { throw ValidationError("name dead letter ids or --all") }
+        }
+
+        func run() throws {
+            let moved = try options.open().replay(ids: all ? nil : ids)
+            print("replayed \(moved)")
+            if !all, moved < ids.count { throw ExitCode(1) }
+        }
+    }
+
+    struct Drop: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete dead letters for good.")
+
+        @OptionGroup var options: SpoolOption
+
+        @Argument(help: "Dead letter ids.")
+        var ids: [Int64] = []
+
+        @Flag(help: "Every dead letter.")
+        var all = false
+
+        func validate() throws {
+            if all == !ids.isEmpty { throw ValidationError("name dead letter ids or --all") }
+        }
+
+        func run() throws {
+            let dropped = try options.open().drop(ids: all ? nil : ids)
+            print("dropped \(dropped)")
+            if !all, dropped < ids.count { throw ExitCode(1) }
+        }
+    }
+}
+
+private func summary(_ letter: DeadLetter) -> JSONValue {
+    .object([
+        "id": .int(Int(letter.id)), "route": .string(letter.route), "sink": .string(letter.sink), "envelope_id": .string(letter.envelopeID),
+        "type": .string(letter.type), "subject": .string(letter.subject), "attempts": .int(letter.attempts), "error": .string(letter.error),
+        "failed_at": .string(Clock.rfc3339(unixNanos: letter.failedAt)),
+    ])
+}
