@@ -16,8 +16,10 @@ internal import SwitchyardSpool
 /// window empties.
 ///
 /// Order per sink and subject: while an envelope waits for a retry, later envelopes with the
-/// same subject for that sink are held back behind it. Deliveries already in flight when a
-/// failure comes back cannot be recalled and may overtake the retry.
+/// same subject for that sink are held back behind it, and envelopes of one subject waiting
+/// for retries are retried one at a time, oldest first. Deliveries that were already in
+/// flight when a failure came back and then succeed cannot be recalled: they overtake the
+/// retried one.
 ///
 /// Everything here runs on the route's worker thread; acknowledgements reach it through the
 /// route queue's mailbox.
@@ -30,6 +32,8 @@ final class SpooledDelivery {
         let size: Int
         var states: [SinkState]
         var attempts: [Int]
+        /// Per sink: when the next attempt is due, while waiting.
+        var due: [ContinuousClock.Instant?]
         var lastError: String?
 
         init(sequence: Int64, envelope: Envelope, size: Int, states: [SinkState], attempts: Int) {
@@ -38,6 +42,7 @@ final class SpooledDelivery {
             self.size = size
             self.states = states
             self.attempts = Array(repeating: attempts, count: states.count)
+            due = Array(repeating: nil, count: states.count)
         }
 
         var isDone: Bool { states.allSatisfy { $0 == .done } }
@@ -271,7 +276,9 @@ final class SpooledDelivery {
         entry.states[sink] = .waiting
         blocked[sink][entry.envelope.subject, default: []].insert(entry.sequence)
         let pause = declaration.retry.pause(afterFailures: attempts, random: Double.random(in: 0...1, using: &randomState))
-        retries.append((ContinuousClock.now + .nanoseconds(Int64(clamping: pause)), entry.sequence, sink))
+        let due = ContinuousClock.now + .nanoseconds(Int64(clamping: pause))
+        entry.due[sink] = due
+        retries.append((due, entry.sequence, sink))
         batch.updates.append(update(for: entry))
     }
 
@@ -282,22 +289,38 @@ final class SpooledDelivery {
             attempts: pending.map { entry.attempts[$0] }.max() ?? 0, lastError: entry.lastError)
     }
 
-    /// Releases the envelopes held behind `entry` once nothing of its subject waits for a
-    /// retry at `sink` any more.
+    /// `entry` is resolved at `sink` (delivered or given up on): the next envelope of its
+    /// subject waiting for a retry goes if it is due; when none waits any more, the envelopes
+    /// held behind them go, in order.
     private func unblock(_ entry: Entry, sink: Int) {
         let subject = entry.envelope.subject
-        guard blocked[sink][subject]?.remove(entry.sequence) != nil, blocked[sink][subject]?.isEmpty == true else { return }
+        entry.due[sink] = nil
+        guard var waiting = blocked[sink][subject], waiting.remove(entry.sequence) != nil else { return }
+        if !waiting.isEmpty {
+            blocked[sink][subject] = waiting
+            retryOldest(subject: subject, sink: sink, now: ContinuousClock.now)
+            return
+        }
         blocked[sink][subject] = nil
-        guard var waiting = held[sink].removeValue(forKey: subject) else { return }
-        while let sequence = waiting.popFirst() {
+        guard var heldBack = held[sink].removeValue(forKey: subject) else { return }
+        while let sequence = heldBack.popFirst() {
             guard let next = entries[sequence], next.states[sink] == .held else { continue }
             deliver(next, to: sink)
             if blocked[sink][subject] != nil {
                 // It failed at once and blocks the subject again: the rest stay held.
-                held[sink][subject, default: []].append(contentsOf: waiting)
+                held[sink][subject, default: []].append(contentsOf: heldBack)
                 return
             }
         }
+    }
+
+    /// Delivers the oldest envelope of `subject` waiting for a retry at `sink`, if it is due
+    /// and no retry of that subject is in flight.
+    private func retryOldest(subject: String, sink: Int, now: ContinuousClock.Instant) {
+        guard let waiting = blocked[sink][subject], let oldest = waiting.min(), let entry = entries[oldest],
+            entry.states[sink] == .waiting, let due = entry.due[sink], due <= now
+        else { return }
+        deliver(entry, to: sink)
     }
 
     private func retryDue() {
@@ -307,8 +330,8 @@ final class SpooledDelivery {
         guard !due.isEmpty else { return }
         retries.removeAll { $0.due <= now }
         for retry in due {
-            guard let entry = entries[retry.sequence], entry.states[retry.sink] == .waiting else { continue }
-            deliver(entry, to: retry.sink)
+            guard let entry = entries[retry.sequence] else { continue }
+            retryOldest(subject: entry.envelope.subject, sink: retry.sink, now: now)
         }
     }
 

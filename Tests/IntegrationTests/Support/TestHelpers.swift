@@ -59,25 +59,35 @@ struct RouteTotals: Equatable {
     var droppedFull: Int
     var droppedLoop: Int
 
-    /// Finds the "route totals" line of `route` in a router log; nil when there is none.
-    static func parse(route: String, in log: String) -> RouteTotals? {
+    /// Every `key=value` of the "route totals" line of `route` in a router log.
+    static func fields(route: String, in log: String) -> [String: String]? {
         for line in log.split(separator: "\n") where line.contains("route totals") {
             var fields: [String: String] = [:]
             for token in line.split(separator: " ") {
                 guard let equals = token.firstIndex(of: "=") else { continue }
                 fields[String(token[..<equals])] = String(token[token.index(after: equals)...])
             }
-            guard fields["route"] == route else { continue }
-            guard let received = fields["received"].flatMap({ Int($0) }),
-                let filtered = fields["filtered"].flatMap({ Int($0) }),
-                let delivered = fields["delivered"].flatMap({ Int($0) }),
-                let droppedFull = fields["dropped_full"].flatMap({ Int($0) }),
-                let droppedLoop = fields["dropped_loop"].flatMap({ Int($0) })
-            else { return nil }
-            return RouteTotals(
-                received: received, filtered: filtered, delivered: delivered, droppedFull: droppedFull, droppedLoop: droppedLoop)
+            if fields["route"] == route { return fields }
         }
         return nil
+    }
+
+    /// The numeric counter `name` of the "route totals" line of `route`.
+    static func counter(_ name: String, route: String, in log: String) -> Int? {
+        fields(route: route, in: log)?[name].flatMap { Int($0) }
+    }
+
+    /// Finds the "route totals" line of `route` in a router log; nil when there is none.
+    static func parse(route: String, in log: String) -> RouteTotals? {
+        guard let fields = fields(route: route, in: log),
+            let received = fields["received"].flatMap({ Int($0) }),
+            let filtered = fields["filtered"].flatMap({ Int($0) }),
+            let delivered = fields["delivered"].flatMap({ Int($0) }),
+            let droppedFull = fields["dropped_full"].flatMap({ Int($0) }),
+            let droppedLoop = fields["dropped_loop"].flatMap({ Int($0) })
+        else { return nil }
+        return RouteTotals(
+            received: received, filtered: filtered, delivered: delivered, droppedFull: droppedFull, droppedLoop: droppedLoop)
     }
 }
 
