@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "SwitchyardPluginKit", targets: ["SwitchyardPluginKit"]),
         .library(name: "SwitchyardABI", targets: ["SwitchyardABI"]),
         .library(name: "SwitchyardRuntime", targets: ["SwitchyardRuntime"]),
+        .library(name: "SwitchyardSpool", targets: ["SwitchyardSpool"]),
         // First-party plugins: each a shared object the router loads like any third-party one.
         .library(name: "core", type: .dynamic, targets: ["CorePlugin"]),
         .library(name: "mqtt", type: .dynamic, targets: ["MQTTPlugin"]),
@@ -34,6 +35,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
     ],
     targets: [
         // The C plugin ABI: a header and nothing else of substance.
@@ -63,6 +67,7 @@ let package = Package(
                 "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardRouting", "SwitchyardConfig", "SwitchyardSpool",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -74,10 +79,23 @@ let package = Package(
             dependencies: ["SwitchyardABI", "SwitchyardBridge", "SwitchyardCore"],
             swiftSettings: strict
         ),
+        // The admin HTTP port: metrics, health, readiness, the JSON API the CLI uses.
+        .target(
+            name: "SwitchyardAdmin",
+            dependencies: [
+                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "switchyard",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardSpool",
+                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardAdmin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

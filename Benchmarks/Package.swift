@@ -26,6 +26,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "SwitchyardRuntime", package: "switchyard"),
+                .product(name: "SwitchyardSpool", package: "switchyard"),
                 .product(name: "SwitchyardABI", package: "switchyard"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),

@@ -103,7 +103,7 @@ public struct ConfigLoader: Sendable {
         return text
     }
 
-    private static let topLevelKeys = ["plugins", "spool", "types", "instances", "routes"]
+    private static let topLevelKeys = ["plugins", "spool", "admin", "types", "instances", "routes"]
     private static let routeKeys = [
         "name", "from", "to", "when", "map", "template", "type", "content_type", "queue", "loop", "delivery", "retry", "dedupe",
     ]
@@ -119,6 +119,7 @@ public struct ConfigLoader: Sendable {
             switch member.key {
             case "plugins": mergePlugins(member.value, into: &config, diagnostics: &diagnostics)
             case "spool": mergeSpool(member.value, into: &config, diagnostics: &diagnostics)
+            case "admin": mergeAdmin(member.value, into: &config, diagnostics: &diagnostics)
             case "types": mergeTypes(member.value, into: &config, diagnostics: &diagnostics)
             case "instances": mergeInstances(member.value, into: &config, diagnostics: &diagnostics)
             case "routes": mergeRoutes(member.value, file: file, into: &config, diagnostics: &diagnostics)
@@ -178,6 +179,32 @@ public struct ConfigLoader: Sendable {
                 continue
             }
             config.spoolPath = Located(path, at: member.value.location)
+        }
+    }
+
+    private func mergeAdmin(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
+        guard let members = node.members else {
+            diagnostics.append(Diagnostic("'admin' must be a mapping such as { listen: 127.0.0.1:9180 }", at: node.location))
+            return
+        }
+        for member in members {
+            guard let value = member.value.scalarText, member.value.members == nil, member.value.elements == nil, !value.isEmpty else {
+                diagnostics.append(Diagnostic("admin.\(member.key) must be a string", at: member.value.location))
+                continue
+            }
+            switch member.key {
+            case "listen":
+                let port = value.split(separator: ":").last.flatMap { Int($0) }
+                guard let port, (0...65535).contains(port) else {
+                    diagnostics.append(Diagnostic("admin.listen must be host:port, such as 127.0.0.1:9180", at: member.value.location))
+                    continue
+                }
+                config.adminListen = Located(value, at: member.value.location)
+            case "token":
+                config.adminToken = Located(value, at: member.value.location)
+            default:
+                diagnostics.append(Diagnostic("unknown key '\(member.key)' in admin (expected: listen, token)", at: member.keyLocation))
+            }
         }
     }
 

@@ -153,6 +153,10 @@ public struct GraphConfig: Sendable {
     public var pluginsDirectory: Located<String>?
     /// `spool.path`, if set.
     public var spoolPath: Located<String>?
+    /// `admin.listen`, if set: `host:port` of the admin HTTP port.
+    public var adminListen: Located<String>?
+    /// `admin.token`, if set: the bearer token the admin port requires.
+    public var adminToken: Located<String>?
     /// `types:`.
     public var types: [TypeDeclaration] = []
     /// `instances:`, in the order written.

@@ -42,7 +42,7 @@ struct DeadLetters: ParsableCommand {
             let letters = try options.open().deadLetters(route: route, limit: Int.max)
             for letter in letters {
                 if json {
-                    print(summary(letter).serialized())
+                    print(letter.json(withEnvelope: false).serialized())
                 } else {
                     let columns = [
                         String(letter.id), letter.route, letter.sink, "attempts=\(letter.attempts)", Clock.rfc3339(unixNanos: letter.failedAt),
@@ -67,12 +67,7 @@ struct DeadLetters: ParsableCommand {
                 printError("error: no dead letter \(id)")
                 throw ExitCode(1)
             }
-            var object = summary(letter)
-            if case .object(var members) = object {
-                members["envelope"] = (try? Envelope(serialized: letter.envelope))?.jsonObject() ?? .null
-                object = .object(members)
-            }
-            print(object.serialized())
+            print(letter.json(withEnvelope: true).serialized())
         }
     }
 
@@ -121,12 +116,4 @@ struct DeadLetters: ParsableCommand {
             if !all, dropped < ids.count { throw ExitCode(1) }
         }
     }
-}
-
-private func summary(_ letter: DeadLetter) -> JSONValue {
-    .object([
-        "id": .int(Int(letter.id)), "route": .string(letter.route), "sink": .string(letter.sink), "envelope_id": .string(letter.envelopeID),
-        "type": .string(letter.type), "subject": .string(letter.subject), "attempts": .int(letter.attempts), "error": .string(letter.error),
-        "failed_at": .string(Clock.rfc3339(unixNanos: letter.failedAt)),
-    ])
 }

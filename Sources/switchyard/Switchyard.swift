@@ -4,6 +4,7 @@ import SwitchyardConfig
 import SwitchyardCore
 import SwitchyardRuntime
 import SwitchyardSpool
+import SwitchyardAdmin
 
 #if canImport(Glibc)
     import Glibc
@@ -84,6 +85,9 @@ struct Run: ParsableCommand {
     @Option(help: "The spool database for at-least-once routes (overrides spool.path; default \(ConfigLoader.defaultSpoolPath)).")
     var spool: String?
 
+    @Option(help: "Serve the admin HTTP port (metrics, health, API) on host:port (overrides admin.listen; port 0 picks one).")
+    var admin: String?
+
     func run() throws {
         // Block the shutdown signals in every thread (threads inherit the mask) and take them
         // synchronously below, so no handler runs at an arbitrary point.
@@ -109,6 +113,16 @@ struct Run: ParsableCommand {
             }
             logger.info("spool open", metadata: ["path": .string(path)])
         }
+        var adminConfiguration: AdminServer.Configuration?
+        if let address = admin ?? plan.adminListen {
+            let token = plan.adminToken ?? ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"]
+            guard let parsed = AdminServer.Configuration(address: address, token: token) else {
+                throw ValidationError("--admin must be host:port, such as 127.0.0.1:9180")
+            }
+            adminConfiguration = parsed
+        }
+        // The registry must exist before the routes create their latency timers.
+        let registry = adminConfiguration.map { _ in AdminServer.bootstrapMetrics() }
         let router = Router(plan: plan, logger: logger, spool: openSpool)
         do {
             try router.start()
@@ -116,6 +130,19 @@ struct Run: ParsableCommand {
             printError("error: \(error)")
             throw ExitCode(1)
         }
+        var adminServer: AdminServer?
+        if let adminConfiguration, let registry {
+            let server = AdminServer(configuration: adminConfiguration, registry: registry, logger: logger)
+            do {
+                _ = try server.start(router: router, spool: openSpool)
+            } catch {
+                printError("error: admin: \(error)")
+                router.shutdown(drainTimeout: .nanoseconds(Int64(timeout)))
+                throw ExitCode(1)
+            }
+            adminServer = server
+        }
+        defer { adminServer?.stop() }
         var received: Int32 = 0
         sigwait(&signals, &received)
         logger.info("shutting down", metadata: ["signal": .string(received == SIGINT ? "SIGINT" : "SIGTERM")])

@@ -4,6 +4,8 @@ import Logging
 import SwitchyardABI
 import SwitchyardConfig
 import SwitchyardRuntime
+import SwitchyardSpool
+import Foundation
 
 /// How long a batch may take before the benchmark gives up and reports an error.
 let batchTimeoutNanos: UInt64 = 120_000_000_000
@@ -31,6 +33,8 @@ struct FixtureError: Error, CustomStringConvertible {
 final class RouterFixture: @unchecked Sendable {
     // Set up once in the benchmark's setup, used from its closure, shut down in teardown.
     let router: Router
+    /// The spool's directory, for at-least-once routes (removed on shutdown).
+    let spoolDirectory: String?
 
     /// `route` is the YAML of one list entry under `routes:` (without the leading dash).
     init(route: String) throws(FixtureError) {
@@ -64,7 +68,19 @@ final class RouterFixture: @unchecked Sendable {
         }
         // Nothing should be logged on the hot path; a no-op handler keeps the harness's pipe clean.
         let logger = Logger(label: "switchyard.bench", factory: { _ in SwiftLogNoOpLogHandler() })
-        router = Router(plan: plan, logger: logger)
+        var spool: Spool?
+        if plan.needsSpool {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-bench-\(UUID().uuidString)").path
+            spoolDirectory = directory
+            do {
+                spool = try Spool(path: directory + "/spool.db")
+            } catch {
+                throw FixtureError(description: "spool: \(error)")
+            }
+        } else {
+            spoolDirectory = nil
+        }
+        router = Router(plan: plan, logger: logger, spool: spool)
         do {
             try router.start()
         } catch {
@@ -87,6 +103,7 @@ final class RouterFixture: @unchecked Sendable {
 
     func shutdown() {
         router.shutdown(drainTimeout: .seconds(10))
+        if let spoolDirectory { try? FileManager.default.removeItem(atPath: spoolDirectory) }
     }
 }
 

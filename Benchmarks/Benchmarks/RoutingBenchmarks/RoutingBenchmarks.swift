@@ -53,6 +53,14 @@ let measuredRoutes: [(name: String, yaml: String)] = [
         map: { sensor: "{{body.sensor}}", v: "{{body.value}}" }
         to: sink.in
         """),
+    // Every envelope written to the SQLite spool (WAL, synchronous=NORMAL, one transaction
+    // per worker batch) before the source is settled, and deleted once the sink acked.
+    ("Router: at-least-once route", """
+        name: durable
+        from: src.out
+        to: sink.in
+        delivery: at-least-once
+        """),
 ]
 
 let benchmarks: @Sendable () -> Void = {

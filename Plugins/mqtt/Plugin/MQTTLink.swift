@@ -80,6 +80,8 @@ final class MQTTLink: @unchecked Sendable {
     // MARK: Entry points (any thread)
 
     func start() {
+        // Not ready (the router's /readyz) until the broker accepted the connection.
+        context.metric(.gauge, "ready", 0)
         eventLoop.execute { self.connect() }
     }
 
@@ -286,6 +288,7 @@ final class MQTTLink: @unchecked Sendable {
         receivedQoS2.removeAll()
         if wasConnected, !stopped { context.log(.warning, "connection to \(configuration.host):\(configuration.port) lost") }
         context.metric(.gauge, "mqtt_connected", 0)
+        context.metric(.gauge, "ready", 0)
         scheduleReconnect()
     }
 
@@ -359,6 +362,7 @@ final class MQTTLink: @unchecked Sendable {
         inflightWindow = min(configuration.inflightWindow, Int(connack.properties.receiveMaximum ?? UInt16.max))
         reconnectDelay = configuration.initialReconnectDelay
         context.metric(.gauge, "mqtt_connected", 1)
+        context.metric(.gauge, "ready", 1)
         context.log(
             .info, "connected to \(configuration.host):\(configuration.port) (MQTT \(configuration.version == .v5 ? "5" : "3.1.1"))")
         let keepAlive = connack.properties.serverKeepAlive ?? configuration.keepAlive

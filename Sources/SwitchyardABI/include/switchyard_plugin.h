@@ -174,7 +174,10 @@ typedef struct sy_host_api_v1 {
     /** Write a log line (UTF-8) at an SY_LOG_* level, attributed to the instance. */
     void (*log)(sy_host_context *context, int32_t level, sy_bytes message);
 
-    /** Record a metric of an SY_METRIC_* kind; `name` is a Prometheus-style metric name. */
+    /** Record a metric of an SY_METRIC_* kind; `name` is a Prometheus-style metric name.
+     * The gauge named "ready" (0 or 1) is the instance's readiness for the admin port's
+     * /readyz: report 0 while the far side is unreachable. An instance that never reports it
+     * counts as ready once started. */
     void (*metric)(sy_host_context *context, int32_t kind, sy_bytes name, double value);
 } sy_host_api_v1;
 

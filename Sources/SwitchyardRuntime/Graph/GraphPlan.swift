@@ -13,6 +13,10 @@ public struct GraphPlan: Sendable {
     public var types: TypeRegistry
     /// `spool.path`, if the route files set it.
     public var spoolPath: String?
+    /// `admin.listen`, if the route files set it.
+    public var adminListen: String?
+    /// `admin.token`, if the route files set it.
+    public var adminToken: String?
 
     /// Whether any route is `delivery: at-least-once` and so needs the spool.
     public var needsSpool: Bool { routes.contains { $0.declaration.delivery == .atLeastOnce } }

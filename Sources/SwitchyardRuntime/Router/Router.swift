@@ -21,6 +21,7 @@ public final class Router: @unchecked Sendable {
     private let runningWorkers = Atomic<Int>(0)
     private let metricsStore = Mutex<[String: Double]>([:])
     private let draining = Atomic<Bool>(false)
+    private let started = Atomic<Bool>(false)
     private let spool: Spool?
 
     /// Prepares a router for `plan`; nothing runs until ``start()``. `spool` is needed when
@@ -90,6 +91,7 @@ public final class Router: @unchecked Sendable {
             }
             throw error
         }
+        started.store(true, ordering: .releasing)
         logger.info(
             "router started", metadata: ["instances": .stringConvertible(instances.count), "routes": .stringConvertible(routes.count)])
     }
@@ -148,6 +150,7 @@ public final class Router: @unchecked Sendable {
     @discardableResult
     public func shutdown(drainTimeout: Duration) -> Int {
         draining.store(true, ordering: .relaxed)
+        started.store(false, ordering: .releasing)
         for instance in instances { if let handle = instance.handle { instance.plugin.table.api.quiesce?(handle) } }
         let deadline = ContinuousClock.now + drainTimeout
         // Polling (not an event) because the count is updated lock-free on the hot path.
@@ -231,6 +234,27 @@ public final class Router: @unchecked Sendable {
                 store[key + "_sum", default: 0] += value
             default: store[key, default: 0] += value
             }
+        }
+    }
+
+    /// Whether every instance has started and none says it is not ready. A plugin states its
+    /// readiness with a gauge named `ready` (1 ready, 0 not, e.g. while disconnected); an
+    /// instance that never reports one is ready once started.
+    public var readiness: [(instance: String, ready: Bool)] {
+        let started = self.started.load(ordering: .acquiring)
+        let metrics = metricsStore.withLock { $0 }
+        return instances.map { instance in
+            (instance.name, started && (metrics[instance.name + ".ready"].map { $0 != 0 } ?? true))
+        }
+    }
+
+    /// The plugins of the instances: name, version, ABI version, file.
+    public var plugins: [(name: String, version: String, abi: UInt32, path: String)] {
+        var seen: Set<String> = []
+        return instances.compactMap { instance in
+            let plugin = instance.plugin
+            guard seen.insert(plugin.path).inserted else { return nil }
+            return (plugin.manifest.name, plugin.manifest.version, plugin.abiVersion, plugin.path)
         }
     }
 

@@ -1,3 +1,4 @@
+import CoreMetrics
 import DequeModule
 import Foundation
 internal import Logging
@@ -52,7 +53,8 @@ final class SpooledDelivery {
     unowned var route: RouteRuntime!
 
     private var entries: [Int64: Entry] = [:]
-    private var inFlight: [UInt64: (sequence: Int64, sink: Int)] = [:]
+    private var inFlight: [UInt64: (sequence: Int64, sink: Int, since: ContinuousClock.Instant)] = [:]
+    private var ackLatency: CoreMetrics.Timer?
     private var retries: [(due: ContinuousClock.Instant, sequence: Int64, sink: Int)] = []
     /// Per sink: subject → envelopes of that subject waiting for a retry.
     private var blocked: [[String: Set<Int64>]] = []
@@ -81,6 +83,7 @@ final class SpooledDelivery {
     func run() {
         blocked = Array(repeating: [:], count: route.sinks.count)
         held = Array(repeating: [:], count: route.sinks.count)
+        ackLatency = CoreMetrics.Timer(label: "switchyard_ack_latency_seconds", dimensions: [("route", route.name)])
         batch = SpoolBatch(route: route.name, time: 0, deduplicate: declaration.dedupeWindow != nil)
         do {
             route.counters.spoolBytes.store(try spool.backlog(route: route.name).bytes, ordering: .relaxed)
@@ -209,7 +212,7 @@ final class SpooledDelivery {
 
     private func deliver(_ entry: Entry, to sink: Int) {
         let deliveryID = route.router.nextSpooledDeliveryID(route: route.index)
-        inFlight[deliveryID] = (entry.sequence, sink)
+        inFlight[deliveryID] = (entry.sequence, sink, ContinuousClock.now)
         entry.states[sink] = .inFlight
         route.counters.inFlight.add(1, ordering: .relaxed)
         let status = route.deliverWaitingForRoom(entry.envelope, to: route.sinks[sink], deliveryID: deliveryID)
@@ -224,8 +227,10 @@ final class SpooledDelivery {
     }
 
     private func acknowledged(_ ack: RouteAck) {
-        guard let (sequence, sink) = inFlight.removeValue(forKey: ack.deliveryID) else { return }
+        guard let (sequence, sink, since) = inFlight.removeValue(forKey: ack.deliveryID) else { return }
         route.counters.inFlight.subtract(1, ordering: .relaxed)
+        let latency = since.duration(to: .now).components
+        ackLatency?.recordNanoseconds(latency.seconds * 1_000_000_000 + latency.attoseconds / 1_000_000_000)
         guard let entry = entries[sequence] else { return }
         if ack.outcome == SY_OUTCOME_OK {
             route.counters.acknowledged.add(1, ordering: .relaxed)

@@ -1,0 +1,91 @@
+import Hummingbird
+import NIOCore
+import SwitchyardCore
+import SwitchyardRuntime
+import SwitchyardSpool
+
+extension AdminServer {
+    /// `GET /v1/dead-letters[?route=R]`, `GET /v1/dead-letters/{id}`,
+    /// `POST /v1/dead-letters/{id}/replay`, `POST /v1/dead-letters/replay` (all),
+    /// `DELETE /v1/dead-letters/{id}`, `DELETE /v1/dead-letters` (all).
+    func addDeadLetterRoutes(to routes: Hummingbird.Router<BasicRequestContext>, spool: Spool?) {
+        let group = routes.group("v1/dead-letters")
+        guard let spool else {
+            let none: @Sendable (Request, BasicRequestContext) -> Response = { _, _ -> Response in
+                .json(JSONValue.object(["error": "no route is at-least-once, so there is no spool"]).serializedBytes(), status: .notFound)
+            }
+            group.get(use: none)
+            group.get(":id", use: none)
+            return
+        }
+        group.get { request, _ -> Response in
+            let letters = try spool.deadLetters(route: request.uri.queryParameters.get("route"), limit: Int.max)
+            return .json(JSONValue.array(letters.map { $0.json(withEnvelope: false) }).serializedBytes())
+        }
+        group.get(":id") { _, context -> Response in
+            let id = try context.parameters.require("id", as: Int64.self)
+            guard let letter = try spool.deadLetter(id: id) else { return .notFound(id) }
+            return .json(letter.json(withEnvelope: true).serializedBytes())
+        }
+        group.post("replay") { _, _ -> Response in
+            .json(JSONValue.object(["replayed": .int(try spool.replay(ids: nil))]).serializedBytes())
+        }
+        group.post(":id/replay") { _, context -> Response in
+            let id = try context.parameters.require("id", as: Int64.self)
+            let moved = try spool.replay(ids: [id])
+            return moved == 0 ? .notFound(id) : .json(JSONValue.object(["replayed": .int(moved)]).serializedBytes())
+        }
+        group.delete { _, _ -> Response in
+            .json(JSONValue.object(["dropped": .int(try spool.drop(ids: nil))]).serializedBytes())
+        }
+        group.delete(":id") { _, context -> Response in
+            let id = try context.parameters.require("id", as: Int64.self)
+            let dropped = try spool.drop(ids: [id])
+            return dropped == 0 ? .notFound(id) : .json(JSONValue.object(["dropped": .int(dropped)]).serializedBytes())
+        }
+    }
+
+    /// `GET /v1/routes` and `GET /v1/instances`: the counters as JSON.
+    func addStatusRoutes(to routes: Hummingbird.Router<BasicRequestContext>, router: SwitchyardRuntime.Router) {
+        routes.get("v1/routes") { _, _ -> Response in
+            let body = JSONValue.array(
+                router.statistics.routes.map { route -> JSONValue in
+                    var object: [String: JSONValue] = [
+                        "name": .string(route.name), "received": .int(route.received), "filtered": .int(route.filtered),
+                        "delivered": .int(route.dispatched), "dropped_full": .int(route.droppedFull),
+                        "dropped_loop": .int(route.droppedLoop), "refused": .int(route.refused), "queued": .int(route.queued),
+                        "delivery": .string(route.atLeastOnce ? "at-least-once" : "at-most-once"),
+                    ]
+                    if route.atLeastOnce {
+                        object["acknowledged"] = .int(route.acknowledged)
+                        object["spooled"] = .int(route.spooled)
+                        object["deduplicated"] = .int(route.deduplicated)
+                        object["retried"] = .int(route.retried)
+                        object["dead_lettered"] = .int(route.deadLettered)
+                        object["in_flight"] = .int(route.inFlight)
+                        object["spool_bytes"] = .int(route.spoolBytes)
+                    }
+                    return .object(object)
+                })
+            return .json(body.serializedBytes())
+        }
+        routes.get("v1/instances") { _, _ -> Response in
+            var ready: [String: Bool] = [:]
+            for (instance, isReady) in router.readiness { ready[instance] = isReady }
+            let body = JSONValue.array(
+                router.statistics.instances.map { instance -> JSONValue in
+                    .object([
+                        "name": .string(instance.name), "ready": .bool(ready[instance.name] ?? false), "emitted": .int(instance.emitted),
+                        "acknowledged": .int(instance.acknowledged), "failed": .int(instance.failed), "in_flight": .int(instance.inFlight),
+                    ])
+                })
+            return .json(body.serializedBytes())
+        }
+    }
+}
+
+extension Response {
+    fileprivate static func notFound(_ id: Int64) -> Response {
+        .json(JSONValue.object(["error": .string("no dead letter \(id)")]).serializedBytes(), status: .notFound)
+    }
+}

@@ -1,0 +1,194 @@
+import Foundation
+import Hummingbird
+public import Logging
+import Metrics
+import NIOCore
+public import Prometheus
+public import SwitchyardRuntime
+public import SwitchyardSpool
+import Synchronization
+
+/// The admin HTTP port of a running router (Hummingbird): `/healthz`, `/readyz`, `/metrics`
+/// in Prometheus format, and the JSON API under `/v1` that the CLI and operators use.
+///
+/// Every path but `/healthz` needs `Authorization: Bearer <token>` when a token is set.
+public final class AdminServer: Sendable {
+    /// Where to listen and who may ask.
+    public struct Configuration: Sendable {
+        /// The address to bind: loopback unless the operator says otherwise.
+        public var host: String
+        /// The port; 0 picks a free one (logged once bound).
+        public var port: Int
+        /// The bearer token, if requests must carry one.
+        public var token: String?
+
+        /// Creates a configuration.
+        public init(host: String = "127.0.0.1", port: Int = 9180, token: String? = nil) {
+            self.host = host
+            self.port = port
+            self.token = token
+        }
+
+        /// Parses `host:port`, `:port` or `port`.
+        public init?(address: String, token: String? = nil) {
+            let text = address.trimmingCharacters(in: .whitespaces)
+            let host: String
+            let portText: Substring
+            if let colon = text.lastIndex(of: ":") {
+                host = text[..<colon].isEmpty ? "127.0.0.1" : String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+                portText = text[text.index(after: colon)...]
+            } else {
+                host = "127.0.0.1"
+                portText = Substring(text)
+            }
+            guard let port = Int(portText), (0...65535).contains(port) else { return nil }
+            self.init(host: host, port: port, token: token)
+        }
+    }
+
+    private let configuration: Configuration
+    private let logger: Logger
+    private let metrics: RouterMetrics
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    /// Makes the process's swift-metrics go to a Prometheus registry the server exposes.
+    /// Call once, before the router starts (its timers bind to the factory at creation).
+    public static func bootstrapMetrics() -> PrometheusCollectorRegistry {
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return registry
+    }
+
+    /// Prepares a server; nothing listens until ``start(router:spool:)``.
+    public init(configuration: Configuration, registry: PrometheusCollectorRegistry, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        metrics = RouterMetrics(registry: registry)
+    }
+
+    /// Binds and serves; returns the bound `host:port` once listening. Throws when the
+    /// address cannot be bound.
+    public func start(router: SwitchyardRuntime.Router, spool: Spool?) throws(AdminError) -> String {
+        let routes = Hummingbird.Router()
+        if let token = configuration.token { routes.add(middleware: BearerTokenMiddleware(token: token)) }
+        addHealthRoutes(to: routes, router: router)
+        addDeadLetterRoutes(to: routes, spool: spool)
+        addStatusRoutes(to: routes, router: router)
+
+        let outcome = StartOutcome()
+        let application = Application(
+            router: routes,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            onServerRunning: { channel in
+                outcome.report(.success(channel.localAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"))
+            },
+            logger: logger
+        )
+        let place = "\(configuration.host):\(configuration.port)"
+        task.withLock { task in
+            task = Task.detached {
+                do {
+                    try await application.run()
+                } catch {
+                    outcome.report(.failure(AdminError(description: "cannot serve on \(place): \(error)")))
+                }
+            }
+        }
+        switch outcome.wait(seconds: 15) {
+        case .success(let address)?:
+            logger.info("admin listening", metadata: ["address": .string(address)])
+            return address
+        case .failure(let error)?: throw error
+        case nil: throw AdminError(description: "the admin port \(place) did not start within 15 s")
+        }
+    }
+
+    /// Stops serving (bounded wait).
+    public func stop() {
+        guard let running = task.withLock({ $0 }) else { return }
+        running.cancel()
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            await running.value
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + .seconds(5))
+    }
+
+    private func addHealthRoutes(to routes: Hummingbird.Router<BasicRequestContext>, router: SwitchyardRuntime.Router) {
+        routes.get("healthz") { _, _ -> Response in Response.text("ok\n") }
+        routes.get("readyz") { _, _ -> Response in
+            let readiness = router.readiness
+            let waiting = readiness.filter { !$0.ready }.map(\.instance)
+            let body = waiting.isEmpty ? "ready\n" : "not ready: " + waiting.joined(separator: ", ") + "\n"
+            return Response.text(body, status: waiting.isEmpty ? .ok : .serviceUnavailable)
+        }
+        let metrics = self.metrics
+        routes.get("metrics") { _, _ -> Response in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: metrics.render(router))))
+        }
+    }
+}
+
+/// The first thing the server task reports: where it listens, or why it cannot.
+private final class StartOutcome: Sendable {
+    private let result = Mutex<Result<String, AdminError>?>(nil)
+    private let reported = DispatchSemaphore(value: 0)
+
+    func report(_ outcome: Result<String, AdminError>) {
+        let first = result.withLock { result in
+            guard result == nil else { return false }
+            result = outcome
+            return true
+        }
+        if first { reported.signal() }
+    }
+
+    func wait(seconds: Int) -> Result<String, AdminError>? {
+        guard reported.wait(timeout: .now() + .seconds(seconds)) == .success else { return nil }
+        return result.withLock { $0 }
+    }
+}
+
+/// The admin port could not start.
+public struct AdminError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public var description: String
+}
+
+/// Refuses requests without the configured bearer token (except `/healthz`).
+struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
+    let token: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if request.uri.path == "/healthz" { return try await next(request, context) }
+        let given = request.headers[.authorization] ?? ""
+        guard constantTimeEquals(Array(given.utf8), Array(("Bearer " + token).utf8)) else {
+            return Response(
+                status: .unauthorized, headers: [.wwwAuthenticate: "Bearer", .contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\"a bearer token is required\"}\n")))
+        }
+        return try await next(request, context)
+    }
+}
+
+/// Compares without an early exit, so the time taken does not tell how much of a guess matched.
+func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+    var difference = UInt8(truncatingIfNeeded: lhs.count ^ rhs.count)
+    for index in 0..<max(lhs.count, rhs.count) {
+        difference |= (index < lhs.count ? lhs[index] : 0) ^ (index < rhs.count ? rhs[index] : 0)
+    }
+    return difference == 0
+}
+
+extension Response {
+    static func text(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func json(_ value: some Collection<UInt8>, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: value)))
+    }
+}
