@@ -1,0 +1,171 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The admin HTTP port of a running router.
+@Suite(.timeLimit(.minutes(2)))
+struct AdminTests {
+    /// One HTTP exchange, bounded.
+    private static func request(
+        _ url: String, method: String = "GET", token: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> (status: Int, body: String) {
+        var request = URLRequest(url: try #require(URL(string: url)), timeoutInterval: 10)
+        request.httpMethod = method
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let done = DispatchSemaphore(value: 0)
+        let answer = AnswerBox()
+        URLSession.shared.dataTask(with: request) { data, response, error in
+            answer.set((response as? HTTPURLResponse)?.statusCode ?? -1, data.map { String(decoding: $0, as: UTF8.self) } ?? "\(error.map { "\($0)" } ?? "")")
+            done.signal()
+        }.resume()
+        #expect(done.wait(timeout: .now() + 15) == .success, "no answer from \(url)", sourceLocation: sourceLocation)
+        return answer.value
+    }
+
+    private final class AnswerBox: @unchecked Sendable {
+        // Written once by the session's callback before the semaphore is signalled.
+        private(set) var value: (status: Int, body: String) = (-1, "")
+        func set(_ status: Int, _ body: String) { value = (status, body) }
+    }
+
+    /// The `address=host:port` the router logged when the admin port started.
+    private static func adminAddress(of router: RouterProcess) -> String? {
+        for line in router.standardError.split(separator: "\n") where line.contains("admin listening") {
+            if let field = line.split(separator: " ").first(where: { $0.hasPrefix("address=") }) { return String(field.dropFirst(8)) }
+        }
+        return nil
+    }
+
+    private static func start(_ sandbox: Sandbox, environment: [String: String] = [:]) throws -> (RouterProcess, String) {
+        let router = try RouterProcess(
+            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--spool", sandbox.path("spool.db"), "--admin", "127.0.0.1:0"],
+            in: sandbox.root, environment: environment)
+        var address: String?
+        router.waitUntil("the admin port to listen") {
+            address = adminAddress(of: router)
+            return address != nil
+        }
+        return (router, "http://" + (address ?? "127.0.0.1:0"))
+    }
+
+    /// The value of the sample line `name{labels}` in a Prometheus exposition.
+    private static func sample(_ line: String, in metrics: String) -> Double? {
+        for text in metrics.split(separator: "\n") where text.hasPrefix(line + " ") {
+            return Double(text.dropFirst(line.count + 1))
+        }
+        return nil
+    }
+
+    @Test func metricsHealthAndTheAPIAfterAKnownWorkload() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("testkit")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              source: { plugin: testkit, numbers: { count: 50, state: "\(sandbox.path("source.state"))" } }
+              sink:   { plugin: testkit, collect: { path: "\(sandbox.path("collected.txt"))", fail_first: 1 } }
+            routes:
+              - name: durable
+                from: source.numbers
+                to: sink.collect
+                delivery: at-least-once
+                retry: { attempts: 3, backoff: 5ms, max_backoff: 10ms }
+            """
+        )
+        let (router, base) = try Self.start(sandbox)
+        router.waitUntil("50 envelopes collected") { sandbox.lines(of: "collected.txt").count >= 50 }
+        #expect(try Self.request(base + "/healthz") == (200, "ok\n"))
+        #expect(try Self.request(base + "/readyz") == (200, "ready\n"))
+
+        var metrics = ""
+        router.waitUntil("the last acknowledgement counted") {
+            metrics = (try? Self.request(base + "/metrics"))?.body ?? ""
+            return Self.sample("switchyard_route_acknowledged_total{route=\"durable\"}", in: metrics) == 50
+        }
+        #expect(Self.sample("switchyard_route_received_total{route=\"durable\"}", in: metrics) == 50, "\(metrics)")
+        #expect(Self.sample("switchyard_route_spooled_total{route=\"durable\"}", in: metrics) == 50)
+        #expect(Self.sample("switchyard_route_retried_total{route=\"durable\"}", in: metrics) == 50)
+        #expect(Self.sample("switchyard_route_delivered_total{route=\"durable\"}", in: metrics) == 100)
+        #expect(Self.sample("switchyard_route_dead_lettered_total{route=\"durable\"}", in: metrics) == 0)
+        #expect(Self.sample("switchyard_route_queue_depth{route=\"durable\"}", in: metrics) == 0)
+        #expect(Self.sample("switchyard_instance_emitted_total{instance=\"source\"}", in: metrics) == 50)
+        #expect(Self.sample("switchyard_instance_failed_total{instance=\"sink\"}", in: metrics) == 50)
+        #expect(Self.sample("switchyard_instance_ready{instance=\"sink\"}", in: metrics) == 1)
+        #expect(Self.sample("switchyard_ack_latency_seconds_count{route=\"durable\"}", in: metrics) == 100)
+        #expect(metrics.contains("# TYPE switchyard_ack_latency_seconds histogram"))
+        #expect(metrics.contains("switchyard_plugin_info{plugin=\"testkit\",version=\"1.0.0\",abi=\"1\""))
+        // A second scrape adds nothing: counters are not counted twice.
+        let again = try Self.request(base + "/metrics").body
+        #expect(Self.sample("switchyard_route_received_total{route=\"durable\"}", in: again) == 50)
+
+        let routes = try Self.request(base + "/v1/routes")
+        #expect(routes.status == 200)
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(routes.body.utf8)) as? [[String: Any]])
+        #expect(list.first?["name"] as? String == "durable")
+        #expect(list.first?["acknowledged"] as? Int == 50)
+        #expect(try Self.request(base + "/v1/dead-letters") == (200, "[]"))
+        #expect(try Self.request(base + "/v1/dead-letters/7").status == 404)
+        #expect(try Self.request(base + "/nope").status == 404)
+        #expect(router.stop() == 0)
+    }
+
+    @Test func aTokenGuardsEverythingButHealth() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.writeRoutes(
+            """
+            admin: { token: "${ADMIN_SECRET}" }
+            instances:
+              clock: { plugin: core, timer: { interval: 1h } }
+              out:   { plugin: core, console: {} }
+            routes:
+              - { from: clock.tick, to: out.print }
+            """
+        )
+        let (router, base) = try Self.start(sandbox, environment: ["ADMIN_SECRET": "s3cret-token"])
+        #expect(try Self.request(base + "/healthz").status == 200)
+        let refused = try Self.request(base + "/metrics")
+        #expect(refused.status == 401)
+        #expect(!refused.body.contains("switchyard_"))
+        #expect(try Self.request(base + "/readyz", token: "wrong").status == 401)
+        #expect(try Self.request(base + "/readyz", token: "s3cret-token") == (200, "ready\n"))
+        #expect(try Self.request(base + "/metrics", token: "s3cret-token").body.contains("switchyard_instance_ready"))
+        #expect(router.stop() == 0)
+        #expect(!router.standardError.contains("s3cret-token"))
+    }
+
+    @Test func readinessFollowsTheBrokerConnection() throws {
+        let broker = try Mosquitto()
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("mqtt")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              broker:
+                plugin: mqtt
+                url: "\(broker.url)"
+                client_id: readiness-test
+                reconnect: { initial_delay: 50ms, max_delay: 200ms }
+                subscriptions: [ { topic: "a/#", qos: 1 } ]
+              out: { plugin: core, console: {} }
+            routes:
+              - { from: broker.messages, to: out.print }
+            """
+        )
+        let (router, base) = try Self.start(sandbox)
+        router.waitUntil("ready") { (try? Self.request(base + "/readyz"))?.status == 200 }
+        broker.stop()
+        router.waitUntil("not ready after the broker went away") {
+            (try? Self.request(base + "/readyz")) ?? (0, "") == (503, "not ready: broker\n")
+        }
+        #expect(
+            Self.sample("switchyard_instance_ready{instance=\"broker\"}", in: try Self.request(base + "/metrics").body) == 0)
+        try broker.restart()
+        router.waitUntil("ready again after the reconnect") { (try? Self.request(base + "/readyz"))?.status == 200 }
+        #expect(router.stop() == 0)
+    }
+}
