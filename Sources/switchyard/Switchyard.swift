@@ -85,6 +85,9 @@ struct Run: ParsableCommand {
     @Option(help: "The spool database for at-least-once routes (overrides spool.path; default \(ConfigLoader.defaultSpoolPath)).")
     var spool: String?
 
+    @Flag(help: "Reload the routes whenever a route file changes (as SIGHUP does).")
+    var watch = false
+
     @Option(help: "Serve the admin HTTP port (metrics, health, API) on host:port (overrides admin.listen; port 0 picks one).")
     var admin: String?
 
@@ -95,6 +98,7 @@ struct Run: ParsableCommand {
         sigemptyset(&signals)
         sigaddset(&signals, SIGINT)
         sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGHUP)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
         let logger = options.makeLogger()
@@ -143,8 +147,13 @@ struct Run: ParsableCommand {
             adminServer = server
         }
         defer { adminServer?.stop() }
+        if watch { RouteFileWatcher(path: options.routes).start() }
         var received: Int32 = 0
-        sigwait(&signals, &received)
+        while true {
+            sigwait(&signals, &received)
+            guard received == SIGHUP else { break }
+            reload(router, spool: &openSpool, logger: logger, drainTimeout: .nanoseconds(Int64(timeout)))
+        }
         logger.info("shutting down", metadata: ["signal": .string(received == SIGINT ? "SIGINT" : "SIGTERM")])
         let left = router.shutdown(drainTimeout: .nanoseconds(Int64(timeout)))
         for route in router.statistics.routes {
@@ -165,6 +174,34 @@ struct Run: ParsableCommand {
             logger.info("route totals", metadata: metadata)
         }
         if left > 0 { throw ExitCode(3) }
+    }
+}
+
+extension Run {
+    /// Re-reads and validates the routes; a valid graph replaces the running one, an invalid
+    /// one is reported and changes nothing.
+    func reload(_ router: Router, spool: inout Spool?, logger: Logger, drainTimeout: Duration) {
+        logger.notice("reloading routes", metadata: ["routes": .string(options.routes)])
+        guard let plan = options.loadPlan(logger: logger) else {
+            logger.error("reload rejected: the route files have the errors listed above; the running graph is unchanged")
+            return
+        }
+        if plan.needsSpool, spool == nil {
+            let path = self.spool ?? plan.spoolPath ?? ConfigLoader.defaultSpoolPath
+            do {
+                let opened = try Spool(path: path)
+                router.attach(spool: opened)
+                spool = opened
+            } catch {
+                logger.error("reload rejected: spool '\(path)': \(error); the running graph is unchanged")
+                return
+            }
+        }
+        do {
+            _ = try router.reload(to: plan, drainTimeout: drainTimeout)
+        } catch {
+            logger.error("reload rejected: \(error); the running graph is unchanged")
+        }
     }
 }
 

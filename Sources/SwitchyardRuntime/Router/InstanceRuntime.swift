@@ -11,12 +11,17 @@ import Synchronization
 #endif
 
 /// A source port at run time: the routes fed from it.
-final class SourcePort: @unchecked Sendable {
-    // `routes` is filled while the router is wired, before any instance starts; read-only after.
+final class SourcePort: Sendable {
     let name: String
     let nameBytes: [UInt8]
     let qualifiedName: String
-    var routes: [RouteRuntime] = []
+    private let wiredRoutes = Mutex<[RouteRuntime]>([])
+
+    /// The routes reading from the port; a reload replaces them in one step.
+    var routes: [RouteRuntime] {
+        get { wiredRoutes.withLock { $0 } }
+        set { wiredRoutes.withLock { $0 = newValue } }
+    }
 
     init(name: String, instance: String) {
         self.name = name

@@ -100,11 +100,16 @@ final class RouteRuntime: @unchecked Sendable {
             - counters.droppedFull.load(ordering: .acquiring)
     }
 
-    func startWorker() -> Thread {
-        let thread = Thread { [self] in work() }
+    /// Signalled once the worker has finished (its queue closed and emptied).
+    let finished = DispatchSemaphore(value: 0)
+
+    func startWorker() {
+        let thread = Thread { [self] in
+            work()
+            finished.signal()
+        }
         thread.name = "route " + name
         thread.start()
-        return thread
     }
 
     private func work() {

@@ -9,86 +9,73 @@ import Synchronization
 /// Runs a ``GraphPlan``: creates and starts the plugin instances, moves envelopes along the
 /// routes, and shuts down in order (quiesce sources, drain queues, stop, destroy).
 public final class Router: @unchecked Sendable {
-    // `instances`, `routes` and `threads` are set up in `init`/`start` on one thread before any
-    // plugin runs, then only read; everything touched concurrently is atomic or locked.
+    // The graph (`liveInstances`, `liveRoutes`, `routeTable`, `plan`) is guarded by
+    // `graphLock` and replaced whole by a reload; readers take a snapshot. Everything else
+    // touched concurrently is atomic or locked.
     let logger: Logger
-    private var instances: [InstanceRuntime] = []
-    private var routes: [RouteRuntime] = []
-    private var threads: [Thread] = []
-    private let plan: GraphPlan
+    let graphLock = NSLock()
+    var liveInstances: [InstanceRuntime] = []
+    var liveRoutes: [RouteRuntime] = []
+    /// Every route ever started, by index (acknowledgements of at-least-once deliveries find
+    /// their route here, also a route a reload retired).
+    var routeTable: [RouteRuntime] = []
+    var plan: GraphPlan
+    /// Serialises reloads.
+    let reloadLock = NSLock()
     private let deliveryCounter = Atomic<UInt64>(0)
     private let tracked = Mutex<[UInt64: Settlement]>([:])
-    private let runningWorkers = Atomic<Int>(0)
+    let runningWorkers = Atomic<Int>(0)
     private let metricsStore = Mutex<[String: Double]>([:])
     private let draining = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
-    private let spool: Spool?
+    /// The spool of at-least-once routes; guarded by `graphLock`.
+    private var openSpool: Spool?
+    var spool: Spool? { graphLock.withLock { openSpool } }
+
+    /// Gives the router a spool after it started (a reload that adds the first at-least-once
+    /// route needs one).
+    public func attach(spool: Spool) {
+        graphLock.withLock { openSpool = spool }
+    }
 
     /// Prepares a router for `plan`; nothing runs until ``start()``. `spool` is needed when
     /// any route is `delivery: at-least-once`.
     public init(plan: GraphPlan, logger: Logger, spool: Spool? = nil) {
         self.plan = plan
         self.logger = logger
-        self.spool = spool
+        openSpool = spool
     }
 
     /// Whether shutdown has begun: at-least-once routes then only spool what arrives.
     var isDraining: Bool { draining.load(ordering: .relaxed) }
 
+    /// The instances now running (a snapshot).
+    var instances: [InstanceRuntime] { graphLock.withLock { liveInstances } }
+
+    /// The routes now running (a snapshot).
+    var routes: [RouteRuntime] { graphLock.withLock { liveRoutes } }
+
     /// Creates every instance, wires the routes and starts everything. On failure whatever
     /// was created is stopped and destroyed again and the error names the instance.
     public func start() throws(RouterError) {
-        for planned in plan.instances {
-            let instance = InstanceRuntime(name: planned.name, plugin: planned.plugin, config: planned.config, router: self, logger: logger)
-            instance.sources = planned.ports.filter { $0.direction == .source }.map { SourcePort(name: $0.name, instance: planned.name) }
-            instances.append(instance)
+        let instances = plan.instances.map(makeInstance)
+        let routes = try makeRoutes(plan.routes, instances: instances)
+        graphLock.withLock {
+            liveInstances = instances
+            liveRoutes = routes
         }
-        for planned in plan.routes {
-            let declaration = planned.declaration
-            guard let source = instance(named: declaration.from.value.instance),
-                let port = source.sources.first(where: { $0.name == declaration.from.value.port })
-            else { continue }  // the validator guarantees both exist
-            let sinks = declaration.to.compactMap { target -> SinkPort? in
-                guard let sink = instance(named: target.value.instance) else { return nil }
-                return SinkPort(instance: sink, name: target.value.port, nameBytes: Array(target.value.port.utf8))
-            }
-            var routeSpool: Spool?
-            if declaration.delivery == .atLeastOnce {
-                guard let spool else {
-                    throw RouterError(
-                        instance: declaration.from.value.instance, reason: "route '\(declaration.name)' is at-least-once but no spool is open")
-                }
-                routeSpool = spool
-            }
-            let route = RouteRuntime(plan: planned, index: routes.count, sinks: sinks, router: self, spool: routeSpool)
-            port.routes.append(route)
-            routes.append(route)
-        }
+        wire(instances, to: routes)
         var created: [InstanceRuntime] = []
         do {
             for instance in instances {
                 try create(instance)
                 created.append(instance)
             }
-            for route in routes {
-                runningWorkers.add(1, ordering: .relaxed)
-                threads.append(route.startWorker())
-            }
-            // Instances that only receive start first, so early emits find their sinks ready.
-            let order =
-                instances.filter { $0.sources.allSatisfy { $0.routes.isEmpty } }
-                + instances.filter { $0.sources.contains { !$0.routes.isEmpty } }
-            for instance in order { try startInstance(instance) }
+            for route in routes { startWorker(route) }
+            try startInOrder(instances)
         } catch {
             for route in routes { route.queue.close() }
-            for instance in created {
-                instance.accepting.store(false, ordering: .relaxed)
-                if let handle = instance.handle {
-                    instance.plugin.table.api.stop?(handle)
-                    instance.plugin.table.api.destroy?(handle)
-                }
-                instance.handle = nil
-            }
+            for instance in created { stopAndDestroy(instance) }
             throw error
         }
         started.store(true, ordering: .releasing)
@@ -96,7 +83,76 @@ public final class Router: @unchecked Sendable {
             "router started", metadata: ["instances": .stringConvertible(instances.count), "routes": .stringConvertible(routes.count)])
     }
 
-    private func create(_ instance: InstanceRuntime) throws(RouterError) {
+    func makeInstance(_ planned: PlannedInstance) -> InstanceRuntime {
+        let instance = InstanceRuntime(name: planned.name, plugin: planned.plugin, config: planned.config, router: self, logger: logger)
+        instance.sources = planned.ports.filter { $0.direction == .source }.map { SourcePort(name: $0.name, instance: planned.name) }
+        return instance
+    }
+
+    /// Builds the runtime of each planned route between `instances`, numbering them after
+    /// every route started before.
+    func makeRoutes(_ planned: [PlannedRoute], instances: [InstanceRuntime]) throws(RouterError) -> [RouteRuntime] {
+        var routes: [RouteRuntime] = []
+        for route in planned { routes.append(try makeRoute(route, instances: instances)) }
+        return routes
+    }
+
+    func makeRoute(_ planned: PlannedRoute, instances: [InstanceRuntime]) throws(RouterError) -> RouteRuntime {
+        let declaration = planned.declaration
+        let sinks = declaration.to.compactMap { target -> SinkPort? in
+            // The validator guarantees every instance and port exists.
+            guard let sink = instances.first(where: { $0.name == target.value.instance }) else { return nil }
+            return SinkPort(instance: sink, name: target.value.port, nameBytes: Array(target.value.port.utf8))
+        }
+        var routeSpool: Spool?
+        if declaration.delivery == .atLeastOnce {
+            guard let spool else {
+                throw RouterError(
+                    instance: declaration.from.value.instance, reason: "route '\(declaration.name)' is at-least-once but no spool is open")
+            }
+            routeSpool = spool
+        }
+        return graphLock.withLock {
+            let route = RouteRuntime(plan: planned, index: routeTable.count, sinks: sinks, router: self, spool: routeSpool)
+            routeTable.append(route)
+            return route
+        }
+    }
+
+    /// Points every source port of `instances` at the routes that read from it.
+    func wire(_ instances: [InstanceRuntime], to routes: [RouteRuntime]) {
+        for instance in instances {
+            for port in instance.sources {
+                port.routes = routes.filter {
+                    $0.plan.declaration.from.value.instance == instance.name && $0.plan.declaration.from.value.port == port.name
+                }
+            }
+        }
+    }
+
+    func startWorker(_ route: RouteRuntime) {
+        runningWorkers.add(1, ordering: .relaxed)
+        route.startWorker()
+    }
+
+    /// Starts instances that only receive first, so early emits find their sinks ready.
+    func startInOrder(_ instances: [InstanceRuntime]) throws(RouterError) {
+        let order =
+            instances.filter { $0.sources.allSatisfy { $0.routes.isEmpty } }
+            + instances.filter { $0.sources.contains { !$0.routes.isEmpty } }
+        for instance in order { try startInstance(instance) }
+    }
+
+    func stopAndDestroy(_ instance: InstanceRuntime) {
+        instance.accepting.store(false, ordering: .relaxed)
+        if let handle = instance.handle {
+            instance.plugin.table.api.stop?(handle)
+            instance.plugin.table.api.destroy?(handle)
+        }
+        instance.handle = nil
+    }
+
+    func create(_ instance: InstanceRuntime) throws(RouterError) {
         guard let create = instance.plugin.table.api.create else {
             throw RouterError(instance: instance.name, reason: "plugin has no create")
         }
@@ -125,7 +181,7 @@ public final class Router: @unchecked Sendable {
         instance.handle = handle
     }
 
-    private func startInstance(_ instance: InstanceRuntime) throws(RouterError) {
+    func startInstance(_ instance: InstanceRuntime) throws(RouterError) {
         guard let handle = instance.handle, let start = instance.plugin.table.api.start else { return }
         var errorBytes = [UInt8](repeating: 0, count: 1024)
         var errorLength = 0
@@ -141,16 +197,18 @@ public final class Router: @unchecked Sendable {
         logger.debug("instance started", metadata: ["instance": .string(instance.name), "plugin": .string(instance.plugin.manifest.name)])
     }
 
-    private func instance(named name: String) -> InstanceRuntime? { instances.first { $0.name == name } }
-
     /// Graceful shutdown: quiesce every source, wait up to `drainTimeout` for queued envelopes
     /// and unacknowledged deliveries, then stop and destroy every instance. At-least-once
     /// routes stop retrying and spool what is still queued. Returns how many envelopes were
     /// still outstanding and not in the spool when it gave up waiting (0 after a full drain).
     @discardableResult
     public func shutdown(drainTimeout: Duration) -> Int {
+        reloadLock.lock()
+        defer { reloadLock.unlock() }
         draining.store(true, ordering: .relaxed)
         started.store(false, ordering: .releasing)
+        let instances = self.instances
+        let routes = self.routes
         for instance in instances { if let handle = instance.handle { instance.plugin.table.api.quiesce?(handle) } }
         let deadline = ContinuousClock.now + drainTimeout
         // Polling (not an event) because the count is updated lock-free on the hot path.
@@ -186,7 +244,8 @@ public final class Router: @unchecked Sendable {
     /// from per-route and per-instance counters so the hot path shares no counter between
     /// the emitting and the dispatching thread.
     var outstanding: Int {
-        routes.reduce(0) { $0 + $1.pending } + instances.reduce(0) { $0 + $1.counters.inFlight.load(ordering: .acquiring) }
+        let (instances, routes) = graphLock.withLock { (liveInstances, liveRoutes) }
+        return routes.reduce(0) { $0 + $1.pending } + instances.reduce(0) { $0 + $1.counters.inFlight.load(ordering: .acquiring) }
     }
 
     func workerFinished() { runningWorkers.subtract(1, ordering: .releasing) }
@@ -219,8 +278,8 @@ public final class Router: @unchecked Sendable {
             tracked.withLock { $0.removeValue(forKey: id) }?.complete(outcome)
         } else if id & Self.spooledBit != 0 {
             let index = Int((id & ~Self.spooledBit) >> Self.routeIndexShift)
-            guard index < routes.count else { return }
-            routes[index].queue.post(RouteAck(deliveryID: id, outcome: outcome, reason: outcome == SY_OUTCOME_OK ? "" : reason.string))
+            let route = graphLock.withLock { index < routeTable.count ? routeTable[index] : nil }
+            route?.queue.post(RouteAck(deliveryID: id, outcome: outcome, reason: outcome == SY_OUTCOME_OK ? "" : reason.string))
         }
     }
 
@@ -260,7 +319,8 @@ public final class Router: @unchecked Sendable {
 
     /// Counters of every route and instance, and the metrics plugins reported.
     public var statistics: RouterStatistics {
-        RouterStatistics(
+        let (instances, routes) = graphLock.withLock { (liveInstances, liveRoutes) }
+        return RouterStatistics(
             routes: routes.map { route in
                 RouterStatistics.Route(
                     name: route.name,

@@ -43,6 +43,14 @@ final class RouterProcess {
     /// Writes to the router's standard input.
     func send(_ text: String) { input.fileHandleForWriting.write(Data(text.utf8)) }
 
+    /// Sends `signal` (SIGHUP to reload, say) without waiting for anything.
+    func send(signal: Int32) {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+    }
+
+    /// How often `needle` appears in the router's log so far.
+    func occurrences(of needle: String) -> Int { standardError.components(separatedBy: needle).count - 1 }
+
     /// Closes the router's standard input.
     func closeInput() { try? input.fileHandleForWriting.close() }
 
