@@ -103,6 +103,9 @@ public struct ConfigLoader: Sendable {
         return text
     }
 
+    /// The levels `log_level:` accepts, those of swift-log.
+    public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+
     private static let topLevelKeys = ["plugins", "spool", "admin", "types", "instances", "routes"]
     private static let routeKeys = [
         "name", "from", "to", "when", "map", "template", "type", "content_type", "queue", "loop", "delivery", "retry", "dedupe",
@@ -257,12 +260,22 @@ public struct ConfigLoader: Sendable {
                 diagnostics.append(Diagnostic("instance '\(name)' needs 'plugin: NAME'", at: member.value.location))
                 continue
             }
-            let rest = fields.filter { $0.key != "plugin" }
+            var logLevel: Located<String>?
+            if let levelNode = member.value["log_level"] {
+                guard let level = levelNode.string, Self.logLevels.contains(level) else {
+                    diagnostics.append(
+                        Diagnostic("log_level must be one of: \(Self.logLevels.joined(separator: ", "))", at: levelNode.location))
+                    continue
+                }
+                logLevel = Located(level, at: levelNode.location)
+            }
+            let rest = fields.filter { $0.key != "plugin" && $0.key != "log_level" }
             let settings = ConfigNode(
                 kind: .mapping(rest), location: member.value.location, isSecret: rest.contains(where: \.value.isSecret))
             config.instances.append(
                 InstanceDeclaration(
-                    name: name, location: member.keyLocation, plugin: Located(plugin, at: pluginNode.location), config: settings)
+                    name: name, location: member.keyLocation, plugin: Located(plugin, at: pluginNode.location), config: settings,
+                    logLevel: logLevel)
             )
         }
     }

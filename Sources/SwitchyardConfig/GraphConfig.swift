@@ -107,8 +107,11 @@ public struct InstanceDeclaration: Sendable {
     public var location: SourceLocation
     /// The plugin it instantiates.
     public var plugin: Located<String>
-    /// The instance configuration: the mapping without `plugin`.
+    /// The instance configuration: the mapping without `plugin` and `log_level`.
     public var config: ConfigNode
+    /// `log_level:`: the instance's own log level (its plugin's messages and the router's
+    /// about it), if set.
+    public var logLevel: Located<String>?
 }
 
 /// A route from YAML `routes:`.

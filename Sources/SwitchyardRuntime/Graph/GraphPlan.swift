@@ -32,6 +32,8 @@ public struct PlannedInstance: Sendable {
     public var config: JSONValue
     /// The ports this configuration enables.
     public var ports: [PortDeclaration]
+    /// Its own log level, if the YAML set one.
+    public var logLevel: String?
     /// Where it was declared.
     public var location: SourceLocation
 }

@@ -62,7 +62,9 @@ public struct GraphValidator: Sendable {
             }
             let ports = plugin.manifest.ports.filter { port in port.requires.map { json[$0] != nil } ?? true }
             instances.append(
-                PlannedInstance(name: declaration.name, plugin: plugin, config: json, ports: ports, location: declaration.location))
+                PlannedInstance(
+                    name: declaration.name, plugin: plugin, config: json, ports: ports, logLevel: declaration.logLevel?.value,
+                    location: declaration.location))
         }
 
         var routes: [PlannedRoute] = []

@@ -56,13 +56,14 @@ final class InstanceRuntime: @unchecked Sendable {
     let logger: Logger
     unowned let router: Router
 
-    init(name: String, plugin: LoadedPlugin, config: JSONValue, router: Router, logger: Logger) {
+    init(name: String, plugin: LoadedPlugin, config: JSONValue, logLevel: String?, router: Router, logger: Logger) {
         self.name = name
         self.plugin = plugin
         self.config = config
         self.router = router
         var logger = logger
         logger[metadataKey: "instance"] = .string(name)
+        if let level = logLevel.flatMap(Logger.Level.init(rawValue:)) { logger.logLevel = level }
         self.logger = logger
     }
 

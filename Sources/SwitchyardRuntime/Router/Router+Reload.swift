@@ -45,7 +45,8 @@ extension Router {
         var instances: [InstanceRuntime] = []
         for planned in newPlan.instances {
             if let old = oldInstances.first(where: { $0.name == planned.name }), old.plugin.path == planned.plugin.path,
-                old.config == planned.config, old.handle != nil
+                old.config == planned.config, old.logger.logLevel == (planned.logLevel.flatMap(Logger.Level.init(rawValue:)) ?? logger.logLevel),
+                old.handle != nil
             {
                 kept.append(old)
                 instances.append(old)

@@ -84,7 +84,8 @@ public final class Router: @unchecked Sendable {
     }
 
     func makeInstance(_ planned: PlannedInstance) -> InstanceRuntime {
-        let instance = InstanceRuntime(name: planned.name, plugin: planned.plugin, config: planned.config, router: self, logger: logger)
+        let instance = InstanceRuntime(
+            name: planned.name, plugin: planned.plugin, config: planned.config, logLevel: planned.logLevel, router: self, logger: logger)
         instance.sources = planned.ports.filter { $0.direction == .source }.map { SourcePort(name: $0.name, instance: planned.name) }
         return instance
     }
