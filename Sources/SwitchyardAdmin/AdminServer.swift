@@ -35,7 +35,8 @@ public final class AdminServer: Sendable {
             let host: String
             let portText: Substring
             if let colon = text.lastIndex(of: ":") {
-                host = text[..<colon].isEmpty ? "127.0.0.1" : String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+                host =
+                    text[..<colon].isEmpty ? "127.0.0.1" : String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
                 portText = text[text.index(after: colon)...]
             } else {
                 host = "127.0.0.1"

@@ -178,7 +178,9 @@ public struct ConfigLoader: Sendable {
             }
             if let previous = config.spoolPath, previous.value != path {
                 diagnostics.append(
-                    Diagnostic("spool.path is set to '\(previous.value)' at \(previous.location) and to '\(path)' here", at: member.value.location))
+                    Diagnostic(
+                        "spool.path is set to '\(previous.value)' at \(previous.location) and to '\(path)' here", at: member.value.location)
+                )
                 continue
             }
             config.spoolPath = Located(path, at: member.value.location)

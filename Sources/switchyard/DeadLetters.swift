@@ -28,7 +28,8 @@ struct DeadLetters: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "One line per dead letter: id, route, sink, attempts, time, envelope, error.")
+        static let configuration = CommandConfiguration(
+            abstract: "One line per dead letter: id, route, sink, attempts, time, envelope, error.")
 
         @OptionGroup var options: SpoolOption
 
@@ -45,7 +46,8 @@ struct DeadLetters: ParsableCommand {
                     print(letter.json(withEnvelope: false).serialized())
                 } else {
                     let columns = [
-                        String(letter.id), letter.route, letter.sink, "attempts=\(letter.attempts)", Clock.rfc3339(unixNanos: letter.failedAt),
+                        String(letter.id), letter.route, letter.sink, "attempts=\(letter.attempts)",
+                        Clock.rfc3339(unixNanos: letter.failedAt),
                         letter.envelopeID, letter.type, letter.subject.isEmpty ? "-" : letter.subject, letter.error,
                     ]
                     print(columns.joined(separator: "\t"))
@@ -73,7 +75,8 @@ struct DeadLetters: ParsableCommand {
 
     struct Replay: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Move dead letters back to their route's spool; the sink gets them again (a running router within a second, else on start)."
+            abstract:
+                "Move dead letters back to their route's spool; the sink gets them again (a running router within a second, else on start)."
         )
 
         @OptionGroup var options: SpoolOption

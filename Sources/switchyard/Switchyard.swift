@@ -1,10 +1,10 @@
 public import ArgumentParser
 public import Logging
+import SwitchyardAdmin
 import SwitchyardConfig
 import SwitchyardCore
 import SwitchyardRuntime
 import SwitchyardSpool
-import SwitchyardAdmin
 
 #if canImport(Glibc)
     import Glibc

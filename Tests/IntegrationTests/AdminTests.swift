@@ -18,7 +18,9 @@ struct AdminTests {
         let done = DispatchSemaphore(value: 0)
         let answer = AnswerBox()
         URLSession.shared.dataTask(with: request) { data, response, error in
-            answer.set((response as? HTTPURLResponse)?.statusCode ?? -1, data.map { String(decoding: $0, as: UTF8.self) } ?? "\(error.map { "\($0)" } ?? "")")
+            answer.set(
+                (response as? HTTPURLResponse)?.statusCode ?? -1,
+                data.map { String(decoding: $0, as: UTF8.self) } ?? "\(error.map { "\($0)" } ?? "")")
             done.signal()
         }.resume()
         #expect(done.wait(timeout: .now() + 15) == .success, "no answer from \(url)", sourceLocation: sourceLocation)

@@ -69,7 +69,9 @@ struct DeliveryTests {
         // Per subject, the envelopes delivered after the restart keep their order.
         let afterRestart = lines.dropFirst(beforeKill.count)
         for subject in ["s0", "s1", "s2", "s3"] {
-            let numbers = afterRestart.filter { $0.subject == subject && !beforeKill.contains($0.id) }.compactMap { Int($0.id.dropFirst(2)) }
+            let numbers = afterRestart.filter { $0.subject == subject && !beforeKill.contains($0.id) }.compactMap {
+                Int($0.id.dropFirst(2))
+            }
             #expect(numbers == numbers.sorted(), "subject \(subject) out of order")
         }
         let log = second.standardError
@@ -117,7 +119,8 @@ struct DeliveryTests {
         let down = sandbox.path("sink-down")
         #expect(FileManager.default.createFile(atPath: down, contents: nil))
         _ = try prepare(
-            count: 5, collect: "fail_while: \"\(down)\"", route: "retry: { attempts: 3, backoff: 5ms, max_backoff: 10ms }", sandbox: sandbox)
+            count: 5, collect: "fail_while: \"\(down)\"", route: "retry: { attempts: 3, backoff: 5ms, max_backoff: 10ms }", sandbox: sandbox
+        )
         let router = try start(sandbox)
         var listing = ""
         router.waitUntil("5 dead letters") {

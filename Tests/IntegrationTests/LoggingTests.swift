@@ -44,6 +44,8 @@ struct LoggingTests {
         try sandbox.writeRoutes("instances:\n  clock: { plugin: core, log_level: loud, timer: { interval: 1s } }\n")
         let result = try RouterProcess.runToExit(["validate", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
         #expect(result.status == 1)
-        #expect(result.errors.contains("main.yaml:2:37: error: log_level must be one of: trace, debug, info, notice, warning, error, critical"), "\(result.errors)")
+        #expect(
+            result.errors.contains("main.yaml:2:37: error: log_level must be one of: trace, debug, info, notice, warning, error, critical"),
+            "\(result.errors)")
     }
 }

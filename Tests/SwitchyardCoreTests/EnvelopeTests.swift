@@ -166,7 +166,9 @@ struct EnvelopeBinaryTests {
         }
         #expect(throws: EnvelopeDecodingError.self) { try Envelope(serialized: bytes + [0]) }
         #expect(throws: EnvelopeDecodingError.self) { try Envelope(serialized: [9] + bytes.dropFirst()) }
-        #expect(throws: EnvelopeDecodingError.self) { try Envelope(serialized: [1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]) }
+        #expect(throws: EnvelopeDecodingError.self) {
+            try Envelope(serialized: [1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f])
+        }
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<2000 {
             var mutated = bytes

@@ -1,11 +1,11 @@
 import CBenchSink
 import CBenchSource
+import Foundation
 import Logging
 import SwitchyardABI
 import SwitchyardConfig
 import SwitchyardRuntime
 import SwitchyardSpool
-import Foundation
 
 /// How long a batch may take before the benchmark gives up and reports an error.
 let batchTimeoutNanos: UInt64 = 120_000_000_000
@@ -121,32 +121,35 @@ struct DirectWiring {
 enum BenchHost {
     nonisolated(unsafe) static let offer: UnsafeMutablePointer<sy_offer> = {
         let table = UnsafeMutablePointer<sy_host_api_v1>.allocate(capacity: 1)
-        table.initialize(to: sy_host_api_v1(
-            struct_size: UInt32(MemoryLayout<sy_host_api_v1>.size),
-            reserved: 0,
-            emit: { context, _, envelope, _ in
-                // Only the source instance of the source→sink baseline emits; its context is
-                // its DirectWiring.
-                guard let context else { return SY_ERR_INVALID }
-                let wiring = UnsafeMutableRawPointer(context).assumingMemoryBound(to: DirectWiring.self)
-                wiring.pointee.nextDeliveryID &+= 1
-                return wiring.pointee.sinkDeliver(wiring.pointee.sinkInstance, wiring.pointee.port, envelope, wiring.pointee.nextDeliveryID)
-            },
-            ack: { _, _, _, _ in },
-            log: { _, _, _ in },
-            metric: { _, _, _, _ in }
-        ))
+        table.initialize(
+            to: sy_host_api_v1(
+                struct_size: UInt32(MemoryLayout<sy_host_api_v1>.size),
+                reserved: 0,
+                emit: { context, _, envelope, _ in
+                    // Only the source instance of the source→sink baseline emits; its context is
+                    // its DirectWiring.
+                    guard let context else { return SY_ERR_INVALID }
+                    let wiring = UnsafeMutableRawPointer(context).assumingMemoryBound(to: DirectWiring.self)
+                    wiring.pointee.nextDeliveryID &+= 1
+                    return wiring.pointee.sinkDeliver(
+                        wiring.pointee.sinkInstance, wiring.pointee.port, envelope, wiring.pointee.nextDeliveryID)
+                },
+                ack: { _, _, _, _ in },
+                log: { _, _, _ in },
+                metric: { _, _, _, _ in }
+            ))
         let versions = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
         versions.initialize(to: SY_ABI_VERSION_1)
         let tables = UnsafeMutablePointer<UnsafeRawPointer?>.allocate(capacity: 1)
         tables.initialize(to: UnsafeRawPointer(table))
         let offer = UnsafeMutablePointer<sy_offer>.allocate(capacity: 1)
-        offer.initialize(to: sy_offer(
-            struct_size: UInt32(MemoryLayout<sy_offer>.size),
-            version_count: 1,
-            versions: UnsafePointer(versions),
-            host_tables: UnsafePointer(tables)
-        ))
+        offer.initialize(
+            to: sy_offer(
+                struct_size: UInt32(MemoryLayout<sy_offer>.size),
+                version_count: 1,
+                versions: UnsafePointer(versions),
+                host_tables: UnsafePointer(tables)
+            ))
         return offer
     }()
 
@@ -161,7 +164,9 @@ enum BenchHost {
     }
 
     /// Creates and starts an instance with an empty configuration.
-    static func instantiate(_ table: sy_plugin_api_v1, name: String, context: UnsafeMutableRawPointer) throws(FixtureError) -> UnsafeMutableRawPointer {
+    static func instantiate(_ table: sy_plugin_api_v1, name: String, context: UnsafeMutableRawPointer) throws(FixtureError)
+        -> UnsafeMutableRawPointer
+    {
         var handle: UnsafeMutableRawPointer?
         var message = [UInt8](repeating: 0, count: 512)
         var length = 0
@@ -181,7 +186,8 @@ enum BenchHost {
             }
         }
         guard status == SY_OK, let handle else {
-            throw FixtureError(description: "instance \(name): status \(status): \(String(decoding: message.prefix(length), as: UTF8.self))")
+            throw FixtureError(
+                description: "instance \(name): status \(status): \(String(decoding: message.prefix(length), as: UTF8.self))")
         }
         return handle
     }
@@ -208,10 +214,11 @@ final class DirectFixture: @unchecked Sendable {
         let sinkContext = UnsafeMutableRawPointer.allocate(byteCount: 16, alignment: 16)  // only identifies the instance
         sinkInstance = try BenchHost.instantiate(sinkTable, name: "sink", context: sinkContext)
         wiring = .allocate(capacity: 1)
-        wiring.initialize(to: DirectWiring(
-            sinkDeliver: sinkTable.deliver!, sinkInstance: sinkInstance,
-            port: sy_bytes(UnsafeBufferPointer(portBytes)), nextDeliveryID: 0
-        ))
+        wiring.initialize(
+            to: DirectWiring(
+                sinkDeliver: sinkTable.deliver!, sinkInstance: sinkInstance,
+                port: sy_bytes(UnsafeBufferPointer(portBytes)), nextDeliveryID: 0
+            ))
         sourceInstance = try BenchHost.instantiate(sourceTable, name: "src", context: UnsafeMutableRawPointer(wiring))
 
         func bytes(_ text: String) -> UnsafeMutableBufferPointer<UInt8> {
@@ -229,13 +236,14 @@ final class DirectFixture: @unchecked Sendable {
         let trace = UnsafeMutablePointer<sy_bytes>.allocate(capacity: 1)
         trace.initialize(to: sy_bytes(UnsafeBufferPointer(hop)))
         envelope = .allocate(capacity: 1)
-        envelope.initialize(to: sy_envelope(
-            id: sy_bytes(UnsafeBufferPointer(id)), type: sy_bytes(UnsafeBufferPointer(type)),
-            source: sy_bytes(UnsafeBufferPointer(source)), subject: sy_bytes(data: nil, length: 0),
-            time_unix_nanos: 1_795_000_000_000_000_000, headers: nil, header_count: 0,
-            content_type: sy_bytes(UnsafeBufferPointer(contentType)), body: sy_bytes(UnsafeBufferPointer(body)),
-            trace: UnsafePointer(trace), trace_count: 1, session: sy_bytes(data: nil, length: 0)
-        ))
+        envelope.initialize(
+            to: sy_envelope(
+                id: sy_bytes(UnsafeBufferPointer(id)), type: sy_bytes(UnsafeBufferPointer(type)),
+                source: sy_bytes(UnsafeBufferPointer(source)), subject: sy_bytes(data: nil, length: 0),
+                time_unix_nanos: 1_795_000_000_000_000_000, headers: nil, header_count: 0,
+                content_type: sy_bytes(UnsafeBufferPointer(contentType)), body: sy_bytes(UnsafeBufferPointer(body)),
+                trace: UnsafePointer(trace), trace_count: 1, session: sy_bytes(data: nil, length: 0)
+            ))
     }
 
     /// Calls the sink's `deliver` `count` times with the prebuilt envelope, as the router's

@@ -32,7 +32,8 @@ enum PluginLibraries {
     /// the same globals), and returns its `switchyard_plugin_entry`.
     static func entry(of path: String) -> sy_entry_fn {
         guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD) else {
-            fatalError("\(path) is not the plugin library this benchmark was linked against: \(dlerror().map { String(cString: $0) } ?? "?")")
+            fatalError(
+                "\(path) is not the plugin library this benchmark was linked against: \(dlerror().map { String(cString: $0) } ?? "?")")
         }
         guard let symbol = dlsym(handle, SY_ENTRY_SYMBOL) else { fatalError("\(path) does not export \(SY_ENTRY_SYMBOL)") }
         return unsafeBitCast(symbol, to: sy_entry_fn.self)

@@ -35,32 +35,44 @@ final class Slot<Value>: @unchecked Sendable {
 
 /// The routes measured, as YAML entries under `routes:` (instances `src` and `sink`).
 let measuredRoutes: [(name: String, yaml: String)] = [
-    ("Router: plain route", """
+    (
+        "Router: plain route",
+        """
         name: plain
         from: src.out
         to: sink.in
-        """),
-    ("Router: route with when", """
+        """
+    ),
+    (
+        "Router: route with when",
+        """
         name: filtered
         from: src.out
         when: body.value > 20
         to: sink.in
-        """),
-    ("Router: route with when + map", """
+        """
+    ),
+    (
+        "Router: route with when + map",
+        """
         name: reshaped
         from: src.out
         when: body.value > 20
         map: { sensor: "{{body.sensor}}", v: "{{body.value}}" }
         to: sink.in
-        """),
+        """
+    ),
     // Every envelope written to the SQLite spool (WAL, synchronous=NORMAL, one transaction
     // per worker batch) before the source is settled, and deleted once the sink acked.
-    ("Router: at-least-once route", """
+    (
+        "Router: at-least-once route",
+        """
         name: durable
         from: src.out
         to: sink.in
         delivery: at-least-once
-        """),
+        """
+    ),
 ]
 
 let benchmarks: @Sendable () -> Void = {

@@ -75,9 +75,11 @@ public struct GraphValidator: Sendable {
         }
         diagnostics.append(contentsOf: unguardedCycles(in: routes, instances: instances))
         guard diagnostics.isEmpty else { return (nil, diagnostics.map { $0.redacting(config.secrets) }) }
-        return (GraphPlan(
+        return (
+            GraphPlan(
                 instances: instances, routes: routes, types: registry, spoolPath: config.spoolPath?.value,
-                adminListen: config.adminListen?.value, adminToken: config.adminToken?.value), [])
+                adminListen: config.adminListen?.value, adminToken: config.adminToken?.value), []
+        )
     }
 
     /// Resolves `reference` to a port of `direction`, reporting why not.

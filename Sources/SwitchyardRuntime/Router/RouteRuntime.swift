@@ -169,7 +169,8 @@ final class RouteRuntime: @unchecked Sendable {
                 router.logger.notice(
                     "loop stopped: envelope already passed through the target instance (counted in dropped_loop; 'loop: allow' on the route lets it through)",
                     metadata: [
-                        "route": .string(name), "sink": .string(sink.qualifiedName), "trace": .string(envelope.trace.joined(separator: " → ")),
+                        "route": .string(name), "sink": .string(sink.qualifiedName),
+                        "trace": .string(envelope.trace.joined(separator: " → ")),
                     ]
                 )
             }

@@ -45,7 +45,8 @@ extension Router {
         var instances: [InstanceRuntime] = []
         for planned in newPlan.instances {
             if let old = oldInstances.first(where: { $0.name == planned.name }), old.plugin.path == planned.plugin.path,
-                old.config == planned.config, old.logger.logLevel == (planned.logLevel.flatMap(Logger.Level.init(rawValue:)) ?? logger.logLevel),
+                old.config == planned.config,
+                old.logger.logLevel == (planned.logLevel.flatMap(Logger.Level.init(rawValue:)) ?? logger.logLevel),
                 old.handle != nil
             {
                 kept.append(old)
@@ -74,7 +75,9 @@ extension Router {
         for planned in newPlan.routes {
             let endpoints = [planned.declaration.from.value.instance] + planned.declaration.to.map(\.value.instance)
             if endpoints.allSatisfy(keptNames.contains),
-                let old = oldRoutes.first(where: { $0.name == planned.name && $0.plan.declaration.fingerprint == planned.declaration.fingerprint })
+                let old = oldRoutes.first(where: {
+                    $0.name == planned.name && $0.plan.declaration.fingerprint == planned.declaration.fingerprint
+                })
             {
                 keptRoutes.append(old)
                 routes.append(old)

@@ -236,7 +236,8 @@ final class SpooledDelivery {
             route.counters.acknowledged.add(1, ordering: .relaxed)
             finished(entry, sink: sink)
         } else {
-            let reason = ack.reason.isEmpty ? (ack.outcome == SY_OUTCOME_REJECT ? "rejected by the sink" : "failed at the sink") : ack.reason
+            let reason =
+                ack.reason.isEmpty ? (ack.outcome == SY_OUTCOME_REJECT ? "rejected by the sink" : "failed at the sink") : ack.reason
             failed(entry, sink: sink, reason: reason, permanently: ack.outcome == SY_OUTCOME_REJECT)
         }
     }

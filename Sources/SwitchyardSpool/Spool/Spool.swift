@@ -105,7 +105,8 @@ public final class Spool: @unchecked Sendable {
                 }
                 for update in batch.updates {
                     try updateEnvelope.run([
-                        .text(update.pending.joined(separator: "\n")), .int(Int64(update.attempts)), update.lastError.map { .text($0) } ?? .null,
+                        .text(update.pending.joined(separator: "\n")), .int(Int64(update.attempts)),
+                        update.lastError.map { .text($0) } ?? .null,
                         .int(update.sequence),
                     ])
                 }
@@ -171,7 +172,8 @@ public final class Spool: @unchecked Sendable {
     /// One dead letter.
     public func deadLetter(id: Int64) throws(SQLiteError) -> DeadLetter? {
         try locked { () throws(SQLiteError) in
-            try database.prepare("SELECT \(DeadLetter.columns) FROM dead_letters WHERE id = ?").rows([.int(id)], DeadLetter.init(row:)).first
+            try database.prepare("SELECT \(DeadLetter.columns) FROM dead_letters WHERE id = ?").rows([.int(id)], DeadLetter.init(row:))
+                .first
         }
     }
 

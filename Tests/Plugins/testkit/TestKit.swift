@@ -26,7 +26,8 @@ final class TestKit: SwitchyardPlugin {
         version: "1.0.0",
         summary: "Sources and sinks for delivery tests",
         ports: [
-            PortDeclaration(name: "numbers", direction: .source, types: ["test.Number"], requires: "numbers", summary: "Numbered envelopes"),
+            PortDeclaration(
+                name: "numbers", direction: .source, types: ["test.Number"], requires: "numbers", summary: "Numbered envelopes"),
             PortDeclaration(name: "collect", direction: .sink, types: ["*"], requires: "collect", summary: "Records what it accepts"),
         ],
         types: ["test.Number": ["type": "object", "properties": ["n": ["type": "integer"]]]],
@@ -37,7 +38,8 @@ final class TestKit: SwitchyardPlugin {
                 "numbers": [
                     "type": "object", "additionalProperties": false, "required": ["count", "state"],
                     "properties": [
-                        "count": ["type": "integer", "minimum": 1], "prefix": ["type": "string"], "subjects": ["type": "integer", "minimum": 1],
+                        "count": ["type": "integer", "minimum": 1], "prefix": ["type": "string"],
+                        "subjects": ["type": "integer", "minimum": 1],
                         "state": ["type": "string"],
                     ],
                 ],
@@ -101,7 +103,9 @@ final class NumberSource: @unchecked Sendable {
         prefix = config["prefix"]?.stringValue ?? "n"
         subjects = config["subjects"]?.intValue ?? 1
         statePath = config["state"]?.stringValue ?? ""
-        let saved = (try? String(contentsOfFile: statePath, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        let saved = (try? String(contentsOfFile: statePath, encoding: .utf8)).flatMap {
+            Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
         state.watermark = saved ?? 0
     }
 
