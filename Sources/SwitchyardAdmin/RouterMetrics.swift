@@ -38,6 +38,7 @@ final class RouterMetrics: Sendable {
         "switchyard_instance_acknowledged_total": "Deliveries the instance acknowledged as done",
         "switchyard_instance_failed_total": "Deliveries the instance acknowledged as failed",
         "switchyard_instance_in_flight": "Deliveries to the instance not yet acknowledged",
+        "switchyard_port_envelopes_total": "Per port: envelopes emitted (source) or deliveries taken (sink)",
         "switchyard_instance_ready": "1 when the instance is started and reports itself ready",
         "switchyard_plugin_info": "Loaded plugins (always 1)",
         "switchyard_plugin_metric": "Metrics the plugins reported, by instance and name",
@@ -75,6 +76,10 @@ final class RouterMetrics: Sendable {
             count("switchyard_instance_acknowledged_total", labels, instance.acknowledged)
             count("switchyard_instance_failed_total", labels, instance.failed)
             gauge("switchyard_instance_in_flight", labels, Double(instance.inFlight))
+            for port in instance.ports {
+                count(
+                    "switchyard_port_envelopes_total", labels + [("port", port.name), ("direction", port.direction)], port.envelopes)
+            }
         }
         for (instance, ready) in router.readiness {
             gauge("switchyard_instance_ready", [("instance", instance)], ready ? 1 : 0)

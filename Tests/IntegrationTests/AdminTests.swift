@@ -96,6 +96,10 @@ struct AdminTests {
         #expect(Self.sample("switchyard_instance_emitted_total{instance=\"source\"}", in: metrics) == 50)
         #expect(Self.sample("switchyard_instance_failed_total{instance=\"sink\"}", in: metrics) == 50)
         #expect(Self.sample("switchyard_instance_ready{instance=\"sink\"}", in: metrics) == 1)
+        #expect(
+            Self.sample("switchyard_port_envelopes_total{instance=\"source\",port=\"numbers\",direction=\"source\"}", in: metrics) == 50)
+        #expect(
+            Self.sample("switchyard_port_envelopes_total{instance=\"sink\",port=\"collect\",direction=\"sink\"}", in: metrics) == 100)
         #expect(Self.sample("switchyard_ack_latency_seconds_count{route=\"durable\"}", in: metrics) == 100)
         #expect(metrics.contains("# TYPE switchyard_ack_latency_seconds histogram"))
         #expect(metrics.contains("switchyard_plugin_info{plugin=\"testkit\",version=\"1.0.0\",abi=\"1\""))

@@ -15,6 +15,8 @@ final class SourcePort: Sendable {
     let name: String
     let nameBytes: [UInt8]
     let qualifiedName: String
+    /// Envelopes emitted on the port that routes took.
+    let emitted = Atomic<Int>(0)
     private let wiredRoutes = Mutex<[RouteRuntime]>([])
 
     /// The routes reading from the port; a reload replaces them in one step.
@@ -117,6 +119,7 @@ final class InstanceRuntime: @unchecked Sendable {
         envelope.source = port.qualifiedName
         envelope.trace.append(name)
         counters.emitted.add(1, ordering: .relaxed)
+        port.emitted.add(1, ordering: .relaxed)
         let settlement = settleToken != 0 && plugin.table.api.settled != nil ? Settlement(instance: self, token: settleToken) : nil
         if routes.count == 1 {
             settlement?.expect()
@@ -149,6 +152,26 @@ final class InstanceRuntime: @unchecked Sendable {
         }
     }
 
+    /// Deliveries each sink port took, by port name; entries are added while routes are
+    /// wired, the counters are atomic.
+    private let sinkCounters = Mutex<[String: SinkPortCounter]>([:])
+
+    /// The counter of sink port `name` (made on first use).
+    func sinkCounter(_ name: String) -> SinkPortCounter {
+        sinkCounters.withLock { counters in
+            if let counter = counters[name] { return counter }
+            let counter = SinkPortCounter()
+            counters[name] = counter
+            return counter
+        }
+    }
+
+    /// Per-port counts: emitted per source port, taken per sink port.
+    var portCounts: [(port: String, direction: String, count: Int)] {
+        sources.map { ($0.name, "source", $0.emitted.load(ordering: .relaxed)) }
+            + sinkCounters.withLock { $0 }.sorted { $0.key < $1.key }.map { ($0.key, "sink", $0.value.taken.load(ordering: .relaxed)) }
+    }
+
     func deliver(_ envelope: Envelope, port: SinkPort, deliveryID: UInt64) -> Int32 {
         guard let handle, let deliver = plugin.table.api.deliver else { return SY_ERR_STOPPED }
         counters.inFlight.add(1, ordering: .relaxed)
@@ -157,7 +180,11 @@ final class InstanceRuntime: @unchecked Sendable {
                 deliver(handle, sy_bytes(portBuffer), cEnvelope, deliveryID)
             }
         }
-        if status != SY_OK { counters.inFlight.subtract(1, ordering: .relaxed) }
+        if status == SY_OK {
+            port.counter.taken.add(1, ordering: .relaxed)
+        } else {
+            counters.inFlight.subtract(1, ordering: .relaxed)
+        }
         return status
     }
 
@@ -195,12 +222,25 @@ final class InstanceRuntime: @unchecked Sendable {
     }
 }
 
+/// How many deliveries a sink port took (over every route to it).
+final class SinkPortCounter: Sendable {
+    let taken = Atomic<Int>(0)
+}
+
 /// A sink port a route delivers to.
 struct SinkPort: @unchecked Sendable {
     // The instance is a Sendable-by-discipline class (see InstanceRuntime).
     let instance: InstanceRuntime
     let name: String
     let nameBytes: [UInt8]
+    let counter: SinkPortCounter
+
+    init(instance: InstanceRuntime, name: String) {
+        self.instance = instance
+        self.name = name
+        nameBytes = Array(name.utf8)
+        counter = instance.sinkCounter(name)
+    }
 
     /// `instance.port`: how logs, the spool and dead letters name the sink.
     var qualifiedName: String { instance.name + "." + name }

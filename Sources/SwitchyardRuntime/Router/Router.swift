@@ -103,7 +103,7 @@ public final class Router: @unchecked Sendable {
         let sinks = declaration.to.compactMap { target -> SinkPort? in
             // The validator guarantees every instance and port exists.
             guard let sink = instances.first(where: { $0.name == target.value.instance }) else { return nil }
-            return SinkPort(instance: sink, name: target.value.port, nameBytes: Array(target.value.port.utf8))
+            return SinkPort(instance: sink, name: target.value.port)
         }
         var routeSpool: Spool?
         if declaration.delivery == .atLeastOnce {
@@ -353,7 +353,8 @@ public final class Router: @unchecked Sendable {
                     invalid: instance.counters.invalid.load(ordering: .relaxed),
                     acknowledged: instance.counters.acknowledged.load(ordering: .relaxed),
                     failed: instance.counters.failed.load(ordering: .relaxed),
-                    inFlight: instance.counters.inFlight.load(ordering: .relaxed)
+                    inFlight: instance.counters.inFlight.load(ordering: .relaxed),
+                    ports: instance.portCounts.map { .init(name: $0.port, direction: $0.direction, envelopes: $0.count) }
                 )
             },
             pluginMetrics: metricsStore.withLock { $0 }
@@ -419,6 +420,18 @@ public struct RouterStatistics: Sendable {
         public var failed: Int
         /// Deliveries not yet acknowledged.
         public var inFlight: Int
+        /// Per port: envelopes emitted (source) or deliveries taken (sink).
+        public var ports: [Port]
+    }
+
+    /// One port's count.
+    public struct Port: Sendable {
+        /// The port name.
+        public var name: String
+        /// `source` or `sink`.
+        public var direction: String
+        /// Envelopes emitted that routes took (source), or deliveries taken (sink).
+        public var envelopes: Int
     }
 
     /// Routes, in declaration order.
