@@ -89,3 +89,48 @@ extension Response {
         .json(JSONValue.object(["error": .string("no dead letter \(id)")]).serializedBytes(), status: .notFound)
     }
 }
+
+extension AdminServer {
+    /// `GET /v1/iiideas`, `POST /v1/iiideas/{id}/enable|disable`, `GET /v1/iiideas/{id}/runs`,
+    /// `GET /v1/runs` (`?limit=N`, newest first).
+    func addIiideaRoutes(to routes: Hummingbird.Router<BasicRequestContext>, router: SwitchyardRuntime.Router, spool: Spool?) {
+        routes.get("v1/iiideas") { _, _ -> Response in
+            let list = router.iiideas.map { entry -> JSONValue in
+                let declaration = entry.iiidea.declaration
+                var object: [String: JSONValue] = [
+                    "id": .string(declaration.id), "enabled": .bool(entry.enabled),
+                    "trigger": .string(declaration.trigger.value.description),
+                    "service": .string(declaration.piece.value), "action": .string(declaration.action.value.description),
+                ]
+                if let title = declaration.title { object["title"] = .string(title) }
+                if let remote = declaration.remote { object["remote"] = .string(remote.value.description) }
+                return .object(object)
+            }
+            return .json(JSONValue.array(list).serializedBytes())
+        }
+        for (verb, enabled) in [("enable", true), ("disable", false)] {
+            routes.post("v1/iiideas/:id/\(verb)") { _, context -> Response in
+                let id = try context.parameters.require("id")
+                do {
+                    try router.setIiidea(id, enabled: enabled)
+                } catch {
+                    return .json(JSONValue.object(["error": .string("\(error)")]).serializedBytes(), status: .notFound)
+                }
+                return .json(JSONValue.object(["id": .string(id), "enabled": .bool(enabled)]).serializedBytes())
+            }
+        }
+        routes.get("v1/iiideas/:id/runs") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            guard router.iiideas.contains(where: { $0.iiidea.id == id }) else {
+                return .json(JSONValue.object(["error": .string("no iiidea '\(id)'")]).serializedBytes(), status: .notFound)
+            }
+            let limit = request.uri.queryParameters.get("limit", as: Int.self) ?? 100
+            let runs = try spool?.runs(iiidea: id, limit: limit) ?? []
+            return .json(JSONValue.array(runs.map(\.json)).serializedBytes())
+        }
+        routes.get("v1/runs") { request, _ -> Response in
+            let limit = request.uri.queryParameters.get("limit", as: Int.self) ?? 100
+            return .json(JSONValue.array((try spool?.runs(limit: limit) ?? []).map(\.json)).serializedBytes())
+        }
+    }
+}

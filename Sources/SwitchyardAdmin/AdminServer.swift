@@ -75,6 +75,7 @@ public final class AdminServer: Sendable {
         addHealthRoutes(to: routes, router: router)
         addDeadLetterRoutes(to: routes, spool: spool)
         addStatusRoutes(to: routes, router: router)
+        addIiideaRoutes(to: routes, router: router, spool: spool)
 
         let outcome = StartOutcome()
         let application = Application(

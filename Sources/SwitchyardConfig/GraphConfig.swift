@@ -150,6 +150,46 @@ public struct RouteDeclaration: Sendable {
     public var spoolLimit: Int = ConfigLoader.defaultSpoolLimit
 }
 
+/// An iiidea from YAML `iiideas:`: a trigger port (with an optional condition), a service
+/// piece and an action port, run as one chain.
+public struct IiideaDeclaration: Sendable {
+    /// The iiidea's id (unique).
+    public var id: String
+    /// Where it was declared.
+    public var location: SourceLocation
+    /// A human title.
+    public var title: String?
+    /// The source port whose envelopes start runs.
+    public var trigger: Located<PortReference>
+    /// The trigger's condition.
+    public var when: Located<String>?
+    /// The service piece: `pass`, `template`, `map`, `delay`, `http`, or `instance.port` of a
+    /// plugin's service port.
+    public var piece: Located<String>
+    /// The service piece's preferences.
+    public var servicePreferences: ConfigNode?
+    /// The sink port that acts.
+    public var action: Located<PortReference>
+    /// The action's preferences (templates over the service output).
+    public var actionPreferences: ConfigNode?
+    /// A source port whose envelopes naming this iiidea (`body.notification_id`) run it
+    /// remotely.
+    public var remote: Located<PortReference>?
+    /// Whether it is enabled before anyone enables or disables it.
+    public var enabledByDefault: Bool
+}
+
+extension IiideaDeclaration {
+    /// The route that carries the chain: from the trigger (or the remote port) to the action,
+    /// with the trigger's condition and the service's `map`, so routes' type checks apply.
+    public func route(remote: Bool, map: ConfigNode?, when condition: Located<String>?) -> RouteDeclaration {
+        RouteDeclaration(
+            name: remote ? "iiidea \(id) (remote)" : "iiidea \(id)", location: location, from: remote ? (self.remote ?? trigger) : trigger,
+            to: [action], when: condition, map: map, template: nil, outputType: nil, contentType: nil,
+            queueSize: ConfigLoader.defaultQueueSize, onFull: .block, allowLoops: false)
+    }
+}
+
 /// The merged configuration of every route file.
 public struct GraphConfig: Sendable {
     /// `plugins.dir`, if set.
@@ -166,6 +206,10 @@ public struct GraphConfig: Sendable {
     public var instances: [InstanceDeclaration] = []
     /// `routes:`, in the order written.
     public var routes: [RouteDeclaration] = []
+    /// `iiideas:`, in the order written.
+    public var iiideas: [IiideaDeclaration] = []
+    /// `iiidea_history.keep`: runs kept per iiidea.
+    public var iiideaHistory: Int = ConfigLoader.defaultIiideaHistory
     /// The files that were read.
     public var files: [String] = []
     /// Every value substituted from the environment: never printed.

@@ -18,8 +18,14 @@ public struct GraphPlan: Sendable {
     /// `admin.token`, if the route files set it.
     public var adminToken: String?
 
-    /// Whether any route is `delivery: at-least-once` and so needs the spool.
-    public var needsSpool: Bool { routes.contains { $0.declaration.delivery == .atLeastOnce } }
+    /// The iiideas.
+    public var iiideas: [PlannedIiidea] = []
+    /// Runs kept per iiidea.
+    public var iiideaHistory: Int = 1000
+
+    /// Whether the spool database is needed: at-least-once routes keep envelopes there,
+    /// iiideas their state and run history.
+    public var needsSpool: Bool { routes.contains { $0.declaration.delivery == .atLeastOnce } || !iiideas.isEmpty }
 }
 
 /// An instance with its plugin and the ports its configuration enables.
@@ -108,4 +114,37 @@ public indirect enum MapNode: Sendable {
             return .array(array)
         }
     }
+}
+
+/// An iiidea with its pieces compiled.
+public struct PlannedIiidea: Sendable {
+    /// The service piece.
+    public enum Service: Sendable {
+        /// The trigger's output unchanged.
+        case pass
+        /// `{ "text": ... }` from a template (compiled into the route's transform).
+        case template
+        /// A JSON object built from templates (compiled into the route's transform).
+        case map
+        /// The trigger's output after a pause, in nanoseconds.
+        case delay(UInt64)
+        /// An HTTP call: the request (`method`, `url`, `headers`, `body`) rendered per run;
+        /// the response JSON is the output.
+        case http(request: MapNode, timeout: UInt64)
+    }
+
+    /// The declaration as written.
+    public var declaration: IiideaDeclaration
+    /// The chain from the trigger port.
+    public var route: PlannedRoute
+    /// The chain from the remote port, if any: envelopes whose `body.notification_id` names
+    /// the iiidea, with `body.data` as the trigger output.
+    public var remoteRoute: PlannedRoute?
+    /// The service piece.
+    public var service: Service
+    /// The action preferences: templates over the service output.
+    public var actionPreferences: MapNode?
+
+    /// The iiidea's id.
+    public var id: String { declaration.id }
 }

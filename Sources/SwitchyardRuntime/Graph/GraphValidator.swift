@@ -73,12 +73,19 @@ public struct GraphValidator: Sendable {
                 routes.append(planned)
             }
         }
+        var iiideas: [PlannedIiidea] = []
+        for iiidea in config.iiideas {
+            if let planned = check(iiidea, config: config, instances: instances, registry: registry, diagnostics: &diagnostics) {
+                iiideas.append(planned)
+            }
+        }
         diagnostics.append(contentsOf: unguardedCycles(in: routes, instances: instances))
         guard diagnostics.isEmpty else { return (nil, diagnostics.map { $0.redacting(config.secrets) }) }
         return (
             GraphPlan(
                 instances: instances, routes: routes, types: registry, spoolPath: config.spoolPath?.value,
-                adminListen: config.adminListen?.value, adminToken: config.adminToken?.value), []
+                adminListen: config.adminListen?.value, adminToken: config.adminToken?.value, iiideas: iiideas,
+                iiideaHistory: config.iiideaHistory), []
         )
     }
 
@@ -237,6 +244,118 @@ public struct GraphValidator: Sendable {
         }
         guard diagnostics.count == before else { return nil }
         return PlannedRoute(declaration: route, condition: condition, transform: transform)
+    }
+
+    /// Checks an iiidea as the routes it runs on (trigger → action, remote → action) and
+    /// compiles its service piece.
+    private func check(
+        _ iiidea: IiideaDeclaration,
+        config: GraphConfig,
+        instances: [PlannedInstance],
+        registry: TypeRegistry,
+        diagnostics: inout [Diagnostic]
+    ) -> PlannedIiidea? {
+        let before = diagnostics.count
+        let preferences = iiidea.servicePreferences
+        func preference(_ key: String) -> ConfigNode? { preferences?[key] }
+        func require(_ key: String, _ what: String) -> ConfigNode? {
+            guard let node = preference(key) else {
+                diagnostics.append(
+                    Diagnostic("service piece '\(iiidea.piece.value)' needs preferences.\(key) (\(what))", at: iiidea.piece.location))
+                return nil
+            }
+            return node
+        }
+        var map: ConfigNode?
+        var service = PlannedIiidea.Service.pass
+        switch iiidea.piece.value {
+        case "pass":
+            service = .pass
+        case "template":
+            guard let text = require("text", "a template") else { return nil }
+            map = ConfigNode(kind: .mapping([(key: "text", keyLocation: text.location, value: text)]), location: text.location)
+            service = .template
+        case "map":
+            guard let node = require("map", "a mapping of output fields to templates") else { return nil }
+            guard node.members != nil else {
+                diagnostics.append(Diagnostic("preferences.map must be a mapping", at: node.location))
+                return nil
+            }
+            map = node
+            service = .map
+        case "delay":
+            guard let node = require("duration", "such as 2s") else { return nil }
+            guard let nanos = DurationText.nanoseconds(node.json) else {
+                diagnostics.append(Diagnostic("preferences.duration must be a duration such as 500ms or 2s", at: node.location))
+                return nil
+            }
+            service = .delay(nanos)
+        case "http":
+            guard let url = require("url", "a URL template"), url.string != nil, let preferences else {
+                if preference("url") != nil {
+                    diagnostics.append(
+                        Diagnostic("preferences.url must be a string", at: preference("url")?.location ?? iiidea.piece.location))
+                }
+                return nil
+            }
+            var timeout: UInt64 = 10_000_000_000
+            var request: [(key: String, keyLocation: SourceLocation, value: ConfigNode)] = []
+            for member in preferences.members ?? [] {
+                switch member.key {
+                case "timeout":
+                    guard let nanos = DurationText.nanoseconds(member.value.json), nanos > 0 else {
+                        diagnostics.append(Diagnostic("preferences.timeout must be a duration such as 5s", at: member.value.location))
+                        continue
+                    }
+                    timeout = nanos
+                case "method":
+                    let methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+                    if let method = member.value.string, methods.contains(method) {
+                        request.append(member)
+                    } else {
+                        diagnostics.append(
+                            Diagnostic("preferences.method must be one of \(methods.joined(separator: ", "))", at: member.value.location))
+                    }
+                case "url", "headers", "body": request.append(member)
+                default:
+                    diagnostics.append(
+                        Diagnostic(
+                            "unknown key '\(member.key)' in http preferences (expected: method, url, headers, body, timeout)",
+                            at: member.keyLocation))
+                }
+            }
+            _ = url
+            let node = ConfigNode(kind: .mapping(request), location: preferences.location)
+            guard let compiled = compileMap(node, diagnostics: &diagnostics, readProblems: { _, _, _ in [] }) else { return nil }
+            service = .http(request: compiled, timeout: timeout)
+            // The response is JSON of any shape: typed like what a map builds.
+            map = ConfigNode(kind: .mapping([]), location: iiidea.piece.location)
+        default:
+            diagnostics.append(
+                Diagnostic(
+                    "unknown service piece '\(iiidea.piece.value)' (built in: pass, template, map, delay, http)", at: iiidea.piece.location)
+            )
+            return nil
+        }
+        guard
+            let route = check(
+                iiidea.route(remote: false, map: map, when: iiidea.when), config: config, instances: instances,
+                registry: registry, diagnostics: &diagnostics)
+        else { return nil }
+        var remoteRoute: PlannedRoute?
+        if let remote = iiidea.remote {
+            let condition = Located("body.notification_id == \"\(iiidea.id)\"", at: remote.location)
+            remoteRoute = check(
+                iiidea.route(remote: true, map: nil, when: condition), config: config, instances: instances, registry: registry,
+                diagnostics: &diagnostics)
+        }
+        var actionPreferences: MapNode?
+        if let node = iiidea.actionPreferences {
+            actionPreferences = compileMap(node, diagnostics: &diagnostics, readProblems: { _, _, _ in [] })
+        }
+        guard diagnostics.count == before else { return nil }
+        return PlannedIiidea(
+            declaration: iiidea, route: route, remoteRoute: remoteRoute, service: service, actionPreferences: actionPreferences)
     }
 
     private func compileMap(

@@ -53,14 +53,19 @@ final class RouteRuntime: @unchecked Sendable {
     /// The durable side of an at-least-once route; touched by the worker thread only.
     private let spooled: SpooledDelivery?
 
-    init(plan: PlannedRoute, index: Int, sinks: [SinkPort], router: Router, spool: Spool?) {
+    /// The runner of an iiidea route; touched by the worker thread only.
+    let iiidea: IiideaRunner?
+
+    init(plan: PlannedRoute, index: Int, sinks: [SinkPort], router: Router, spool: Spool?, iiidea: IiideaRunner? = nil) {
         self.plan = plan
         self.index = index
         self.sinks = sinks
         self.router = router
+        self.iiidea = iiidea
         queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull)
         spooled = spool.map { SpooledDelivery(spool: $0) }
         spooled?.route = self
+        iiidea?.route = self
     }
 
     var isAtLeastOnce: Bool { spooled != nil }
@@ -115,6 +120,11 @@ final class RouteRuntime: @unchecked Sendable {
     private func work() {
         if let spooled {
             spooled.run()
+            router.workerFinished()
+            return
+        }
+        if let iiidea {
+            iiidea.run()
             router.workerFinished()
             return
         }

@@ -96,6 +96,18 @@ extension Router {
             routes.append(route)
         }
 
+        do {
+            for route in try makeIiideaRoutes(newPlan, instances: instances) {
+                startWorker(route)
+                startedRoutes.append(route)
+                routes.append(route)
+            }
+        } catch {
+            for started in startedRoutes { started.queue.close() }
+            for instance in created { stopAndDestroy(instance) }
+            throw error
+        }
+
         // The switch: from here on emits go to the new routes.
         graphLock.withLock {
             liveInstances = instances

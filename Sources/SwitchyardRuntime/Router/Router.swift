@@ -22,6 +22,8 @@ public final class Router: @unchecked Sendable {
     var plan: GraphPlan
     /// Serialises reloads.
     let reloadLock = NSLock()
+    /// The iiideas' switches by id (guarded by `graphLock`), kept across reloads.
+    var iiideaStates: [String: IiideaState] = [:]
     private let deliveryCounter = Atomic<UInt64>(0)
     private let tracked = Mutex<[UInt64: Settlement]>([:])
     let runningWorkers = Atomic<Int>(0)
@@ -59,7 +61,7 @@ public final class Router: @unchecked Sendable {
     /// was created is stopped and destroyed again and the error names the instance.
     public func start() throws(RouterError) {
         let instances = plan.instances.map(makeInstance)
-        let routes = try makeRoutes(plan.routes, instances: instances)
+        let routes = try makeRoutes(plan.routes, instances: instances) + makeIiideaRoutes(plan, instances: instances)
         graphLock.withLock {
             liveInstances = instances
             liveRoutes = routes
@@ -98,7 +100,52 @@ public final class Router: @unchecked Sendable {
         return routes
     }
 
-    func makeRoute(_ planned: PlannedRoute, instances: [InstanceRuntime]) throws(RouterError) -> RouteRuntime {
+    /// The routes of every iiidea (trigger, and remote when declared), with their runners.
+    func makeIiideaRoutes(_ plan: GraphPlan, instances: [InstanceRuntime]) throws(RouterError) -> [RouteRuntime] {
+        guard !plan.iiideas.isEmpty else { return [] }
+        guard let store = spool else { throw RouterError(instance: "iiideas", reason: "iiideas need the spool database, and none is open") }
+        let saved: [String: Bool]
+        do {
+            saved = try store.iiideaStates()
+        } catch {
+            throw RouterError(instance: "iiideas", reason: "cannot read their state: \(error)")
+        }
+        var routes: [RouteRuntime] = []
+        for iiidea in plan.iiideas {
+            let state = graphLock.withLock {
+                if let existing = iiideaStates[iiidea.id] { return existing }
+                let state = IiideaState(id: iiidea.id, enabled: saved[iiidea.id] ?? iiidea.declaration.enabledByDefault)
+                iiideaStates[iiidea.id] = state
+                return state
+            }
+            for (planned, remote) in [(iiidea.route, false)] + (iiidea.remoteRoute.map { [($0, true)] } ?? []) {
+                let runner = IiideaRunner(planned: iiidea, state: state, remote: remote, store: store, keep: plan.iiideaHistory)
+                routes.append(try makeRoute(planned, instances: instances, iiidea: runner))
+            }
+        }
+        return routes
+    }
+
+    /// Enables or disables iiidea `id` for good (the choice is stored and survives restarts).
+    public func setIiidea(_ id: String, enabled: Bool) throws(RouterError) {
+        guard let state = graphLock.withLock({ plan.iiideas.contains { $0.id == id } ? iiideaStates[id] : nil }) else {
+            throw RouterError(instance: id, reason: "no such iiidea")
+        }
+        do {
+            try spool?.setIiidea(id, enabled: enabled)
+        } catch {
+            throw RouterError(instance: id, reason: "cannot store the iiidea's state: \(error)")
+        }
+        state.set(enabled: enabled)
+        logger.notice(enabled ? "iiidea enabled" : "iiidea disabled", metadata: ["iiidea": .string(id)])
+    }
+
+    /// Every iiidea with its switch.
+    public var iiideas: [(iiidea: PlannedIiidea, enabled: Bool)] {
+        graphLock.withLock { plan.iiideas.map { ($0, iiideaStates[$0.id]?.isEnabled ?? false) } }
+    }
+
+    func makeRoute(_ planned: PlannedRoute, instances: [InstanceRuntime], iiidea: IiideaRunner? = nil) throws(RouterError) -> RouteRuntime {
         let declaration = planned.declaration
         let sinks = declaration.to.compactMap { target -> SinkPort? in
             // The validator guarantees every instance and port exists.
@@ -114,7 +161,7 @@ public final class Router: @unchecked Sendable {
             routeSpool = spool
         }
         return graphLock.withLock {
-            let route = RouteRuntime(plan: planned, index: routeTable.count, sinks: sinks, router: self, spool: routeSpool)
+            let route = RouteRuntime(plan: planned, index: routeTable.count, sinks: sinks, router: self, spool: routeSpool, iiidea: iiidea)
             routeTable.append(route)
             return route
         }

@@ -2,7 +2,8 @@ import Foundation
 
 /// The durable spool: a SQLite database (WAL, `synchronous=NORMAL`) holding every envelope an
 /// at-least-once route has accepted and not yet seen acknowledged by all its sinks, the dead
-/// letters, and the ids seen within each route's deduplication window.
+/// letters, the ids seen within each route's deduplication window, and the iiideas' state and
+/// run history.
 ///
 /// One connection serves the whole process; calls are serialised by a lock, and each
 /// ``commit(_:)`` is one transaction, so a route worker writes a whole batch per fsync-free
@@ -10,7 +11,7 @@ import Foundation
 public final class Spool: @unchecked Sendable {
     // `database` and the statements are only touched with `lock` held.
     private let lock = NSLock()
-    private let database: SQLiteDatabase
+    let database: SQLiteDatabase
     private let insertEnvelope: SQLiteStatement
     private let insertSeen: SQLiteStatement
     private let deleteEnvelope: SQLiteStatement
@@ -66,6 +67,7 @@ public final class Spool: @unchecked Sendable {
             PRAGMA user_version=\(Self.schemaVersion);
             """
         )
+        try Self.createIiideaTables(in: database)
         insertEnvelope = try database.prepare("INSERT INTO spool(route, pending, size, envelope) VALUES(?, ?, ?, ?)")
         insertSeen = try database.prepare("INSERT OR IGNORE INTO seen(route, envelope_id, at) VALUES(?, ?, ?)")
         deleteEnvelope = try database.prepare("DELETE FROM spool WHERE seq = ?")
@@ -75,7 +77,7 @@ public final class Spool: @unchecked Sendable {
         )
     }
 
-    private func locked<Result>(_ body: () throws(SQLiteError) -> Result) throws(SQLiteError) -> Result {
+    func locked<Result>(_ body: () throws(SQLiteError) -> Result) throws(SQLiteError) -> Result {
         lock.lock()
         defer { lock.unlock() }
         return try body()

@@ -1,0 +1,236 @@
+import AsyncHTTPClient
+import Foundation
+internal import Logging
+import NIOCore
+import NIOHTTP1
+internal import SwitchyardABI
+internal import SwitchyardCore
+internal import SwitchyardRouting
+internal import SwitchyardSpool
+import Synchronization
+
+/// An iiidea's switch: shared by the runners of its trigger and remote routes, kept across
+/// reloads.
+public final class IiideaState: Sendable {
+    /// The iiidea's id.
+    public let id: String
+    private let enabled: Atomic<Bool>
+
+    init(id: String, enabled: Bool) {
+        self.id = id
+        self.enabled = Atomic(enabled)
+    }
+
+    /// Whether runs start.
+    public var isEnabled: Bool { enabled.load(ordering: .relaxed) }
+
+    func set(enabled value: Bool) { enabled.store(value, ordering: .relaxed) }
+}
+
+/// The worker of an iiidea route: runs trigger → service → action for each envelope, in order,
+/// and records every run (start, end, the piece that ended it, output or error).
+final class IiideaRunner {
+    let planned: PlannedIiidea
+    let state: IiideaState
+    let remote: Bool
+    let store: Spool
+    let keep: Int
+    unowned var route: RouteRuntime!
+    /// Runs whose action has not acknowledged yet: delivery id → run id and output.
+    private var pending: [UInt64: (run: String, output: String)] = [:]
+
+    init(planned: PlannedIiidea, state: IiideaState, remote: Bool, store: Spool, keep: Int) {
+        self.planned = planned
+        self.state = state
+        self.remote = remote
+        self.store = store
+        self.keep = keep
+    }
+
+    private var logger: Logger { route.router.logger }
+
+    func run() {
+        var items: [QueuedEnvelope] = []
+        var acks: [RouteAck] = []
+        while true {
+            let taken = route.queue.takeWork(into: &items, limit: 64, acks: &acks, until: nil)
+            for waiter in taken.resume { waiter.instance.resume(port: waiter.port) }
+            for ack in acks { acknowledged(ack) }
+            acks.removeAll(keepingCapacity: true)
+            for item in items {
+                execute(item.envelope)
+                item.settlement?.complete(SY_OUTCOME_OK)
+            }
+            route.counters.processed.add(items.count, ordering: .releasing)
+            items.removeAll(keepingCapacity: true)
+            if taken.closed { break }
+        }
+    }
+
+    private func execute(_ trigger: Envelope) {
+        var scope = EnvelopeScope(trigger)
+        if let condition = route.plan.condition, !condition.evaluate(&scope) {
+            route.counters.filtered.add(1, ordering: .relaxed)
+            return
+        }
+        guard state.isEnabled else {
+            route.counters.filtered.add(1, ordering: .relaxed)
+            return
+        }
+        let runID = ULID.next()
+        record { () throws(SQLiteError) in
+            try store.beginRun(IiideaRun(id: runID, iiidea: planned.id, triggerEnvelopeID: trigger.id, startedAt: Clock.nowUnixNanos()))
+        }
+        var input = trigger
+        if remote {
+            // A remote run: the named iiidea runs with the message's data as the trigger output.
+            let data = trigger.decodedBody()["data"] ?? .object([:])
+            input.body = data.serializedBytes()
+            input.contentType = "application/json"
+        }
+        let output: Envelope
+        do {
+            output = try service(input)
+        } catch {
+            end(runID, .service, error: "\(error)")
+            return
+        }
+        var action = output
+        action.headers["iiidea.id"] = planned.id
+        action.headers["iiidea.run"] = runID
+        if let preferences = planned.actionPreferences {
+            var outputScope = EnvelopeScope(output)
+            action.headers["iiidea.preferences"] = preferences.render(&outputScope).serialized()
+        }
+        guard route.targets(for: action).contains(0), let sink = route.sinks.first else {
+            end(runID, .action, error: "loop stopped: the action's instance is already in the envelope's trace")
+            return
+        }
+        let deliveryID = route.router.nextSpooledDeliveryID(route: route.index)
+        pending[deliveryID] = (runID, output.decodedBody().serialized())
+        let status = route.deliverWaitingForRoom(action, to: sink, deliveryID: deliveryID)
+        if status == SY_OK {
+            route.counters.dispatched.add(1, ordering: .relaxed)
+        } else {
+            pending.removeValue(forKey: deliveryID)
+            route.counters.refused.add(1, ordering: .relaxed)
+            end(runID, .action, error: "the action refused the delivery (status \(status))")
+        }
+    }
+
+    /// The service piece: the trigger output in, the action input out.
+    private func service(_ input: Envelope) throws(ServiceError) -> Envelope {
+        switch planned.service {
+        case .pass:
+            return input
+        case .template, .map:
+            var scope = EnvelopeScope(input)
+            return planned.route.transform.map { $0.apply(&scope) } ?? input
+        case .delay(let nanos):
+            Thread.sleep(forTimeInterval: Double(nanos) / 1e9)
+            return input
+        case .http(let request, let timeout):
+            var scope = EnvelopeScope(input)
+            let rendered = request.render(&scope)
+            var output = input
+            output.body = try HTTPPiece.call(rendered, timeout: timeout).serializedBytes()
+            output.type = BuiltinTypes.json
+            output.contentType = "application/json"
+            return output
+        }
+    }
+
+    private func acknowledged(_ ack: RouteAck) {
+        guard let (run, output) = pending.removeValue(forKey: ack.deliveryID) else { return }
+        if ack.outcome == SY_OUTCOME_OK {
+            route.counters.acknowledged.add(1, ordering: .relaxed)
+            end(run, .action, output: output)
+        } else {
+            end(run, .action, error: ack.reason.isEmpty ? "the action failed" : ack.reason)
+        }
+    }
+
+    private func end(_ run: String, _ piece: IiideaRun.Piece, output: String? = nil, error: String? = nil) {
+        if let error {
+            logger.warning(
+                "iiidea run failed",
+                metadata: ["iiidea": .string(planned.id), "run": .string(run), "piece": .string(piece.rawValue), "error": .string(error)])
+        }
+        record { () throws(SQLiteError) in
+            try store.endRun(run, iiidea: planned.id, piece: piece, output: output, error: error, keep: keep)
+        }
+    }
+
+    private func record(_ write: () throws(SQLiteError) -> Void) {
+        do {
+            try write()
+        } catch {
+            logger.error("iiidea run history not written", metadata: ["iiidea": .string(planned.id), "error": .string(error.description)])
+        }
+    }
+}
+
+/// A service piece failed; the run ends there.
+struct ServiceError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// The `http` service piece, on AsyncHTTPClient.
+enum HTTPPiece {
+    /// Largest response body read.
+    static let maximumResponse = 4 << 20
+
+    /// Makes the request `{method, url, headers, body}` and returns the response JSON (a body
+    /// that is not JSON becomes `{"status": N, "text": "..."}`). Fails on a transport error, a
+    /// timeout or a status outside 200–299.
+    static func call(_ request: JSONValue, timeout: UInt64) throws(ServiceError) -> JSONValue {
+        guard let url = request["url"]?.stringValue, !url.isEmpty else { throw ServiceError(description: "http: the url is empty") }
+        var outgoing = HTTPClientRequest(url: url)
+        outgoing.method = HTTPMethod(rawValue: request["method"]?.stringValue ?? "GET")
+        if case .object(let headers)? = request["headers"] {
+            for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+                outgoing.headers.add(name: name, value: value.stringValue ?? value.serialized())
+            }
+        }
+        if let body = request["body"], body != .null {
+            outgoing.body = .bytes(ByteBuffer(bytes: body.serializedBytes()))
+            if !outgoing.headers.contains(name: "Content-Type") { outgoing.headers.add(name: "Content-Type", value: "application/json") }
+        }
+        let result = ResultBox()
+        let done = DispatchSemaphore(value: 0)
+        let deadline = TimeAmount.nanoseconds(Int64(clamping: timeout))
+        let sending = outgoing
+        Task {
+            do {
+                let response = try await HTTPClient.shared.execute(sending, timeout: deadline)
+                let body = try await response.body.collect(upTo: maximumResponse)
+                result.set(.success((Int(response.status.code), Array(buffer: body))))
+            } catch {
+                result.set(.failure(ServiceError(description: "http: \(url): \(error)")))
+            }
+            done.signal()
+        }
+        // AsyncHTTPClient enforces the timeout; the margin only guards against a lost answer.
+        if done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout)) + .seconds(5)) == .timedOut {
+            throw ServiceError(description: "http: \(url): no answer within the timeout")
+        }
+        let (status, body) = try result.get()
+        guard (200..<300).contains(status) else {
+            throw ServiceError(description: "http: \(url) answered \(status): \(String(decoding: body.prefix(200), as: UTF8.self))")
+        }
+        if body.isEmpty { return .object(["status": .int(status)]) }
+        return (try? JSONValue(parsing: body)) ?? .object(["status": .int(status), "text": .string(String(decoding: body, as: UTF8.self))])
+    }
+
+    private final class ResultBox: Sendable {
+        private let value = Mutex<Result<(Int, [UInt8]), ServiceError>?>(nil)
+        func set(_ result: Result<(Int, [UInt8]), ServiceError>) { value.withLock { $0 = result } }
+        func get() throws(ServiceError) -> (Int, [UInt8]) {
+            switch value.withLock({ $0 }) {
+            case .success(let answer)?: return answer
+            case .failure(let error)?: throw error
+            case nil: throw ServiceError(description: "http: no answer")
+            }
+        }
+    }
+}

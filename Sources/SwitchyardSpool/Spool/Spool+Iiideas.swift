@@ -1,0 +1,145 @@
+public import SwitchyardCore
+
+/// iiidea activation state and run history, in the same database as the spool.
+extension Spool {
+    static func createIiideaTables(in database: SQLiteDatabase) throws(SQLiteError) {
+        try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS iiidea_state(
+                id TEXT PRIMARY KEY,
+                enabled INTEGER NOT NULL,
+                changed_at INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS iiidea_runs(
+                run_id TEXT PRIMARY KEY,
+                iiidea_id TEXT NOT NULL,
+                trigger_envelope_id TEXT NOT NULL,
+                started_at INTEGER NOT NULL,
+                ended_at INTEGER,
+                ended_piece TEXT,
+                output TEXT,
+                error TEXT
+            ) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS iiidea_runs_by_iiidea ON iiidea_runs(iiidea_id, started_at);
+            """
+        )
+    }
+
+    /// The enabled flags users set (through the admin API or the CLI), by iiidea id.
+    public func iiideaStates() throws(SQLiteError) -> [String: Bool] {
+        try locked { () throws(SQLiteError) in
+            var states: [String: Bool] = [:]
+            for (id, enabled) in try database.prepare("SELECT id, enabled FROM iiidea_state").rows([], { ($0.text(0), $0.int(1) != 0) }) {
+                states[id] = enabled
+            }
+            return states
+        }
+    }
+
+    /// Remembers that iiidea `id` is enabled or disabled, across restarts.
+    public func setIiidea(_ id: String, enabled: Bool) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            try database.prepare("INSERT OR REPLACE INTO iiidea_state(id, enabled, changed_at) VALUES(?, ?, ?)")
+                .run([.text(id), .int(enabled ? 1 : 0), .int(Clock.nowUnixNanos())])
+        }
+    }
+
+    /// Records the start of a run.
+    public func beginRun(_ run: IiideaRun) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            try database.prepare("INSERT INTO iiidea_runs(run_id, iiidea_id, trigger_envelope_id, started_at) VALUES(?, ?, ?, ?)")
+                .run([.text(run.id), .text(run.iiidea), .text(run.triggerEnvelopeID), .int(run.startedAt)])
+        }
+    }
+
+    /// Records the end of a run: the piece that ended it and its output or error. Keeps the
+    /// newest `keep` runs of the iiidea.
+    public func endRun(_ id: String, iiidea: String, piece: IiideaRun.Piece, output: String?, error: String?, keep: Int)
+        throws(SQLiteError)
+    {
+        try locked { () throws(SQLiteError) in
+            try database.transaction { () throws(SQLiteError) in
+                try database.prepare("UPDATE iiidea_runs SET ended_at = ?, ended_piece = ?, output = ?, error = ? WHERE run_id = ?")
+                    .run([
+                        .int(Clock.nowUnixNanos()), .text(piece.rawValue), output.map { .text($0) } ?? .null,
+                        error.map { .text($0) } ?? .null, .text(id),
+                    ])
+                try database.prepare(
+                    """
+                    DELETE FROM iiidea_runs WHERE iiidea_id = ?1 AND run_id NOT IN
+                        (SELECT run_id FROM iiidea_runs WHERE iiidea_id = ?1 ORDER BY started_at DESC, run_id DESC LIMIT ?2)
+                    """
+                ).run([.text(iiidea), .int(Int64(keep))])
+            }
+        }
+    }
+
+    /// The newest runs first, of one iiidea or of all.
+    public func runs(iiidea: String? = nil, limit: Int = 100) throws(SQLiteError) -> [IiideaRun] {
+        try locked { () throws(SQLiteError) in
+            let filter = iiidea == nil ? "" : "WHERE iiidea_id = ?"
+            let values: [SQLiteStatement.Value] = (iiidea.map { [.text($0)] } ?? []) + [.int(Int64(limit))]
+            return try database.prepare(
+                "SELECT run_id, iiidea_id, trigger_envelope_id, started_at, ended_at, ended_piece, output, error FROM iiidea_runs \(filter) ORDER BY started_at DESC, run_id DESC LIMIT ?"
+            ).rows(values) { row in
+                IiideaRun(
+                    id: row.text(0), iiidea: row.text(1), triggerEnvelopeID: row.text(2), startedAt: row.int(3),
+                    endedAt: row.isNull(4) ? nil : row.int(4), endedPiece: row.isNull(5) ? nil : IiideaRun.Piece(rawValue: row.text(5)),
+                    output: row.isNull(6) ? nil : row.text(6), error: row.isNull(7) ? nil : row.text(7))
+            }
+        }
+    }
+}
+
+/// One run of an iiidea.
+public struct IiideaRun: Sendable {
+    /// The piece a run reached last.
+    public enum Piece: String, Sendable {
+        case trigger, service, action
+    }
+
+    /// The run id (a ULID).
+    public var id: String
+    /// The iiidea.
+    public var iiidea: String
+    /// The envelope that triggered it.
+    public var triggerEnvelopeID: String
+    /// Start, nanoseconds since the epoch.
+    public var startedAt: Int64
+    /// End, if it ended.
+    public var endedAt: Int64?
+    /// The piece that ended it.
+    public var endedPiece: Piece?
+    /// The action's input (the service output) as JSON text, when the run succeeded.
+    public var output: String?
+    /// Why it failed.
+    public var error: String?
+
+    /// Creates a run record.
+    public init(
+        id: String, iiidea: String, triggerEnvelopeID: String, startedAt: Int64, endedAt: Int64? = nil, endedPiece: Piece? = nil,
+        output: String? = nil, error: String? = nil
+    ) {
+        self.id = id
+        self.iiidea = iiidea
+        self.triggerEnvelopeID = triggerEnvelopeID
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.endedPiece = endedPiece
+        self.output = output
+        self.error = error
+    }
+
+    /// The run as the API and the CLI print it.
+    public var json: JSONValue {
+        var object: [String: JSONValue] = [
+            "run_id": .string(id), "iiidea": .string(iiidea), "trigger_envelope_id": .string(triggerEnvelopeID),
+            "started_at": .string(Clock.rfc3339(unixNanos: startedAt)),
+        ]
+        if let endedAt { object["ended_at"] = .string(Clock.rfc3339(unixNanos: endedAt)) }
+        if let endedPiece { object["ended_piece"] = .string(endedPiece.rawValue) }
+        if let output { object["output"] = (try? JSONValue(parsing: Array(output.utf8))) ?? .string(output) }
+        if let error { object["error"] = .string(error) }
+        return .object(object)
+    }
+}

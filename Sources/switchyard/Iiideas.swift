@@ -1,0 +1,129 @@
+import ArgumentParser
+import Foundation
+import SwitchyardCore
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `switchyard iiidea list|enable ID|disable ID|runs [ID]`: acts on a running router through its
+/// admin port (`run --admin`). Enabling and disabling is stored in the router's database and
+/// survives restarts.
+struct Iiideas: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "iiidea",
+        abstract: "List, enable or disable the iiideas of a running router, and show their runs (through its admin port).",
+        subcommands: [List.self, Enable.self, Disable.self, Runs.self]
+    )
+
+    struct AdminOptions: ParsableArguments {
+        @Option(help: "The router's admin address (its run --admin).")
+        var admin: String = "127.0.0.1:9180"
+
+        @Flag(help: "Print the API's JSON instead of columns.")
+        var json = false
+
+        /// Calls the admin API; the bearer token comes from SWITCHYARD_ADMIN_TOKEN.
+        func call(_ method: String, _ path: String) throws -> JSONValue {
+            let base = admin.hasPrefix("http://") || admin.hasPrefix("https://") ? admin : "http://" + admin
+            guard let url = URL(string: base + path) else { throw ValidationError("--admin must be host:port") }
+            var request = URLRequest(url: url, timeoutInterval: 10)
+            request.httpMethod = method
+            if let token = ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"] {
+                request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            }
+            let answer = Answer()
+            let done = DispatchSemaphore(value: 0)
+            URLSession.shared.dataTask(with: request) { data, response, error in
+                answer.set((response as? HTTPURLResponse)?.statusCode, data, error.map { "\($0.localizedDescription)" })
+                done.signal()
+            }.resume()
+            guard done.wait(timeout: .now() + 15) == .success, let status = answer.status else {
+                printError(
+                    "error: no answer from the admin port at \(base)\(answer.error.map { ": " + $0 } ?? "") — is the router running with --admin?"
+                )
+                throw ExitCode(1)
+            }
+            let body = (try? JSONValue(parsing: answer.data)) ?? .null
+            guard (200..<300).contains(status) else {
+                printError("error: \(body["error"]?.stringValue ?? "the admin port answered \(status)")")
+                throw ExitCode(1)
+            }
+            return body
+        }
+    }
+
+    private final class Answer: @unchecked Sendable {
+        // Written once by the session callback before the semaphore is signalled.
+        private(set) var status: Int?
+        private(set) var data: [UInt8] = []
+        private(set) var error: String?
+        func set(_ status: Int?, _ data: Data?, _ error: String?) {
+            self.status = status
+            self.data = data.map { Array($0) } ?? []
+            self.error = error
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "One line per iiidea: id, enabled, trigger, service, action, title.")
+
+        @OptionGroup var options: AdminOptions
+
+        func run() throws {
+            let list = try options.call("GET", "/v1/iiideas")
+            guard !options.json else { return print(list.serialized()) }
+            for entry in list.arrayValue ?? [] {
+                let columns = [
+                    entry["id"]?.stringValue ?? "", entry["enabled"]?.boolValue == true ? "enabled" : "disabled",
+                    entry["trigger"]?.stringValue ?? "", entry["service"]?.stringValue ?? "", entry["action"]?.stringValue ?? "",
+                    entry["title"]?.stringValue ?? "",
+                ]
+                print(columns.joined(separator: "\t"))
+            }
+        }
+    }
+
+    struct Enable: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Enable an iiidea: its trigger starts runs again.")
+        @OptionGroup var options: AdminOptions
+        @Argument(help: "The iiidea's id.") var id: String
+
+        func run() throws {
+            _ = try options.call("POST", "/v1/iiideas/\(id)/enable")
+            print("enabled \(id)")
+        }
+    }
+
+    struct Disable: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Disable an iiidea: its trigger starts no runs.")
+        @OptionGroup var options: AdminOptions
+        @Argument(help: "The iiidea's id.") var id: String
+
+        func run() throws {
+            _ = try options.call("POST", "/v1/iiideas/\(id)/disable")
+            print("disabled \(id)")
+        }
+    }
+
+    struct Runs: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Recent runs, newest first: run id, iiidea, start, the piece that ended it, ok or the error.")
+        @OptionGroup var options: AdminOptions
+        @Argument(help: "Only this iiidea's runs.") var id: String?
+        @Option(help: "How many runs.") var limit = 20
+
+        func run() throws {
+            let runs = try options.call("GET", id.map { "/v1/iiideas/\($0)/runs?limit=\(limit)" } ?? "/v1/runs?limit=\(limit)")
+            guard !options.json else { return print(runs.serialized()) }
+            for run in runs.arrayValue ?? [] {
+                let outcome = run["error"]?.stringValue.map { "error: " + $0 } ?? (run["ended_piece"] == nil ? "running" : "ok")
+                let columns = [
+                    run["run_id"]?.stringValue ?? "", run["iiidea"]?.stringValue ?? "", run["started_at"]?.stringValue ?? "",
+                    run["ended_piece"]?.stringValue ?? "-", outcome,
+                ]
+                print(columns.joined(separator: "\t"))
+            }
+        }
+    }
+}

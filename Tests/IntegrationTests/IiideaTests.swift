@@ -1,0 +1,261 @@
+import Foundation
+import Testing
+
+/// iiideas through the binary: trigger → service → action, run history, enable/disable over
+/// the admin port and across restarts, the http piece against a local server, remote runs.
+@Suite(.timeLimit(.minutes(2)))
+struct IiideaTests {
+    private static func start(_ sandbox: Sandbox) throws -> (RouterProcess, String) {
+        let router = try RouterProcess(
+            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--spool", sandbox.path("state.db"), "--admin", "127.0.0.1:0"],
+            in: sandbox.root)
+        var address: String?
+        router.waitUntil("the admin port to listen") {
+            address = router.standardError.split(separator: "\n").first { $0.contains("admin listening") }?
+                .split(separator: " ").first { $0.hasPrefix("address=") }.map { String($0.dropFirst(8)) }
+            return address != nil
+        }
+        return (router, address ?? "")
+    }
+
+    /// Runs `switchyard iiidea ARGS --admin ADDRESS` and returns its output; fails the test on a
+    /// non-zero exit.
+    private static func cli(_ arguments: [String], admin: String, in sandbox: Sandbox, sourceLocation: SourceLocation = #_sourceLocation)
+        throws -> String
+    {
+        let result = try RouterProcess.runToExit(["iiidea"] + arguments + ["--admin", admin], in: sandbox.root)
+        #expect(result.status == 0, "\(arguments): \(result.errors)", sourceLocation: sourceLocation)
+        return result.output
+    }
+
+    private static func runs(_ id: String, admin: String, in sandbox: Sandbox) throws -> [[String: Any]] {
+        let text = try cli(["runs", id, "--json", "--limit", "100"], admin: admin, in: sandbox)
+        return (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]]) ?? []
+    }
+
+    @Test func aChainRunsEndToEndAndIsRecorded() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 10ms, count: 3 } }
+              out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+            iiideas:
+              - id: tick-note
+                title: Notes every tick after the first
+                trigger: { port: clock.tick, when: "body.count > 1" }
+                service: { piece: template, preferences: { text: "tick {{body.count}}" } }
+                action:  { port: out.write, preferences: { note: "got {{body.text}}" } }
+            """
+        )
+        let (router, admin) = try Self.start(sandbox)
+        router.waitUntil("two actions written") { sandbox.lines(of: "out.jsonl").count >= 2 }
+        var finished: [[String: Any]] = []
+        router.waitUntil("two runs recorded as ended") {
+            finished = ((try? Self.runs("tick-note", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
+            return finished.count == 2
+        }
+        let written = try sandbox.jsonLines(of: "out.jsonl")
+        #expect(written.compactMap { ($0["body"] as? [String: Any])?["text"] as? String } == ["tick 2", "tick 3"])
+        let headers = try #require(written.first?["headers"] as? [String: String])
+        #expect(headers["iiidea.id"] == "tick-note")
+        #expect(headers["iiidea.preferences"] == "{\"note\":\"got tick 2\"}")
+        #expect(finished.allSatisfy { $0["ended_piece"] as? String == "action" && $0["error"] == nil })
+        #expect(finished.compactMap { ($0["output"] as? [String: Any])?["text"] as? String } == ["tick 3", "tick 2"])
+        #expect(
+            Set(finished.compactMap { $0["run_id"] as? String })
+                == Set(written.compactMap { ($0["headers"] as? [String: String])?["iiidea.run"] }))
+        let list = try Self.cli(["list"], admin: admin, in: sandbox)
+        #expect(list == "tick-note\tenabled\tclock.tick\ttemplate\tout.write\tNotes every tick after the first\n")
+        #expect(router.stop() == 0)
+    }
+
+    @Test func aFailingServiceEndsTheRunThereAndTheActionDoesNotRun() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 10ms, count: 1 } }
+              out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+            iiideas:
+              - id: unreachable
+                trigger: { port: clock.tick }
+                service: { piece: http, preferences: { url: "http://127.0.0.1:1/nothing", timeout: 2s } }
+                action:  { port: out.write }
+            """
+        )
+        let (router, admin) = try Self.start(sandbox)
+        var runs: [[String: Any]] = []
+        router.waitUntil("the failed run") {
+            runs = ((try? Self.runs("unreachable", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
+            return !runs.isEmpty
+        }
+        #expect(runs.first?["ended_piece"] as? String == "service")
+        #expect((runs.first?["error"] as? String)?.contains("127.0.0.1:1") == true, "\(runs)")
+        #expect(sandbox.lines(of: "out.jsonl").isEmpty)
+        #expect(router.stop() == 0)
+    }
+
+    @Test func theHTTPPieceCallsALocalServerAndPassesItsJSONOn() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        // A real HTTP server: answers every POST with the JSON it got, wrapped, and logs it.
+        let server = try HTTPEchoServer(in: sandbox)
+        defer { server.stop() }
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 10ms, count: 2 } }
+              out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
+            iiideas:
+              - id: ask
+                trigger: { port: clock.tick }
+                service:
+                  piece: http
+                  preferences:
+                    method: POST
+                    url: "http://127.0.0.1:\(server.port)/echo/{{body.count}}"
+                    headers: { X-Test: "tick {{body.count}}" }
+                    body: { n: "{{body.count}}" }
+                action: { port: out.write }
+            """
+        )
+        let (router, _) = try Self.start(sandbox)
+        router.waitUntil("two answers written") { sandbox.lines(of: "out.jsonl").count >= 2 }
+        #expect(router.stop() == 0)
+        let answers = sandbox.lines(of: "out.jsonl")
+        #expect(
+            answers == [#"{"got":{"n":1},"header":"tick 1","path":"/echo/1"}"#, #"{"got":{"n":2},"header":"tick 2","path":"/echo/2"}"#])
+    }
+
+    @Test func disablingStopsRunsAndSurvivesARestartAndHistoryIsBounded() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.writeRoutes(
+            """
+            iiidea_history: { keep: 3 }
+            instances:
+              clock: { plugin: core, timer: { interval: 10ms } }
+              ticks: { plugin: core, file: { path: "\(sandbox.path("ticks.jsonl"))" } }
+              out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+            routes:
+              - { from: clock.tick, to: ticks.write }
+            iiideas:
+              - { id: every, trigger: { port: clock.tick }, service: { piece: pass }, action: { port: out.write } }
+            """
+        )
+        var (router, admin) = try Self.start(sandbox)
+        router.waitUntil("six actions") { sandbox.lines(of: "out.jsonl").count >= 6 }
+        #expect(try Self.runs("every", admin: admin, in: sandbox).count == 3, "history keeps 3 runs")
+        #expect(try Self.cli(["disable", "every"], admin: admin, in: sandbox) == "disabled every\n")
+        let actionsAtDisable = sandbox.lines(of: "out.jsonl").count
+        let ticksAtDisable = sandbox.lines(of: "ticks.jsonl").count
+        router.waitUntil("ten more ticks") { sandbox.lines(of: "ticks.jsonl").count >= ticksAtDisable + 10 }
+        // At most the run already under way when the switch flipped.
+        #expect(sandbox.lines(of: "out.jsonl").count <= actionsAtDisable + 1)
+        #expect(router.stop() == 0)
+
+        (router, admin) = try Self.start(sandbox)
+        #expect(try Self.cli(["list"], admin: admin, in: sandbox).hasPrefix("every\tdisabled\t"), "the choice survives the restart")
+        let actionsAfterRestart = sandbox.lines(of: "out.jsonl").count
+        let ticksAfterRestart = sandbox.lines(of: "ticks.jsonl").count
+        router.waitUntil("ten ticks after the restart") { sandbox.lines(of: "ticks.jsonl").count >= ticksAfterRestart + 10 }
+        #expect(sandbox.lines(of: "out.jsonl").count == actionsAfterRestart)
+        #expect(try Self.cli(["enable", "every"], admin: admin, in: sandbox) == "enabled every\n")
+        router.waitUntil("actions again") { sandbox.lines(of: "out.jsonl").count >= actionsAfterRestart + 3 }
+        let unknown = try RouterProcess.runToExit(["iiidea", "enable", "nope", "--admin", admin], in: sandbox.root)
+        #expect(unknown.status == 1)
+        #expect(unknown.errors.contains("no such iiidea"))
+        #expect(router.stop() == 0)
+    }
+
+    @Test func aMessageNamingTheIiideaRunsItRemotelyWithItsData() throws {
+        let broker = try Mosquitto()
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("mqtt")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock:  { plugin: core, timer: { interval: 1h } }
+              push:   { plugin: mqtt, url: "\(broker.url)", client_id: remote-runs, subscriptions: [ { topic: "push/#", qos: 1 } ] }
+              out:    { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
+            iiideas:
+              - id: note
+                trigger: { port: clock.tick }
+                service: { piece: template, preferences: { text: "remote {{body.count}}" } }
+                action:  { port: out.write }
+                remote:  { port: push.messages }
+            """
+        )
+        let (router, admin) = try Self.start(sandbox)
+        broker.waitForLog("Sending SUBACK to remote-runs")
+        try broker.publish(topic: "push/a", message: #"{"notification_id":"other","data":{"count":1}}"#, qos: 1)
+        try broker.publish(topic: "push/a", message: #"{"notification_id":"note","data":{"count":42}}"#, qos: 1)
+        router.waitUntil("the remote run's action") { !sandbox.lines(of: "out.jsonl").isEmpty }
+        #expect(sandbox.lines(of: "out.jsonl") == [#"{"text":"remote 42"}"#])
+        var runs: [[String: Any]] = []
+        router.waitUntil("the run recorded") {
+            runs = ((try? Self.runs("note", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
+            return runs.count == 1
+        }
+        #expect(router.stop() == 0)
+    }
+}
+
+/// A real HTTP server for the http piece, in Python's standard library: answers each POST with
+/// `{"got": <request JSON>, "header": <X-Test>, "path": <path>}`.
+final class HTTPEchoServer {
+    let port: Int
+    private let process: Process
+    private let serverProcessID: Int32
+
+    init(in sandbox: Sandbox) throws {
+        let portFile = sandbox.path("echo.port")
+        let script = """
+            import http.server, json, os, sys
+            class Echo(http.server.BaseHTTPRequestHandler):
+                def do_POST(self):
+                    got = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+                    body = json.dumps({'got': got, 'header': self.headers['X-Test'], 'path': self.path}).encode()
+                    self.send_response(200)
+                    self.send_header('Content-Type', 'application/json')
+                    self.send_header('Content-Length', str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                def log_message(self, *args):
+                    pass
+            server = http.server.HTTPServer(('127.0.0.1', 0), Echo)
+            with open(sys.argv[1] + '.tmp', 'w') as f:
+                f.write('%d %d' % (server.server_address[1], os.getpid()))
+            os.rename(sys.argv[1] + '.tmp', sys.argv[1])
+            server.serve_forever()
+            """
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, portFile]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = ContinuousClock.now + .seconds(10)
+        var written: [Int] = []
+        while written.count != 2, process.isRunning, ContinuousClock.now < deadline {
+            written = ((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").split(separator: " ").compactMap { Int($0) }
+            if written.count != 2 { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        guard written.count == 2 else {
+            process.terminate()
+            throw SandboxError("the HTTP echo server did not start")
+        }
+        port = written[0]
+        // `python3` may run under a launcher (pyenv's shim): stop the interpreter itself.
+        serverProcessID = Int32(written[1])
+    }
+
+    func stop() {
+        kill(serverProcessID, SIGKILL)
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
