@@ -103,6 +103,8 @@ extension AdminServer {
                     "service": .string(declaration.piece.value), "action": .string(declaration.action.value.description),
                 ]
                 if let title = declaration.title { object["title"] = .string(title) }
+                object["active"] = .bool(entry.enabled && entry.inactiveReason == nil)
+                if let reason = entry.inactiveReason { object["inactive_reason"] = .string(reason) }
                 if let remote = declaration.remote { object["remote"] = .string(remote.value.description) }
                 return .object(object)
             }
@@ -116,7 +118,10 @@ extension AdminServer {
                 } catch {
                     return .json(JSONValue.object(["error": .string("\(error)")]).serializedBytes(), status: .notFound)
                 }
-                return .json(JSONValue.object(["id": .string(id), "enabled": .bool(enabled)]).serializedBytes())
+                let reason = router.iiideas.first { $0.iiidea.id == id }?.inactiveReason
+                var answer: [String: JSONValue] = ["id": .string(id), "enabled": .bool(enabled), "active": .bool(enabled && reason == nil)]
+                if let reason { answer["inactive_reason"] = .string(reason) }
+                return .json(JSONValue.object(answer).serializedBytes())
             }
         }
         routes.get("v1/iiideas/:id/runs") { request, context -> Response in

@@ -46,6 +46,15 @@ public protocol SwitchyardPlugin: AnyObject, Sendable {
     /// An envelope emitted with a non-zero settle token has been delivered everywhere (or
     /// dropped). Optional.
     func settled(token: UInt64, outcome: DeliveryOutcome)
+
+    /// `port` is the trigger or the action of iiidea `iiidea`, which is being enabled with
+    /// `preferences` (the action's preferences as written; `{}` for a trigger). Throw to
+    /// refuse — the message is shown as the reason the iiidea is inactive. Optional; the
+    /// default accepts.
+    func enablePiece(port: String, iiidea: String, preferences: JSONValue) throws
+
+    /// The iiidea `port` serves was disabled. Optional.
+    func disablePiece(port: String, iiidea: String)
 }
 
 extension SwitchyardPlugin {
@@ -57,6 +66,10 @@ extension SwitchyardPlugin {
     public func resume(port: String) {}
     /// Does nothing.
     public func settled(token: UInt64, outcome: DeliveryOutcome) {}
+    /// Accepts.
+    public func enablePiece(port: String, iiidea: String, preferences: JSONValue) throws {}
+    /// Does nothing.
+    public func disablePiece(port: String, iiidea: String) {}
 }
 
 /// How a delivery ended.

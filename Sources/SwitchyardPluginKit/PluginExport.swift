@@ -84,6 +84,20 @@ public enum PluginExport {
         plugin.pointee.settled = { instance, token, outcome in
             PluginExport.box(instance)?.plugin.settled(token: token, outcome: DeliveryOutcome(rawValue: outcome) ?? .reject)
         }
+        plugin.pointee.piece_enable = { instance, port, iiidea, preferences, errorBuffer in
+            guard let box = PluginExport.box(instance) else { return SY_ERR_INVALID }
+            do {
+                let parsed = preferences.length == 0 ? JSONValue.object([:]) : try JSONValue(parsing: preferences.array)
+                try box.plugin.enablePiece(port: port.string, iiidea: iiidea.string, preferences: parsed)
+                return SY_OK
+            } catch {
+                PluginExport.write("\(error)", to: errorBuffer)
+                return SY_ERR_FAILED
+            }
+        }
+        plugin.pointee.piece_disable = { instance, port, iiidea in
+            PluginExport.box(instance)?.plugin.disablePiece(port: port.string, iiidea: iiidea.string)
+        }
         return SY_ABI_VERSION_1
     }
 

@@ -74,8 +74,11 @@ struct Iiideas: ParsableCommand {
             let list = try options.call("GET", "/v1/iiideas")
             guard !options.json else { return print(list.serialized()) }
             for entry in list.arrayValue ?? [] {
+                let state =
+                    entry["enabled"]?.boolValue != true
+                    ? "disabled" : entry["inactive_reason"]?.stringValue.map { "inactive (\($0))" } ?? "enabled"
                 let columns = [
-                    entry["id"]?.stringValue ?? "", entry["enabled"]?.boolValue == true ? "enabled" : "disabled",
+                    entry["id"]?.stringValue ?? "", state,
                     entry["trigger"]?.stringValue ?? "", entry["service"]?.stringValue ?? "", entry["action"]?.stringValue ?? "",
                     entry["title"]?.stringValue ?? "",
                 ]
@@ -90,8 +93,12 @@ struct Iiideas: ParsableCommand {
         @Argument(help: "The iiidea's id.") var id: String
 
         func run() throws {
-            _ = try options.call("POST", "/v1/iiideas/\(id)/enable")
-            print("enabled \(id)")
+            let answer = try options.call("POST", "/v1/iiideas/\(id)/enable")
+            if let reason = answer["inactive_reason"]?.stringValue {
+                print("enabled \(id), but inactive: \(reason)")
+            } else {
+                print("enabled \(id)")
+            }
         }
     }
 

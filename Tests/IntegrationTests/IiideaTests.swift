@@ -171,6 +171,42 @@ struct IiideaTests {
         #expect(router.stop() == 0)
     }
 
+    @Test func aPieceThatRefusesToEnableLeavesTheIiideaInactiveWithItsReason() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("testkit")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 10ms } }
+              sink:  { plugin: testkit, collect: { path: "\(sandbox.path("collected.txt"))" } }
+            iiideas:
+              - id: refused
+                trigger: { port: clock.tick }
+                service: { piece: pass }
+                action:  { port: sink.collect, preferences: { refuse: "no permission to write" } }
+              - id: accepted
+                trigger: { port: clock.tick }
+                service: { piece: pass }
+                action:  { port: sink.collect, preferences: { folder: inbox } }
+            """
+        )
+        let (router, admin) = try Self.start(sandbox)
+        router.waitUntil("runs of the accepted iiidea") { sandbox.lines(of: "collected.txt").count >= 3 }
+        let list = try Self.cli(["list"], admin: admin, in: sandbox).split(separator: "\n")
+        #expect(
+            list.contains("refused\tinactive (sink.collect refused: no permission to write)\tclock.tick\tpass\tsink.collect\t"), "\(list)")
+        #expect(list.contains("accepted\tenabled\tclock.tick\tpass\tsink.collect\t"))
+        #expect(try Self.runs("refused", admin: admin, in: sandbox).isEmpty)
+        #expect(
+            try Self.cli(["enable", "refused"], admin: admin, in: sandbox)
+                == "enabled refused, but inactive: sink.collect refused: no permission to write\n")
+        #expect(try Self.cli(["disable", "accepted"], admin: admin, in: sandbox) == "disabled accepted\n")
+        router.waitUntil("the piece told it was disabled") { router.standardError.contains("piece collect disabled for accepted") }
+        #expect(router.standardError.contains("piece collect enabled for accepted"))
+        #expect(router.stop() == 0)
+    }
+
     @Test func aMessageNamingTheIiideaRunsItRemotelyWithItsData() throws {
         let broker = try Mosquitto()
         let sandbox = try Sandbox()

@@ -118,7 +118,9 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
     @Test func unknownTopLevelKey() throws {
         let (_, diagnostics) = load("instances: {}\nrutes: []\n")
         let error = try diagnostic(diagnostics, containing: "unknown key 'rutes'")
-        #expect(error.message == "unknown key 'rutes' (expected one of: plugins, spool, admin, types, instances, routes, iiideas, iiidea_history)")
+        #expect(
+            error.message
+                == "unknown key 'rutes' (expected one of: plugins, spool, admin, types, instances, routes, iiideas, iiidea_history)")
         #expect(error.location == at("r.yaml", 2, 1))
     }
 

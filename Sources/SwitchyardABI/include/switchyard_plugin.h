@@ -243,7 +243,28 @@ typedef struct sy_plugin_api_v1 {
      * across emit() that settled() also takes.
      */
     void (*settled)(void *instance, uint64_t settle_token, int32_t outcome);
+
+    /* ---- Added to version 1 later: iiidea pieces. A plugin built against a header without
+     * these entries reports a smaller struct_size; the host then treats them as absent, so the
+     * table stays compatible both ways. The host never requires more than
+     * SY_PLUGIN_API_V1_BASE_SIZE bytes. ---- */
+
+    /**
+     * Optional: `port` of this instance is the trigger or the action of iiidea `iiidea_id`,
+     * which is being enabled (at start, or by the user) with `preferences` (a JSON object: the
+     * action's preferences as written, `{}` for a trigger). Return SY_OK to accept. Otherwise
+     * write why into `error` (a permission is missing, the device is not paired) and return
+     * an SY_ERR_* code: the iiidea stays inactive and shows that reason.
+     */
+    int32_t (*piece_enable)(void *instance, sy_bytes port, sy_bytes iiidea_id, sy_bytes preferences,
+                            sy_error_buffer error);
+
+    /** Optional: the iiidea that `port` serves was disabled. */
+    void (*piece_disable)(void *instance, sy_bytes port, sy_bytes iiidea_id);
 } sy_plugin_api_v1;
+
+/** The smallest plugin table the host accepts for version 1: up to and including settled(). */
+#define SY_PLUGIN_API_V1_BASE_SIZE offsetof(sy_plugin_api_v1, piece_enable)
 
 /** What the host offers in negotiation. */
 typedef struct sy_offer {

@@ -21,10 +21,20 @@ public final class IiideaState: Sendable {
         self.enabled = Atomic(enabled)
     }
 
-    /// Whether runs start.
+    private let refusal = Mutex<String?>(nil)
+
+    /// Whether the user wants it on.
     public var isEnabled: Bool { enabled.load(ordering: .relaxed) }
 
+    /// Why it is inactive although enabled: the message of the piece that refused to enable.
+    public var inactiveReason: String? { refusal.withLock { $0 } }
+
+    /// Whether runs start: enabled, and every piece accepted.
+    public var isActive: Bool { isEnabled && inactiveReason == nil }
+
     func set(enabled value: Bool) { enabled.store(value, ordering: .relaxed) }
+
+    func set(inactiveReason reason: String?) { refusal.withLock { $0 = reason } }
 }
 
 /// The worker of an iiidea route: runs trigger → service → action for each envelope, in order,
@@ -73,7 +83,7 @@ final class IiideaRunner {
             route.counters.filtered.add(1, ordering: .relaxed)
             return
         }
-        guard state.isEnabled else {
+        guard state.isActive else {
             route.counters.filtered.add(1, ordering: .relaxed)
             return
         }

@@ -49,6 +49,10 @@ public enum PluginLoader {
         return (plugins, errors)
     }
 
+    /// The smallest version 1 table accepted: everything up to `settled` (the piece entries
+    /// came later and are optional).
+    static let baseTableSize = MemoryLayout<sy_plugin_api_v1>.offset(of: \.piece_enable) ?? MemoryLayout<sy_plugin_api_v1>.size
+
     /// Loads one plugin file.
     public static func load(file: String) throws(PluginLoadError) -> LoadedPlugin {
         let path = absolutePath(file)
@@ -89,12 +93,18 @@ public enum PluginLoader {
                 reason: "ABI negotiation failed: the plugin chose version \(chosen), which was not offered (offered [\(offered)])"
             )
         }
-        guard Int(table.struct_size) >= MemoryLayout<sy_plugin_api_v1>.size else {
+        guard Int(table.struct_size) >= Self.baseTableSize else {
             throw PluginLoadError(
                 path: path,
-                reason:
-                    "plugin table for ABI \(chosen) is \(table.struct_size) bytes, expected at least \(MemoryLayout<sy_plugin_api_v1>.size)"
+                reason: "plugin table for ABI \(chosen) is \(table.struct_size) bytes, expected at least \(Self.baseTableSize)"
             )
+        }
+        // Entries a plugin built against an older header did not know stay absent.
+        if Int(table.struct_size) < MemoryLayout<sy_plugin_api_v1>.offset(of: \.piece_disable).map({ $0 + MemoryLayout<Int>.size }) ?? 0 {
+            table.piece_disable = nil
+        }
+        if Int(table.struct_size) < MemoryLayout<sy_plugin_api_v1>.offset(of: \.piece_enable).map({ $0 + MemoryLayout<Int>.size }) ?? 0 {
+            table.piece_enable = nil
         }
         var missing: [String] = []
         if table.manifest.data == nil || table.manifest.length == 0 { missing.append("manifest") }

@@ -125,6 +125,7 @@ extension Router {
         } catch {
             logger.error("reload: \(error)")
         }
+        activateEnabledIiideas()
 
         let retired = oldRoutes.filter { old in !routes.contains { $0 === old } }
         let deadline = ContinuousClock.now + drainTimeout

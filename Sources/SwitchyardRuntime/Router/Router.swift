@@ -81,6 +81,7 @@ public final class Router: @unchecked Sendable {
             throw error
         }
         started.store(true, ordering: .releasing)
+        activateEnabledIiideas()
         logger.info(
             "router started", metadata: ["instances": .stringConvertible(instances.count), "routes": .stringConvertible(routes.count)])
     }
@@ -127,8 +128,15 @@ public final class Router: @unchecked Sendable {
     }
 
     /// Enables or disables iiidea `id` for good (the choice is stored and survives restarts).
+    /// Enabling asks its pieces; one may refuse, leaving it enabled but inactive (see
+    /// ``IiideaState/inactiveReason``).
     public func setIiidea(_ id: String, enabled: Bool) throws(RouterError) {
-        guard let state = graphLock.withLock({ plan.iiideas.contains { $0.id == id } ? iiideaStates[id] : nil }) else {
+        guard
+            let (iiidea, state) = graphLock.withLock({ () -> (PlannedIiidea, IiideaState)? in
+                guard let planned = plan.iiideas.first(where: { $0.id == id }), let state = iiideaStates[id] else { return nil }
+                return (planned, state)
+            })
+        else {
             throw RouterError(instance: id, reason: "no such iiidea")
         }
         do {
@@ -137,12 +145,15 @@ public final class Router: @unchecked Sendable {
             throw RouterError(instance: id, reason: "cannot store the iiidea's state: \(error)")
         }
         state.set(enabled: enabled)
+        if enabled { activate(iiidea, state: state) } else { deactivate(iiidea, state: state) }
         logger.notice(enabled ? "iiidea enabled" : "iiidea disabled", metadata: ["iiidea": .string(id)])
     }
 
-    /// Every iiidea with its switch.
-    public var iiideas: [(iiidea: PlannedIiidea, enabled: Bool)] {
-        graphLock.withLock { plan.iiideas.map { ($0, iiideaStates[$0.id]?.isEnabled ?? false) } }
+    /// Every iiidea with its switch and, when a piece refused to enable, why it is inactive.
+    public var iiideas: [(iiidea: PlannedIiidea, enabled: Bool, inactiveReason: String?)] {
+        graphLock.withLock {
+            plan.iiideas.map { ($0, iiideaStates[$0.id]?.isEnabled ?? false, iiideaStates[$0.id]?.inactiveReason) }
+        }
     }
 
     func makeRoute(_ planned: PlannedRoute, instances: [InstanceRuntime], iiidea: IiideaRunner? = nil) throws(RouterError) -> RouteRuntime {

@@ -72,6 +72,17 @@ final class TestKit: SwitchyardPlugin {
     func settled(token: UInt64, outcome: DeliveryOutcome) { source?.settled(token: token, outcome: outcome) }
     func canAccept(on port: String) -> Bool { sink?.canAccept ?? true }
 
+    /// Refuses when the action preferences carry `refuse: "why"`, as a piece missing a
+    /// permission would; remembers what it serves in the log.
+    func enablePiece(port: String, iiidea: String, preferences: JSONValue) throws {
+        if let reason = preferences["refuse"]?.stringValue { throw PluginError(reason) }
+        context.log(.info, "piece \(port) enabled for \(iiidea)")
+    }
+
+    func disablePiece(port: String, iiidea: String) {
+        context.log(.info, "piece \(port) disabled for \(iiidea)")
+    }
+
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
         guard let sink else { return delivery.ack(.reject, reason: "no collect config") }
         sink.deliver(envelope, delivery: delivery)

@@ -1,0 +1,79 @@
+internal import Logging
+internal import SwitchyardABI
+internal import SwitchyardBridge
+internal import SwitchyardConfig
+internal import SwitchyardCore
+
+extension Router {
+    /// The plugin ports an iiidea uses as pieces, with the preferences each is enabled with.
+    private func pieces(of iiidea: PlannedIiidea) -> [(port: PortReference, preferences: JSONValue)] {
+        let declaration = iiidea.declaration
+        var pieces: [(PortReference, JSONValue)] = [
+            (declaration.trigger.value, .object([:])), (declaration.action.value, declaration.actionPreferences?.json ?? .object([:])),
+        ]
+        if let remote = declaration.remote { pieces.append((remote.value, .object([:]))) }
+        return pieces
+    }
+
+    /// Asks every piece of an enabled iiidea to enable; the first refusal leaves it inactive
+    /// with that reason.
+    func activate(_ iiidea: PlannedIiidea, state: IiideaState) {
+        let instances = self.instances
+        var reason: String?
+        for piece in pieces(of: iiidea) where reason == nil {
+            guard let instance = instances.first(where: { $0.name == piece.port.instance }), let handle = instance.handle,
+                let enable = instance.plugin.table.api.piece_enable
+            else { continue }
+            var port = piece.port.port
+            var id = iiidea.id
+            let preferences = piece.preferences.serializedBytes()
+            var errorBytes = [UInt8](repeating: 0, count: 1024)
+            var errorLength = 0
+            let status = port.withUTF8 { portBytes in
+                id.withUTF8 { idBytes in
+                    preferences.withUnsafeBufferPointer { preferenceBytes in
+                        errorBytes.withUnsafeMutableBufferPointer { errorBuffer in
+                            withUnsafeMutablePointer(to: &errorLength) { lengthPointer in
+                                enable(
+                                    handle, sy_bytes(portBytes), sy_bytes(idBytes), sy_bytes(preferenceBytes),
+                                    sy_error_buffer(data: errorBuffer.baseAddress, capacity: errorBuffer.count, length: lengthPointer))
+                            }
+                        }
+                    }
+                }
+            }
+            if status != SY_OK {
+                let message = String(decoding: errorBytes.prefix(min(errorLength, errorBytes.count)), as: UTF8.self)
+                reason = "\(piece.port) refused: \(message.isEmpty ? "status \(status)" : message)"
+            }
+        }
+        state.set(inactiveReason: reason)
+        if let reason {
+            logger.warning(
+                "iiidea inactive: a piece refused to enable", metadata: ["iiidea": .string(iiidea.id), "reason": .string(reason)])
+        }
+    }
+
+    /// Tells every piece of an iiidea it was disabled.
+    func deactivate(_ iiidea: PlannedIiidea, state: IiideaState) {
+        let instances = self.instances
+        state.set(inactiveReason: nil)
+        for piece in pieces(of: iiidea) {
+            guard let instance = instances.first(where: { $0.name == piece.port.instance }), let handle = instance.handle,
+                let disable = instance.plugin.table.api.piece_disable
+            else { continue }
+            var port = piece.port.port
+            var id = iiidea.id
+            port.withUTF8 { portBytes in id.withUTF8 { idBytes in disable(handle, sy_bytes(portBytes), sy_bytes(idBytes)) } }
+        }
+    }
+
+    /// Enables the pieces of every enabled iiidea (after start and after a reload; plugins
+    /// see enable again for an iiidea they already serve and should accept it quietly).
+    func activateEnabledIiideas() {
+        for (iiidea, state) in graphLock.withLock({ plan.iiideas.compactMap { planned in iiideaStates[planned.id].map { (planned, $0) } } })
+        where state.isEnabled {
+            activate(iiidea, state: state)
+        }
+    }
+}
