@@ -107,7 +107,28 @@ private func negotiationError(_ entry: sy_entry_fn) -> PluginLoadError? {
                 return 1
             })
         #expect(error.reason.contains("is 8 bytes"))
-        #expect(error.reason.contains("expected at least \(MemoryLayout<sy_plugin_api_v1>.size)"))
+        #expect(error.reason.contains("expected at least \(MemoryLayout<sy_plugin_api_v1>.offset(of: \.piece_enable) ?? 0)"))
+    }
+
+    /// A plugin built against the header before the iiidea piece entries: its table ends after
+    /// settled(). It loads, and whatever lies past its size is not taken for entries.
+    @Test func aTableFromBeforeThePieceEntriesLoads() throws {
+        let plugin = try PluginLoader.negotiate(
+            entry: { _, table, _ in
+                fillFakeTable(table, manifest: fakeManifest)
+                let api = table!.assumingMemoryBound(to: sy_plugin_api_v1.self)
+                api.pointee.struct_size = UInt32(MemoryLayout<sy_plugin_api_v1>.offset(of: \.piece_enable) ?? 0)
+                // Bytes past the old size that an old plugin would never have written.
+                api.pointee.piece_enable = { _, _, _, _, _ in 0 }
+                api.pointee.piece_disable = { _, _, _ in }
+                return 1
+            },
+            path: "/fake/libold.so"
+        )
+        #expect(plugin.manifest.name == "fake")
+        #expect(plugin.table.api.settled != nil)
+        #expect(plugin.table.api.piece_enable == nil)
+        #expect(plugin.table.api.piece_disable == nil)
     }
 
     @Test func manifestThatIsNotJSON() throws {
