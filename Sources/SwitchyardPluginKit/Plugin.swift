@@ -55,6 +55,12 @@ public protocol SwitchyardPlugin: AnyObject, Sendable {
 
     /// The iiidea `port` serves was disabled. Optional.
     func disablePiece(port: String, iiidea: String)
+
+    /// Runs the service piece `port` (declared with direction `.service`) for one run of
+    /// iiidea `iiidea`: `input` is the trigger's output. Call ``PieceCompletion/succeed(_:)``
+    /// or ``PieceCompletion/fail(_:)`` exactly once, now or later, from any thread. Optional;
+    /// the default fails.
+    func executePiece(port: String, iiidea: String, input: JSONValue, preferences: JSONValue, completion: PieceCompletion)
 }
 
 extension SwitchyardPlugin {
@@ -70,6 +76,10 @@ extension SwitchyardPlugin {
     public func enablePiece(port: String, iiidea: String, preferences: JSONValue) throws {}
     /// Does nothing.
     public func disablePiece(port: String, iiidea: String) {}
+    /// Fails: the plugin has no service pieces.
+    public func executePiece(port: String, iiidea: String, input: JSONValue, preferences: JSONValue, completion: PieceCompletion) {
+        completion.fail("\(port) is not a service piece")
+    }
 }
 
 /// How a delivery ended.

@@ -56,3 +56,33 @@ public struct Delivery: Sendable {
         reason.withUTF8 { context.host.pointee.ack(context.context, id, outcome.rawValue, sy_bytes($0)) }
     }
 }
+
+/// The answer to one service piece run; call exactly one of its methods once.
+public struct PieceCompletion: Sendable {
+    let token: UInt64
+    let context: PluginContext
+
+    init(token: UInt64, context: PluginContext) {
+        self.token = token
+        self.context = context
+    }
+
+    /// The run's output.
+    public func succeed(_ output: JSONValue) {
+        let bytes = output.serializedBytes()
+        bytes.withUnsafeBufferPointer { finish(SY_OK, sy_bytes($0)) }
+    }
+
+    /// The run failed at this piece; `reason` is recorded as its error.
+    public func fail(_ reason: String) {
+        var reason = reason
+        reason.withUTF8 { finish(SY_ERR_FAILED, sy_bytes($0)) }
+    }
+
+    private func finish(_ status: Int32, _ output: sy_bytes) {
+        // A host from before piece_done has a shorter table; it never calls piece_execute.
+        guard Int(context.host.pointee.struct_size) >= MemoryLayout<sy_host_api_v1>.size, let done = context.host.pointee.piece_done
+        else { return }
+        done(context.context, token, status, output)
+    }
+}

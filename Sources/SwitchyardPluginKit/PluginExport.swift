@@ -34,7 +34,8 @@ public enum PluginExport {
         guard let index = (0..<count).first(where: { versions[$0] == SY_ABI_VERSION_1 }),
             capacity >= MemoryLayout<sy_plugin_api_v1>.size,
             let hostTable = hostTables[index]?.assumingMemoryBound(to: sy_host_api_v1.self),
-            Int(hostTable.pointee.struct_size) >= MemoryLayout<sy_host_api_v1>.size
+            Int(hostTable.pointee.struct_size)
+                >= (MemoryLayout<sy_host_api_v1>.offset(of: \.piece_done) ?? MemoryLayout<sy_host_api_v1>.size)
         else { return 0 }
 
         if registration == nil {
@@ -94,6 +95,15 @@ public enum PluginExport {
                 PluginExport.write("\(error)", to: errorBuffer)
                 return SY_ERR_FAILED
             }
+        }
+        plugin.pointee.piece_execute = { instance, port, iiidea, input, preferences, token in
+            guard let box = PluginExport.box(instance) else { return SY_ERR_INVALID }
+            let parsedInput = (try? JSONValue(parsing: input.array)) ?? .null
+            let parsedPreferences = (try? JSONValue(parsing: preferences.array)) ?? .object([:])
+            box.plugin.executePiece(
+                port: port.string, iiidea: iiidea.string, input: parsedInput, preferences: parsedPreferences,
+                completion: PieceCompletion(token: token, context: box.context))
+            return SY_OK
         }
         plugin.pointee.piece_disable = { instance, port, iiidea in
             PluginExport.box(instance)?.plugin.disablePiece(port: port.string, iiidea: iiidea.string)

@@ -216,6 +216,35 @@ struct IiideaTests {
         #expect(router.stop() == 0)
     }
 
+    @Test func aPluginServicePieceRunsOverTheABIAndItsFailureEndsTheRun() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("testkit")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 10ms, count: 2 } }
+              kit:   { plugin: testkit }
+              out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
+            iiideas:
+              - { id: doubled, trigger: { port: clock.tick }, service: { piece: kit.double }, action: { port: out.write } }
+              - id: broken
+                trigger: { port: clock.tick }
+                service: { piece: kit.double, preferences: { fail: "the far side said no" } }
+                action: { port: out.write }
+            """
+        )
+        let (router, admin) = try Self.start(sandbox)
+        var failed: [[String: Any]] = []
+        router.waitUntil("two doubled outputs and two failed runs") {
+            failed = ((try? Self.runs("broken", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
+            return sandbox.lines(of: "out.jsonl").count == 2 && failed.count == 2
+        }
+        #expect(sandbox.lines(of: "out.jsonl") == [#"{"doubled":2}"#, #"{"doubled":4}"#])
+        #expect(failed.allSatisfy { $0["ended_piece"] as? String == "service" && $0["error"] as? String == "the far side said no" })
+        #expect(router.stop() == 0)
+    }
+
     @Test func aMessageNamingTheIiideaRunsItRemotelyWithItsData() throws {
         let broker = try Mosquitto()
         let sandbox = try Sandbox()

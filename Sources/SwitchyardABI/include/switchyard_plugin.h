@@ -179,6 +179,13 @@ typedef struct sy_host_api_v1 {
      * /readyz: report 0 while the far side is unreachable. An instance that never reports it
      * counts as ready once started. */
     void (*metric)(sy_host_context *context, int32_t kind, sy_bytes name, double value);
+
+    /**
+     * Added to version 1 later (check struct_size before calling): a service piece finished
+     * the run `run_token` given to piece_execute(). `status` SY_OK: `output` is the output
+     * JSON. Otherwise the run failed at the service and `output` is the error text.
+     */
+    void (*piece_done)(sy_host_context *context, uint64_t run_token, int32_t status, sy_bytes output);
 } sy_host_api_v1;
 
 /** The table a plugin fills in during negotiation, version 1. */
@@ -261,6 +268,16 @@ typedef struct sy_plugin_api_v1 {
 
     /** Optional: the iiidea that `port` serves was disabled. */
     void (*piece_disable)(void *instance, sy_bytes port, sy_bytes iiidea_id);
+
+    /**
+     * Optional: run the service piece `port` (a port with direction "service") for one run of
+     * iiidea `iiidea_id`: `input` is the trigger's output and `preferences` the service's
+     * preferences, both JSON. Return SY_OK when the work is taken; then call the host's
+     * piece_done(context, run_token, ...) exactly once, from any thread. Any other code means
+     * it was not taken and piece_done will not be called.
+     */
+    int32_t (*piece_execute)(void *instance, sy_bytes port, sy_bytes iiidea_id, sy_bytes input,
+                             sy_bytes preferences, uint64_t run_token);
 } sy_plugin_api_v1;
 
 /** The smallest plugin table the host accepts for version 1: up to and including settled(). */

@@ -4,6 +4,8 @@ public enum PortDirection: String, Sendable, Hashable {
     case source
     /// The port takes envelopes from the router.
     case sink
+    /// An iiidea service piece: JSON in, JSON out (`types` are the types of what it returns).
+    case service
 }
 
 /// A port as a plugin manifest declares it.
@@ -136,7 +138,7 @@ public struct PluginManifest: Sendable {
                 throw ManifestError(reason: "ports[\(index)].name must be a non-empty name of letters, digits, '-' and '_'")
             }
             guard let directionText = value["direction"]?.stringValue, let direction = PortDirection(rawValue: directionText) else {
-                throw ManifestError(reason: "port '\(portName)': direction must be \"source\" or \"sink\"")
+                throw ManifestError(reason: "port '\(portName)': direction must be \"source\", \"sink\" or \"service\"")
             }
             guard case .array(let typeValues)? = value["types"], !typeValues.isEmpty,
                 typeValues.allSatisfy({ ($0.stringValue ?? "").isEmpty == false })

@@ -131,6 +131,8 @@ public struct PlannedIiidea: Sendable {
         /// An HTTP call: the request (`method`, `url`, `headers`, `body`) rendered per run;
         /// the response JSON is the output.
         case http(request: MapNode, timeout: UInt64)
+        /// A plugin's service port (`piece_execute`), given the preferences as written.
+        case plugin(PortReference, preferences: JSONValue, timeout: UInt64)
     }
 
     /// The declaration as written.

@@ -118,7 +118,12 @@ public struct GraphValidator: Sendable {
             return nil
         }
         guard port.direction == direction else {
-            let role = direction == .source ? "'from' needs a source port" : "'to' needs a sink port"
+            let role =
+                switch direction {
+                case .source: "'from' needs a source port"
+                case .sink: "'to' needs a sink port"
+                case .service: "a service piece needs a service port"
+                }
             diagnostics.append(Diagnostic("\(role); \(target) is a \(port.direction.rawValue)", at: reference.location))
             return nil
         }
@@ -331,11 +336,29 @@ public struct GraphValidator: Sendable {
             // The response is JSON of any shape: typed like what a map builds.
             map = ConfigNode(kind: .mapping([]), location: iiidea.piece.location)
         default:
-            diagnostics.append(
-                Diagnostic(
-                    "unknown service piece '\(iiidea.piece.value)' (built in: pass, template, map, delay, http)", at: iiidea.piece.location)
-            )
-            return nil
+            guard let reference = PortReference(iiidea.piece.value) else {
+                diagnostics.append(
+                    Diagnostic(
+                        "unknown service piece '\(iiidea.piece.value)' (built in: pass, template, map, delay, http; or instance.port of a plugin's service port)",
+                        at: iiidea.piece.location))
+                return nil
+            }
+            guard
+                resolve(
+                    Located(reference, at: iiidea.piece.location), direction: .service, config: config, instances: instances,
+                    diagnostics: &diagnostics) != nil
+            else { return nil }
+            var timeout: UInt64 = 30_000_000_000
+            if let node = preference("timeout") {
+                if let nanos = DurationText.nanoseconds(node.json), nanos > 0 {
+                    timeout = nanos
+                } else {
+                    diagnostics.append(Diagnostic("preferences.timeout must be a duration such as 5s", at: node.location))
+                }
+            }
+            service = .plugin(reference, preferences: preferences?.json ?? .object([:]), timeout: timeout)
+            // What the plugin returns is JSON of its own making: typed like what a map builds.
+            map = ConfigNode(kind: .mapping([]), location: iiidea.piece.location)
         }
         guard
             let route = check(

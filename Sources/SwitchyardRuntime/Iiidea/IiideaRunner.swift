@@ -147,6 +147,14 @@ final class IiideaRunner {
             output.type = BuiltinTypes.json
             output.contentType = "application/json"
             return output
+        case .plugin(let port, let preferences, let timeout):
+            var output = input
+            output.body = try route.router.executePiece(
+                port, iiidea: planned.id, input: input.decodedBody(), preferences: preferences, timeout: timeout
+            ).serializedBytes()
+            output.type = BuiltinTypes.json
+            output.contentType = "application/json"
+            return output
         }
     }
 

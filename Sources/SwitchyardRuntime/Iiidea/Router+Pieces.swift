@@ -1,8 +1,10 @@
+import Foundation
 internal import Logging
 internal import SwitchyardABI
 internal import SwitchyardBridge
 internal import SwitchyardConfig
 internal import SwitchyardCore
+import Synchronization
 
 extension Router {
     /// The plugin ports an iiidea uses as pieces, with the preferences each is enabled with.
@@ -75,5 +77,68 @@ extension Router {
         where state.isEnabled {
             activate(iiidea, state: state)
         }
+    }
+}
+
+/// A service piece call waiting for the plugin's piece_done.
+final class PieceCall: Sendable {
+    let done = DispatchSemaphore(value: 0)
+    let result = Mutex<Result<JSONValue, ServiceError>?>(nil)
+}
+
+extension Router {
+    /// Runs a plugin's service piece and waits (at most `timeout`) for its output.
+    func executePiece(
+        _ reference: PortReference, iiidea: String, input: JSONValue, preferences: JSONValue, timeout: UInt64
+    ) throws(ServiceError) -> JSONValue {
+        guard let instance = instances.first(where: { $0.name == reference.instance }), let handle = instance.handle,
+            let execute = instance.plugin.table.api.piece_execute
+        else { throw ServiceError(description: "\(reference) cannot run service pieces (its plugin has no piece_execute)") }
+        let token = nextDeliveryID(tracking: nil)
+        let call = PieceCall()
+        pieceCalls.withLock { $0[token] = call }
+        var port = reference.port
+        var id = iiidea
+        let inputBytes = input.serializedBytes()
+        let preferenceBytes = preferences.serializedBytes()
+        let status = port.withUTF8 { portBytes in
+            id.withUTF8 { idBytes in
+                inputBytes.withUnsafeBufferPointer { inputBuffer in
+                    preferenceBytes.withUnsafeBufferPointer { preferenceBuffer in
+                        execute(handle, sy_bytes(portBytes), sy_bytes(idBytes), sy_bytes(inputBuffer), sy_bytes(preferenceBuffer), token)
+                    }
+                }
+            }
+        }
+        guard status == SY_OK else {
+            pieceCalls.withLock { _ = $0.removeValue(forKey: token) }
+            throw ServiceError(description: "\(reference) did not take the run (status \(status))")
+        }
+        if call.done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout))) == .timedOut {
+            pieceCalls.withLock { _ = $0.removeValue(forKey: token) }
+            throw ServiceError(description: "\(reference) gave no answer within \(Double(timeout) / 1e9) s")
+        }
+        switch call.result.withLock({ $0 }) {
+        case .success(let output)?: return output
+        case .failure(let error)?: throw error
+        case nil: throw ServiceError(description: "\(reference) gave no answer")
+        }
+    }
+
+    /// The host's piece_done.
+    func pieceDone(token: UInt64, status: Int32, output: [UInt8]) {
+        guard let call = pieceCalls.withLock({ $0.removeValue(forKey: token) }) else { return }
+        let result: Result<JSONValue, ServiceError>
+        if status == SY_OK {
+            if let value = try? JSONValue(parsing: output) {
+                result = .success(value)
+            } else {
+                result = .failure(ServiceError(description: "the service piece returned output that is not JSON"))
+            }
+        } else {
+            result = .failure(ServiceError(description: String(decoding: output, as: UTF8.self)))
+        }
+        call.result.withLock { $0 = result }
+        call.done.signal()
     }
 }

@@ -36,6 +36,10 @@ enum HostTable {
                     guard let context else { return }
                     let instance = InstanceRuntime.from(context)
                     instance.router.record(metric: name.string, instance: instance.name, kind: kind, value: value)
+                },
+                piece_done: { context, token, status, output in
+                    guard let context else { return }
+                    InstanceRuntime.from(context).router.pieceDone(token: token, status: status, output: output.array)
                 }
             ))
         let versions = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)

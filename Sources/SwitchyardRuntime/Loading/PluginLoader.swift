@@ -100,6 +100,9 @@ public enum PluginLoader {
             )
         }
         // Entries a plugin built against an older header did not know stay absent.
+        if Int(table.struct_size) < MemoryLayout<sy_plugin_api_v1>.offset(of: \.piece_execute).map({ $0 + MemoryLayout<Int>.size }) ?? 0 {
+            table.piece_execute = nil
+        }
         if Int(table.struct_size) < MemoryLayout<sy_plugin_api_v1>.offset(of: \.piece_disable).map({ $0 + MemoryLayout<Int>.size }) ?? 0 {
             table.piece_disable = nil
         }

@@ -22,6 +22,8 @@ public final class Router: @unchecked Sendable {
     var plan: GraphPlan
     /// Serialises reloads.
     let reloadLock = NSLock()
+    /// Service piece calls waiting for their plugin's answer, by run token.
+    let pieceCalls = Mutex<[UInt64: PieceCall]>([:])
     /// The iiideas' switches by id (guarded by `graphLock`), kept across reloads.
     var iiideaStates: [String: IiideaState] = [:]
     private let deliveryCounter = Atomic<UInt64>(0)

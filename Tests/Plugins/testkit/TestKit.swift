@@ -29,6 +29,7 @@ final class TestKit: SwitchyardPlugin {
             PortDeclaration(
                 name: "numbers", direction: .source, types: ["test.Number"], requires: "numbers", summary: "Numbered envelopes"),
             PortDeclaration(name: "collect", direction: .sink, types: ["*"], requires: "collect", summary: "Records what it accepts"),
+            PortDeclaration(name: "double", direction: .service, types: ["*"], summary: "An iiidea service piece: {doubled: 2 × count}"),
         ],
         types: ["test.Number": ["type": "object", "properties": ["n": ["type": "integer"]]]],
         config: [
@@ -77,6 +78,16 @@ final class TestKit: SwitchyardPlugin {
     func enablePiece(port: String, iiidea: String, preferences: JSONValue) throws {
         if let reason = preferences["refuse"]?.stringValue { throw PluginError(reason) }
         context.log(.info, "piece \(port) enabled for \(iiidea)")
+    }
+
+    /// `double`: `{"doubled": 2 × input.count}`, answered from another thread; fails with
+    /// `preferences.fail` when set.
+    func executePiece(port: String, iiidea: String, input: JSONValue, preferences: JSONValue, completion: PieceCompletion) {
+        DispatchQueue.global().async {
+            if let reason = preferences["fail"]?.stringValue { return completion.fail(reason) }
+            guard let count = input["count"]?.intValue else { return completion.fail("input has no count") }
+            completion.succeed(["doubled": .int(count * 2)])
+        }
     }
 
     func disablePiece(port: String, iiidea: String) {
