@@ -94,7 +94,7 @@ private let validManifest = """
         ),
         (
             #"{"name":"p","version":"1","ports":[{"name":"x","direction":"both","types":["*"]}]}"#,
-            #"port 'x': direction must be "source" or "sink""#
+            #"port 'x': direction must be "source", "sink" or "service""#
         ),
         (#"{"name":"p","version":"1","ports":[{"name":"x","types":["*"]}]}"#, "port 'x': direction must be"),
         (
