@@ -122,8 +122,14 @@ public struct ConfigLoader: Sendable {
         }
         for member in members {
             switch member.key {
-            case "plugins": mergePlugins(member.value, into: &config, diagnostics: &diagnostics)
-            case "spool": mergeSpool(member.value, into: &config, diagnostics: &diagnostics)
+            case "plugins":
+                mergePathSetting(
+                    member.value, section: "plugins", key: "dir", example: "Plugins", what: "a directory path", into: \.pluginsDirectory,
+                    config: &config, diagnostics: &diagnostics)
+            case "spool":
+                mergePathSetting(
+                    member.value, section: "spool", key: "path", example: "state/spool.db", what: "a file path", into: \.spoolPath,
+                    config: &config, diagnostics: &diagnostics)
             case "admin": mergeAdmin(member.value, into: &config, diagnostics: &diagnostics)
             case "iiideas": mergeIiideas(member.value, into: &config, diagnostics: &diagnostics)
             case "iiidea_history":
@@ -146,54 +152,33 @@ public struct ConfigLoader: Sendable {
         }
     }
 
-    private func mergePlugins(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
+    /// `plugins: { dir: ... }` and `spool: { path: ... }`: a section with one path setting,
+    /// which every route file that sets it must set to the same value.
+    private func mergePathSetting(
+        _ node: ConfigNode, section: String, key: String, example: String, what: String,
+        into setting: WritableKeyPath<GraphConfig, Located<String>?>, config: inout GraphConfig, diagnostics: inout [Diagnostic]
+    ) {
         guard let members = node.members else {
-            diagnostics.append(Diagnostic("'plugins' must be a mapping such as { dir: Plugins }", at: node.location))
+            diagnostics.append(Diagnostic("'\(section)' must be a mapping such as { \(key): \(example) }", at: node.location))
             return
         }
         for member in members {
-            guard member.key == "dir" else {
-                diagnostics.append(Diagnostic("unknown key '\(member.key)' in plugins (expected: dir)", at: member.keyLocation))
+            guard member.key == key else {
+                diagnostics.append(Diagnostic("unknown key '\(member.key)' in \(section) (expected: \(key))", at: member.keyLocation))
                 continue
             }
-            guard let directory = member.value.string, !directory.isEmpty else {
-                diagnostics.append(Diagnostic("plugins.dir must be a directory path", at: member.value.location))
+            guard let value = member.value.string, !value.isEmpty else {
+                diagnostics.append(Diagnostic("\(section).\(key) must be \(what)", at: member.value.location))
                 continue
             }
-            if let previous = config.pluginsDirectory, previous.value != directory {
+            if let previous = config[keyPath: setting], previous.value != value {
                 diagnostics.append(
                     Diagnostic(
-                        "plugins.dir is set to '\(previous.value)' at \(previous.location) and to '\(directory)' here",
-                        at: member.value.location)
-                )
+                        "\(section).\(key) is set to '\(previous.value)' at \(previous.location) and to '\(value)' here",
+                        at: member.value.location))
                 continue
             }
-            config.pluginsDirectory = Located(directory, at: member.value.location)
-        }
-    }
-
-    private func mergeSpool(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
-        guard let members = node.members else {
-            diagnostics.append(Diagnostic("'spool' must be a mapping such as { path: state/spool.db }", at: node.location))
-            return
-        }
-        for member in members {
-            guard member.key == "path" else {
-                diagnostics.append(Diagnostic("unknown key '\(member.key)' in spool (expected: path)", at: member.keyLocation))
-                continue
-            }
-            guard let path = member.value.string, !path.isEmpty else {
-                diagnostics.append(Diagnostic("spool.path must be a file path", at: member.value.location))
-                continue
-            }
-            if let previous = config.spoolPath, previous.value != path {
-                diagnostics.append(
-                    Diagnostic(
-                        "spool.path is set to '\(previous.value)' at \(previous.location) and to '\(path)' here", at: member.value.location)
-                )
-                continue
-            }
-            config.spoolPath = Located(path, at: member.value.location)
+            config[keyPath: setting] = Located(value, at: member.value.location)
         }
     }
 
