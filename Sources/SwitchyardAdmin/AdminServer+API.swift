@@ -51,20 +51,9 @@ extension AdminServer {
             let body = JSONValue.array(
                 router.statistics.routes.map { route -> JSONValue in
                     var object: [String: JSONValue] = [
-                        "name": .string(route.name), "received": .int(route.received), "filtered": .int(route.filtered),
-                        "delivered": .int(route.dispatched), "dropped_full": .int(route.droppedFull),
-                        "dropped_loop": .int(route.droppedLoop), "refused": .int(route.refused), "queued": .int(route.queued),
-                        "delivery": .string(route.atLeastOnce ? "at-least-once" : "at-most-once"),
+                        "name": .string(route.name), "delivery": .string(route.atLeastOnce ? "at-least-once" : "at-most-once"),
                     ]
-                    if route.atLeastOnce {
-                        object["acknowledged"] = .int(route.acknowledged)
-                        object["spooled"] = .int(route.spooled)
-                        object["deduplicated"] = .int(route.deduplicated)
-                        object["retried"] = .int(route.retried)
-                        object["dead_lettered"] = .int(route.deadLettered)
-                        object["in_flight"] = .int(route.inFlight)
-                        object["spool_bytes"] = .int(route.spoolBytes)
-                    }
+                    for (name, value) in route.namedCounters { object[name] = .int(value) }
                     return .object(object)
                 })
             return .json(body.serializedBytes())

@@ -73,6 +73,27 @@ struct DeadLetters: ParsableCommand {
         }
     }
 
+    /// Dead letter ids, or `--all`.
+    struct Selection: ParsableArguments {
+        @Argument(help: "Dead letter ids.")
+        var ids: [Int64] = []
+
+        @Flag(help: "Every dead letter.")
+        var all = false
+
+        func validate() throws {
+            if all == !ids.isEmpty { throw ValidationError("name dead letter ids or --all") }
+        }
+
+        /// The ids for the spool: `nil` means all.
+        var chosen: [Int64]? { all ? nil : ids }
+
+        /// Fails the command when fewer than the named ids were found.
+        func check(done count: Int) throws {
+            if !all, count < ids.count { throw ExitCode(1) }
+        }
+    }
+
     struct Replay: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
@@ -80,21 +101,12 @@ struct DeadLetters: ParsableCommand {
         )
 
         @OptionGroup var options: SpoolOption
-
-        @Argument(help: "Dead letter ids.")
-        var ids: [Int64] = []
-
-        @Flag(help: "Every dead letter.")
-        var all = false
-
-        func validate() throws {
-            if all == !ids.isEmpty { throw ValidationError("name dead letter ids or --all") }
-        }
+        @OptionGroup var selection: Selection
 
         func run() throws {
-            let moved = try options.open().replay(ids: all ? nil : ids)
+            let moved = try options.open().replay(ids: selection.chosen)
             print("replayed \(moved)")
-            if !all, moved < ids.count { throw ExitCode(1) }
+            try selection.check(done: moved)
         }
     }
 
@@ -102,21 +114,12 @@ struct DeadLetters: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Delete dead letters for good.")
 
         @OptionGroup var options: SpoolOption
-
-        @Argument(help: "Dead letter ids.")
-        var ids: [Int64] = []
-
-        @Flag(help: "Every dead letter.")
-        var all = false
-
-        func validate() throws {
-            if all == !ids.isEmpty { throw ValidationError("name dead letter ids or --all") }
-        }
+        @OptionGroup var selection: Selection
 
         func run() throws {
-            let dropped = try options.open().drop(ids: all ? nil : ids)
+            let dropped = try options.open().drop(ids: selection.chosen)
             print("dropped \(dropped)")
-            if !all, dropped < ids.count { throw ExitCode(1) }
+            try selection.check(done: dropped)
         }
     }
 }

@@ -171,20 +171,8 @@ struct Run: ParsableCommand {
         logger.info("shutting down", metadata: ["signal": .string(received == SIGINT ? "SIGINT" : "SIGTERM")])
         let left = router.shutdown(drainTimeout: .nanoseconds(Int64(timeout)))
         for route in router.statistics.routes {
-            var metadata: Logger.Metadata = [
-                "route": .string(route.name), "received": .stringConvertible(route.received),
-                "filtered": .stringConvertible(route.filtered), "delivered": .stringConvertible(route.dispatched),
-                "dropped_full": .stringConvertible(route.droppedFull), "dropped_loop": .stringConvertible(route.droppedLoop),
-            ]
-            if route.atLeastOnce {
-                metadata["acknowledged"] = .stringConvertible(route.acknowledged)
-                metadata["spooled"] = .stringConvertible(route.spooled)
-                metadata["deduplicated"] = .stringConvertible(route.deduplicated)
-                metadata["retried"] = .stringConvertible(route.retried)
-                metadata["dead_lettered"] = .stringConvertible(route.deadLettered)
-                metadata["loaded_from_spool"] = .stringConvertible(route.loadedFromSpool)
-                metadata["spool_bytes"] = .stringConvertible(route.spoolBytes)
-            }
+            var metadata: Logger.Metadata = ["route": .string(route.name)]
+            for (name, value) in route.namedCounters { metadata[name] = .stringConvertible(value) }
             logger.info("route totals", metadata: metadata)
         }
         if left > 0 { throw ExitCode(3) }

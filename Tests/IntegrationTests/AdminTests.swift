@@ -33,24 +33,10 @@ struct AdminTests {
         func set(_ status: Int, _ body: String) { value = (status, body) }
     }
 
-    /// The `address=host:port` the router logged when the admin port started.
-    private static func adminAddress(of router: RouterProcess) -> String? {
-        for line in router.standardError.split(separator: "\n") where line.contains("admin listening") {
-            if let field = line.split(separator: " ").first(where: { $0.hasPrefix("address=") }) { return String(field.dropFirst(8)) }
-        }
-        return nil
-    }
-
     private static func start(_ sandbox: Sandbox, environment: [String: String] = [:]) throws -> (RouterProcess, String) {
-        let router = try RouterProcess(
-            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--spool", sandbox.path("spool.db"), "--admin", "127.0.0.1:0"],
-            in: sandbox.root, environment: environment)
-        var address: String?
-        router.waitUntil("the admin port to listen") {
-            address = adminAddress(of: router)
-            return address != nil
-        }
-        return (router, "http://" + (address ?? "127.0.0.1:0"))
+        let (router, address) = try RouterProcess.startWithAdmin(
+            sandbox, extra: ["--spool", sandbox.path("spool.db")], environment: environment)
+        return (router, "http://" + address)
     }
 
     /// The value of the sample line `name{labels}` in a Prometheus exposition.

@@ -6,16 +6,7 @@ import Testing
 @Suite(.timeLimit(.minutes(2)))
 struct IiideaTests {
     private static func start(_ sandbox: Sandbox) throws -> (RouterProcess, String) {
-        let router = try RouterProcess(
-            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--spool", sandbox.path("state.db"), "--admin", "127.0.0.1:0"],
-            in: sandbox.root)
-        var address: String?
-        router.waitUntil("the admin port to listen") {
-            address = router.standardError.split(separator: "\n").first { $0.contains("admin listening") }?
-                .split(separator: " ").first { $0.hasPrefix("address=") }.map { String($0.dropFirst(8)) }
-            return address != nil
-        }
-        return (router, address ?? "")
+        try RouterProcess.startWithAdmin(sandbox, extra: ["--spool", sandbox.path("state.db")])
     }
 
     /// Runs `switchyard iiidea ARGS --admin ADDRESS` and returns its output; fails the test on a

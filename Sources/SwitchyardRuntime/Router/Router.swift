@@ -461,6 +461,23 @@ public struct RouterStatistics: Sendable {
         public var inFlight: Int
         /// Bytes the route holds in the spool.
         public var spoolBytes: Int
+
+        /// The counters by the names the log's route totals and the admin API use; the
+        /// at-least-once ones only for at-least-once routes.
+        public var namedCounters: [(name: String, value: Int)] {
+            var counters = [
+                ("received", received), ("filtered", filtered), ("delivered", dispatched), ("dropped_full", droppedFull),
+                ("dropped_loop", droppedLoop), ("refused", refused), ("queued", queued),
+            ]
+            if atLeastOnce {
+                counters += [
+                    ("acknowledged", acknowledged), ("spooled", spooled), ("deduplicated", deduplicated), ("retried", retried),
+                    ("dead_lettered", deadLettered), ("loaded_from_spool", loadedFromSpool), ("spool_failures", spoolFailures),
+                    ("in_flight", inFlight), ("spool_bytes", spoolBytes),
+                ]
+            }
+            return counters
+        }
     }
 
     /// Per-instance counters.

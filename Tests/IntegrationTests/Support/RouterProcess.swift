@@ -48,6 +48,26 @@ final class RouterProcess {
         if process.isRunning { kill(process.processIdentifier, signal) }
     }
 
+    /// The `host:port` the admin port logged once listening (`run --admin 127.0.0.1:0`).
+    var adminAddress: String? {
+        for line in standardError.split(separator: "\n") where line.contains("admin listening") {
+            if let field = line.split(separator: " ").first(where: { $0.hasPrefix("address=") }) { return String(field.dropFirst(8)) }
+        }
+        return nil
+    }
+
+    /// Starts `switchyard run` on the sandbox with the admin port on a free port and waits until
+    /// it listens; returns the router and the admin `host:port`.
+    static func startWithAdmin(_ sandbox: Sandbox, extra: [String] = [], environment: [String: String] = [:]) throws -> (
+        RouterProcess, String
+    ) {
+        let router = try RouterProcess(
+            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--admin", "127.0.0.1:0"] + extra, in: sandbox.root,
+            environment: environment)
+        router.waitUntil("the admin port to listen") { router.adminAddress != nil }
+        return (router, router.adminAddress ?? "")
+    }
+
     /// How often `needle` appears in the router's log so far.
     func occurrences(of needle: String) -> Int { standardError.components(separatedBy: needle).count - 1 }
 
