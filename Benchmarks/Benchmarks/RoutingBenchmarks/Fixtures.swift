@@ -136,7 +136,8 @@ enum BenchHost {
                 },
                 ack: { _, _, _, _ in },
                 log: { _, _, _ in },
-                metric: { _, _, _, _ in }
+                metric: { _, _, _, _ in },
+                piece_done: { _, _, _, _ in }
             ))
         let versions = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
         versions.initialize(to: SY_ABI_VERSION_1)
