@@ -100,15 +100,14 @@ public enum PluginLoader {
             )
         }
         // Entries a plugin built against an older header did not know stay absent.
-        if Int(table.struct_size) < MemoryLayout<sy_plugin_api_v1>.offset(of: \.piece_execute).map({ $0 + MemoryLayout<Int>.size }) ?? 0 {
-            table.piece_execute = nil
+        let size = Int(table.struct_size)
+        func reaches(_ entry: PartialKeyPath<sy_plugin_api_v1>) -> Bool {
+            guard let offset = MemoryLayout<sy_plugin_api_v1>.offset(of: entry) else { return false }
+            return size >= offset + MemoryLayout<UnsafeRawPointer>.size
         }
-        if Int(table.struct_size) < MemoryLayout<sy_plugin_api_v1>.offset(of: \.piece_disable).map({ $0 + MemoryLayout<Int>.size }) ?? 0 {
-            table.piece_disable = nil
-        }
-        if Int(table.struct_size) < MemoryLayout<sy_plugin_api_v1>.offset(of: \.piece_enable).map({ $0 + MemoryLayout<Int>.size }) ?? 0 {
-            table.piece_enable = nil
-        }
+        if !reaches(\.piece_enable) { table.piece_enable = nil }
+        if !reaches(\.piece_disable) { table.piece_disable = nil }
+        if !reaches(\.piece_execute) { table.piece_execute = nil }
         var missing: [String] = []
         if table.manifest.data == nil || table.manifest.length == 0 { missing.append("manifest") }
         if table.create == nil { missing.append("create") }

@@ -145,13 +145,6 @@ public final class Spool: @unchecked Sendable {
         }
     }
 
-    /// The highest sequence number `route` has in the spool (0 when none).
-    public func lastSequence(route: String) throws(SQLiteError) -> Int64 {
-        try locked { () throws(SQLiteError) in
-            try database.prepare("SELECT coalesce(max(seq), 0) FROM spool WHERE route = ?").rows([.text(route)]) { $0.int(0) }.first ?? 0
-        }
-    }
-
     /// Forgets ids seen by `route` before `time` (nanoseconds since the epoch).
     public func forgetSeen(route: String, before time: Int64) throws(SQLiteError) {
         try locked { () throws(SQLiteError) in
