@@ -22,6 +22,9 @@ let package = Package(
         // First-party plugins: each a shared object the router loads like any third-party one.
         .library(name: "core", type: .dynamic, targets: ["CorePlugin"]),
         .library(name: "mqtt", type: .dynamic, targets: ["MQTTPlugin"]),
+        .library(name: "push", type: .dynamic, targets: ["PushPlugin"]),
+        // FCM message checks and webhook signatures, for the push benchmark's bare endpoint.
+        .library(name: "PushMessage", targets: ["PushMessage"]),
         // The Swift example plugin of examples/swift-plugin.
         .library(name: "shout", type: .dynamic, targets: ["ShoutExample"]),
         // Sources and sinks for the delivery tests; never installed into Plugins/.
@@ -39,6 +42,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.20.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "4.0.0"..<"5.0.0"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.0"),
     ],
     targets: [
         // The C plugin ABI: a header and nothing else of substance.
@@ -59,13 +65,16 @@ let package = Package(
         ),
         // The SQLite C API, from Debian's libsqlite3-dev.
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        // One SQLite connection and its statements: the spool's and the push token registry's.
+        .target(name: "SwitchyardSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // The durable spool and dead letters in SQLite.
-        .target(name: "SwitchyardSpool", dependencies: ["CSQLite", "SwitchyardCore"], swiftSettings: strict),
+        .target(name: "SwitchyardSpool", dependencies: ["SwitchyardSQLite", "SwitchyardCore"], swiftSettings: strict),
         // Plugin loading over the C ABI, validation, the router itself.
         .target(
             name: "SwitchyardRuntime",
             dependencies: [
                 "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardRouting", "SwitchyardConfig", "SwitchyardSpool",
+                "SwitchyardSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -99,7 +108,7 @@ let package = Package(
         .executableTarget(
             name: "switchyard",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardAdmin",
+                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardAdmin", "PushTokens",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -133,6 +142,34 @@ let package = Package(
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
         ),
+        // FCM HTTP v1 message rules, FCM-shaped errors, signed-webhook checks. No I/O.
+        .target(
+            name: "PushMessage",
+            dependencies: ["SwitchyardCore", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Plugins/push/Message",
+            swiftSettings: strict
+        ),
+        // The FCM token registry in SQLite, shared by the plugin and `switchyard push tokens`.
+        .target(name: "PushTokens", dependencies: ["SwitchyardSQLite"], path: "Plugins/push/Tokens", swiftSettings: strict),
+        // The push plugin: a Hummingbird webhook per instance, an FCM HTTP v1 sender.
+        .target(
+            name: "PushPlugin",
+            dependencies: [
+                "PushMessage", "PushTokens", "SwitchyardPluginKit",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Plugins/push/Plugin",
+            swiftSettings: strict,
+            linkerSettings: pluginLinkerSettings
+        ),
         .target(
             name: "ShoutExample",
             dependencies: ["SwitchyardPluginKit"],
@@ -155,6 +192,12 @@ let package = Package(
         .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime"], swiftSettings: strict),
         .testTarget(name: "SwitchyardSpoolTests", dependencies: ["SwitchyardSpool", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec"], swiftSettings: strict),
-        .testTarget(name: "IntegrationTests", swiftSettings: strict),
+        .testTarget(name: "PushMessageTests", dependencies: ["PushMessage", "SwitchyardCore"], swiftSettings: strict),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            exclude: ["Support/fcm_endpoint.py"],
+            swiftSettings: strict
+        ),
     ]
 )

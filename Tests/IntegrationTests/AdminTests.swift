@@ -1,10 +1,6 @@
 import Foundation
 import Testing
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// The admin HTTP port of a running router.
 @Suite(.timeLimit(.minutes(2)))
 struct AdminTests {
@@ -12,25 +8,9 @@ struct AdminTests {
     private static func request(
         _ url: String, method: String = "GET", token: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> (status: Int, body: String) {
-        var request = URLRequest(url: try #require(URL(string: url)), timeoutInterval: 10)
-        request.httpMethod = method
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        let done = DispatchSemaphore(value: 0)
-        let answer = AnswerBox()
-        URLSession.shared.dataTask(with: request) { data, response, error in
-            answer.set(
-                (response as? HTTPURLResponse)?.statusCode ?? -1,
-                data.map { String(decoding: $0, as: UTF8.self) } ?? "\(error.map { "\($0)" } ?? "")")
-            done.signal()
-        }.resume()
-        #expect(done.wait(timeout: .now() + 15) == .success, "no answer from \(url)", sourceLocation: sourceLocation)
-        return answer.value
-    }
-
-    private final class AnswerBox: @unchecked Sendable {
-        // Written once by the session's callback before the semaphore is signalled.
-        private(set) var value: (status: Int, body: String) = (-1, "")
-        func set(_ status: Int, _ body: String) { value = (status, body) }
+        let answer = try HTTPExchange.send(
+            url, method: method, headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:], sourceLocation: sourceLocation)
+        return (answer.status, answer.body)
     }
 
     private static func start(_ sandbox: Sandbox, environment: [String: String] = [:]) throws -> (RouterProcess, String) {

@@ -273,9 +273,8 @@ struct IiideaTests {
 /// A real HTTP server for the http piece, in Python's standard library: answers each POST with
 /// `{"got": <request JSON>, "header": <X-Test>, "path": <path>}`.
 final class HTTPEchoServer {
-    let port: Int
-    private let process: Process
-    private let serverProcessID: Int32
+    private let server: PythonServer
+    var port: Int { server.port }
 
     init(in sandbox: Sandbox) throws {
         let portFile = sandbox.path("echo.port")
@@ -298,29 +297,8 @@ final class HTTPEchoServer {
             os.rename(sys.argv[1] + '.tmp', sys.argv[1])
             server.serve_forever()
             """
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, portFile]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let deadline = ContinuousClock.now + .seconds(10)
-        var written: [Int] = []
-        while written.count != 2, process.isRunning, ContinuousClock.now < deadline {
-            written = ((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").split(separator: " ").compactMap { Int($0) }
-            if written.count != 2 { Thread.sleep(forTimeInterval: 0.02) }
-        }
-        guard written.count == 2 else {
-            process.terminate()
-            throw SandboxError("the HTTP echo server did not start")
-        }
-        port = written[0]
-        // `python3` may run under a launcher (pyenv's shim): stop the interpreter itself.
-        serverProcessID = Int32(written[1])
+        server = try PythonServer(arguments: ["-c", script, portFile], portFile: portFile, what: "the HTTP echo server")
     }
 
-    func stop() {
-        kill(serverProcessID, SIGKILL)
-        process.terminate()
-        process.waitUntilExit()
-    }
+    func stop() { server.stop() }
 }

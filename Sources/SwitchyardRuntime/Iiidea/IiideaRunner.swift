@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import SwitchyardSQLite
 import Foundation
 internal import Logging
 import NIOCore

@@ -1,4 +1,5 @@
 public import SwitchyardCore
+public import SwitchyardSQLite
 
 /// iiidea activation state and run history, in the same database as the spool.
 extension Spool {

@@ -1,4 +1,5 @@
 import Foundation
+public import SwitchyardSQLite
 
 /// The durable spool: a SQLite database (WAL, `synchronous=NORMAL`) holding every envelope an
 /// at-least-once route has accepted and not yet seen acknowledged by all its sinks, the dead

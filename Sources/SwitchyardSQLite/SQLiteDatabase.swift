@@ -8,13 +8,15 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     public var description: String
 }
 
-/// One SQLite connection. Not thread-safe: the owner serialises access.
-final class SQLiteDatabase {
+/// One SQLite connection. Not thread-safe: the owner serialises access, which is why it is
+/// not `Sendable`.
+public final class SQLiteDatabase {
     private var handle: OpaquePointer?
-    let path: String
+    /// The database file.
+    public let path: String
 
     /// Opens (creating if needed) the database at `path`.
-    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+    public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
         self.path = path
         let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         let status = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
@@ -30,7 +32,7 @@ final class SQLiteDatabase {
     deinit { sqlite3_close_v2(handle) }
 
     /// Runs one or more statements that return no rows.
-    func execute(_ sql: String) throws(SQLiteError) {
+    public func execute(_ sql: String) throws(SQLiteError) {
         var message: UnsafeMutablePointer<CChar>?
         let status = sqlite3_exec(handle, sql, nil, nil, &message)
         guard status == SQLITE_OK else {
@@ -41,7 +43,7 @@ final class SQLiteDatabase {
     }
 
     /// Compiles a statement.
-    func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+    public func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard status == SQLITE_OK, let statement else {
@@ -51,7 +53,7 @@ final class SQLiteDatabase {
     }
 
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
-    func transaction<Result>(_ body: () throws(SQLiteError) -> Result) throws(SQLiteError) -> Result {
+    public func transaction<Result>(_ body: () throws(SQLiteError) -> Result) throws(SQLiteError) -> Result {
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -64,16 +66,17 @@ final class SQLiteDatabase {
     }
 
     /// Rows changed by the last statement.
-    var changes: Int { Int(sqlite3_changes(handle)) }
+    public var changes: Int { Int(sqlite3_changes(handle)) }
 
     /// The rowid of the last insert.
-    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
-    var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
+    /// SQLite's message for the last failed call.
+    public var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
 }
 
 /// A compiled statement, reset before each use.
-final class SQLiteStatement {
+public final class SQLiteStatement {
     private let statement: OpaquePointer
     private unowned let database: SQLiteDatabase
 
@@ -85,16 +88,20 @@ final class SQLiteStatement {
     deinit { sqlite3_finalize(statement) }
 
     /// A value to bind.
-    enum Value {
+    public enum Value {
+        /// An integer.
         case int(Int64)
+        /// UTF-8 text.
         case text(String)
+        /// Bytes.
         case blob([UInt8])
+        /// NULL.
         case null
     }
 
     /// Resets the statement and binds `values` to its parameters in order.
     @discardableResult
-    func bind(_ values: [Value]) -> SQLiteStatement {
+    public func bind(_ values: [Value]) -> SQLiteStatement {
         sqlite3_reset(statement)
         sqlite3_clear_bindings(statement)
         for (offset, value) in values.enumerated() {
@@ -113,7 +120,7 @@ final class SQLiteStatement {
     }
 
     /// Steps once: `true` with a row to read, `false` when done.
-    func step() throws(SQLiteError) -> Bool {
+    public func step() throws(SQLiteError) -> Bool {
         switch sqlite3_step(statement) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
@@ -122,29 +129,33 @@ final class SQLiteStatement {
     }
 
     /// Runs a statement that returns no rows.
-    func run(_ values: [Value]) throws(SQLiteError) {
+    public func run(_ values: [Value]) throws(SQLiteError) {
         bind(values)
         while try step() {}
     }
 
     /// Every row, each read by `row`.
-    func rows<Row>(_ values: [Value], _ row: (SQLiteStatement) -> Row) throws(SQLiteError) -> [Row] {
+    public func rows<Row>(_ values: [Value], _ row: (SQLiteStatement) -> Row) throws(SQLiteError) -> [Row] {
         bind(values)
         var result: [Row] = []
         while try step() { result.append(row(self)) }
         return result
     }
 
-    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+    /// Column `column` of the current row as an integer.
+    public func int(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
 
-    func text(_ column: Int32) -> String {
+    /// Column `column` of the current row as text (`""` for NULL).
+    public func text(_ column: Int32) -> String {
         guard let pointer = sqlite3_column_text(statement, column) else { return "" }
         return String(cString: pointer)
     }
 
-    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+    /// Whether column `column` of the current row is NULL.
+    public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
 
-    func blob(_ column: Int32) -> [UInt8] {
+    /// Column `column` of the current row as bytes.
+    public func blob(_ column: Int32) -> [UInt8] {
         let count = Int(sqlite3_column_bytes(statement, column))
         guard count > 0, let pointer = sqlite3_column_blob(statement, column) else { return [] }
         return Array(UnsafeRawBufferPointer(start: pointer, count: count))

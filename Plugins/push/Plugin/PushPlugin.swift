@@ -1,0 +1,170 @@
+import AsyncHTTPClient
+import Dispatch
+import Logging
+import PushTokens
+import SwitchyardCore
+import SwitchyardPluginKit
+
+/// The exported entry point of `libpush.so`.
+@_cdecl("switchyard_plugin_entry")
+public func switchyardPluginEntry(_ offer: UnsafeRawPointer?, _ table: UnsafeMutableRawPointer?, _ capacity: Int) -> UInt32 {
+    PluginExport.negotiate(PushPlugin.self, offer: offer, table: table, capacity: capacity)
+}
+
+/// FCM-style push: a webhook that takes FCM HTTP v1 send requests (and plain JSON pushes and
+/// token registrations) and emits `push.DataMessage` envelopes, and a sink that sends
+/// envelopes with FCM HTTP v1.
+final class PushPlugin: SwitchyardPlugin {
+    static let messagesPort = "messages"
+    static let sendPort = "send"
+
+    static let manifest = PluginManifest(
+        name: "push",
+        version: "0.1.0",
+        summary: "FCM-style push: signed webhook in (FCM HTTP v1 shape), FCM HTTP v1 out",
+        ports: [
+            PortDeclaration(
+                name: messagesPort,
+                direction: .source,
+                types: [PushEnvelopes.dataMessageType],
+                requires: "listen",
+                summary: "Messages the webhook accepted; the HTTP answer waits until the routes have taken them"
+            ),
+            PortDeclaration(
+                name: sendPort,
+                direction: .sink,
+                types: ["*"],
+                requires: "fcm",
+                summary: "Sends each envelope with FCM HTTP v1; acknowledged on FCM's 200"
+            ),
+        ],
+        types: [PushEnvelopes.dataMessageType: PushEnvelopes.dataMessageSchema],
+        config: [
+            "type": "object",
+            "additionalProperties": false,
+            "properties": [
+                "listen": ["type": "string", "description": "HOST:PORT of the webhook (port 0 picks a free one)"],
+                "tls": [
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["cert_file", "key_file"],
+                    "properties": ["cert_file": ["type": "string"], "key_file": ["type": "string"]],
+                ],
+                "auth": [
+                    "type": "object",
+                    "additionalProperties": false,
+                    "properties": [
+                        "bearer_token": ["type": "string", "secret": true],
+                        "signing_secret": ["type": "string", "secret": true],
+                        "tolerance": ["type": ["string", "integer"]],
+                    ],
+                ],
+                "projects": ["type": "array", "items": ["type": "string"]],
+                "max_body": ["type": ["string", "integer"]],
+                "ack_timeout": ["type": ["string", "integer"]],
+                "registry": ["type": "string", "description": "SQLite file of the FCM tokens apps registered"],
+                "fcm": [
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["service_account"],
+                    "properties": [
+                        "service_account": ["type": "string", "description": "a service-account key file (JSON)"],
+                        "project": ["type": "string"],
+                        "base_url": ["type": "string", "pattern": "^https?://"],
+                        "token_url": ["type": "string", "pattern": "^https?://"],
+                        "audience": ["type": "string"],
+                        "timeout": ["type": ["string", "integer"]],
+                        "max_in_flight": ["type": "integer", "minimum": 1],
+                        "validate_only": ["type": "boolean"],
+                        "retry": [
+                            "type": "object",
+                            "additionalProperties": false,
+                            "properties": [
+                                "attempts": ["type": "integer", "minimum": 1],
+                                "backoff": ["type": ["string", "integer"]],
+                                "max_backoff": ["type": ["string", "integer"]],
+                            ],
+                        ],
+                    ],
+                ],
+            ],
+        ]
+    )
+
+    private let context: PluginContext
+    private let name: String
+    private let configuration: PushConfiguration
+    private let registry: PushTokenRegistry?
+    private let client: HTTPClient?
+    private let sender: FCMSender?
+    private let webhook: WebhookServer?
+
+    init(context: PluginContext, name: String, config: JSONValue) throws {
+        self.context = context
+        self.name = name
+        configuration = try PushConfiguration(config: config)
+        if let path = configuration.registryPath {
+            do {
+                registry = try PushTokenRegistry(path: path)
+            } catch {
+                throw PluginError("registry: \(error)")
+            }
+        } else {
+            registry = nil
+        }
+        if let settings = configuration.sender {
+            var logger = Logger(label: "push.\(name).fcm") { _ in PluginLogHandler(context: context) }
+            logger.logLevel = .warning
+            let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(), backgroundActivityLogger: logger)
+            do {
+                sender = try FCMSender(settings: settings, client: client, registry: registry, context: context)
+            } catch {
+                try? client.syncShutdown()
+                throw error
+            }
+            self.client = client
+        } else {
+            sender = nil
+            client = nil
+        }
+        let registry = registry
+        webhook = configuration.webhook.map { WebhookServer(settings: $0, instance: name, context: context, registry: registry) }
+    }
+
+    func start() throws {
+        guard let webhook, let settings = configuration.webhook else { return }
+        let port = try webhook.start()
+        let scheme = settings.certificateFile == nil ? "http" : "https"
+        context.log(.notice, "webhook listening on \(scheme)://\(settings.host.contains(":") ? "[\(settings.host)]" : settings.host):\(port)")
+        context.metric(.gauge, "webhook_port", Double(port))
+    }
+
+    func quiesce() { webhook?.quiesce() }
+
+    func stop() {
+        let done = DispatchSemaphore(value: 0)
+        Task { [webhook, sender, client] in
+            await webhook?.stop()
+            await sender?.stop()
+            try? await client?.shutdown()
+            done.signal()
+        }
+        if done.wait(timeout: .now() + 15) == .timedOut {
+            context.log(.warning, "stopping took longer than 15 s; left behind")
+        }
+    }
+
+    func settled(token: UInt64, outcome: DeliveryOutcome) {
+        webhook?.waiters.resolve(token, .settled(outcome))
+    }
+
+    func canAccept(on port: String) -> Bool { sender?.hasRoom ?? true }
+
+    func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
+        guard let sender else {
+            delivery.ack(.reject, reason: "instance \(name) has no fcm: settings, so it cannot send")
+            return
+        }
+        sender.send(envelope, delivery: delivery)
+    }
+}

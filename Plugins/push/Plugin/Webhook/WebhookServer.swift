@@ -1,0 +1,326 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import Logging
+import NIOCore
+import NIOSSL
+import PushMessage
+import PushTokens
+import ServiceLifecycle
+import Synchronization
+import SwitchyardCore
+import SwitchyardPluginKit
+
+/// The instance's HTTP side: the FCM HTTP v1 send endpoint, the plain `/push` endpoint and the
+/// token registry endpoints, behind the configured authentication.
+final class WebhookServer: Sendable {
+    private let settings: PushConfiguration.Webhook
+    private let instance: String
+    private let context: PluginContext
+    private let registry: PushTokenRegistry?
+    private let replayGuard: WebhookReplayGuard
+    let waiters = SettlementWaiters()
+    private let accepting = Atomic<Bool>(true)
+    private let running = Mutex<(group: ServiceGroup, task: Task<Void, Never>, sweeper: Task<Void, Never>)?>(nil)
+
+    init(settings: PushConfiguration.Webhook, instance: String, context: PluginContext, registry: PushTokenRegistry?) {
+        self.settings = settings
+        self.instance = instance
+        self.context = context
+        self.registry = registry
+        replayGuard = WebhookReplayGuard(tolerance: settings.signature?.tolerance ?? .seconds(300))
+    }
+
+    /// Binds and serves; returns the bound port once listening, or throws why it cannot.
+    func start() throws -> Int {
+        let router = Router()
+        router.post("/v1/projects/:project/messages:send") { request, context in
+            await self.fcmSend(request, project: context.parameters.get("project") ?? "")
+        }
+        router.post("/push") { request, _ in await self.plainPush(request) }
+        router.post("/v1/tokens") { request, _ in await self.registerToken(request) }
+        router.delete("/v1/tokens/:token") { request, context in
+            await self.dropToken(request, token: context.parameters.get("token") ?? "")
+        }
+        router.get("/v1/tokens") { request, _ in await self.listTokens(request) }
+
+        var logger = Logger(label: "push.\(instance)") { _ in PluginLogHandler(context: self.context) }
+        logger.logLevel = .warning
+        let bound = BoundPort()
+        var server = HTTPServerBuilder.http1()
+        if let certificate = settings.certificateFile, let key = settings.keyFile {
+            do {
+                let tls = TLSConfiguration.makeServerConfiguration(
+                    certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+                    privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+                server = try .tls(.http1(), tlsConfiguration: tls)
+            } catch {
+                throw PluginError("tls: cannot load \(certificate) / \(key): \(error)")
+            }
+        }
+        let application = Application(
+            router: router,
+            server: server,
+            configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: nil),
+            onServerRunning: { channel in bound.set(.success(channel.localAddress?.port ?? -1)) },
+            logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [application], gracefulShutdownSignals: [], logger: logger))
+        let task = Task {
+            do {
+                try await group.run()
+                bound.set(.failure(PluginError("the webhook server stopped")))
+            } catch {
+                bound.set(.failure(PluginError("cannot listen on \(self.settings.host):\(self.settings.port): \(error)")))
+            }
+        }
+        let sweeper = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(200))
+                self.waiters.expire()
+            }
+        }
+        running.withLock { $0 = (group, task, sweeper) }
+        let port = try bound.wait(timeout: .seconds(10)).get()
+        if settings.bearerToken == nil, settings.signature == nil {
+            context.log(.warning, "the webhook on \(settings.host):\(port) accepts requests without authentication (set auth:)")
+        }
+        return port
+    }
+
+    /// New requests get 503 from now on; the ones waiting are answered as their envelopes settle.
+    func quiesce() { accepting.store(false, ordering: .relaxed) }
+
+    /// Stops serving and answers the requests still waiting.
+    func stop() async {
+        quiesce()
+        guard let (group, task, sweeper) = running.withLock({ $0.take() }) else { return }
+        waiters.resolveAll(.refused(.stopped))
+        await group.triggerGracefulShutdown()
+        sweeper.cancel()
+        await task.value
+    }
+
+    // MARK: Endpoints
+
+    private func fcmSend(_ request: Request, project: String) async -> Response {
+        let body: [UInt8]
+        switch await authenticatedBody(request) {
+        case .pass(let bytes): body = bytes
+        case .refuse(let response): return response
+        }
+        if !settings.projects.isEmpty, !settings.projects.contains(project) {
+            return refuse(FCMError(httpStatus: 404, status: "NOT_FOUND", message: "Requested entity was not found: project \(project)"), request)
+        }
+        let send: FCMSendRequest
+        do {
+            send = try FCMSendRequest(body: body)
+        } catch {
+            return refuse(error, request)
+        }
+        if send.validateOnly {
+            return Self.json(200, ["name": .string("projects/\(project)/messages/fake_message_id")])
+        }
+        let envelope = PushEnvelopes.dataMessage(send.message, project: project, requestID: Self.header(request, WebhookSignature.idHeader))
+        return await submit(envelope, request) { ["name": .string("projects/\(project)/messages/\($0)")] }
+    }
+
+    private func plainPush(_ request: Request) async -> Response {
+        let body: [UInt8]
+        switch await authenticatedBody(request) {
+        case .pass(let bytes): body = bytes
+        case .refuse(let response): return response
+        }
+        let parsed: JSONValue
+        do {
+            parsed = try JSONValue(parsing: body)
+        } catch {
+            return refuse(.invalidArgument("Invalid JSON payload received. \(error)"), request)
+        }
+        let message: FCMMessage
+        do {
+            message = try FCMMessage(validating: parsed, dataValues: .coerced, requireTarget: false, context: "body")
+        } catch {
+            return refuse(error, request)
+        }
+        let envelope = PushEnvelopes.dataMessage(message, project: nil, requestID: Self.header(request, WebhookSignature.idHeader))
+        return await submit(envelope, request) { ["id": .string($0)] }
+    }
+
+    private func registerToken(_ request: Request) async -> Response {
+        let body: [UInt8]
+        switch await authenticatedBody(request) {
+        case .pass(let bytes): body = bytes
+        case .refuse(let response): return response
+        }
+        guard let registry else { return refuse(Self.noRegistry, request) }
+        let fields = (try? JSONValue(parsing: body))?.objectValue ?? [:]
+        guard let token = fields["token"]?.stringValue, !token.isEmpty, token.utf8.count <= 4096 else {
+            return refuse(.invalidArgument("a JSON object with a non-empty string \"token\" is required (and optional device, user, platform)"), request)
+        }
+        for name in ["device", "user", "platform"] where fields[name] != nil && fields[name]?.stringValue == nil {
+            return refuse(.invalidArgument("\"\(name)\" must be a string"), request)
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        do {
+            let new = try registry.register(
+                PushTokenRecord(
+                    token: token, device: fields["device"]?.stringValue, user: fields["user"]?.stringValue,
+                    platform: fields["platform"]?.stringValue, registeredAt: now, updatedAt: now))
+            context.metric(.counter, new ? "tokens_registered_total" : "tokens_refreshed_total", 1)
+            return Self.json(new ? 201 : 200, ["token": .string(token), "new": .bool(new)])
+        } catch {
+            context.log(.error, "token registry \(registry.path): \(error)")
+            return Self.error(.internalError("the token registry failed: \(error)"))
+        }
+    }
+
+    private func dropToken(_ request: Request, token: String) async -> Response {
+        if case .refuse(let response) = await authenticatedBody(request) { return response }
+        guard let registry else { return refuse(Self.noRegistry, request) }
+        do {
+            guard try registry.remove(token: token) else {
+                return Self.error(FCMError(httpStatus: 404, status: "NOT_FOUND", message: "no such token"))
+            }
+            context.metric(.counter, "tokens_dropped_total", 1)
+            return Self.json(200, ["token": .string(token), "dropped": true])
+        } catch {
+            return Self.error(.internalError("the token registry failed: \(error)"))
+        }
+    }
+
+    private func listTokens(_ request: Request) async -> Response {
+        if case .refuse(let response) = await authenticatedBody(request) { return response }
+        guard let registry else { return refuse(Self.noRegistry, request) }
+        let query = request.uri.queryParameters
+        do {
+            let records = try registry.records(device: query.get("device"), user: query.get("user"), limit: query.get("limit", as: Int.self) ?? 1000)
+            return Self.json(200, ["tokens": .array(records.map(PushEnvelopes.json))])
+        } catch {
+            return Self.error(.internalError("the token registry failed: \(error)"))
+        }
+    }
+
+    private static let noRegistry = FCMError(httpStatus: 404, status: "NOT_FOUND", message: "this instance keeps no token registry (registry:)")
+
+    // MARK: Authentication and answers
+
+    /// The request's body once it is authenticated, or the response refusing it.
+    private enum Gate {
+        case pass([UInt8])
+        case refuse(Response)
+    }
+
+    private func authenticatedBody(_ request: Request) async -> Gate {
+        guard accepting.load(ordering: .relaxed) else { return .refuse(Self.error(.unavailable("the router is stopping"))) }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: settings.maximumBodySize)
+        } catch {
+            context.metric(.counter, "webhook_invalid_total", 1)
+            return .refuse(Self.error(FCMError(httpStatus: 413, status: "INVALID_ARGUMENT", message: "the request body is over \(settings.maximumBodySize) bytes")))
+        }
+        let body = Array(buffer.readableBytesView)
+        if let token = settings.bearerToken, !BearerToken.matches(header: request.headers[.authorization], expected: token) {
+            return .refuse(unauthenticated("missing or wrong bearer token", request))
+        }
+        if let signature = settings.signature {
+            let now = Int64(Date().timeIntervalSince1970)
+            let id = Self.header(request, WebhookSignature.idHeader)
+            do {
+                try signature.verify(
+                    id: id, timestamp: Self.header(request, WebhookSignature.timestampHeader),
+                    signatures: Self.header(request, WebhookSignature.signatureHeader), body: body, now: now)
+            } catch {
+                return .refuse(unauthenticated("signature: \(error)", request))
+            }
+            if let id, !replayGuard.admit(id, now: now) {
+                context.metric(.counter, "webhook_replayed_total", 1)
+                context.log(.warning, "refused \(request.method) \(request.uri.path): webhook-id \(id) was already accepted (replay)")
+                return .refuse(Self.error(FCMError(httpStatus: 409, status: "ALREADY_EXISTS", message: "webhook-id \(id) was already accepted")))
+            }
+        }
+        return .pass(body)
+    }
+
+    private func unauthenticated(_ reason: String, _ request: Request) -> Response {
+        context.metric(.counter, "webhook_unauthorized_total", 1)
+        context.log(.warning, "refused \(request.method) \(request.uri.path) from \(Self.header(request, "x-forwarded-for") ?? "a client"): \(reason)")
+        return Self.error(.unauthenticated("Request had invalid authentication credentials: \(reason)"))
+    }
+
+    /// A refusal of a request's content: counted, logged with the reason, answered FCM's way.
+    private func refuse(_ error: FCMError, _ request: Request) -> Response {
+        context.metric(.counter, "webhook_invalid_total", 1)
+        context.log(.warning, "refused \(request.method) \(request.uri.path): \(error)")
+        signatureRetryAllowed(request)
+        return Self.error(error)
+    }
+
+    /// A request that was not accepted may be sent again with the same webhook-id.
+    private func signatureRetryAllowed(_ request: Request) {
+        if settings.signature != nil, let id = Self.header(request, WebhookSignature.idHeader) { replayGuard.forget(id) }
+    }
+
+    /// Emits the envelope and answers once the router has settled it.
+    private func submit(_ envelope: Envelope, _ request: Request, success: (String) -> JSONValue) async -> Response {
+        let answer = await waiters.submit(timeout: settings.acknowledgeTimeout) { token in
+            context.emit(envelope, on: PushPlugin.messagesPort, settleToken: token)
+        }
+        let failure: FCMError
+        switch answer {
+        case .settled(.ok):
+            context.metric(.counter, "webhook_accepted_total", 1)
+            return Self.json(200, success(envelope.id))
+        case .settled(.retry): failure = .unavailable("the router could not take the message now; retry")
+        case .settled(.reject): failure = .internalError("a route dropped the message")
+        case .refused(.full): failure = .quotaExceeded("the router's queue is full; retry later")
+        case .refused(.stopped): failure = .unavailable("the router is stopping")
+        case .refused(let result): failure = .internalError("the router refused the message (\(result))")
+        case .timedOut: failure = .unavailable("the router did not confirm the message within \(settings.acknowledgeTimeout); it may still be delivered")
+        }
+        context.metric(.counter, "webhook_unavailable_total", 1)
+        context.log(.warning, "\(request.method) \(request.uri.path): envelope \(envelope.id) not accepted: \(failure)")
+        signatureRetryAllowed(request)
+        var response = Self.error(failure)
+        if failure.httpStatus == 429 || failure.httpStatus == 503 { response.headers[.retryAfter] = "1" }
+        return response
+    }
+
+    static func header(_ request: Request, _ name: String) -> String? {
+        HTTPField.Name(name).flatMap { request.headers[$0] }
+    }
+
+    static func json(_ status: Int, _ body: JSONValue) -> Response {
+        Response(
+            status: HTTPResponse.Status(code: status),
+            headers: [.contentType: "application/json; charset=UTF-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: body.serializedBytes())))
+    }
+
+    static func error(_ error: FCMError) -> Response { json(error.httpStatus, error.body) }
+}
+
+/// The port the server bound, handed from the server task to `start()`.
+private final class BoundPort: Sendable {
+    private let result = Mutex<Result<Int, PluginError>?>(nil)
+    private let signal = DispatchSemaphore(value: 0)
+
+    func set(_ value: Result<Int, PluginError>) {
+        let first = result.withLock { current in
+            guard current == nil else { return false }
+            current = value
+            return true
+        }
+        if first { signal.signal() }
+    }
+
+    func wait(timeout: Duration) -> Result<Int, PluginError> {
+        let seconds = Double(timeout.components.seconds)
+        guard signal.wait(timeout: .now() + seconds) == .success else {
+            return .failure(PluginError("the webhook server did not start within \(timeout)"))
+        }
+        return result.withLock { $0 } ?? .failure(PluginError("the webhook server did not start"))
+    }
+}
