@@ -19,6 +19,7 @@ let package = Package(
         // Read directly for the per-batch allocation metric (the harness links it anyway).
         .package(url: "https://github.com/ordo-one/malloc-interposer.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
     ],
     targets: [
         .executableTarget(
@@ -37,6 +38,15 @@ let package = Package(
             plugins: [
                 .plugin(name: "BenchmarkPlugin", package: "benchmark"),
             ]
+        ),
+        // The baseline of push-webhook/run.sh: the webhook's request handling without the router.
+        .executableTarget(
+            name: "BareWebhook",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PushMessage", package: "switchyard"),
+            ],
+            path: "Benchmarks/BareWebhook"
         ),
     ]
 )

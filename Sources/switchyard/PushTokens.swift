@@ -58,13 +58,17 @@ struct Push: ParsableCommand {
                 let registered = Clock.rfc3339(unixNanos: record.registeredAt * 1_000_000_000)
                 let updated = Clock.rfc3339(unixNanos: record.updatedAt * 1_000_000_000)
                 if json {
-                    var fields: [String: JSONValue] = ["token": .string(record.token), "registered_at": .string(registered), "updated_at": .string(updated)]
+                    var fields: [String: JSONValue] = [
+                        "token": .string(record.token), "registered_at": .string(registered), "updated_at": .string(updated),
+                    ]
                     if let device = record.device { fields["device"] = .string(device) }
                     if let user = record.user { fields["user"] = .string(user) }
                     if let platform = record.platform { fields["platform"] = .string(platform) }
                     print(JSONValue.object(fields).serialized())
                 } else {
-                    print([record.token, record.device ?? "-", record.user ?? "-", record.platform ?? "-", registered, updated].joined(separator: "\t"))
+                    print(
+                        [record.token, record.device ?? "-", record.user ?? "-", record.platform ?? "-", registered, updated].joined(
+                            separator: "\t"))
                 }
             }
         }

@@ -13,7 +13,9 @@ struct PushTests {
     static var sendPath: String { "/v1/projects/\(FCMEndpoint.project)/messages:send" }
 
     /// Standard Webhooks headers for `body`, computed here with swift-crypto, not the plugin's code.
-    static func signed(_ body: String, id: String = UUID().uuidString, timestamp: Int = Int(Date().timeIntervalSince1970), bearer: String? = bearer)
+    static func signed(
+        _ body: String, id: String = UUID().uuidString, timestamp: Int = Int(Date().timeIntervalSince1970), bearer: String? = bearer
+    )
         -> [String: String]
     {
         let mac = HMAC<SHA256>.authenticationCode(for: Array("\(id).\(timestamp).\(body)".utf8), using: SymmetricKey(data: signingKey))
@@ -34,7 +36,9 @@ struct PushTests {
         return nil
     }
 
-    static func start(_ sandbox: Sandbox, instances: String, routes: String) throws -> (router: RouterProcess, webhook: String, admin: String) {
+    static func start(_ sandbox: Sandbox, instances: String, routes: String) throws -> (
+        router: RouterProcess, webhook: String, admin: String
+    ) {
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("push")
         try sandbox.writeRoutes("instances:\n" + instances + "\n" + routes)
@@ -48,6 +52,17 @@ struct PushTests {
           push: { plugin: push, listen: "127.0.0.1:0", auth: { bearer_token: "${PUSH_BEARER}", signing_secret: "${PUSH_SECRET}", tolerance: 60s }, projects: [switchyard-test], registry: "REGISTRY" }
         """
 
+    /// The authenticated webhook with a route from `messages` to `out.jsonl`.
+    static func startWebhookToFile(_ sandbox: Sandbox) throws -> (router: RouterProcess, webhook: String, admin: String) {
+        try start(
+            sandbox,
+            instances: webhookInstance.replacingOccurrences(of: "REGISTRY", with: sandbox.path("tokens.db")) + """
+
+                  out:  { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+                """,
+            routes: "routes:\n  - { from: push.messages, to: out.write }")
+    }
+
     /// A plugin metric from the admin port's exposition.
     static func metric(_ name: String, admin: String) throws -> Double {
         let text = try HTTPExchange.send(admin + "/metrics").body
@@ -57,14 +72,9 @@ struct PushTests {
 
     @Test func fcmShapedAndPlainRequestsBecomeDataMessages() throws {
         let sandbox = try Sandbox()
-        let (router, webhook, _) = try Self.start(
-            sandbox,
-            instances: Self.webhookInstance.replacingOccurrences(of: "REGISTRY", with: sandbox.path("tokens.db")) + """
-
-                  out:  { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
-                """,
-            routes: "routes:\n  - { from: push.messages, to: out.write }")
-        let body = #"{"message": {"token": "device-token-1", "data": {"notification_id": "n1", "k": "v"}, "android": {"priority": "high"}}}"#
+        let (router, webhook, _) = try Self.startWebhookToFile(sandbox)
+        let body =
+            #"{"message": {"token": "device-token-1", "data": {"notification_id": "n1", "k": "v"}, "android": {"priority": "high"}}}"#
         let answer = try HTTPExchange.send(webhook + Self.sendPath, method: "POST", headers: Self.signed(body), body: body)
         #expect(answer.status == 200, "\(answer.body)")
         let envelopes = try sandbox.jsonLines(of: "out.jsonl")
@@ -97,13 +107,7 @@ struct PushTests {
 
     @Test func unauthenticatedAndReplayedRequestsAreRefusedAndCounted() throws {
         let sandbox = try Sandbox()
-        let (router, webhook, admin) = try Self.start(
-            sandbox,
-            instances: Self.webhookInstance.replacingOccurrences(of: "REGISTRY", with: sandbox.path("tokens.db")) + """
-
-                  out:  { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
-                """,
-            routes: "routes:\n  - { from: push.messages, to: out.write }")
+        let (router, webhook, admin) = try Self.startWebhookToFile(sandbox)
         let body = #"{"message": {"topic": "news", "data": {"a": "b"}}}"#
         let url = webhook + Self.sendPath
         var wrongSignature = Self.signed(body)
@@ -134,19 +138,19 @@ struct PushTests {
 
     @Test func eachInvalidArgumentIsAnsweredAsFCMDoes() throws {
         let sandbox = try Sandbox()
-        let (router, webhook, admin) = try Self.start(
-            sandbox,
-            instances: Self.webhookInstance.replacingOccurrences(of: "REGISTRY", with: sandbox.path("tokens.db")) + """
-
-                  out:  { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
-                """,
-            routes: "routes:\n  - { from: push.messages, to: out.write }")
+        let (router, webhook, admin) = try Self.startWebhookToFile(sandbox)
         let big = String(repeating: "x", count: 4100)
         let cases: [(String, String)] = [
             (#"{"message": {"token": "t", "data": {"n": 12}}}"#, "Invalid value at 'message.data[0].value' (TYPE_STRING), 12"),
             (#"{"message": {"data": {"a": "b"}}}"#, "Exactly one of token, topic, condition or fid must be specified (got none)"),
-            (#"{"message": {"token": "t", "topic": "x"}}"#, "Exactly one of token, topic, condition or fid must be specified (got token, topic)"),
-            (#"{"message": {"token": "t", "data": {"google.sent_time": "1"}}}"#, "Invalid data payload key: \"google.sent_time\" is reserved"),
+            (
+                #"{"message": {"token": "t", "topic": "x"}}"#,
+                "Exactly one of token, topic, condition or fid must be specified (got token, topic)"
+            ),
+            (
+                #"{"message": {"token": "t", "data": {"google.sent_time": "1"}}}"#,
+                "Invalid data payload key: \"google.sent_time\" is reserved"
+            ),
             (#"{"message": {"token": "t", "data": {"from": "me"}}}"#, "Invalid data payload key: \"from\" is reserved"),
             (#"{"message": {"token": "t", "data": {"k": "\#(big)"}}}"#, "Message is too big: the payload is 4101 bytes, the limit is 4096"),
             (#"{"message": {"token": "t", "priority": "high"}}"#, "Unknown name \"priority\" at 'message'"),
@@ -231,7 +235,9 @@ struct PushTests {
 
     static func deadLetters(_ sandbox: Sandbox) throws -> [[String: Any]] {
         let result = try RouterProcess.runToExit(["dlq", "list", "--json", "--spool", sandbox.path("spool.db")], in: sandbox.root)
-        return result.output.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        return result.output.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
     }
 
     @Test func theSenderSignsInWithTheServiceAccountAndSendsStringData() throws {
@@ -282,12 +288,15 @@ struct PushTests {
         router.waitUntil("a dead letter") { (try? Self.deadLetters(sandbox).count) == 1 }
         sends = try endpoint.sends()
         #expect(sends.count == 4)
-        #expect(try Self.deadLetters(sandbox).last?["error"] as? String ?? "" == "FCM: INVALID_ARGUMENT (HTTP 400): The registration token is not a valid FCM registration token")
+        #expect(
+            try Self.deadLetters(sandbox).last?["error"] as? String ?? ""
+                == "FCM: INVALID_ARGUMENT (HTTP 400): The registration token is not a valid FCM registration token")
 
         // What cannot be an FCM message is refused before sending.
         router.send(#"{"topic": "t", "data": {"nested": {"x": 1}}}"# + "\n")
         router.waitUntil("a second dead letter") { (try? Self.deadLetters(sandbox).count) == 2 }
-        #expect((try Self.deadLetters(sandbox).last?["error"] as? String ?? "").contains("\"nested\" is an object, which has no string form"))
+        #expect(
+            (try Self.deadLetters(sandbox).last?["error"] as? String ?? "").contains("\"nested\" is an object, which has no string form"))
         #expect(try endpoint.sends().count == 4)
 
         // UNREGISTERED: the token leaves the registry; the device's other token still gets it.
@@ -300,7 +309,8 @@ struct PushTests {
         let registered = try HTTPExchange.send(webhook + "/v1/tokens?device=watch-1", headers: auth).json["tokens"] as? [[String: Any]]
         #expect(registered?.map { $0["token"] as? String } == ["live-1"])
         sends = try endpoint.sends()
-        #expect(Set(sends.suffix(2).map { "\($0.message?["token"] as? String ?? "") \($0.verdict)" }) == ["dead-1 scripted 404", "live-1 ok"])
+        #expect(
+            Set(sends.suffix(2).map { "\($0.message?["token"] as? String ?? "") \($0.verdict)" }) == ["dead-1 scripted 404", "live-1 ok"])
 
         // A single unregistered token: dead-lettered, not retried.
         router.send(#"{"token": "dead-2"}"# + "\n")
@@ -332,6 +342,74 @@ struct PushTests {
         #expect(answer.status == 200, "\(answer.body)")
         router.waitUntil("the remote run's action") { !sandbox.lines(of: "out.jsonl").isEmpty }
         #expect(sandbox.lines(of: "out.jsonl") == [#"{"text":"remote 42"}"#])
+        #expect(router.stop() == 0)
+    }
+
+    /// examples/push-webhook as its README runs it, with the README's openssl signing recipe.
+    @Test func theExampleRunsWithTheReadmesSignedCurlRequest() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("push")
+        let example = BuildProducts.packageRoot.appendingPathComponent("examples/push-webhook/routes.yaml")
+        let yaml = try String(contentsOf: example, encoding: .utf8).replacingOccurrences(of: "127.0.0.1:8780", with: "127.0.0.1:0")
+        try sandbox.writeRoutes(yaml)
+        let secret = "whsec_c3dpdGNoeWFyZC1leGFtcGxlLXNlY3JldA=="
+        let router = try RouterProcess(
+            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--spool", sandbox.path("spool.db")], in: sandbox.root,
+            environment: ["PUSH_BEARER": "app-secret", "PUSH_SECRET": secret])
+        router.waitUntil("the webhook to listen") { Self.webhookURL(of: router) != nil }
+        let url = try #require(Self.webhookURL(of: router))
+        let script = """
+            set -euo pipefail
+            body='{"message": {"token": "phone-token-1", "data": {"app": "watch", "notification_id": "morning", "text": "hello"}}}'
+            id=msg-$(date +%s%N); ts=$(date +%s)
+            key=$(printf %s "${PUSH_SECRET#whsec_}" | base64 -d | od -An -tx1 | tr -d ' \\n')
+            sig=$(printf '%s.%s.%s' "$id" "$ts" "$body" | openssl dgst -sha256 -mac HMAC -macopt hexkey:$key -binary | base64)
+            curl -s "$URL/v1/projects/demo-project/messages:send" \\
+              -H "Authorization: Bearer $PUSH_BEARER" -H 'Content-Type: application/json' \\
+              -H "webhook-id: $id" -H "webhook-timestamp: $ts" -H "webhook-signature: v1,$sig" -d "$body"
+            """
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/bin/bash")
+        curl.arguments = ["-c", script]
+        curl.environment = ["PUSH_SECRET": secret, "PUSH_BEARER": "app-secret", "URL": url, "PATH": "/usr/bin:/bin"]
+        let output = Pipe()
+        curl.standardOutput = output
+        try curl.run()
+        curl.waitUntilExit()
+        let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(answer.hasPrefix(#"{"name":"projects/demo-project/messages/"#), "\(answer)")
+        let journal = try sandbox.jsonLines(of: "push-journal.jsonl")
+        #expect(journal.count == 1)
+        #expect((journal.first?["body"] as? [String: Any])?["notification_id"] as? String == "morning")
+        router.waitUntil("the console route's print") { router.standardOutput.contains("phone-token-1") }
+        #expect(router.stop() == 0)
+    }
+
+    @Test func theWebhookServesHTTPSWithTheConfiguredCertificate() throws {
+        let sandbox = try Sandbox()
+        try TestCertificates.write(in: sandbox.root)
+        let (router, webhook, _) = try Self.start(
+            sandbox,
+            instances: """
+                  push: { plugin: push, listen: "127.0.0.1:0", tls: { cert_file: "\(sandbox.path("server.pem"))", key_file: "\(sandbox.path("server.key"))" }, auth: { bearer_token: "${PUSH_BEARER}" } }
+                  out:  { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+                """,
+            routes: "routes:\n  - { from: push.messages, to: out.write }")
+        #expect(webhook.hasPrefix("https://127.0.0.1:"))
+        let body = #"{"topic": "news", "data": {"a": "b"}}"#
+        let verified = try Tool.run(
+            "/usr/bin/curl",
+            [
+                "-sS", "--cacert", sandbox.path("ca.pem"), "-H", "Authorization: Bearer \(Self.bearer)", "-H", "Content-Type: application/json",
+                "-d", body, webhook + "/push",
+            ])
+        #expect(verified.status == 0, "\(verified.output)")
+        #expect(verified.output.hasPrefix(#"{"id":""#), "\(verified.output)")
+        // Without the CA the certificate is not trusted: nothing reaches the router.
+        let unverified = try Tool.run("/usr/bin/curl", ["-sS", "-d", body, webhook + "/push"])
+        #expect(unverified.status != 0)
+        #expect(sandbox.lines(of: "out.jsonl").count == 1)
         #expect(router.stop() == 0)
     }
 }

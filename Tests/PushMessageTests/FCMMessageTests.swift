@@ -45,11 +45,23 @@ import Testing
 
     @Test(arguments: [
         (#"{"message": {"data": {"a": "b"}}}"#, "Exactly one of token, topic, condition or fid must be specified (got none)"),
-        (#"{"message": {"token": "t", "topic": "x"}}"#, "Exactly one of token, topic, condition or fid must be specified (got token, topic)"),
+        (
+            #"{"message": {"token": "t", "topic": "x"}}"#,
+            "Exactly one of token, topic, condition or fid must be specified (got token, topic)"
+        ),
         (#"{"message": {"token": ""}}"#, "Invalid value at 'message.token' (TYPE_STRING): a non-empty string is required"),
-        (#"{"message": {"topic": "a b"}}"#, "Invalid value at 'message.topic': \"a b\" is not a valid topic name ([a-zA-Z0-9-_.~%]{1,900})"),
-        (#"{"message": {"token": "t", "colour": 1}}"#, "Invalid JSON payload received. Unknown name \"colour\" at 'message': Cannot find field."),
-        (#"{"message": {"token": "t", "notification": {"sound": "x"}}}"#, "Invalid JSON payload received. Unknown name \"sound\" at 'message.notification': Cannot find field."),
+        (
+            #"{"message": {"topic": "a b"}}"#,
+            "Invalid value at 'message.topic': \"a b\" is not a valid topic name ([a-zA-Z0-9-_.~%]{1,900})"
+        ),
+        (
+            #"{"message": {"token": "t", "colour": 1}}"#,
+            "Invalid JSON payload received. Unknown name \"colour\" at 'message': Cannot find field."
+        ),
+        (
+            #"{"message": {"token": "t", "notification": {"sound": "x"}}}"#,
+            "Invalid JSON payload received. Unknown name \"sound\" at 'message.notification': Cannot find field."
+        ),
         (#"{"mesage": {"token": "t"}}"#, "Invalid JSON payload received. Unknown name \"mesage\": Cannot find field."),
         (#"{}"#, "Request contains an invalid argument: 'message' is required"),
         (#"{"message": {"token": "t", "android": []}}"#, "Invalid value at 'message.android': expected an object, got array"),

@@ -69,17 +69,25 @@ public struct FCMMessage: Sendable, Equatable {
     /// - Parameters:
     ///   - requireTarget: whether exactly one target is required (FCM) or at most one (plain clients).
     ///   - context: the field path used in messages (`message`).
-    public init(validating message: JSONValue, dataValues: DataValues, requireTarget: Bool = true, context: String = "message") throws(FCMError) {
+    public init(validating message: JSONValue, dataValues: DataValues, requireTarget: Bool = true, context: String = "message")
+        throws(FCMError)
+    {
         guard let fields = message.objectValue else {
-            throw .invalidArgument("Invalid value at '\(context)' (type.googleapis.com/google.firebase.fcm.v1.Message), expected an object, got \(message.typeName)")
+            throw .invalidArgument(
+                "Invalid value at '\(context)' (type.googleapis.com/google.firebase.fcm.v1.Message), expected an object, got \(message.typeName)"
+            )
         }
         for name in fields.keys.sorted()
-        where !Self.targetFields.contains(name) && !Self.optionFields.contains(name) && name != "data" && name != "notification" && name != "name" {
+        where !Self.targetFields.contains(name) && !Self.optionFields.contains(name) && name != "data" && name != "notification"
+            && name != "name"
+        {
             throw .invalidArgument("Invalid JSON payload received. Unknown name \"\(name)\" at '\(context)': Cannot find field.")
         }
         let targets = Self.targetFields.filter { fields[$0] != nil }
         if targets.count > 1 || (requireTarget && targets.isEmpty) {
-            throw .invalidArgument("Exactly one of token, topic, condition or fid must be specified (got \(targets.isEmpty ? "none" : targets.joined(separator: ", ")))")
+            throw .invalidArgument(
+                "Exactly one of token, topic, condition or fid must be specified (got \(targets.isEmpty ? "none" : targets.joined(separator: ", ")))"
+            )
         }
         if let field = targets.first {
             guard let value = fields[field]?.stringValue, !value.isEmpty else {
@@ -115,13 +123,15 @@ public struct FCMMessage: Sendable, Equatable {
             let name = value.hasPrefix("/topics/") ? String(value.dropFirst("/topics/".count)) : value
             let allowed = name.utf8.allSatisfy { byte in
                 switch byte {
-                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    true
                 case UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"), UInt8(ascii: "%"): true
                 default: false
                 }
             }
             guard allowed, !name.isEmpty, name.utf8.count <= 900 else {
-                throw .invalidArgument("Invalid value at '\(context).topic': \"\(value)\" is not a valid topic name ([a-zA-Z0-9-_.~%]{1,900})")
+                throw .invalidArgument(
+                    "Invalid value at '\(context).topic': \"\(value)\" is not a valid topic name ([a-zA-Z0-9-_.~%]{1,900})")
             }
             return .topic(name)
         }
@@ -151,9 +161,12 @@ public struct FCMMessage: Sendable, Equatable {
             case (.bool(let flag)?, .coerced): data[key] = flag ? "true" : "false"
             case (.double?, .coerced): data[key] = members[key]?.serialized()
             case (let other?, .coerced):
-                throw .invalidArgument("Invalid value at '\(context).data[\(index)].value' (TYPE_STRING): \"\(key)\" is \(other.typeName == "null" ? "null" : "an \(other.typeName)"), which has no string form")
+                throw .invalidArgument(
+                    "Invalid value at '\(context).data[\(index)].value' (TYPE_STRING): \"\(key)\" is \(other.typeName == "null" ? "null" : "an \(other.typeName)"), which has no string form"
+                )
             case (nil, _), (_, .strict):
-                throw .invalidArgument("Invalid value at '\(context).data[\(index)].value' (TYPE_STRING), \(members[key]?.serialized() ?? "")")
+                throw .invalidArgument(
+                    "Invalid value at '\(context).data[\(index)].value' (TYPE_STRING), \(members[key]?.serialized() ?? "")")
             }
         }
         return data
@@ -167,10 +180,12 @@ public struct FCMMessage: Sendable, Equatable {
         var notification: [String: String] = [:]
         for key in members.keys.sorted() {
             guard notificationFields.contains(key) else {
-                throw .invalidArgument("Invalid JSON payload received. Unknown name \"\(key)\" at '\(context).notification': Cannot find field.")
+                throw .invalidArgument(
+                    "Invalid JSON payload received. Unknown name \"\(key)\" at '\(context).notification': Cannot find field.")
             }
             guard let text = members[key]?.stringValue else {
-                throw .invalidArgument("Invalid value at '\(context).notification.\(key)' (TYPE_STRING), \(members[key]?.serialized() ?? "")")
+                throw .invalidArgument(
+                    "Invalid value at '\(context).notification.\(key)' (TYPE_STRING), \(members[key]?.serialized() ?? "")")
             }
             notification[key] = text
         }

@@ -50,7 +50,9 @@ public struct WebhookSignature: Sendable {
     /// Checks a request's signature headers against its body at time `now` (Unix seconds).
     /// Throws the reason the request is not authentic. Replays are the caller's
     /// ``WebhookReplayGuard``'s business.
-    public func verify(id: String?, timestamp: String?, signatures: String?, body: some Collection<UInt8>, now: Int64) throws(WebhookAuthError) {
+    public func verify(id: String?, timestamp: String?, signatures: String?, body: some Collection<UInt8>, now: Int64)
+        throws(WebhookAuthError)
+    {
         guard let id, !id.isEmpty, let timestamp, let signatures else {
             throw WebhookAuthError("missing \(Self.idHeader), \(Self.timestampHeader) or \(Self.signatureHeader) header")
         }

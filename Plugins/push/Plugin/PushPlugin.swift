@@ -115,7 +115,8 @@ final class PushPlugin: SwitchyardPlugin {
         if let settings = configuration.sender {
             var logger = Logger(label: "push.\(name).fcm") { _ in PluginLogHandler(context: context) }
             logger.logLevel = .warning
-            let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(), backgroundActivityLogger: logger)
+            let client = HTTPClient(
+                eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(), backgroundActivityLogger: logger)
             do {
                 sender = try FCMSender(settings: settings, client: client, registry: registry, context: context)
             } catch {
@@ -135,7 +136,8 @@ final class PushPlugin: SwitchyardPlugin {
         guard let webhook, let settings = configuration.webhook else { return }
         let port = try webhook.start()
         let scheme = settings.certificateFile == nil ? "http" : "https"
-        context.log(.notice, "webhook listening on \(scheme)://\(settings.host.contains(":") ? "[\(settings.host)]" : settings.host):\(port)")
+        context.log(
+            .notice, "webhook listening on \(scheme)://\(settings.host.contains(":") ? "[\(settings.host)]" : settings.host):\(port)")
         context.metric(.gauge, "webhook_port", Double(port))
     }
 

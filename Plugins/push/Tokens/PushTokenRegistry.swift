@@ -1,5 +1,5 @@
-import Synchronization
 public import SwitchyardSQLite
+import Synchronization
 
 /// One registered FCM token: an app instance on a device, optionally of a user.
 public struct PushTokenRecord: Sendable, Equatable {

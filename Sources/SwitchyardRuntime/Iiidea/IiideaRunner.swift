@@ -1,5 +1,4 @@
 import AsyncHTTPClient
-import SwitchyardSQLite
 import Foundation
 internal import Logging
 import NIOCore
@@ -7,6 +6,7 @@ import NIOHTTP1
 internal import SwitchyardABI
 internal import SwitchyardCore
 internal import SwitchyardRouting
+import SwitchyardSQLite
 internal import SwitchyardSpool
 import Synchronization
 

@@ -51,7 +51,8 @@ final class FCMEndpoint {
     /// Makes the next sends answer these (`{"status": 503}`, `{"status": 429, "retry_after": 1}`…).
     func script(_ answers: [[String: Any]]) throws {
         let body = String(decoding: try JSONSerialization.data(withJSONObject: answers), as: UTF8.self)
-        let answer = try HTTPExchange.send(baseURL + "/control/script", method: "POST", headers: ["Content-Type": "application/json"], body: body)
+        let answer = try HTTPExchange.send(
+            baseURL + "/control/script", method: "POST", headers: ["Content-Type": "application/json"], body: body)
         #expect(answer.status == 200)
     }
 

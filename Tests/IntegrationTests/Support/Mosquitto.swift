@@ -218,40 +218,11 @@ final class Mosquitto {
         }
     }
 
-    /// A CA (key + self-signed certificate) and a server key and certificate signed by it for
-    /// CN 127.0.0.1 with SANs IP 127.0.0.1 and DNS localhost. P-256 keys: quick to make.
     private func writeCertificates() throws {
-        let path = { (name: String) in self.directory.appendingPathComponent(name).path }
-        let extensions = """
-            basicConstraints = CA:FALSE
-            keyUsage = critical, digitalSignature, keyEncipherment
-            extendedKeyUsage = serverAuth
-            subjectAltName = IP:127.0.0.1, DNS:localhost
-
-            """
-        try extensions.write(toFile: path("server.ext"), atomically: true, encoding: .utf8)
-        let commands: [[String]] = [
-            [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-keyout", path("ca.key"), "-out", path("ca.pem"), "-days", "2", "-subj", "/CN=Switchyard Test CA",
-                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-            ],
-            [
-                "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=127.0.0.1",
-            ],
-            [
-                "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
-                "-CAcreateserial", "-CAserial", path("ca.srl"), "-out", path("server.pem"), "-days", "2",
-                "-extfile", path("server.ext"),
-            ],
-        ]
-        for arguments in commands {
-            let result = try Tool.run("/usr/bin/openssl", arguments, timeout: .seconds(30))
-            guard result.status == 0 else {
-                throw MosquittoError(
-                    "openssl \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.output)", portTaken: false)
-            }
+        do {
+            try TestCertificates.write(in: directory)
+        } catch {
+            throw MosquittoError("\(error)", portTaken: false)
         }
     }
 

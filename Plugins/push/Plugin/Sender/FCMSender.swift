@@ -4,9 +4,9 @@ import NIOCore
 import NIOHTTP1
 import PushMessage
 import PushTokens
-import Synchronization
 import SwitchyardCore
 import SwitchyardPluginKit
+import Synchronization
 
 /// Sends envelopes with FCM HTTP v1: builds the message (target, string data, size limit),
 /// signs in with the service account, retries what FCM says is worth retrying (429, 500, 503,

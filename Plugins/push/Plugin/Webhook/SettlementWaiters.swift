@@ -1,5 +1,5 @@
-import Synchronization
 import SwitchyardPluginKit
+import Synchronization
 
 /// Webhook requests waiting for the router to settle the envelope they emitted: the HTTP
 /// answer says "accepted" only once every route has taken it (an at-least-once route: once it

@@ -9,9 +9,9 @@ import NIOSSL
 import PushMessage
 import PushTokens
 import ServiceLifecycle
-import Synchronization
 import SwitchyardCore
 import SwitchyardPluginKit
+import Synchronization
 
 /// The instance's HTTP side: the FCM HTTP v1 send endpoint, the plain `/push` endpoint and the
 /// token registry endpoints, behind the configured authentication.
@@ -111,7 +111,8 @@ final class WebhookServer: Sendable {
         case .refuse(let response): return response
         }
         if !settings.projects.isEmpty, !settings.projects.contains(project) {
-            return refuse(FCMError(httpStatus: 404, status: "NOT_FOUND", message: "Requested entity was not found: project \(project)"), request)
+            return refuse(
+                FCMError(httpStatus: 404, status: "NOT_FOUND", message: "Requested entity was not found: project \(project)"), request)
         }
         let send: FCMSendRequest
         do {
@@ -157,7 +158,9 @@ final class WebhookServer: Sendable {
         guard let registry else { return refuse(Self.noRegistry, request) }
         let fields = (try? JSONValue(parsing: body))?.objectValue ?? [:]
         guard let token = fields["token"]?.stringValue, !token.isEmpty, token.utf8.count <= 4096 else {
-            return refuse(.invalidArgument("a JSON object with a non-empty string \"token\" is required (and optional device, user, platform)"), request)
+            return refuse(
+                .invalidArgument("a JSON object with a non-empty string \"token\" is required (and optional device, user, platform)"),
+                request)
         }
         for name in ["device", "user", "platform"] where fields[name] != nil && fields[name]?.stringValue == nil {
             return refuse(.invalidArgument("\"\(name)\" must be a string"), request)
@@ -195,14 +198,16 @@ final class WebhookServer: Sendable {
         guard let registry else { return refuse(Self.noRegistry, request) }
         let query = request.uri.queryParameters
         do {
-            let records = try registry.records(device: query.get("device"), user: query.get("user"), limit: query.get("limit", as: Int.self) ?? 1000)
+            let records = try registry.records(
+                device: query.get("device"), user: query.get("user"), limit: query.get("limit", as: Int.self) ?? 1000)
             return Self.json(200, ["tokens": .array(records.map(PushEnvelopes.json))])
         } catch {
             return Self.error(.internalError("the token registry failed: \(error)"))
         }
     }
 
-    private static let noRegistry = FCMError(httpStatus: 404, status: "NOT_FOUND", message: "this instance keeps no token registry (registry:)")
+    private static let noRegistry = FCMError(
+        httpStatus: 404, status: "NOT_FOUND", message: "this instance keeps no token registry (registry:)")
 
     // MARK: Authentication and answers
 
@@ -219,7 +224,11 @@ final class WebhookServer: Sendable {
             buffer = try await request.body.collect(upTo: settings.maximumBodySize)
         } catch {
             context.metric(.counter, "webhook_invalid_total", 1)
-            return .refuse(Self.error(FCMError(httpStatus: 413, status: "INVALID_ARGUMENT", message: "the request body is over \(settings.maximumBodySize) bytes")))
+            return .refuse(
+                Self.error(
+                    FCMError(
+                        httpStatus: 413, status: "INVALID_ARGUMENT", message: "the request body is over \(settings.maximumBodySize) bytes"))
+            )
         }
         let body = Array(buffer.readableBytesView)
         if let token = settings.bearerToken, !BearerToken.matches(header: request.headers[.authorization], expected: token) {
@@ -238,7 +247,8 @@ final class WebhookServer: Sendable {
             if let id, !replayGuard.admit(id, now: now) {
                 context.metric(.counter, "webhook_replayed_total", 1)
                 context.log(.warning, "refused \(request.method) \(request.uri.path): webhook-id \(id) was already accepted (replay)")
-                return .refuse(Self.error(FCMError(httpStatus: 409, status: "ALREADY_EXISTS", message: "webhook-id \(id) was already accepted")))
+                return .refuse(
+                    Self.error(FCMError(httpStatus: 409, status: "ALREADY_EXISTS", message: "webhook-id \(id) was already accepted")))
             }
         }
         return .pass(body)
@@ -246,7 +256,9 @@ final class WebhookServer: Sendable {
 
     private func unauthenticated(_ reason: String, _ request: Request) -> Response {
         context.metric(.counter, "webhook_unauthorized_total", 1)
-        context.log(.warning, "refused \(request.method) \(request.uri.path) from \(Self.header(request, "x-forwarded-for") ?? "a client"): \(reason)")
+        context.log(
+            .warning,
+            "refused \(request.method) \(request.uri.path) from \(Self.header(request, "x-forwarded-for") ?? "a client"): \(reason)")
         return Self.error(.unauthenticated("Request had invalid authentication credentials: \(reason)"))
     }
 
@@ -278,7 +290,9 @@ final class WebhookServer: Sendable {
         case .refused(.full): failure = .quotaExceeded("the router's queue is full; retry later")
         case .refused(.stopped): failure = .unavailable("the router is stopping")
         case .refused(let result): failure = .internalError("the router refused the message (\(result))")
-        case .timedOut: failure = .unavailable("the router did not confirm the message within \(settings.acknowledgeTimeout); it may still be delivered")
+        case .timedOut:
+            failure = .unavailable(
+                "the router did not confirm the message within \(settings.acknowledgeTimeout); it may still be delivered")
         }
         context.metric(.counter, "webhook_unavailable_total", 1)
         context.log(.warning, "\(request.method) \(request.uri.path): envelope \(envelope.id) not accepted: \(failure)")
