@@ -401,7 +401,8 @@ struct PushTests {
         let verified = try Tool.run(
             "/usr/bin/curl",
             [
-                "-sS", "--cacert", sandbox.path("ca.pem"), "-H", "Authorization: Bearer \(Self.bearer)", "-H", "Content-Type: application/json",
+                "-sS", "--cacert", sandbox.path("ca.pem"), "-H", "Authorization: Bearer \(Self.bearer)", "-H",
+                "Content-Type: application/json",
                 "-d", body, webhook + "/push",
             ])
         #expect(verified.status == 0, "\(verified.output)")
