@@ -413,4 +413,51 @@ struct PushTests {
         #expect(sandbox.lines(of: "out.jsonl").count == 1)
         #expect(router.stop() == 0)
     }
+
+    /// A loopback TCP port that was free a moment ago.
+    static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(socket, generic, length) == 0 && getsockname(socket, generic, &length) == 0
+            }
+        }
+        guard bound else { throw SandboxError("no free port: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A reload that changes the instance: the new one binds the same fixed port as soon as the
+    /// old one lets go of it, and then applies the new settings.
+    @Test func aReloadThatChangesTheInstanceRebindsItsPort() throws {
+        let sandbox = try Sandbox()
+        let port = try Self.freePort()
+        let routes = { (token: String) in
+            """
+              push: { plugin: push, listen: "127.0.0.1:\(port)", auth: { bearer_token: "\(token)" } }
+              out:  { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+            """
+        }
+        let (router, webhook, admin) = try Self.start(
+            sandbox, instances: routes("before"), routes: "routes:\n  - { from: push.messages, to: out.write }")
+        #expect(webhook == "http://127.0.0.1:\(port)")
+        let body = #"{"topic": "news"}"#
+        #expect(
+            try HTTPExchange.send(webhook + "/push", method: "POST", headers: ["Authorization": "Bearer before"], body: body).status == 200)
+        try sandbox.writeRoutes("instances:\n" + routes("after") + "\nroutes:\n  - { from: push.messages, to: out.write }")
+        router.send(signal: SIGHUP)
+        router.waitUntil("the new instance to listen") { router.occurrences(of: "webhook listening on http://127.0.0.1:\(port)") == 2 }
+        #expect(router.occurrences(of: "is in use (on a reload: by the instance this one replaces)") == 1)
+        #expect(
+            try HTTPExchange.send(webhook + "/push", method: "POST", headers: ["Authorization": "Bearer after"], body: body).status == 200)
+        #expect(
+            try HTTPExchange.send(webhook + "/push", method: "POST", headers: ["Authorization": "Bearer before"], body: body).status == 401)
+        #expect(try HTTPExchange.send(admin + "/readyz").status == 200)
+        #expect(sandbox.lines(of: "out.jsonl").count == 2)
+        #expect(router.stop() == 0)
+    }
 }

@@ -133,12 +133,7 @@ final class PushPlugin: SwitchyardPlugin {
     }
 
     func start() throws {
-        guard let webhook, let settings = configuration.webhook else { return }
-        let port = try webhook.start()
-        let scheme = settings.certificateFile == nil ? "http" : "https"
-        context.log(
-            .notice, "webhook listening on \(scheme)://\(settings.host.contains(":") ? "[\(settings.host)]" : settings.host):\(port)")
-        context.metric(.gauge, "webhook_port", Double(port))
+        _ = try webhook?.start()
     }
 
     func quiesce() { webhook?.quiesce() }

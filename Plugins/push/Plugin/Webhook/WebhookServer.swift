@@ -23,7 +23,15 @@ final class WebhookServer: Sendable {
     private let replayGuard: WebhookReplayGuard
     let waiters = SettlementWaiters()
     private let accepting = Atomic<Bool>(true)
-    private let running = Mutex<(group: ServiceGroup, task: Task<Void, Never>, sweeper: Task<Void, Never>)?>(nil)
+    private let running = Mutex(Running())
+
+    /// The server's tasks, for ``stop()``.
+    private struct Running {
+        var group: ServiceGroup?
+        var task: Task<Void, Never>?
+        var sweeper: Task<Void, Never>?
+        var retry: Task<Void, Never>?
+    }
 
     init(settings: PushConfiguration.Webhook, instance: String, context: PluginContext, registry: PushTokenRegistry?) {
         self.settings = settings
@@ -33,8 +41,12 @@ final class WebhookServer: Sendable {
         replayGuard = WebhookReplayGuard(tolerance: settings.signature?.tolerance ?? .seconds(300))
     }
 
-    /// Binds and serves; returns the bound port once listening, or throws why it cannot.
-    func start() throws -> Int {
+    /// Binds and serves; returns the bound port once listening, or throws why it cannot. A port
+    /// that is in use is not fatal: on a reload that changed this instance, the instance it
+    /// replaces holds the port until the router stops it, after this start. Then the webhook
+    /// reports itself not ready (gauge `ready` 0, so `/readyz` fails), logs it, and binds as
+    /// soon as the port is free.
+    func start() throws -> Int? {
         let router = Router()
         router.post("/v1/projects/:project/messages:send") { request, context in
             await self.fcmSend(request, project: context.parameters.get("project") ?? "")
@@ -46,9 +58,6 @@ final class WebhookServer: Sendable {
         }
         router.get("/v1/tokens") { request, _ in await self.listTokens(request) }
 
-        var logger = Logger(label: "push.\(instance)") { _ in PluginLogHandler(context: self.context) }
-        logger.logLevel = .warning
-        let bound = BoundPort()
         var server = HTTPServerBuilder.http1()
         if let certificate = settings.certificateFile, let key = settings.keyFile {
             do {
@@ -60,6 +69,62 @@ final class WebhookServer: Sendable {
                 throw PluginError("tls: cannot load \(certificate) / \(key): \(error)")
             }
         }
+        if settings.bearerToken == nil, settings.signature == nil {
+            context.log(.warning, "the webhook on \(settings.host):\(settings.port) accepts requests without authentication (set auth:)")
+        }
+        let sweeper = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(200))
+                self.waiters.expire()
+            }
+        }
+        running.withLock { $0.sweeper = sweeper }
+        let bound = launch(router: router, server: server)
+        switch bound.wait(timeout: .seconds(10)) {
+        case .success(let port):
+            listening(on: port)
+            return port
+        case .failure(let error) where error.addressInUse:
+            context.metric(.gauge, "ready", 0)
+            context.log(
+                .warning,
+                "\(settings.host):\(settings.port) is in use (on a reload: by the instance this one replaces); the webhook binds once it is free"
+            )
+            let retry = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(250))
+                    if Task.isCancelled { return }
+                    switch await self.launch(router: router, server: server).value() {
+                    case .success(let port):
+                        self.listening(on: port)
+                        return
+                    case .failure(let error) where error.addressInUse: continue
+                    case .failure(let error):
+                        self.context.log(.error, "the webhook cannot listen: \(error)")
+                        return
+                    }
+                }
+            }
+            running.withLock { $0.retry = retry }
+            return nil
+        case .failure(let error):
+            throw error
+        }
+    }
+
+    private func listening(on port: Int) {
+        let scheme = settings.certificateFile == nil ? "http" : "https"
+        let host = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
+        context.log(.notice, "webhook listening on \(scheme)://\(host):\(port)")
+        context.metric(.gauge, "webhook_port", Double(port))
+        context.metric(.gauge, "ready", 1)
+    }
+
+    /// Runs one Hummingbird application; the answer says where it listens or why it cannot.
+    private func launch(router: Router<BasicRequestContext>, server: HTTPServerBuilder) -> BoundPort {
+        var logger = Logger(label: "push.\(instance)") { _ in PluginLogHandler(context: self.context) }
+        logger.logLevel = .warning
+        let bound = BoundPort()
         let application = Application(
             router: router,
             server: server,
@@ -75,18 +140,11 @@ final class WebhookServer: Sendable {
                 bound.set(.failure(PluginError("cannot listen on \(self.settings.host):\(self.settings.port): \(error)")))
             }
         }
-        let sweeper = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(200))
-                self.waiters.expire()
-            }
+        running.withLock { running in
+            running.group = group
+            running.task = task
         }
-        running.withLock { $0 = (group, task, sweeper) }
-        let port = try bound.wait(timeout: .seconds(10)).get()
-        if settings.bearerToken == nil, settings.signature == nil {
-            context.log(.warning, "the webhook on \(settings.host):\(port) accepts requests without authentication (set auth:)")
-        }
-        return port
+        return bound
     }
 
     /// New requests get 503 from now on; the ones waiting are answered as their envelopes settle.
@@ -95,11 +153,19 @@ final class WebhookServer: Sendable {
     /// Stops serving and answers the requests still waiting.
     func stop() async {
         quiesce()
-        guard let (group, task, sweeper) = running.withLock({ $0.take() }) else { return }
+        let stopping = running.withLock { running in
+            defer { running = Running() }
+            return running
+        }
+        stopping.retry?.cancel()
+        await stopping.retry?.value
         waiters.resolveAll(.refused(.stopped))
-        await group.triggerGracefulShutdown()
-        sweeper.cancel()
-        await task.value
+        // The retry may have launched a server just before it was cancelled.
+        let group = running.withLock { $0.group } ?? stopping.group
+        let task = running.withLock { $0.task } ?? stopping.task
+        await group?.triggerGracefulShutdown()
+        stopping.sweeper?.cancel()
+        await task?.value
     }
 
     // MARK: Endpoints
@@ -316,18 +382,37 @@ final class WebhookServer: Sendable {
     static func error(_ error: FCMError) -> Response { json(error.httpStatus, error.body) }
 }
 
-/// The port the server bound, handed from the server task to `start()`.
+/// The port the server bound, handed from the server task to `start()` (which waits on a
+/// semaphore, on the router's thread) or to the bind retry (which awaits it).
 private final class BoundPort: Sendable {
-    private let result = Mutex<Result<Int, PluginError>?>(nil)
+    private struct State {
+        var result: Result<Int, PluginError>?
+        var waiting: [CheckedContinuation<Result<Int, PluginError>, Never>] = []
+    }
+
+    private let state = Mutex(State())
     private let signal = DispatchSemaphore(value: 0)
 
     func set(_ value: Result<Int, PluginError>) {
-        let first = result.withLock { current in
-            guard current == nil else { return false }
-            current = value
-            return true
+        let waiting = state.withLock { state -> [CheckedContinuation<Result<Int, PluginError>, Never>]? in
+            guard state.result == nil else { return nil }
+            state.result = value
+            defer { state.waiting = [] }
+            return state.waiting
         }
-        if first { signal.signal() }
+        guard let waiting else { return }
+        signal.signal()
+        for continuation in waiting { continuation.resume(returning: value) }
+    }
+
+    func value() async -> Result<Int, PluginError> {
+        await withCheckedContinuation { continuation in
+            let known = state.withLock { state in
+                if state.result == nil { state.waiting.append(continuation) }
+                return state.result
+            }
+            if let known { continuation.resume(returning: known) }
+        }
     }
 
     func wait(timeout: Duration) -> Result<Int, PluginError> {
@@ -335,6 +420,11 @@ private final class BoundPort: Sendable {
         guard signal.wait(timeout: .now() + seconds) == .success else {
             return .failure(PluginError("the webhook server did not start within \(timeout)"))
         }
-        return result.withLock { $0 } ?? .failure(PluginError("the webhook server did not start"))
+        return state.withLock { $0.result } ?? .failure(PluginError("the webhook server did not start"))
     }
+}
+
+extension PluginError {
+    /// Whether the bind failed because the address is taken (errno EADDRINUSE).
+    fileprivate var addressInUse: Bool { message.contains("Address already in use") || message.contains("errno: 98") }
 }
