@@ -460,4 +460,81 @@ struct PushTests {
         #expect(sandbox.lines(of: "out.jsonl").count == 2)
         #expect(router.stop() == 0)
     }
+
+    /// A 200 on an at-least-once route means the message is on disk: a crash right after it
+    /// (kill -9, with the sink down) loses nothing.
+    @Test func acceptedMessagesSurviveACrashOnAnAtLeastOnceRoute() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("testkit")
+        let down = sandbox.path("sink-down")
+        #expect(FileManager.default.createFile(atPath: down, contents: nil))
+        let (router, webhook, _) = try Self.start(
+            sandbox,
+            instances: """
+                  push: { plugin: push, listen: "127.0.0.1:0", auth: { bearer_token: "${PUSH_BEARER}" } }
+                  sink: { plugin: testkit, collect: { path: "\(sandbox.path("collected.txt"))", fail_while: "\(down)" } }
+                """,
+            routes: """
+                routes:
+                  - { from: push.messages, to: sink.collect, delivery: at-least-once, retry: { attempts: 1000, backoff: 20ms, max_backoff: 100ms } }
+                """)
+        var accepted: Set<String> = []
+        for index in 0..<40 {
+            let body = #"{"topic": "news", "data": {"n": "\#(index)"}}"#
+            let answer = try HTTPExchange.send(
+                webhook + "/push", method: "POST", headers: ["Authorization": "Bearer \(Self.bearer)"], body: body)
+            #expect(answer.status == 200, "\(answer.body)")
+            if let id = answer.json["id"] as? String { accepted.insert(id) }
+        }
+        #expect(accepted.count == 40)
+        #expect(sandbox.lines(of: "collected.txt").isEmpty, "the sink is down")
+        router.stop(signal: SIGKILL)
+
+        try FileManager.default.removeItem(atPath: down)
+        let (restarted, _) = try RouterProcess.startWithAdmin(
+            sandbox, extra: ["--spool", sandbox.path("spool.db")], environment: ["PUSH_BEARER": Self.bearer])
+        restarted.waitUntil("every accepted message delivered") {
+            Set(sandbox.lines(of: "collected.txt").compactMap { $0.split(separator: " ").first.map(String.init) }).isSuperset(of: accepted)
+        }
+        #expect(restarted.stop() == 0)
+    }
+
+    /// A full route queue (`on_full: block`) turns into FCM's retryable 429 with Retry-After;
+    /// every request answered 200 was delivered.
+    @Test func aFullRouteQueueAnswers429WithRetryAfter() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("testkit")
+        let (router, webhook, _) = try Self.start(
+            sandbox,
+            instances: """
+                  push: { plugin: push, listen: "127.0.0.1:0", auth: { bearer_token: "${PUSH_BEARER}" } }
+                  sink: { plugin: testkit, collect: { path: "\(sandbox.path("collected.txt"))", delay_ms: 300, max_in_flight: 1 } }
+                """,
+            routes: """
+                routes:
+                  - { from: push.messages, to: sink.collect, queue: { size: 1, on_full: block } }
+                """)
+        // Eight requests at once, each answered "STATUS RETRY-AFTER ERROR-STATUS".
+        let script = """
+            for n in 1 2 3 4 5 6 7 8; do
+              curl -s -o "$DIR/answer.$n" -w '%{http_code} %header{retry-after}\\n' -H "Authorization: Bearer $TOKEN" \\
+                -d "{\\"topic\\": \\"news\\", \\"data\\": {\\"n\\": \\"$n\\"}}" "$URL/push" &
+            done
+            wait
+            """
+        let result = try Tool.run(
+            "/usr/bin/env", ["DIR=\(sandbox.root.path)", "TOKEN=\(Self.bearer)", "URL=\(webhook)", "bash", "-c", script])
+        let answers = result.output.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        #expect(answers.count == 8, "\(result.output)")
+        let ok = answers.filter { $0.first == "200" }
+        let full = answers.filter { $0.first == "429" }
+        #expect(ok.count + full.count == 8, "\(result.output)")
+        #expect(!ok.isEmpty)
+        #expect(!full.isEmpty, "eight requests at once cannot all fit a one-slot queue and a one-at-a-time sink")
+        #expect(full.allSatisfy { $0.count == 2 && $0[1] == "1" }, "Retry-After: 1 on every 429: \(result.output)")
+        let bodies = (1...8).compactMap { try? String(contentsOfFile: sandbox.path("answer.\($0)"), encoding: .utf8) }
+        #expect(bodies.filter { $0.contains("RESOURCE_EXHAUSTED") }.count == full.count)
+        #expect(sandbox.lines(of: "collected.txt").count == ok.count)
+        #expect(router.stop() == 0)
+    }
 }

@@ -190,7 +190,10 @@ final class InstanceRuntime: @unchecked Sendable {
 
     /// The host's `ack`.
     func acknowledge(deliveryID: UInt64, outcome: Int32, reason: sy_bytes) {
-        counters.inFlight.subtract(1, ordering: .relaxed)
+        // The in-flight count drops last, after the source is told (settled): a shutdown that
+        // sees it reach zero and stops the source must find the source's confirmation already
+        // handed over (an MQTT PUBACK queued before the DISCONNECT).
+        defer { counters.inFlight.subtract(1, ordering: .releasing) }
         if outcome == SY_OUTCOME_OK {
             counters.acknowledged.add(1, ordering: .relaxed)
         } else {
