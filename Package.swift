@@ -170,6 +170,10 @@ let package = Package(
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
         ),
+        // sd-bus (Debian's libsystemd-dev): the D-Bus client of the ble plugin.
+        .systemLibrary(name: "CSDBus", path: "Plugins/ble/CSDBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // D-Bus values and an sd-bus connection with its own loop thread. No BlueZ knowledge.
+        .target(name: "SDBus", dependencies: ["CSDBus"], path: "Plugins/ble/DBus", swiftSettings: strict),
         .target(
             name: "ShoutExample",
             dependencies: ["SwitchyardPluginKit"],
@@ -192,6 +196,7 @@ let package = Package(
         .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime"], swiftSettings: strict),
         .testTarget(name: "SwitchyardSpoolTests", dependencies: ["SwitchyardSpool", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec"], swiftSettings: strict),
+        .testTarget(name: "SDBusTests", dependencies: ["SDBus"], exclude: ["bluez_slate.py"], swiftSettings: strict),
         .testTarget(name: "PushMessageTests", dependencies: ["PushMessage", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
