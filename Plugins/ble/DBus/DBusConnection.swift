@@ -1,5 +1,6 @@
 import CSDBus
 import Foundation
+import Glibc
 import Synchronization
 
 /// A signal received on a subscription.
@@ -55,7 +56,7 @@ public final class DBusConnection: @unchecked Sendable {
     }
 
     deinit {
-        close(wakeup)
+        Glibc.close(wakeup)
         sd_bus_flush_close_unref(bus)
     }
 
@@ -120,7 +121,7 @@ public final class DBusConnection: @unchecked Sendable {
                     return reply.finish(.failure(DBusError(errno: created, "calling \(interface).\(member)")))
                 }
                 defer { sd_bus_message_unref(message) }
-                do {
+                do throws(DBusError) {
                     for argument in arguments { try DBusCoding.append(argument, to: message) }
                 } catch {
                     return reply.finish(.failure(error))
@@ -150,7 +151,7 @@ public final class DBusConnection: @unchecked Sendable {
             reply.finish(.failure(DBusError(name: name, message: text)))
             return 0
         }
-        do {
+        do throws(DBusError) {
             reply.finish(.success(try DBusCoding.readAll(message)))
         } catch {
             reply.finish(.failure(error))

@@ -90,9 +90,9 @@ enum DBusCoding {
         func check(_ result: Int32) throws(DBusError) {
             if result < 0 { throw DBusError(errno: result, "reading \(Character(UnicodeScalar(UInt8(bitPattern: type))))") }
         }
-        func basic<T>(_ initial: T) throws(DBusError) -> T {
+        func basic<T: BitwiseCopyable>(_ initial: T) throws(DBusError) -> T {
             var slot = initial
-            try check(sd_bus_message_read_basic(message, type, &slot))
+            try check(withUnsafeMutableBytes(of: &slot) { sd_bus_message_read_basic(message, type, $0.baseAddress) })
             return slot
         }
         switch UInt8(bitPattern: type) {
