@@ -19,7 +19,7 @@ final class BlueZDouble {
             <busconfig>
               <type>session</type>
               <listen>unix:path=\(socket)</listen>
-              <policy context="default"><allow send_destination="*"/><allow own="*"/></policy>
+              <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
             </busconfig>
             """
         let configFile = directory.appendingPathComponent("bus.conf")
@@ -27,6 +27,8 @@ final class BlueZDouble {
         daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
         daemon.arguments = ["--config-file=\(configFile.path)", "--nofork"]
+        // It warns that it cannot raise its fd limit when not root-capable; nothing to act on.
+        daemon.standardError = FileHandle.nullDevice
         try daemon.run()
         address = "unix:path=\(socket)"
         try Self.waitFor("the bus socket") { FileManager.default.fileExists(atPath: socket) }
@@ -45,8 +47,9 @@ final class BlueZDouble {
     deinit { stop() }
 
     func stop() {
+        // dbusmock's GLib loop does not end on SIGTERM while idle: kill both outright.
         for process in [mock, daemon] where process.isRunning {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(at: directory)

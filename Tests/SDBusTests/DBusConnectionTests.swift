@@ -49,7 +49,8 @@ struct DBusConnectionTests {
             sink.yield(signal)
         }
         _ = try await bus.call(destination: "org.bluez", path: Self.device, interface: "org.bluez.Device1", member: "Connect")
-        _ = try await bus.call(destination: "org.bluez", path: Self.button, interface: "org.bluez.GattCharacteristic1", member: "StartNotify")
+        _ = try await bus.call(
+            destination: "org.bluez", path: Self.button, interface: "org.bluez.GattCharacteristic1", member: "StartNotify")
         #expect(try double.control("org.bluez.Mock.Notify", [Self.button, "[2]"]).contains("true"))
         var resolved = false
         var value: [UInt8]?

@@ -82,7 +82,9 @@ public final class DBusConnection: @unchecked Sendable {
                 let processed = sd_bus_process(bus, nil)
                 if processed <= 0 { break }
             }
-            for job in jobs.withLock({ jobs in defer { jobs.removeAll() }; return jobs }) { job(bus) }
+            for job in jobs.withLock({ jobs in
+                defer { jobs.removeAll() }; return jobs
+            }) { job(bus) }
             _ = sd_bus_flush(bus)
             var timeout: UInt64 = 0
             _ = sd_bus_get_timeout(bus, &timeout)

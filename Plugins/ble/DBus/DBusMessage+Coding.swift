@@ -52,7 +52,10 @@ enum DBusCoding {
             for element in elements { try append(element, to: message) }
             try check(sd_bus_message_close_container(message))
         case .dictionary(let keyType, let valueType, let entries):
-            try check((keyType + valueType).withCString { sd_bus_message_open_container(message, CChar(UInt8(ascii: "a")), "{\(String(cString: $0))}") })
+            try check(
+                (keyType + valueType).withCString {
+                    sd_bus_message_open_container(message, CChar(UInt8(ascii: "a")), "{\(String(cString: $0))}")
+                })
             for (key, entry) in entries {
                 try check((keyType + valueType).withCString { sd_bus_message_open_container(message, CChar(UInt8(ascii: "e")), $0) })
                 try append(key, to: message)
