@@ -53,12 +53,16 @@ struct BLETests {
 
     /// The values written to the display so far, as text.
     static func written(_ double: BlueZDouble) throws -> [String] {
-        let output = try double.control("org.bluez.Mock.Written", [displayPath])
-        // gdbus prints ([[byte 0x48, 0x69], …],)
-        return output.components(separatedBy: "[byte ").dropFirst().map { entry in
-            let bytes = entry.prefix { $0 != "]" }.components(separatedBy: ", ").compactMap { UInt8($0.dropFirst(2), radix: 16) }
-            return String(decoding: bytes, as: UTF8.self)
-        }
+        let output = try double.control("org.bluez.Mock.Written", [displayPath]).replacingOccurrences(of: "byte ", with: "")
+        // gdbus prints ([[0x48, 0x69], [0x4f, 0x4b]],) ("byte " before the first value only):
+        // every innermost bracket group is one write (an empty list is the outer one's "[]").
+        let groups = try NSRegularExpression(pattern: #"\[([^\[\]]*)\]"#)
+        return groups.matches(in: output, range: NSRange(output.startIndex..., in: output)).compactMap { match in
+            Range(match.range(at: 1), in: output).map { range in
+                let bytes = output[range].components(separatedBy: ", ").compactMap { UInt8($0.dropFirst(2), radix: 16) }
+                return String(decoding: bytes, as: UTF8.self)
+            }
+        }.filter { !$0.isEmpty }
     }
 
     @Test func aPressRunsTheIiideaAndItsResultIsShownOnTheDisplay() throws {
@@ -138,6 +142,35 @@ struct BLETests {
         try double.control("org.bluez.Mock.SetAdapterPowered", ["hci0", "true"])
         router.waitUntil("connected again") { router.occurrences(of: "connected to \(Self.address)") == 2 }
         #expect(try HTTPExchange.send(admin + "/readyz").status == 200)
+        #expect(router.stop() == 0)
+    }
+
+    /// examples/slate-button as its README runs it without the board: button 1 → the display,
+    /// button 2 → MQTT, MQTT → the display.
+    @Test func theSlateButtonExampleRunsAgainstTheDouble() throws {
+        let double = try BlueZDouble()
+        defer { double.stop() }
+        try Self.board(double)
+        let broker = try Mosquitto()
+        let sandbox = try Sandbox()
+        for plugin in ["core", "ble", "mqtt"] { try sandbox.installPlugin(plugin) }
+        let example = BuildProducts.packageRoot.appendingPathComponent("examples/slate-button/routes.yaml")
+        try sandbox.writeRoutes(
+            try String(contentsOf: example, encoding: .utf8).replacingOccurrences(of: "mqtt://127.0.0.1:1883", with: broker.url))
+        let router = try RouterProcess(
+            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root,
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": double.address])
+        router.waitUntil("connected to the board") { router.occurrences(of: "connected to \(Self.address)") == 1 }
+        broker.waitForLog("Sending SUBACK to slate-button")
+        #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[1]"]).contains("true"))
+        router.waitUntil("button 1 on the display") { ((try? Self.written(double)) ?? []).count == 1 }
+        let shown = try Self.written(double)
+        #expect(shown.first?.hasPrefix("short 20") == true, "\(shown)")
+        #expect(try double.control("org.bluez.Mock.Notify", [Self.device + "/service0010/char0012", "[2]"]).contains("true"))
+        broker.waitForLog("'slate/button2', ... (21 bytes))")
+        try broker.publish(topic: "slate/display", message: "Hello", qos: 1)
+        router.waitUntil("the MQTT message on the display") { ((try? Self.written(double)) ?? []).count == 2 }
+        #expect(try Self.written(double).last == "Hello")
         #expect(router.stop() == 0)
     }
 }
