@@ -51,6 +51,26 @@ struct BLETests {
         return (router, "http://" + admin)
     }
 
+    /// The double with the board, a sandbox and the router started on it.
+    final class Rig {
+        let double: BlueZDouble
+        let sandbox: Sandbox
+        let router: RouterProcess
+        let admin: String
+
+        init(service: String = BLETests.service, extraRoutes: String = "", waitForConnection: Bool = true) throws {
+            double = try BlueZDouble()
+            try BLETests.board(double, service: service)
+            sandbox = try Sandbox()
+            (router, admin) = try BLETests.start(sandbox, double: double, extraRoutes: extraRoutes)
+            if waitForConnection {
+                router.waitUntil("connected to the board") { router.occurrences(of: "connected to \(BLETests.address)") == 1 }
+            }
+        }
+
+        deinit { double.stop() }
+    }
+
     /// The values written to the display so far, as text.
     static func written(_ double: BlueZDouble) throws -> [String] {
         let output = try double.control("org.bluez.Mock.Written", [displayPath]).replacingOccurrences(of: "byte ", with: "")
@@ -66,12 +86,7 @@ struct BLETests {
     }
 
     @Test func aPressRunsTheIiideaAndItsResultIsShownOnTheDisplay() throws {
-        let double = try BlueZDouble()
-        defer { double.stop() }
-        try Self.board(double)
-        let sandbox = try Sandbox()
-        let (router, admin) = try Self.start(
-            sandbox, double: double,
+        let rig = try Rig(
             extraRoutes: """
                 iiideas:
                   - id: button-1
@@ -79,7 +94,7 @@ struct BLETests {
                     service: { piece: template, preferences: { text: "Button {{body.button}}: {{body.kind}} press, shown on the display" } }
                     action:  { port: slate.display }
                 """)
-        router.waitUntil("connected to the board") { router.occurrences(of: "connected to \(Self.address)") == 1 }
+        let (double, sandbox, router, admin) = (rig.double, rig.sandbox, rig.router, rig.admin)
         #expect(try HTTPExchange.send(admin + "/readyz").status == 200)
         #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[1]"]).contains("true"))
         router.waitUntil("the display written") { ((try? Self.written(double)) ?? []).count == 1 }
@@ -97,14 +112,12 @@ struct BLETests {
     }
 
     @Test func aBoardWithoutTheServiceFailsTheInstanceWithWhatIsMissing() throws {
-        let double = try BlueZDouble()
-        defer { double.stop() }
-        try Self.board(double, service: "0000180f-0000-1000-8000-00805f9b34fb")
-        let sandbox = try Sandbox()
-        let (router, admin) = try Self.start(sandbox, double: double)
+        let rig = try Rig(service: "0000180f-0000-1000-8000-00805f9b34fb", waitForConnection: false)
+        let (router, admin) = (rig.router, rig.admin)
         router.waitUntil("the missing service reported") {
             router.standardError.contains(
-                "\(Self.address) has no GATT service \(Self.service) (it offers: 0000180f-0000-1000-8000-00805f9b34fb); the instance stops trying")
+                "\(Self.address) has no GATT service \(Self.service) (it offers: 0000180f-0000-1000-8000-00805f9b34fb); the instance stops trying"
+            )
         }
         #expect(try HTTPExchange.send(admin + "/readyz").status == 503)
         #expect(try HTTPExchange.send(admin + "/healthz").status == 200, "the router stays up")
@@ -112,12 +125,8 @@ struct BLETests {
     }
 
     @Test func aDroppedLinkReconnectsAndResubscribes() throws {
-        let double = try BlueZDouble()
-        defer { double.stop() }
-        try Self.board(double)
-        let sandbox = try Sandbox()
-        let (router, admin) = try Self.start(sandbox, double: double)
-        router.waitUntil("connected") { router.occurrences(of: "connected to \(Self.address)") == 1 }
+        let rig = try Rig()
+        let (double, sandbox, router, admin) = (rig.double, rig.sandbox, rig.router, rig.admin)
         try double.control("org.bluez.Mock.DropLink", [Self.device])
         router.waitUntil("the loss noticed") { router.occurrences(of: "lost the board") == 1 }
         router.waitUntil("connected again") { router.occurrences(of: "connected to \(Self.address)") == 2 }
@@ -130,12 +139,8 @@ struct BLETests {
     }
 
     @Test func anAdapterSwitchedOffIsWaitedForAndTheBoardReconnected() throws {
-        let double = try BlueZDouble()
-        defer { double.stop() }
-        try Self.board(double)
-        let sandbox = try Sandbox()
-        let (router, admin) = try Self.start(sandbox, double: double)
-        router.waitUntil("connected") { router.occurrences(of: "connected to \(Self.address)") == 1 }
+        let rig = try Rig()
+        let (double, router, admin) = (rig.double, rig.router, rig.admin)
         try double.control("org.bluez.Mock.SetAdapterPowered", ["hci0", "false"])
         router.waitUntil("waiting for the adapter") { router.occurrences(of: "adapter hci0 is powered off; waiting for it") >= 1 }
         #expect(try HTTPExchange.send(admin + "/readyz").status == 503)

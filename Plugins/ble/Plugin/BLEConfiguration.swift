@@ -45,7 +45,9 @@ struct BLEConfiguration: Sendable {
             guard let characteristic = entry["characteristic"]?.stringValue else {
                 throw PluginError("buttons[\(index)].characteristic is required")
             }
-            return Button(characteristic: try Self.uuid(characteristic, "buttons[\(index)].characteristic"), number: entry["button"]?.intValue ?? index + 1)
+            return Button(
+                characteristic: try Self.uuid(characteristic, "buttons[\(index)].characteristic"),
+                number: entry["button"]?.intValue ?? index + 1)
         }
         var kinds: [UInt8: String] = [:]
         for (key, value) in config["press_kinds"]?.objectValue ?? [:] {
@@ -56,17 +58,19 @@ struct BLEConfiguration: Sendable {
         }
         pressKinds = kinds
         if let display = config["display"] {
-            guard let characteristic = display["characteristic"]?.stringValue else { throw PluginError("display.characteristic is required") }
+            guard let characteristic = display["characteristic"]?.stringValue else {
+                throw PluginError("display.characteristic is required")
+            }
             self.display = Display(
                 characteristic: try Self.uuid(characteristic, "display.characteristic"),
                 withResponse: (display["write"]?.stringValue ?? "request") == "request",
                 maximumLength: display["max_length"]?.intValue ?? 20)
         }
         guard !buttons.isEmpty || display != nil else { throw PluginError("nothing to do: give buttons, a display, or both") }
-        scanTimeout = try Self.duration(config["scan_timeout"], "scan_timeout", default: .seconds(20))
-        connectTimeout = try Self.duration(config["connect_timeout"], "connect_timeout", default: .seconds(20))
-        initialDelay = try Self.duration(config["reconnect"]?["initial_delay"], "reconnect.initial_delay", default: .seconds(1))
-        maximumDelay = try Self.duration(config["reconnect"]?["max_delay"], "reconnect.max_delay", default: .seconds(30))
+        scanTimeout = try PluginError.duration(config["scan_timeout"], "scan_timeout", default: .seconds(20))
+        connectTimeout = try PluginError.duration(config["connect_timeout"], "connect_timeout", default: .seconds(20))
+        initialDelay = try PluginError.duration(config["reconnect"]?["initial_delay"], "reconnect.initial_delay", default: .seconds(1))
+        maximumDelay = try PluginError.duration(config["reconnect"]?["max_delay"], "reconnect.max_delay", default: .seconds(30))
     }
 
     /// A 128-bit UUID in BlueZ's form (lower case); 16-bit ones (`180f`) are expanded with the
@@ -79,12 +83,6 @@ struct BLEConfiguration: Sendable {
             throw PluginError("\(name): '\(text)' is not a UUID like 0000180f-0000-1000-8000-00805f9b34fb or 180f")
         }
         return lower
-    }
-
-    static func duration(_ value: JSONValue?, _ name: String, default fallback: Duration) throws -> Duration {
-        guard let value else { return fallback }
-        guard let nanoseconds = DurationText.nanoseconds(value) else { throw PluginError("\(name): '\(value.text)' is not a duration like 500ms or 10s") }
-        return .nanoseconds(Int64(clamping: nanoseconds))
     }
 
     /// How the device is named in messages.

@@ -1,7 +1,7 @@
 import SDBus
-import Synchronization
 import SwitchyardCore
 import SwitchyardPluginKit
+import Synchronization
 
 /// The link to one board through BlueZ: find it (scanning with a discovery filter when BlueZ
 /// does not know it), connect, wait for service discovery, find the service and its
@@ -59,9 +59,11 @@ final class SlateLink: Sendable {
         await loop?.value
         guard let current = session.withLock({ $0.take() }) else { return }
         for path in current.buttons.keys {
-            _ = try? await bus.call(destination: Self.bluez, path: path, interface: Self.characteristic1, member: "StopNotify", timeout: .seconds(2))
+            _ = try? await bus.call(
+                destination: Self.bluez, path: path, interface: Self.characteristic1, member: "StopNotify", timeout: .seconds(2))
         }
-        _ = try? await bus.call(destination: Self.bluez, path: current.device, interface: Self.device1, member: "Disconnect", timeout: .seconds(2))
+        _ = try? await bus.call(
+            destination: Self.bluez, path: current.device, interface: Self.device1, member: "Disconnect", timeout: .seconds(2))
     }
 
     // MARK: Notifications
@@ -73,7 +75,8 @@ final class SlateLink: Sendable {
             let (button, address) = session.withLock({ session in session.flatMap { s in s.buttons[signal.path].map { ($0, s.address) } } })
         else { return }
         var body: [String: JSONValue] = [
-            "device": .string(address), "button": .int(button), "raw": .string(value.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()),
+            "device": .string(address), "button": .int(button),
+            "raw": .string(value.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()),
         ]
         if let first = value.first, let kind = configuration.pressKinds[first] { body["kind"] = .string(kind) }
         let envelope = Envelope(
@@ -103,7 +106,9 @@ final class SlateLink: Sendable {
             context.metric(.counter, "display_writes_total", 1)
             return (.ok, "")
         } catch {
-            let permanent = ["NotPermitted", "NotSupported", "InvalidArguments", "NotAuthorized"].contains { error.name == "org.bluez.Error." + $0 }
+            let permanent = ["NotPermitted", "NotSupported", "InvalidArguments", "NotAuthorized"].contains {
+                error.name == "org.bluez.Error." + $0
+            }
             return (permanent ? .reject : .retry, "WriteValue: \(error)")
         }
     }
@@ -160,11 +165,14 @@ final class SlateLink: Sendable {
         context.metric(.gauge, "connected", flag ? 1 : 0)
     }
 
-    private func call(_ path: String, _ interface: String, _ member: String, _ arguments: [DBusValue] = [], timeout: Duration = .seconds(25))
+    private func call(
+        _ path: String, _ interface: String, _ member: String, _ arguments: [DBusValue] = [], timeout: Duration = .seconds(25)
+    )
         async throws(Ending) -> [DBusValue]
     {
         do {
-            return try await bus.call(destination: Self.bluez, path: path, interface: interface, member: member, arguments: arguments, timeout: timeout)
+            return try await bus.call(
+                destination: Self.bluez, path: path, interface: interface, member: member, arguments: arguments, timeout: timeout)
         } catch {
             throw .transient("\(interface.split(separator: ".").last ?? "").\(member) on \(path): \(error)")
         }
@@ -186,21 +194,27 @@ final class SlateLink: Sendable {
         let address = model.objects[device]?[Self.device1, "Address"]?.stringValue ?? configuration.address ?? device
         if model.objects[device]?[Self.device1, "Connected"]?.boolValue != true {
             do {
-                _ = try await bus.call(destination: Self.bluez, path: device, interface: Self.device1, member: "Connect", timeout: configuration.connectTimeout)
-            } catch where error.name == "org.bluez.Error.AlreadyConnected" {
+                _ = try await bus.call(
+                    destination: Self.bluez, path: device, interface: Self.device1, member: "Connect", timeout: configuration.connectTimeout
+                )
+            } catch  where error.name == "org.bluez.Error.AlreadyConnected" {
             } catch {
                 throw .transient("Connect to \(address): \(error)")
             }
         }
         // An LE Connect may return before service discovery ends.
-        let resolved = await model.wait(timeout: configuration.connectTimeout) { $0[device]?[Self.device1, "ServicesResolved"]?.boolValue == true }
-        guard resolved else { throw .transient("\(address) connected but its services were not resolved within \(configuration.connectTimeout)") }
+        let resolved = await model.wait(timeout: configuration.connectTimeout) {
+            $0[device]?[Self.device1, "ServicesResolved"]?.boolValue == true
+        }
+        guard resolved else {
+            throw .transient("\(address) connected but its services were not resolved within \(configuration.connectTimeout)")
+        }
 
         let found = try resolveLayout(device: device, address: address)
         for path in found.buttons.keys {
             do {
                 _ = try await bus.call(destination: Self.bluez, path: path, interface: Self.characteristic1, member: "StartNotify")
-            } catch where error.name == "org.bluez.Error.InProgress" {
+            } catch  where error.name == "org.bluez.Error.InProgress" {
             } catch {
                 throw .transient("StartNotify on \(path): \(error)")
             }
@@ -227,7 +241,8 @@ final class SlateLink: Sendable {
             objects.keys.sorted().first { path in
                 guard path.hasPrefix(adapter + "/"), let properties = objects[path]?[Self.device1] else { return false }
                 if let address = self.configuration.address { return properties["Address"]?.stringValue?.uppercased() == address }
-                return properties["Name"]?.stringValue == self.configuration.name || properties["Alias"]?.stringValue == self.configuration.name
+                return properties["Name"]?.stringValue == self.configuration.name
+                    || properties["Alias"]?.stringValue == self.configuration.name
             }
         }
         if let known = matches(model.objects) { return known }
@@ -247,14 +262,19 @@ final class SlateLink: Sendable {
     private func resolveLayout(device: String, address: String) throws(Ending) -> Session {
         let objects = model.objects
         let services = objects.filter { $0.key.hasPrefix(device + "/") && $0.value[Self.service1] != nil }
-        guard let service = services.first(where: { $0.value[Self.service1, "UUID"]?.stringValue?.lowercased() == configuration.service })?.key else {
+        guard
+            let service = services.first(where: { $0.value[Self.service1, "UUID"]?.stringValue?.lowercased() == configuration.service })?
+                .key
+        else {
             let offered = services.values.compactMap { $0[Self.service1, "UUID"]?.stringValue }.sorted()
             throw .missing(
-                "\(address) has no GATT service \(configuration.service) (it offers: \(offered.isEmpty ? "none" : offered.joined(separator: ", ")))")
+                "\(address) has no GATT service \(configuration.service) (it offers: \(offered.isEmpty ? "none" : offered.joined(separator: ", ")))"
+            )
         }
         let characteristics = objects.filter { $0.key.hasPrefix(service + "/") && $0.value[Self.characteristic1] != nil }
         func path(of uuid: String, flags needed: [String], role: String) throws(Ending) -> String {
-            guard let entry = characteristics.first(where: { $0.value[Self.characteristic1, "UUID"]?.stringValue?.lowercased() == uuid }) else {
+            guard let entry = characteristics.first(where: { $0.value[Self.characteristic1, "UUID"]?.stringValue?.lowercased() == uuid })
+            else {
                 let offered = characteristics.values.compactMap { $0[Self.characteristic1, "UUID"]?.stringValue }.sorted()
                 throw .missing(
                     "service \(configuration.service) on \(address) has no \(role) characteristic \(uuid) (it has: \(offered.isEmpty ? "none" : offered.joined(separator: ", ")))"
@@ -262,7 +282,8 @@ final class SlateLink: Sendable {
             }
             let flags = entry.value[Self.characteristic1, "Flags"]?.stringsValue ?? []
             guard needed.contains(where: flags.contains) else {
-                throw .missing("characteristic \(uuid) on \(address) cannot serve as \(role): its flags are \(flags), it needs one of \(needed)")
+                throw .missing(
+                    "characteristic \(uuid) on \(address) cannot serve as \(role): its flags are \(flags), it needs one of \(needed)")
             }
             return entry.key
         }
