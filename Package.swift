@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "core", type: .dynamic, targets: ["CorePlugin"]),
         .library(name: "mqtt", type: .dynamic, targets: ["MQTTPlugin"]),
         .library(name: "push", type: .dynamic, targets: ["PushPlugin"]),
+        .library(name: "ble", type: .dynamic, targets: ["BLEPlugin"]),
         // FCM message checks and webhook signatures, for the push benchmark's bare endpoint.
         .library(name: "PushMessage", targets: ["PushMessage"]),
         // The Swift example plugin of examples/swift-plugin.
@@ -170,6 +171,18 @@ let package = Package(
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
         ),
+        // sd-bus (Debian's libsystemd-dev): the D-Bus client of the ble plugin.
+        .systemLibrary(name: "CSDBus", path: "Plugins/ble/CSDBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // D-Bus values and an sd-bus connection with its own loop thread. No BlueZ knowledge.
+        .target(name: "SDBus", dependencies: ["CSDBus"], path: "Plugins/ble/DBus", swiftSettings: strict),
+        // The ble plugin: a BlueZ client for Slate+-style boards.
+        .target(
+            name: "BLEPlugin",
+            dependencies: ["SDBus", "SwitchyardPluginKit"],
+            path: "Plugins/ble/Plugin",
+            swiftSettings: strict,
+            linkerSettings: pluginLinkerSettings
+        ),
         .target(
             name: "ShoutExample",
             dependencies: ["SwitchyardPluginKit"],
@@ -195,8 +208,8 @@ let package = Package(
         .testTarget(name: "PushMessageTests", dependencies: ["PushMessage", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
-            exclude: ["Support/fcm_endpoint.py"],
+            dependencies: ["SDBus", .product(name: "Crypto", package: "swift-crypto")],
+            exclude: ["Support/fcm_endpoint.py", "Support/bluez_slate.py"],
             swiftSettings: strict
         ),
     ]

@@ -62,15 +62,6 @@ struct IiideaTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func theSlateButtonExampleValidates() throws {
-        let sandbox = try Sandbox()
-        try sandbox.installPlugin("core")
-        let example = BuildProducts.packageRoot.appendingPathComponent("examples/slate-button/routes.yaml").path
-        let result = try RouterProcess.runToExit(["validate", example, "--plugins", sandbox.plugins.path], in: sandbox.root)
-        #expect(result.status == 0, "\(result.errors)")
-        #expect(result.output.hasPrefix("ok: 3 instances"))
-    }
-
     @Test func aFailingServiceEndsTheRunThereAndTheActionDoesNotRun() throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")

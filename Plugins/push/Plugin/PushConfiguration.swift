@@ -45,7 +45,7 @@ struct PushConfiguration: Sendable {
         if let listen = config["listen"]?.stringValue {
             let (host, port) = try Self.hostAndPort(listen)
             let auth = config["auth"]
-            let tolerance = try Self.duration(auth?["tolerance"], "auth.tolerance", default: .seconds(300))
+            let tolerance = try PluginError.duration(auth?["tolerance"], "auth.tolerance", default: .seconds(300))
             var signature: WebhookSignature?
             if let secret = auth?["signing_secret"]?.stringValue {
                 do {
@@ -66,7 +66,7 @@ struct PushConfiguration: Sendable {
                 host: host, port: port, certificateFile: certificate, keyFile: key, bearerToken: bearer, signature: signature,
                 projects: Set((config["projects"]?.arrayValue ?? []).compactMap(\.stringValue)),
                 maximumBodySize: bodyLimit,
-                acknowledgeTimeout: try Self.duration(config["ack_timeout"], "ack_timeout", default: .seconds(30)))
+                acknowledgeTimeout: try PluginError.duration(config["ack_timeout"], "ack_timeout", default: .seconds(30)))
         }
         if let fcm = config["fcm"] {
             guard let account = fcm["service_account"]?.stringValue else { throw PluginError("fcm.service_account is required") }
@@ -77,24 +77,16 @@ struct PushConfiguration: Sendable {
                 baseURL: String((fcm["base_url"]?.stringValue ?? "https://fcm.googleapis.com").trimmingSuffix("/")),
                 tokenURL: fcm["token_url"]?.stringValue,
                 audience: fcm["audience"]?.stringValue ?? ServiceAccount.googleTokenAudience,
-                requestTimeout: try Self.duration(fcm["timeout"], "fcm.timeout", default: .seconds(10)),
+                requestTimeout: try PluginError.duration(fcm["timeout"], "fcm.timeout", default: .seconds(10)),
                 maximumInFlight: fcm["max_in_flight"]?.intValue ?? 64,
                 attempts: retry?["attempts"]?.intValue ?? 5,
-                initialBackoff: try Self.duration(retry?["backoff"], "fcm.retry.backoff", default: .milliseconds(500)),
-                maximumBackoff: try Self.duration(retry?["max_backoff"], "fcm.retry.max_backoff", default: .seconds(30)),
+                initialBackoff: try PluginError.duration(retry?["backoff"], "fcm.retry.backoff", default: .milliseconds(500)),
+                maximumBackoff: try PluginError.duration(retry?["max_backoff"], "fcm.retry.max_backoff", default: .seconds(30)),
                 validateOnly: fcm["validate_only"]?.boolValue ?? false)
         }
         guard webhook != nil || sender != nil else {
             throw PluginError("nothing to do: set listen (the webhook), fcm (the sender), or both")
         }
-    }
-
-    static func duration(_ value: JSONValue?, _ name: String, default fallback: Duration) throws -> Duration {
-        guard let value else { return fallback }
-        guard let nanoseconds = DurationText.nanoseconds(value) else {
-            throw PluginError("\(name): '\(value.text)' is not a duration like 500ms, 10s or 5m")
-        }
-        return .nanoseconds(Int64(clamping: nanoseconds))
     }
 
     static func hostAndPort(_ listen: String) throws -> (String, Int) {

@@ -113,7 +113,13 @@ final class IiideaRunner {
             var outputScope = EnvelopeScope(output)
             action.headers["iiidea.preferences"] = preferences.render(&outputScope).serialized()
         }
-        guard route.targets(for: action).contains(0), let sink = route.sinks.first else {
+        // Acting on the instance that emitted the trigger (a board's button and its display) is
+        // the chain's purpose, not a loop; an envelope that already went round is still stopped.
+        let actsOnTrigger =
+            route.sinks.first.map { sink in
+                action.trace.last == sink.instance.name && action.trace.filter { $0 == sink.instance.name }.count == 1
+            } ?? false
+        guard actsOnTrigger || route.targets(for: action).contains(0), let sink = route.sinks.first else {
             end(runID, .action, error: "loop stopped: the action's instance is already in the envelope's trace")
             return
         }

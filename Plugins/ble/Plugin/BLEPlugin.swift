@@ -1,0 +1,135 @@
+import Dispatch
+import SDBus
+import SwitchyardCore
+import SwitchyardPluginKit
+
+/// The exported entry point of `libble.so`.
+@_cdecl("switchyard_plugin_entry")
+public func switchyardPluginEntry(_ offer: UnsafeRawPointer?, _ table: UnsafeMutableRawPointer?, _ capacity: Int) -> UInt32 {
+    PluginExport.negotiate(BLEPlugin.self, offer: offer, table: table, capacity: capacity)
+}
+
+/// A Slate+-style BLE board through BlueZ's D-Bus API: its buttons as a source, its display as
+/// a sink. One instance per board.
+final class BLEPlugin: SwitchyardPlugin {
+    static let buttonsPort = "buttons"
+    static let displayPort = "display"
+    static let pressType = "ble.ButtonPress"
+
+    static let manifest = PluginManifest(
+        name: "ble",
+        version: "0.1.0",
+        summary: "BLE boards (Slate+ buttons and display) through BlueZ over D-Bus",
+        ports: [
+            PortDeclaration(
+                name: buttonsPort, direction: .source, types: [pressType], requires: "buttons",
+                summary: "One envelope per button notification"),
+            PortDeclaration(
+                name: displayPort, direction: .sink, types: ["*"], requires: "display",
+                summary: "Writes the text (a string body, or its text field) to the display characteristic; acknowledged once written"),
+        ],
+        types: [
+            pressType: [
+                "type": "object",
+                "required": ["device", "button", "raw"],
+                "properties": [
+                    "device": ["type": "string"], "button": ["type": "integer"], "kind": ["type": "string"], "raw": ["type": "string"],
+                ],
+            ]
+        ],
+        config: [
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["device", "service"],
+            "properties": [
+                "adapter": ["type": "string", "description": "BlueZ adapter, default hci0"],
+                "device": [
+                    "type": "object", "additionalProperties": false,
+                    "properties": ["address": ["type": "string"], "name": ["type": "string"]],
+                ],
+                "service": ["type": "string", "description": "the GATT service UUID"],
+                "buttons": [
+                    "type": "array",
+                    "items": [
+                        "type": "object", "additionalProperties": false, "required": ["characteristic"],
+                        "properties": ["characteristic": ["type": "string"], "button": ["type": "integer", "minimum": 1]],
+                    ],
+                ],
+                "press_kinds": ["type": "object", "additionalProperties": ["type": "string"]],
+                "display": [
+                    "type": "object", "additionalProperties": false, "required": ["characteristic"],
+                    "properties": [
+                        "characteristic": ["type": "string"], "write": ["enum": ["request", "command"]],
+                        "max_length": ["type": "integer", "minimum": 1, "maximum": 512],
+                    ],
+                ],
+                "scan_timeout": ["type": ["string", "integer"]],
+                "connect_timeout": ["type": ["string", "integer"]],
+                "reconnect": [
+                    "type": "object", "additionalProperties": false,
+                    "properties": ["initial_delay": ["type": ["string", "integer"]], "max_delay": ["type": ["string", "integer"]]],
+                ],
+            ],
+        ]
+    )
+
+    private let context: PluginContext
+    private let configuration: BLEConfiguration
+    private let bus: DBusConnection
+    private let link: SlateLink
+
+    init(context: PluginContext, name: String, config: JSONValue) throws {
+        self.context = context
+        configuration = try BLEConfiguration(config: config)
+        do {
+            bus = try DBusConnection()
+        } catch {
+            throw PluginError("D-Bus system bus (DBUS_SYSTEM_BUS_ADDRESS or /run/dbus/system_bus_socket): \(error)")
+        }
+        link = SlateLink(configuration: configuration, context: context, bus: bus)
+    }
+
+    func start() throws {
+        context.metric(.gauge, "ready", 0)
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        Task { [link] in
+            do throws(DBusError) {
+                try await link.start()
+            } catch {
+                outcome.error = error
+            }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.error { throw PluginError("subscribing to BlueZ's signals: \(error)") }
+    }
+
+    func stop() {
+        let done = DispatchSemaphore(value: 0)
+        Task { [link] in
+            await link.stop()
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + 10)
+        bus.close()
+    }
+
+    func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
+        let text: String
+        switch envelope.decodedBody() {
+        case .string(let string): text = string
+        case .object(let fields) where fields["text"]?.stringValue != nil: text = fields["text"]?.stringValue ?? ""
+        default: text = envelope.bodyText
+        }
+        Task { [link] in
+            let (outcome, reason) = await link.write(text)
+            delivery.ack(outcome, reason: reason)
+        }
+    }
+}
+
+/// The error of the start task, read after its semaphore.
+private final class Outcome: @unchecked Sendable {
+    var error: DBusError?
+}

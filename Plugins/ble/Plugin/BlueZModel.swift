@@ -1,0 +1,122 @@
+import SDBus
+import Synchronization
+
+/// BlueZ's object tree as this client last saw it (from `GetManagedObjects`, kept current by
+/// `InterfacesAdded`/`InterfacesRemoved`/`PropertiesChanged`), and waits for a condition on it.
+/// Conditions are checked against the current state, never against past events, so a signal
+/// from an earlier connection cannot end a wait of a later one.
+final class BlueZModel: Sendable {
+    /// Object path → interface → property → value.
+    typealias Objects = [String: [String: [String: DBusValue]]]
+
+    private struct Waiter {
+        var condition: @Sendable (Objects) -> Bool
+        var continuation: CheckedContinuation<Bool, Never>
+    }
+
+    private struct State {
+        var objects: Objects = [:]
+        var waiters: [UInt64: Waiter] = [:]
+        var nextWaiter: UInt64 = 0
+        /// Waits that timed out (or were cancelled) before they were registered.
+        var expiredEarly: Set<UInt64> = []
+    }
+
+    private let state = Mutex(State())
+
+    /// The tree now.
+    var objects: Objects { state.withLock { $0.objects } }
+
+    /// Replaces the tree with a `GetManagedObjects` reply (`a{oa{sa{sv}}}`).
+    func reset(from reply: DBusValue?) {
+        var objects: Objects = [:]
+        for (path, interfaces) in reply?.dictionaryValue ?? [:] {
+            objects[path] = Self.interfaces(interfaces)
+        }
+        update { $0 = objects }
+    }
+
+    /// Applies a BlueZ signal to the tree.
+    func apply(_ signal: DBusSignal) {
+        switch (signal.interface, signal.member) {
+        case ("org.freedesktop.DBus.ObjectManager", "InterfacesAdded"):
+            guard signal.arguments.count == 2, let path = signal.arguments[0].stringValue else { return }
+            let added = Self.interfaces(signal.arguments[1])
+            update { objects in objects[path, default: [:]].merge(added) { _, new in new } }
+        case ("org.freedesktop.DBus.ObjectManager", "InterfacesRemoved"):
+            guard signal.arguments.count == 2, let path = signal.arguments[0].stringValue else { return }
+            let removed = signal.arguments[1].stringsValue ?? []
+            update { objects in
+                for interface in removed { objects[path]?.removeValue(forKey: interface) }
+                if objects[path]?.isEmpty == true { objects.removeValue(forKey: path) }
+            }
+        case ("org.freedesktop.DBus.Properties", "PropertiesChanged"):
+            guard signal.arguments.count >= 2, let interface = signal.arguments[0].stringValue else { return }
+            let changed = (signal.arguments[1].dictionaryValue ?? [:]).mapValues(\.unwrapped)
+            let invalidated = signal.arguments.count > 2 ? signal.arguments[2].stringsValue ?? [] : []
+            update { objects in
+                guard objects[signal.path] != nil else { return }
+                objects[signal.path, default: [:]][interface, default: [:]].merge(changed) { _, new in new }
+                for name in invalidated { objects[signal.path]?[interface]?.removeValue(forKey: name) }
+            }
+        default:
+            break
+        }
+    }
+
+    private static func interfaces(_ value: DBusValue) -> [String: [String: DBusValue]] {
+        (value.dictionaryValue ?? [:]).mapValues { ($0.dictionaryValue ?? [:]).mapValues(\.unwrapped) }
+    }
+
+    private func update(_ change: (inout Objects) -> Void) {
+        let satisfied = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            change(&state.objects)
+            let objects = state.objects
+            let done = state.waiters.filter { $0.value.condition(objects) }
+            for key in done.keys { state.waiters.removeValue(forKey: key) }
+            return done.values.map(\.continuation)
+        }
+        for continuation in satisfied { continuation.resume(returning: true) }
+    }
+
+    /// Waits until `condition` holds for the tree (true) or `timeout` passes (false).
+    func wait(timeout: Duration, until condition: @escaping @Sendable (Objects) -> Bool) async -> Bool {
+        let id = state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        let timer = Task {
+            // Cancelled once the wait is over: then there is nothing to expire.
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            self.expire(id)
+        }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let answer = state.withLock { state -> Bool? in
+                    if condition(state.objects) { return true }
+                    if state.expiredEarly.remove(id) != nil { return false }
+                    state.waiters[id] = Waiter(condition: condition, continuation: continuation)
+                    return nil
+                }
+                if let answer { continuation.resume(returning: answer) }
+            }
+        } onCancel: {
+            self.expire(id)
+        }
+    }
+
+    private func expire(_ id: UInt64) {
+        let waiter = state.withLock { state in
+            let waiter = state.waiters.removeValue(forKey: id)
+            if waiter == nil { state.expiredEarly.insert(id) }
+            return waiter
+        }
+        waiter?.continuation.resume(returning: false)
+    }
+}
+
+extension [String: [String: DBusValue]] {
+    /// A property of one of the object's interfaces.
+    subscript(interface: String, property: String) -> DBusValue? { self[interface]?[property] }
+}

@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+
+/// The ble plugin through the router binary against the BlueZ double on a private bus: a press
+/// runs an iiidea whose result is written to the display, a board without the service, a
+/// dropped link, and the adapter switched off and on.
+@Suite(.timeLimit(.minutes(2)))
+struct BLETests {
+    static let address = "AA:BB:CC:DD:EE:01"
+    static let device = "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"
+    static let service = "4e1c0001-5a1d-4f0e-9b7a-52695656e7a0"
+    static let button1 = "4e1c0002-5a1d-4f0e-9b7a-52695656e7a0"
+    static let button2 = "4e1c0003-5a1d-4f0e-9b7a-52695656e7a0"
+    static let display = "4e1c0004-5a1d-4f0e-9b7a-52695656e7a0"
+    static let button1Path = device + "/service0010/char0011"
+    static let displayPath = device + "/service0010/char0013"
+
+    /// An adapter and the board, with `service` (the Slate+ layout unless told otherwise).
+    static func board(_ double: BlueZDouble, service: String = service) throws {
+        try double.control("org.bluez.Mock.AddAdapter", ["hci0", "switchyard"])
+        try double.control("org.bluez.Mock.AddDevice", ["hci0", address, "Slate+"])
+        try double.control(
+            "org.bluez.Mock.AddGattLayout",
+            [
+                device, service,
+                "[('\(button1)', ['notify']), ('\(button2)', ['notify']), ('\(display)', ['write', 'write-without-response'])]",
+            ])
+    }
+
+    static func start(_ sandbox: Sandbox, double: BlueZDouble, extraRoutes: String = "") throws -> (RouterProcess, String) {
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("ble")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              slate:
+                plugin: ble
+                device: { address: "\(address)" }
+                service: "\(service)"
+                buttons: [ { characteristic: "\(button1)", button: 1 }, { characteristic: "\(button2)", button: 2 } ]
+                press_kinds: { "1": short, "2": long }
+                display: { characteristic: "\(display)", write: request, max_length: 20 }
+                reconnect: { initial_delay: 100ms, max_delay: 500ms }
+              out: { plugin: core, file: { path: "\(sandbox.path("presses.jsonl"))" } }
+            routes:
+              - { from: slate.buttons, to: out.write }
+            \(extraRoutes)
+            """)
+        let (router, admin) = try RouterProcess.startWithAdmin(
+            sandbox, extra: ["--spool", sandbox.path("state.db")], environment: ["DBUS_SYSTEM_BUS_ADDRESS": double.address])
+        return (router, "http://" + admin)
+    }
+
+    /// The double with the board, a sandbox and the router started on it.
+    final class Rig {
+        let double: BlueZDouble
+        let sandbox: Sandbox
+        let router: RouterProcess
+        let admin: String
+
+        init(service: String = BLETests.service, extraRoutes: String = "", waitForConnection: Bool = true) throws {
+            double = try BlueZDouble()
+            try BLETests.board(double, service: service)
+            sandbox = try Sandbox()
+            (router, admin) = try BLETests.start(sandbox, double: double, extraRoutes: extraRoutes)
+            if waitForConnection {
+                router.waitUntil("connected to the board") { router.occurrences(of: "connected to \(BLETests.address)") == 1 }
+            }
+        }
+
+        deinit { double.stop() }
+    }
+
+    /// The values written to the display so far, as text.
+    static func written(_ double: BlueZDouble) throws -> [String] {
+        let output = try double.control("org.bluez.Mock.Written", [displayPath]).replacingOccurrences(of: "byte ", with: "")
+        // gdbus prints ([[0x48, 0x69], [0x4f, 0x4b]],) ("byte " before the first value only):
+        // every innermost bracket group is one write (an empty list is the outer one's "[]").
+        let groups = try NSRegularExpression(pattern: #"\[([^\[\]]*)\]"#)
+        return groups.matches(in: output, range: NSRange(output.startIndex..., in: output)).compactMap { match in
+            Range(match.range(at: 1), in: output).map { range in
+                let bytes = output[range].components(separatedBy: ", ").compactMap { UInt8($0.dropFirst(2), radix: 16) }
+                return String(decoding: bytes, as: UTF8.self)
+            }
+        }.filter { !$0.isEmpty }
+    }
+
+    @Test func aPressRunsTheIiideaAndItsResultIsShownOnTheDisplay() throws {
+        let rig = try Rig(
+            extraRoutes: """
+                iiideas:
+                  - id: button-1
+                    trigger: { port: slate.buttons, when: "body.button == 1" }
+                    service: { piece: template, preferences: { text: "Button {{body.button}}: {{body.kind}} press, shown on the display" } }
+                    action:  { port: slate.display }
+                """)
+        let (double, sandbox, router, admin) = (rig.double, rig.sandbox, rig.router, rig.admin)
+        #expect(try HTTPExchange.send(admin + "/readyz").status == 200)
+        #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[1]"]).contains("true"))
+        router.waitUntil("the display written") { ((try? Self.written(double)) ?? []).count == 1 }
+        // Cut to max_length (20 bytes) at a character boundary.
+        #expect(try Self.written(double) == ["Button 1: short pres"])
+        let presses = try sandbox.jsonLines(of: "presses.jsonl")
+        #expect(presses.count == 1)
+        let press = try #require(presses.first?["body"] as? [String: Any])
+        #expect(press["device"] as? String == Self.address)
+        #expect(press["button"] as? Int == 1)
+        #expect(press["kind"] as? String == "short")
+        #expect(press["raw"] as? String == "01")
+        #expect(presses.first?["type"] as? String == "ble.ButtonPress")
+        #expect(router.stop() == 0)
+    }
+
+    @Test func aBoardWithoutTheServiceFailsTheInstanceWithWhatIsMissing() throws {
+        let rig = try Rig(service: "0000180f-0000-1000-8000-00805f9b34fb", waitForConnection: false)
+        let (router, admin) = (rig.router, rig.admin)
+        router.waitUntil("the missing service reported") {
+            router.standardError.contains(
+                "\(Self.address) has no GATT service \(Self.service) (it offers: 0000180f-0000-1000-8000-00805f9b34fb); the instance stops trying"
+            )
+        }
+        #expect(try HTTPExchange.send(admin + "/readyz").status == 503)
+        #expect(try HTTPExchange.send(admin + "/healthz").status == 200, "the router stays up")
+        #expect(router.stop() == 0)
+    }
+
+    @Test func aDroppedLinkReconnectsAndResubscribes() throws {
+        let rig = try Rig()
+        let (double, sandbox, router, admin) = (rig.double, rig.sandbox, rig.router, rig.admin)
+        try double.control("org.bluez.Mock.DropLink", [Self.device])
+        router.waitUntil("the loss noticed") { router.occurrences(of: "lost the board") == 1 }
+        router.waitUntil("connected again") { router.occurrences(of: "connected to \(Self.address)") == 2 }
+        #expect(try HTTPExchange.send(admin + "/readyz").status == 200)
+        // Notifications flow again only because the plugin started them again.
+        #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[2]"]).contains("true"))
+        router.waitUntil("the press after reconnecting") { sandbox.lines(of: "presses.jsonl").count == 1 }
+        #expect(((try sandbox.jsonLines(of: "presses.jsonl").first?["body"] as? [String: Any])?["kind"] as? String) == "long")
+        #expect(router.stop() == 0)
+    }
+
+    @Test func anAdapterSwitchedOffIsWaitedForAndTheBoardReconnected() throws {
+        let rig = try Rig()
+        let (double, router, admin) = (rig.double, rig.router, rig.admin)
+        try double.control("org.bluez.Mock.SetAdapterPowered", ["hci0", "false"])
+        router.waitUntil("waiting for the adapter") { router.occurrences(of: "adapter hci0 is powered off; waiting for it") >= 1 }
+        #expect(try HTTPExchange.send(admin + "/readyz").status == 503)
+        try double.control("org.bluez.Mock.SetAdapterPowered", ["hci0", "true"])
+        router.waitUntil("connected again") { router.occurrences(of: "connected to \(Self.address)") == 2 }
+        #expect(try HTTPExchange.send(admin + "/readyz").status == 200)
+        #expect(router.stop() == 0)
+    }
+
+    /// examples/slate-button as its README runs it without the board: button 1 → the display,
+    /// button 2 → MQTT, MQTT → the display.
+    @Test func theSlateButtonExampleRunsAgainstTheDouble() throws {
+        let double = try BlueZDouble()
+        defer { double.stop() }
+        try Self.board(double)
+        let broker = try Mosquitto()
+        let sandbox = try Sandbox()
+        for plugin in ["core", "ble", "mqtt"] { try sandbox.installPlugin(plugin) }
+        let example = BuildProducts.packageRoot.appendingPathComponent("examples/slate-button/routes.yaml")
+        try sandbox.writeRoutes(
+            try String(contentsOf: example, encoding: .utf8).replacingOccurrences(of: "mqtt://127.0.0.1:1883", with: broker.url))
+        let router = try RouterProcess(
+            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root,
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": double.address])
+        router.waitUntil("connected to the board") { router.occurrences(of: "connected to \(Self.address)") == 1 }
+        broker.waitForLog("Sending SUBACK to slate-button")
+        #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[1]"]).contains("true"))
+        router.waitUntil("button 1 on the display") { ((try? Self.written(double)) ?? []).count == 1 }
+        let shown = try Self.written(double)
+        #expect(shown.first?.hasPrefix("short 20") == true, "\(shown)")
+        #expect(try double.control("org.bluez.Mock.Notify", [Self.device + "/service0010/char0012", "[2]"]).contains("true"))
+        broker.waitForLog("'slate/button2', ... (21 bytes))")
+        try broker.publish(topic: "slate/display", message: "Hello", qos: 1)
+        router.waitUntil("the MQTT message on the display") { ((try? Self.written(double)) ?? []).count == 2 }
+        #expect(try Self.written(double).last == "Hello")
+        #expect(router.stop() == 0)
+    }
+}
