@@ -33,7 +33,9 @@ public final class Spool: @unchecked Sendable {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
         database = try SQLiteDatabase(path: path)
-        try database.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;")
+        // The timeout first: switching to WAL needs a lock another process (a `dlq` command, a
+        // router that is still closing the file) may hold for a moment.
+        try database.execute("PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         try database.execute(
             """
             CREATE TABLE IF NOT EXISTS spool(
