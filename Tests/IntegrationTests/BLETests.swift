@@ -16,15 +16,16 @@ struct BLETests {
     static let displayPath = device + "/service0010/char0013"
 
     /// An adapter and the board, with `service` (the Slate+ layout unless told otherwise).
-    static func board(_ double: BlueZDouble, service: String = service) throws {
-        try double.control("org.bluez.Mock.AddAdapter", ["hci0", "switchyard"])
-        try double.control("org.bluez.Mock.AddDevice", ["hci0", address, "Slate+"])
+    static func board(_ double: BlueZDouble, service: String = service, withAdapter: Bool = true) throws {
+        if withAdapter { try double.control("org.bluez.Mock.AddAdapter", ["hci0", "switchyard"]) }
+        // The layout first: the device is connectable the moment it appears.
         try double.control(
             "org.bluez.Mock.AddGattLayout",
             [
                 device, service,
                 "[('\(button1)', ['notify']), ('\(button2)', ['notify']), ('\(display)', ['write', 'write-without-response'])]",
             ])
+        try double.control("org.bluez.Mock.AddDevice", ["hci0", address, "Slate+"])
     }
 
     static func start(_ sandbox: Sandbox, double: BlueZDouble, extraRoutes: String = "") throws -> (RouterProcess, String) {
@@ -58,9 +59,13 @@ struct BLETests {
         let router: RouterProcess
         let admin: String
 
-        init(service: String = BLETests.service, extraRoutes: String = "", waitForConnection: Bool = true) throws {
+        init(service: String = BLETests.service, extraRoutes: String = "", boardKnown: Bool = true, waitForConnection: Bool = true) throws {
             double = try BlueZDouble()
-            try BLETests.board(double, service: service)
+            if boardKnown {
+                try BLETests.board(double, service: service)
+            } else {
+                try double.control("org.bluez.Mock.AddAdapter", ["hci0", "switchyard"])
+            }
             sandbox = try Sandbox()
             (router, admin) = try BLETests.start(sandbox, double: double, extraRoutes: extraRoutes)
             if waitForConnection {
@@ -176,6 +181,24 @@ struct BLETests {
         try broker.publish(topic: "slate/display", message: "Hello", qos: 1)
         router.waitUntil("the MQTT message on the display") { ((try? Self.written(double)) ?? []).count == 2 }
         #expect(try Self.written(double).last == "Hello")
+        #expect(router.stop() == 0)
+    }
+
+    @Test func anUnknownBoardIsScannedForWithTheServiceAsDiscoveryFilter() throws {
+        let rig = try Rig(boardKnown: false, waitForConnection: false)
+        let (double, router) = (rig.double, rig.router)
+        router.waitUntil("the scan") { router.occurrences(of: "scanning for \(Self.address) with service \(Self.service)") == 1 }
+        let filter = try double.control("org.freedesktop.DBus.Mock.GetMethodCalls", path: "/org/bluez/hci0", ["SetDiscoveryFilter"])
+        #expect(filter.contains("'UUIDs': <['\(Self.service)']>"), "\(filter)")
+        #expect(filter.contains("'Transport': <'le'>"), "\(filter)")
+        #expect(
+            try double.control("org.freedesktop.DBus.Mock.GetMethodCalls", path: "/org/bluez/hci0", ["StartDiscovery"]).contains("[(uint64")
+        )
+        // The board comes into range: BlueZ announces it (InterfacesAdded) and the link connects.
+        try Self.board(double, withAdapter: false)
+        router.waitUntil("connected to the board found by the scan") { router.occurrences(of: "connected to \(Self.address)") == 1 }
+        #expect(
+            try double.control("org.freedesktop.DBus.Mock.GetMethodCalls", path: "/org/bluez/hci0", ["StopDiscovery"]).contains("[(uint64"))
         #expect(router.stop() == 0)
     }
 }

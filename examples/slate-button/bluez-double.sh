@@ -20,8 +20,8 @@ mock=$!
 trap 'kill -9 $mock $daemon 2>/dev/null; rm -rf "$dir"' EXIT
 mock() { gdbus call --address "$DBUS_SYSTEM_BUS_ADDRESS" --dest org.bluez --object-path / --method "org.bluez.Mock.$1" "${@:2}" >/dev/null; }
 for _ in $(seq 100); do mock AddAdapter hci0 slate-double 2>/dev/null && break; sleep 0.05; done
-mock AddDevice hci0 AA:BB:CC:DD:EE:01 "Slate+"
 mock AddGattLayout /org/bluez/hci0/dev_AA_BB_CC_DD_EE_01 4e1c0001-5a1d-4f0e-9b7a-52695656e7a0 \
   "[('4e1c0002-5a1d-4f0e-9b7a-52695656e7a0', ['notify']), ('4e1c0003-5a1d-4f0e-9b7a-52695656e7a0', ['notify']), ('4e1c0004-5a1d-4f0e-9b7a-52695656e7a0', ['write'])]"
+mock AddDevice hci0 AA:BB:CC:DD:EE:01 "Slate+"
 echo "export DBUS_SYSTEM_BUS_ADDRESS=$DBUS_SYSTEM_BUS_ADDRESS"
 wait $mock

@@ -46,9 +46,7 @@ def set_props(obj, iface, props):
 @dbus.service.method(bluez5.BLUEZ_MOCK_IFACE, in_signature='ssa(sas)', out_signature='')
 def AddGattLayout(self, device_path, service_uuid, characteristics):
     '''Declares the primary service and its characteristics (uuid, flags) a device reveals once
-    connected and resolved.'''
-    if device_path not in mockobject.objects:
-        raise bluez_error('DoesNotExist', 'no device ' + device_path)
+    connected and resolved. May come before the device exists (a board about to come into range).'''
     self.layouts.setdefault(device_path, []).append(
         (str(service_uuid), [(str(uuid), [str(flag) for flag in flags]) for uuid, flags in characteristics]))
 
