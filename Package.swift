@@ -184,7 +184,10 @@ let package = Package(
             linkerSettings: pluginLinkerSettings
         ),
         // SIP messages (RFC 3261): parser, serializer, stream framing. No I/O; fuzzed by its tests.
-        .target(name: "SIPCodec", path: "Plugins/sip/Codec", swiftSettings: strict),
+        .target(
+            name: "SIPCodec", dependencies: [.product(name: "Crypto", package: "swift-crypto")], path: "Plugins/sip/Codec",
+            swiftSettings: strict
+        ),
         .target(
             name: "ShoutExample",
             dependencies: ["SwitchyardPluginKit"],

@@ -51,9 +51,10 @@ import Testing
             Hi
             """)
         let message = try SIPParser.parse(datagram: text)
-        #expect(message.headers.values("Via") == [
-            "SIP/2.0/TCP 192.0.2.1;branch=z9hG4bKa", "SIP/2.0/UDP 192.0.2.2;branch=z9hG4bKb", "SIP/2.0/UDP 192.0.2.3;branch=z9hG4bKc",
-        ])
+        #expect(
+            message.headers.values("Via") == [
+                "SIP/2.0/TCP 192.0.2.1;branch=z9hG4bKa", "SIP/2.0/UDP 192.0.2.2;branch=z9hG4bKb", "SIP/2.0/UDP 192.0.2.3;branch=z9hG4bKc",
+            ])
         // A comma inside quotes does not split; From has one value.
         #expect(message.headers.values("From") == [#""Alice, \"the\" first" <sip:alice@example.com>;tag=1"#])
         #expect(message.headers["Subject"] == "one, two")
@@ -96,7 +97,8 @@ import Testing
         ("HELLO", "start line 'HELLO' has not three parts"),
     ])
     func badStartLinesAreRefusedWithTheLine(startLine: String, reason: String) throws {
-        let text = Self.bytes(startLine + "\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\nFrom: <sip:a@x>\nTo: <sip:b@x>\nCall-ID: 1\nCSeq: 1 MESSAGE\n\n")
+        let text = Self.bytes(
+            startLine + "\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\nFrom: <sip:a@x>\nTo: <sip:b@x>\nCall-ID: 1\nCSeq: 1 MESSAGE\n\n")
         let error = #expect(throws: SIPParseError.self) { try SIPParser.parse(datagram: text) }
         #expect(error?.kind == .malformed)
         #expect(error?.reason == reason)
@@ -104,7 +106,8 @@ import Testing
     }
 
     @Test func missingHeadersAndInconsistentCSeqAreRefused() throws {
-        let noCallID = Self.bytes("MESSAGE sip:b@x SIP/2.0\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\nFrom: <sip:a@x>\nTo: <sip:b@x>\nCSeq: 1 MESSAGE\n\n")
+        let noCallID = Self.bytes(
+            "MESSAGE sip:b@x SIP/2.0\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\nFrom: <sip:a@x>\nTo: <sip:b@x>\nCSeq: 1 MESSAGE\n\n")
         #expect(throws: SIPParseError(.malformed, "missing Call-ID header")) { try SIPParser.parse(datagram: noCallID) }
         let wrongMethod = Self.bytes(
             "MESSAGE sip:b@x SIP/2.0\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\nFrom: <sip:a@x>\nTo: <sip:b@x>\nCall-ID: 1\nCSeq: 1 INVITE\n\n")
@@ -140,7 +143,8 @@ import Testing
         #expect(messages.count == 2)
         #expect(messages.allSatisfy { $0.body == Array("Hello".utf8) })
         var noLength = SIPStreamDecoder()
-        noLength.append(Array(String(decoding: Self.message, as: UTF8.self).replacingOccurrences(of: "Content-Length: 5\r\n", with: "").utf8))
+        noLength.append(
+            Array(String(decoding: Self.message, as: UTF8.self).replacingOccurrences(of: "Content-Length: 5\r\n", with: "").utf8))
         #expect(throws: SIPParseError(.malformed, "no Content-Length on a stream transport")) { try noLength.next() }
     }
 
@@ -154,10 +158,14 @@ import Testing
             var bytes = Self.message
             for _ in 0..<Int.random(in: 1...4, using: &generator) {
                 switch Int.random(in: 0..<4, using: &generator) {
-                case 0 where !bytes.isEmpty: bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+                case 0 where !bytes.isEmpty:
+                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
                 case 1 where !bytes.isEmpty: bytes.removeLast(Int.random(in: 0..<bytes.count, using: &generator))
                 case 2: bytes.insert(UInt8.random(in: 0...255, using: &generator), at: Int.random(in: 0...bytes.count, using: &generator))
-                default: bytes.insert(contentsOf: Array(":\r\n ,\"<".utf8).shuffled(using: &generator), at: Int.random(in: 0...bytes.count, using: &generator))
+                default:
+                    bytes.insert(
+                        contentsOf: Array(":\r\n ,\"<".utf8).shuffled(using: &generator),
+                        at: Int.random(in: 0...bytes.count, using: &generator))
                 }
             }
             do {

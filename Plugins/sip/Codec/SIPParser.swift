@@ -64,7 +64,9 @@ public enum SIPParser {
             guard length <= limits.bodyBytes else { throw SIPParseError(.tooLarge, "body of \(length) bytes, limit \(limits.bodyBytes)") }
             message.body = Array(rest.prefix(length))
         } else {
-            guard rest.count <= limits.bodyBytes else { throw SIPParseError(.tooLarge, "body of \(rest.count) bytes, limit \(limits.bodyBytes)") }
+            guard rest.count <= limits.bodyBytes else {
+                throw SIPParseError(.tooLarge, "body of \(rest.count) bytes, limit \(limits.bodyBytes)")
+            }
             message.body = Array(rest)
         }
         return message
