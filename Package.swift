@@ -183,6 +183,11 @@ let package = Package(
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
         ),
+        // SIP messages (RFC 3261): parser, serializer, stream framing. No I/O; fuzzed by its tests.
+        .target(
+            name: "SIPCodec", dependencies: [.product(name: "Crypto", package: "swift-crypto")], path: "Plugins/sip/Codec",
+            swiftSettings: strict
+        ),
         .target(
             name: "ShoutExample",
             dependencies: ["SwitchyardPluginKit"],
@@ -205,6 +210,7 @@ let package = Package(
         .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime"], swiftSettings: strict),
         .testTarget(name: "SwitchyardSpoolTests", dependencies: ["SwitchyardSpool", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec"], swiftSettings: strict),
+        .testTarget(name: "SIPCodecTests", dependencies: ["SIPCodec"], swiftSettings: strict),
         .testTarget(name: "PushMessageTests", dependencies: ["PushMessage", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
