@@ -39,7 +39,10 @@ public struct SIPAddress: Sendable, Equatable {
         guard uri.contains(":"), !uri.contains(" ") else { return nil }
         parameters = rest.split(separator: ";").map { $0.trimmingWhitespaceSubstring() }.filter { !$0.isEmpty }.map { parameter in
             guard let equals = parameter.firstIndex(of: "=") else { return (parameter.lowercased(), nil) }
-            return (parameter[..<equals].trimmingWhitespaceSubstring().lowercased(), parameter[parameter.index(after: equals)...].trimmingWhitespaceSubstring())
+            return (
+                parameter[..<equals].trimmingWhitespaceSubstring().lowercased(),
+                parameter[parameter.index(after: equals)...].trimmingWhitespaceSubstring()
+            )
         }
     }
 

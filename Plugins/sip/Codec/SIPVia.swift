@@ -42,7 +42,10 @@ public struct SIPVia: Sendable, Equatable {
         guard !host.isEmpty else { return nil }
         parameters = parts.dropFirst().filter { !$0.isEmpty }.map { parameter in
             guard let equals = parameter.firstIndex(of: "=") else { return (parameter.lowercased(), nil) }
-            return (parameter[..<equals].trimmingWhitespaceSubstring().lowercased(), parameter[parameter.index(after: equals)...].trimmingWhitespaceSubstring())
+            return (
+                parameter[..<equals].trimmingWhitespaceSubstring().lowercased(),
+                parameter[parameter.index(after: equals)...].trimmingWhitespaceSubstring()
+            )
         }
     }
 
