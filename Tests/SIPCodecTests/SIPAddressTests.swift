@@ -19,8 +19,8 @@ import Testing
     @Test func contactWithExpiresRoundTrips() throws {
         var address = try #require(SIPAddress("Bob <sip:bob@192.0.2.4:5070>;expires=3600"))
         #expect(address.displayName == "Bob")
-        #expect(address[parameter: "expires"] == "3600")
-        address.set(parameter: "expires", "0")
+        #expect(address.parameters["expires"] == "3600")
+        address.parameters.set("expires", "0")
         #expect(address.text == #""Bob" <sip:bob@192.0.2.4:5070>;expires=0"#)
         #expect(SIPAddress(address.text) == address)
     }

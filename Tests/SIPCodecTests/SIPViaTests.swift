@@ -8,17 +8,17 @@ import Testing
         #expect(via.host == "192.0.2.1")
         #expect(via.port == 5062)
         #expect(via.branch == "z9hG4bK776")
-        #expect(via[parameter: "rport"] == "")
-        #expect(via[parameter: "received"] == "198.51.100.7")
-        #expect(via[parameter: "maddr"] == nil)
+        #expect(via.parameters["rport"] == "")
+        #expect(via.parameters["received"] == "198.51.100.7")
+        #expect(via.parameters["maddr"] == nil)
     }
 
     @Test func ipv6AndNoPortAndRportFilledIn() throws {
         var via = try #require(SIPVia("SIP/2.0/TLS [2001:db8::1];branch=z9hG4bKx;rport"))
         #expect(via.host == "[2001:db8::1]")
         #expect(via.port == nil)
-        via.set(parameter: "rport", "40000")
-        via.set(parameter: "received", "2001:db8::9")
+        via.parameters.set("rport", "40000")
+        via.parameters.set("received", "2001:db8::9")
         #expect(via.text == "SIP/2.0/TLS [2001:db8::1];branch=z9hG4bKx;rport=40000;received=2001:db8::9")
     }
 

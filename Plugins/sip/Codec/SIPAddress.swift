@@ -5,11 +5,11 @@ public struct SIPAddress: Sendable, Equatable {
     public var displayName: String?
     /// The URI (`sip:alice@example.com`), without angle brackets.
     public var uri: String
-    /// Header parameters after the URI, in order; a flag parameter has a nil value.
-    public var parameters: [(name: String, value: String?)]
+    /// Header parameters after the URI (`tag`, `expires`…).
+    public var parameters: SIPParameters
 
     /// Creates an address.
-    public init(displayName: String? = nil, uri: String, parameters: [(name: String, value: String?)] = []) {
+    public init(displayName: String? = nil, uri: String, parameters: SIPParameters = SIPParameters()) {
         self.displayName = displayName
         self.uri = uri
         self.parameters = parameters
@@ -37,41 +37,16 @@ public struct SIPAddress: Sendable, Equatable {
             rest = trimmed[end...]
         }
         guard uri.contains(":"), !uri.contains(" ") else { return nil }
-        parameters = rest.split(separator: ";").map { $0.trimmingWhitespaceSubstring() }.filter { !$0.isEmpty }.map { parameter in
-            guard let equals = parameter.firstIndex(of: "=") else { return (parameter.lowercased(), nil) }
-            return (
-                parameter[..<equals].trimmingWhitespaceSubstring().lowercased(),
-                parameter[parameter.index(after: equals)...].trimmingWhitespaceSubstring()
-            )
-        }
-    }
-
-    /// A parameter's value (`""` for a flag), nil when absent.
-    public subscript(parameter name: String) -> String? {
-        parameters.first { $0.name == name.lowercased() }.map { $0.value ?? "" }
+        parameters = SIPParameters(parsing: rest)
     }
 
     /// The dialog tag.
-    public var tag: String? { self[parameter: "tag"] }
-
-    /// Sets (or adds) a parameter.
-    public mutating func set(parameter name: String, _ value: String?) {
-        if let index = parameters.firstIndex(where: { $0.name == name.lowercased() }) {
-            parameters[index].value = value
-        } else {
-            parameters.append((name.lowercased(), value))
-        }
-    }
+    public var tag: String? { parameters["tag"] }
 
     /// The header value, always in `name-addr` form.
     public var text: String {
-        var result = displayName.map { "\"\(SIPDigest.quoted($0))\" " } ?? ""
-        result += "<\(uri)>"
-        for (name, value) in parameters { result += ";" + name + (value.map { "=" + $0 } ?? "") }
-        return result
+        (displayName.map { "\"\(SIPDigest.quoted($0))\" " } ?? "") + "<\(uri)>" + parameters.text
     }
-
-    public static func == (lhs: SIPAddress, rhs: SIPAddress) -> Bool { lhs.text == rhs.text }
 }
 
 extension String {

@@ -6,11 +6,11 @@ public struct SIPVia: Sendable, Equatable {
     public var host: String
     /// The sent-by port, if given.
     public var port: Int?
-    /// Parameters in order (`branch`, `rport`, `received`…); a flag parameter has a nil value.
-    public var parameters: [(name: String, value: String?)]
+    /// `branch`, `rport`, `received`…
+    public var parameters: SIPParameters
 
     /// Creates a Via.
-    public init(transport: String, host: String, port: Int?, parameters: [(name: String, value: String?)]) {
+    public init(transport: String, host: String, port: Int?, parameters: SIPParameters = SIPParameters()) {
         self.transport = transport
         self.host = host
         self.port = port
@@ -40,40 +40,15 @@ public struct SIPVia: Sendable, Equatable {
             port = nil
         }
         guard !host.isEmpty else { return nil }
-        parameters = parts.dropFirst().filter { !$0.isEmpty }.map { parameter in
-            guard let equals = parameter.firstIndex(of: "=") else { return (parameter.lowercased(), nil) }
-            return (
-                parameter[..<equals].trimmingWhitespaceSubstring().lowercased(),
-                parameter[parameter.index(after: equals)...].trimmingWhitespaceSubstring()
-            )
-        }
-    }
-
-    /// A parameter's value (`""` for a flag), nil when absent.
-    public subscript(parameter name: String) -> String? {
-        parameters.first { $0.name == name.lowercased() }.map { $0.value ?? "" }
+        parameters = SIPParameters(parsing: parts.dropFirst().joined(separator: ";"))
     }
 
     /// The branch, which identifies the transaction when it has the RFC 3261 magic cookie.
-    public var branch: String? { self[parameter: "branch"] }
-
-    /// Sets (or adds) a parameter.
-    public mutating func set(parameter name: String, _ value: String?) {
-        if let index = parameters.firstIndex(where: { $0.name == name.lowercased() }) {
-            parameters[index].value = value
-        } else {
-            parameters.append((name.lowercased(), value))
-        }
-    }
+    public var branch: String? { parameters["branch"] }
 
     /// The header value.
     public var text: String {
-        var result = "SIP/2.0/\(transport) \(host)" + (port.map { ":\($0)" } ?? "")
-        for (name, value) in parameters { result += ";" + name + (value.map { "=" + $0 } ?? "") }
-        return result
+        "SIP/2.0/\(transport) \(host)" + (port.map { ":\($0)" } ?? "") + parameters.text
     }
 
-    public static func == (lhs: SIPVia, rhs: SIPVia) -> Bool {
-        lhs.text == rhs.text
-    }
 }
