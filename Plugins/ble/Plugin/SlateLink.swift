@@ -31,7 +31,6 @@ final class SlateLink: Sendable {
     private let model = BlueZModel()
     private let session = Mutex<Session?>(nil)
     private let task = Mutex<Task<Void, Never>?>(nil)
-    private let presses = Atomic<Int>(0)
 
     init(configuration: BLEConfiguration, context: PluginContext, bus: DBusConnection) {
         self.configuration = configuration
@@ -88,7 +87,6 @@ final class SlateLink: Sendable {
             context.metric(.counter, "presses_dropped_total", 1)
             context.log(.warning, "button \(button) press not taken by the router (\(result)): a notification cannot be asked for again")
         }
-        _ = presses.add(1, ordering: .relaxed)
     }
 
     // MARK: Display
