@@ -71,7 +71,7 @@ actor AccessTokenProvider {
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + assertion
         request.body = .bytes(ByteBuffer(string: form))
         let started = ContinuousClock.now
-        let response = try await client.execute(request, timeout: .nanoseconds(timeout.nanosecondsValue))
+        let response = try await client.execute(request, timeout: TimeAmount(timeout))
         let body = try await response.body.collect(upTo: 1 << 20)
         let json = try? JSONValue(parsing: body.readableBytesView)
         guard response.status.code == 200, let value = json?["access_token"]?.stringValue else {
@@ -101,12 +101,4 @@ struct AssertionClaims: JWTPayload {
 struct TokenError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds.
-    var nanosecondsValue: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
 }

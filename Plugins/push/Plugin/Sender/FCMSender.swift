@@ -156,7 +156,7 @@ final class FCMSender: Sendable {
                 let token = try await tokens.token()
                 request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)")
                 request.body = .bytes(ByteBuffer(bytes: bytes))
-                let response = try await client.execute(request, timeout: .nanoseconds(settings.requestTimeout.nanosecondsValue))
+                let response = try await client.execute(request, timeout: TimeAmount(settings.requestTimeout))
                 let answer = try await response.body.collect(upTo: 1 << 20)
                 if response.status.code == 200 {
                     context.metric(.counter, "fcm_sent_total", 1)
