@@ -4,6 +4,7 @@ public import Logging
 import Metrics
 import NIOCore
 public import Prometheus
+import SwitchyardCore
 public import SwitchyardRuntime
 public import SwitchyardSpool
 import Synchronization
@@ -166,23 +167,13 @@ struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if request.uri.path == "/healthz" { return try await next(request, context) }
-        let given = request.headers[.authorization] ?? ""
-        guard constantTimeEquals(Array(given.utf8), Array(("Bearer " + token).utf8)) else {
+        guard BearerToken.matches(header: request.headers[.authorization], expected: token) else {
             return Response(
                 status: .unauthorized, headers: [.wwwAuthenticate: "Bearer", .contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\"a bearer token is required\"}\n")))
         }
         return try await next(request, context)
     }
-}
-
-/// Compares without an early exit, so the time taken does not tell how much of a guess matched.
-func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-    var difference = UInt8(truncatingIfNeeded: lhs.count ^ rhs.count)
-    for index in 0..<max(lhs.count, rhs.count) {
-        difference |= (index < lhs.count ? lhs[index] : 0) ^ (index < rhs.count ? rhs[index] : 0)
-    }
-    return difference == 0
 }
 
 extension Response {

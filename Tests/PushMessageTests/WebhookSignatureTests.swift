@@ -69,12 +69,4 @@ import Testing
         replay.forget("b")
         #expect(replay.admit("b", now: 122))
     }
-
-    @Test func bearerTokensCompareWhole() {
-        #expect(BearerToken.matches(header: "Bearer abc", expected: "abc"))
-        #expect(!BearerToken.matches(header: "Bearer abcd", expected: "abc"))
-        #expect(!BearerToken.matches(header: "Bearer ab", expected: "abc"))
-        #expect(!BearerToken.matches(header: "bearer abc", expected: "abc"))
-        #expect(!BearerToken.matches(header: nil, expected: "abc"))
-    }
 }
