@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "mqtt", type: .dynamic, targets: ["MQTTPlugin"]),
         .library(name: "push", type: .dynamic, targets: ["PushPlugin"]),
         .library(name: "ble", type: .dynamic, targets: ["BLEPlugin"]),
+        .library(name: "sip", type: .dynamic, targets: ["SIPPlugin"]),
         // FCM message checks and webhook signatures, for the push benchmark's bare endpoint.
         .library(name: "PushMessage", targets: ["PushMessage"]),
         // The Swift example plugin of examples/swift-plugin.
@@ -187,6 +188,19 @@ let package = Package(
         .target(
             name: "SIPCodec", dependencies: [.product(name: "Crypto", package: "swift-crypto")], path: "Plugins/sip/Codec",
             swiftSettings: strict
+        ),
+        // The sip plugin: a SwiftNIO user agent per instance (UDP, TCP, TLS).
+        .target(
+            name: "SIPPlugin",
+            dependencies: [
+                "SIPCodec", "SwitchyardPluginKit",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Plugins/sip/Plugin",
+            swiftSettings: strict,
+            linkerSettings: pluginLinkerSettings
         ),
         .target(
             name: "ShoutExample",

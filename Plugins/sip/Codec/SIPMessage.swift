@@ -153,7 +153,9 @@ public struct SIPHeaders: Sendable, Equatable, ExpressibleByDictionaryLiteral {
         return spellings[lower] ?? name
     }
 
-    static func splitValues(_ value: String) -> [String] {
+    /// The comma-separated values of one header field (`Via`, `Contact`…), commas inside
+    /// quotes and angle brackets kept.
+    public static func splitValues(_ value: String) -> [String] {
         var values: [String] = []
         var current = ""
         var quoted = false

@@ -72,6 +72,26 @@ public enum SIPParser {
         return message
     }
 
+    /// What a server needs to answer a request it could not parse with 400 or 513: the
+    /// request line and the Via, From, To, Call-ID and CSeq fields, read leniently (§21.4.1).
+    /// Nil when even those are missing, or the bytes are a response.
+    public static func salvageRequest(_ bytes: [UInt8]) -> SIPMessage? {
+        let head = bytes.prefix(16384)
+        var lines = head.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).lazy.map {
+            String(decoding: $0.last == UInt8(ascii: "\r") ? $0.dropLast() : $0, as: UTF8.self)
+        }.makeIterator()
+        guard let first = lines.next(), let startLine = try? parseStartLine(first, line: 1), case .request = startLine else { return nil }
+        var headers = SIPHeaders()
+        while let line = lines.next(), !line.isEmpty {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = SIPHeaders.canonicalName(line[..<colon].trimmingWhitespaceSubstring())
+            guard mandatory.contains(name) else { continue }
+            headers.append(name, line[line.index(after: colon)...].trimmingWhitespaceSubstring())
+        }
+        guard mandatory.allSatisfy({ headers[$0] != nil }) else { return nil }
+        return SIPMessage(startLine: startLine, headers: headers)
+    }
+
     /// Where the header section ends: the index of its final CRLF (or LF) pair, and where the
     /// body starts. Nil when there is no blank line within `limit` bytes.
     static func headerEnd(in bytes: ArraySlice<UInt8>, limit: Int) -> (headerEnd: Int, bodyStart: Int)? {

@@ -1,0 +1,141 @@
+import NIOCore
+import SIPCodec
+import SwitchyardCore
+import SwitchyardPluginKit
+
+/// An incoming MESSAGE waiting for the router: the server transactions to answer (more than
+/// one when a sender resent it with a new branch) and the answer deadline.
+struct IncomingMessage {
+    var serverKeys: [String]
+    var dialogKey: String
+    var deadline: Scheduled<Void>?
+}
+
+/// A MESSAGE answered with a 2xx, remembered so a resend with a new branch is not emitted twice.
+struct AnsweredMessage {
+    var status: Int
+    var expiry: NIODeadline
+}
+
+extension SIPAgent {
+    // MARK: MESSAGE in
+
+    /// RFC 3428 §7: the content type must be acceptable (else 415 with Accept); the message is
+    /// emitted once and answered when the router has it (200, or 202 for store-and-forward).
+    func receivedMessage(_ request: SIPMessage, key: String) {
+        let dialog = Self.dialogKey(request)
+        if let previous = answered[dialog] {
+            context.metric(.counter, "duplicates_total", 1)
+            return respond(key, status: previous.status, reason: Self.reasonPhrase(previous.status))
+        }
+        if let token = incoming.first(where: { $0.value.dialogKey == dialog })?.key {
+            context.metric(.counter, "duplicates_total", 1)
+            incoming[token]?.serverKeys.append(key)
+            return
+        }
+        let contentType = request.headers["Content-Type"] ?? "text/plain"
+        guard accepts(contentType) else {
+            context.metric(.counter, "unsupported_media_total", 1)
+            context.log(.warning, "refused a MESSAGE from \(request.headers["From"] ?? "?") with content type \(contentType) (415)")
+            return respond(
+                key, status: 415, reason: "Unsupported Media Type", headers: [("Accept", configuration.accept.joined(separator: ", "))])
+        }
+        context.metric(.counter, "messages_received_total", 1)
+        nextSettleToken += 1
+        let token = nextSettleToken
+        incoming[token] = IncomingMessage(serverKeys: [key], dialogKey: dialog)
+        let result = context.emit(SIPEnvelopes.envelope(for: request), on: SIPPlugin.messagesPort, settleToken: token)
+        switch result {
+        case .ok:
+            incoming[token]?.deadline = eventLoop.scheduleTask(in: TimeAmount(configuration.answerTimeout)) {
+                self.context.log(.warning, "the router did not take a MESSAGE within receive.answer_timeout; answered 503")
+                self.finishIncoming(token, status: 503)
+            }
+        case .full:
+            context.metric(.counter, "refused_full_total", 1)
+            finishIncoming(token, status: 503, headers: [("Retry-After", "1")])
+        case .stopped:
+            finishIncoming(token, status: 503)
+        case .invalid, .unknownPort, .failed:
+            finishIncoming(token, status: 500)
+        }
+    }
+
+    /// The router settled an emitted MESSAGE (any thread).
+    func settled(token: UInt64, outcome: DeliveryOutcome) {
+        eventLoop.execute {
+            self.finishIncoming(token, status: outcome == .ok ? self.configuration.answerStatus : outcome == .retry ? 503 : 500)
+        }
+    }
+
+    private func finishIncoming(_ token: UInt64, status: Int, headers: [(String, String)] = []) {
+        guard let message = incoming.removeValue(forKey: token) else { return }
+        message.deadline?.cancel()
+        if (200..<300).contains(status) {
+            answered[message.dialogKey] = AnsweredMessage(status: status, expiry: .now() + TimeAmount(configuration.duplicateWindow))
+        }
+        for key in message.serverKeys { respond(key, status: status, reason: Self.reasonPhrase(status), headers: headers) }
+    }
+
+    /// Whether `contentType` (parameters ignored) matches `receive.accept`.
+    func accepts(_ contentType: String) -> Bool {
+        let media = (contentType.split(separator: ";").first.map(String.init) ?? "").trimmingCharacters(in: " ").lowercased()
+        let type = media.split(separator: "/").first.map(String.init) ?? media
+        return configuration.accept.contains { $0 == "*/*" || $0 == media || $0 == type + "/*" }
+    }
+
+    static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 202: "Accepted"
+        case 400: "Bad Request"
+        case 415: "Unsupported Media Type"
+        case 500: "Server Internal Error"
+        case 503: "Service Unavailable"
+        default: "Status \(status)"
+        }
+    }
+
+    // MARK: MESSAGE out
+
+    /// Sends one MESSAGE for a delivery; acknowledged on the final answer: 2xx → ok;
+    /// 408/480/500/503/504, Timer F or a transport failure → retry; any other 4xx-6xx → reject.
+    func send(_ outgoing: SIPEnvelopes.Outgoing, delivery: Delivery) {
+        guard !stopped else { return finish(delivery, .retry, reason: "sip instance stopped") }
+        let target: SIPTarget
+        do {
+            target = try self.target(for: outgoing.to)
+        } catch {
+            return finish(delivery, .reject, reason: error.message)
+        }
+        var request = newRequest(
+            method: "MESSAGE", uri: outgoing.to, to: outgoing.to, callID: Self.randomToken(20) + "@switchyard", cseq: 1,
+            fromTag: Self.randomToken(10))
+        for (name, value) in outgoing.headers { request.headers.append(name, value) }
+        request.headers.append("Content-Type", outgoing.contentType)
+        request.body = outgoing.body
+        self.request(request, to: target) { outcome in
+            switch outcome {
+            case .response(let response) where (200..<300).contains(response.status ?? 0):
+                self.context.metric(.counter, "messages_sent_total", 1)
+                self.finish(delivery, .ok)
+            case .response(let response):
+                let status = response.status ?? 0
+                let reason = "MESSAGE to \(outgoing.to): \(status) \(Self.reason(response))"
+                self.context.metric(.counter, "messages_failed_total", 1)
+                self.finish(delivery, [408, 480, 500, 503, 504].contains(status) ? .retry : .reject, reason: reason)
+            case .timedOut:
+                self.context.metric(.counter, "messages_failed_total", 1)
+                self.finish(delivery, .retry, reason: "MESSAGE to \(outgoing.to): no answer within 64·T1 (Timer F)")
+            case .transportFailed(let reason):
+                self.context.metric(.counter, "messages_failed_total", 1)
+                self.finish(delivery, .retry, reason: "MESSAGE to \(outgoing.to): \(reason)")
+            }
+        }
+    }
+
+    func finish(_ delivery: Delivery, _ outcome: DeliveryOutcome, reason: String = "") {
+        outstanding.subtract(1, ordering: .releasing)
+        delivery.ack(outcome, reason: reason)
+    }
+}

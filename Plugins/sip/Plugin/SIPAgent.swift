@@ -1,0 +1,439 @@
+import NIOCore
+import NIOPosix
+import SIPCodec
+import SwitchyardCore
+import SwitchyardPluginKit
+import Synchronization
+
+/// One sip instance's user agent: its transactions (RFC 3261 §17) on a ``SIPTransport``,
+/// digest authentication, registration (``SIPAgent+Registration``) and pager-mode messaging
+/// (``SIPAgent+Messages``).
+///
+/// Every mutable field is only touched on `eventLoop`; the entry points hop onto it.
+final class SIPAgent: @unchecked Sendable {
+    /// How a client request ended, after any authentication round.
+    enum RequestOutcome {
+        /// A final response (2xx-6xx).
+        case response(SIPMessage)
+        /// Timer F: no final response in 64·T1.
+        case timedOut
+        /// The transport could not send it.
+        case transportFailed(String)
+    }
+
+    /// A client transaction and what it needs to run: the request as sent, where to, its timers.
+    struct ClientTransaction {
+        var machine: SIPClientTransaction
+        var bytes: [UInt8]
+        var target: SIPTarget
+        var timers: [SIPTimer: Scheduled<Void>] = [:]
+        var response: SIPMessage?
+        var completion: (RequestOutcome) -> Void
+    }
+
+    /// A server transaction: the request, where its answers go, what was last answered.
+    struct ServerTransaction {
+        var machine: SIPServerTransaction
+        var request: SIPMessage
+        var peer: SIPPeer
+        var lastResponse: [UInt8] = []
+        var timer: Scheduled<Void>?
+    }
+
+    /// A digest challenge this agent answers, and how often its nonce has been used.
+    struct CachedChallenge {
+        var challenge: SIPDigest.Challenge
+        var count: UInt32
+    }
+
+    let configuration: SIPConfiguration
+    let context: PluginContext
+    let eventLoop: any EventLoop
+    let transport: SIPTransport
+
+    var clients: [String: ClientTransaction] = [:]
+    var servers: [String: ServerTransaction] = [:]
+    /// The last challenge per header (`Authorization` or `Proxy-Authorization`): answered
+    /// up front on later requests, saving the 401/407 round trip while the nonce lasts.
+    var challenges: [String: CachedChallenge] = [:]
+    var stopped = false
+    var sweepTask: RepeatedTask?
+
+    // Registration (SIPAgent+Registration).
+    var registration = RegistrationState()
+
+    // Messaging (SIPAgent+Messages).
+    var incoming: [UInt64: IncomingMessage] = [:]
+    var answered: [String: AnsweredMessage] = [:]
+    var nextSettleToken: UInt64 = 0
+    /// Deliveries taken from the router and not yet acknowledged (read from any thread).
+    let outstanding = Atomic<Int>(0)
+
+    init(configuration: SIPConfiguration, context: PluginContext) {
+        self.configuration = configuration
+        self.context = context
+        eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        transport = SIPTransport(configuration: configuration, eventLoop: eventLoop)
+        transport.delegate = self
+    }
+
+    // MARK: Entry points (any thread)
+
+    /// Binds the sockets (so a start error reaches the user) and starts registering.
+    func start() throws {
+        context.metric(.gauge, "ready", 0)
+        context.metric(.gauge, "registered", 0)
+        let bound = eventLoop.flatSubmit { self.transport.start() }
+        do {
+            try bound.wait()
+        } catch {
+            let listen = "\(configuration.listenHost):\(configuration.listenPort)"
+            throw PluginError("sip: cannot listen on \(listen) (UDP and TCP): \(error)")
+        }
+        eventLoop.execute {
+            self.context.log(.info, "listening on \(self.configuration.listenHost):\(self.transport.port) (UDP, TCP)"
+                + (self.transport.tlsPort.map { ", TLS on \($0)" } ?? ""))
+            self.sweepTask = self.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in self.sweep() }
+            if self.configuration.registration != nil {
+                self.register()
+            } else {
+                self.context.metric(.gauge, "ready", 1)
+            }
+        }
+    }
+
+    /// Unregisters (waiting up to a few seconds for the registrar) and closes the sockets;
+    /// what is still waiting is failed so the router can account for it.
+    func stop() {
+        let unregistered = eventLoop.flatSubmit { self.unregister() }
+        _ = try? unregistered.wait()
+        let closed = eventLoop.flatSubmit {
+            self.stopped = true
+            self.sweepTask?.cancel()
+            self.registration.timer?.cancel()
+            for (branch, _) in self.clients { self.finishClient(branch, .transportFailed("sip instance stopped")) }
+            for (token, message) in self.incoming {
+                self.incoming[token] = nil
+                for key in message.serverKeys { self.respond(key, status: 503, reason: "Service Unavailable") }
+            }
+            return self.transport.stop()
+        }
+        _ = try? closed.wait()
+    }
+
+    // MARK: Client transactions
+
+    /// Sends a request in a new client transaction: adds the Via (with `rport` and a fresh
+    /// branch), moves a large request from UDP to TCP (RFC 3261 §18.1.1), and runs timers.
+    func send(_ request: SIPMessage, to target: SIPTarget, completion: @escaping (RequestOutcome) -> Void) {
+        eventLoop.assertInEventLoop()
+        var target = target
+        var request = request
+        // 1300 bytes with room for the Via this adds.
+        if target.transport == .udp, request.serialized().count + 120 > 1300 { target.transport = .tcp }
+        let branch = "z9hG4bK" + Self.randomToken(16)
+        var via = SIPVia(transport: target.transport.viaName, host: viaHost, port: localPort(for: target.transport))
+        via.parameters.set("rport", nil)
+        via.parameters.set("branch", branch)
+        request.headers.prepend("Via", via.text)
+        let bytes = request.serialized()
+        var machine = SIPClientTransaction(timers: configuration.timers, reliable: target.transport.isReliable)
+        let actions = machine.start()
+        clients[branch] = ClientTransaction(machine: machine, bytes: bytes, target: target, completion: completion)
+        context.metric(.counter, "requests_sent_total", 1)
+        perform(actions, branch: branch)
+    }
+
+    private func perform(_ actions: [SIPClientTransaction.Action], branch: String) {
+        for action in actions {
+            guard var transaction = clients[branch] else { return }
+            switch action {
+            case .sendRequest:
+                let target = transaction.target
+                transport.send(transaction.bytes, to: target).whenFailure { error in
+                    self.context.log(.warning, "sending to \(target): \(error)")
+                    self.handle(.transportError, branch: branch)
+                }
+                if transaction.machine.state != .trying || transaction.timers[.e] != nil {
+                    context.metric(.counter, "retransmissions_total", 1)
+                }
+            case .schedule(let timer, let delay):
+                transaction.timers[timer]?.cancel()
+                transaction.timers[timer] = eventLoop.scheduleTask(in: TimeAmount(delay)) { self.handle(.timer(timer), branch: branch) }
+                clients[branch] = transaction
+            case .cancel(let timer):
+                transaction.timers[timer]?.cancel()
+                transaction.timers[timer] = nil
+                clients[branch] = transaction
+            case .deliver(let status):
+                guard status >= 200, let response = transaction.response else { continue }
+                transaction.completion(.response(response))
+            case .timedOut:
+                context.metric(.counter, "timeouts_total", 1)
+                transaction.completion(.timedOut)
+            case .failed:
+                transaction.completion(.transportFailed("could not send to \(transaction.target)"))
+            case .terminate:
+                for timer in transaction.timers.values { timer.cancel() }
+                clients[branch] = nil
+            }
+        }
+    }
+
+    private func handle(_ event: SIPClientTransaction.Event, branch: String) {
+        guard var transaction = clients[branch] else { return }
+        let actions = transaction.machine.handle(event)
+        clients[branch] = transaction
+        perform(actions, branch: branch)
+    }
+
+    /// Ends a transaction from outside the state machine (shutdown).
+    private func finishClient(_ branch: String, _ outcome: RequestOutcome) {
+        guard let transaction = clients.removeValue(forKey: branch) else { return }
+        for timer in transaction.timers.values { timer.cancel() }
+        transaction.completion(outcome)
+    }
+
+    // MARK: Requests with authentication
+
+    /// Sends a request and answers 401/407 challenges with the identity's credentials (MD5 or
+    /// SHA-256, the strongest offered; qop=auth). A challenge to credentials just given, not
+    /// marked stale, is the final answer: the credentials are wrong.
+    func request(
+        _ request: SIPMessage, to target: SIPTarget, authenticationRounds: Int = 0, completion: @escaping (RequestOutcome) -> Void
+    ) {
+        var request = request
+        let authorized = authorize(&request)
+        send(request, to: target) { outcome in
+            guard case .response(let response) = outcome, response.status == 401 || response.status == 407,
+                self.configuration.identity.password != nil, authenticationRounds < 2
+            else { return completion(outcome) }
+            let proxy = response.status == 407
+            let header = proxy ? "Proxy-Authorization" : "Authorization"
+            let offered = response.headers.values(proxy ? "Proxy-Authenticate" : "WWW-Authenticate")
+            guard let challenge = SIPDigest.Challenge.strongest(in: offered) else { return completion(outcome) }
+            // Answered credentials challenged again without stale=true: they are wrong. (An
+            // answer to a cached nonce gets one fresh try.)
+            if let nonce = authorized[header], !challenge.stale, nonce == challenge.nonce || authenticationRounds > 0 {
+                return completion(outcome)
+            }
+            self.challenges[header] = CachedChallenge(challenge: challenge, count: 0)
+            var retry = request
+            retry.headers.remove("Via")
+            if let cseq = retry.headers.cseq { retry.headers.set("CSeq", "\(cseq.number + 1) \(cseq.method)") }
+            self.request(retry, to: target, authenticationRounds: authenticationRounds + 1, completion: completion)
+        }
+    }
+
+    /// Adds answers to the cached challenges; returns the nonce answered per header.
+    private func authorize(_ request: inout SIPMessage) -> [String: String] {
+        guard let password = configuration.identity.password, case .request(let method, let uri) = request.startLine else { return [:] }
+        var answered: [String: String] = [:]
+        for header in ["Authorization", "Proxy-Authorization"] {
+            request.headers.remove(header)
+            guard var cached = challenges[header] else { continue }
+            cached.count += 1
+            challenges[header] = cached
+            let value = SIPDigest.authorization(
+                challenge: cached.challenge, username: configuration.identity.impi, password: password, method: method, uri: uri,
+                cnonce: Self.randomToken(16), nc: cached.count)
+            request.headers.append(header, value)
+            answered[header] = cached.challenge.nonce
+        }
+        return answered
+    }
+
+    // MARK: Server transactions
+
+    /// The server transaction a request belongs to (RFC 3261 §17.2.3): branch, sent-by and
+    /// method; the older Call-ID/CSeq/From-tag identity for a request without an RFC 3261 branch.
+    static func serverKey(_ request: SIPMessage) -> String? {
+        guard let top = request.headers["Via"].flatMap({ SIPHeaders.splitValues($0).first }).flatMap(SIPVia.init),
+            let method = request.method
+        else { return nil }
+        let matchedMethod = method == "ACK" ? "INVITE" : method
+        if let branch = top.branch, branch.hasPrefix("z9hG4bK") {
+            return "\(branch)|\(top.host):\(top.port ?? 0)|\(matchedMethod)"
+        }
+        return "\(request.headers["Call-ID"] ?? "")|\(request.headers.cseq?.number ?? 0)|\(dialogKey(request))|\(matchedMethod)"
+    }
+
+    /// Call-ID, CSeq number and From tag: the same request even when resent with a new branch.
+    static func dialogKey(_ request: SIPMessage) -> String {
+        let tag = request.headers["From"].flatMap(SIPAddress.init)?.tag ?? ""
+        return "\(request.headers["Call-ID"] ?? "")|\(request.headers.cseq?.number ?? 0)|\(tag)"
+    }
+
+    /// Answers the request of server transaction `key`.
+    func respond(_ key: String, status: Int, reason: String, headers extra: [(String, String)] = []) {
+        guard var transaction = servers[key] else { return }
+        var response = Self.response(to: transaction.request, from: transaction.peer, status: status, reason: reason)
+        for (name, value) in extra { response.headers.append(name, value) }
+        transaction.lastResponse = response.serialized()
+        let actions = transaction.machine.respond(status: status)
+        servers[key] = transaction
+        performServer(actions, key: key)
+    }
+
+    private func performServer(_ actions: [SIPServerTransaction.Action], key: String) {
+        for action in actions {
+            guard var transaction = servers[key] else { return }
+            switch action {
+            case .sendResponse:
+                let peer = transaction.peer
+                transport.send(transaction.lastResponse, to: peer).whenFailure { error in
+                    self.context.log(.warning, "answering \(peer.addressText): \(error)")
+                }
+            case .schedule(_, let delay):
+                transaction.timer = eventLoop.scheduleTask(in: TimeAmount(delay)) {
+                    guard var transaction = self.servers[key] else { return }
+                    let actions = transaction.machine.timerJ()
+                    self.servers[key] = transaction
+                    self.performServer(actions, key: key)
+                }
+                servers[key] = transaction
+            case .terminate:
+                transaction.timer?.cancel()
+                servers[key] = nil
+            }
+        }
+    }
+
+    /// A response to `request` (RFC 3261 §8.2.6): its Via fields (the top one marked with where
+    /// it really came from, RFC 3581), From, To with a tag, Call-ID and CSeq.
+    static func response(to request: SIPMessage, from peer: SIPPeer, status: Int, reason: String) -> SIPMessage {
+        var response = SIPMessage(startLine: .response(status: status, reason: reason))
+        for (index, value) in request.headers.values("Via").flatMap(SIPHeaders.splitValues).enumerated() {
+            guard index == 0, var via = SIPVia(value) else {
+                response.headers.append("Via", value)
+                continue
+            }
+            if via.parameters.items.contains(where: { $0.name.lowercased() == "rport" }) {
+                via.parameters.set("rport", String(peer.address.port ?? 0))
+                via.parameters.set("received", peer.address.ipAddress ?? via.host)
+            } else if let address = peer.address.ipAddress, address != via.host {
+                via.parameters.set("received", address)
+            }
+            response.headers.append("Via", via.text)
+        }
+        for name in ["From", "Call-ID", "CSeq"] {
+            if let value = request.headers[name] { response.headers.append(name, value) }
+        }
+        if var to = request.headers["To"] {
+            if status > 100, SIPAddress(to)?.tag == nil { to += ";tag=" + randomToken(10) }
+            response.headers.append("To", to)
+        }
+        response.headers.append("Server", "Switchyard")
+        return response
+    }
+
+    // MARK: Helpers
+
+    /// The host written into Via and Contact.
+    var viaHost: String {
+        let host = configuration.advertisedHost
+        return host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+    }
+
+    /// The local port requests on `transport` say they come from.
+    func localPort(for transport: SIPTransportKind) -> Int {
+        transport == .tls ? (self.transport.tlsPort ?? self.transport.port) : self.transport.port
+    }
+
+    /// Where a request to `uri` goes: the outbound proxy, or the URI's own host.
+    func target(for uri: String) throws(PluginError) -> SIPTarget {
+        if let proxy = configuration.outboundProxy { return proxy }
+        return try SIPTarget(uri: uri, fallback: configuration.transport)
+    }
+
+    /// Headers every request this agent starts carries.
+    func newRequest(method: String, uri: String, to: String, callID: String, cseq: UInt32, fromTag: String) -> SIPMessage {
+        var request = SIPMessage(startLine: .request(method: method, uri: uri))
+        request.headers.append("Max-Forwards", "70")
+        let identity = configuration.identity
+        let from = SIPAddress(displayName: identity.displayName, uri: identity.impu)
+        request.headers.append("From", from.text + ";tag=" + fromTag)
+        request.headers.append("To", "<\(to)>")
+        request.headers.append("Call-ID", callID)
+        request.headers.append("CSeq", "\(cseq) \(method)")
+        request.headers.append("User-Agent", "Switchyard")
+        return request
+    }
+
+    /// Forgets answered-message memory past its window.
+    private func sweep() {
+        let now = NIODeadline.now()
+        answered = answered.filter { $0.value.expiry > now }
+    }
+
+    static func randomToken(_ length: Int) -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+        return String((0..<length).map { _ in alphabet.randomElement() ?? "x" })
+    }
+}
+
+extension SIPAgent: SIPTransportDelegate {
+    func transport(received message: SIPMessage, from peer: SIPPeer) {
+        switch message.startLine {
+        case .response:
+            receivedResponse(message)
+        case .request(let method, _):
+            context.metric(.counter, "requests_received_total", 1)
+            if method == "ACK" { return }
+            guard let key = Self.serverKey(message) else { return }
+            if var existing = servers[key] {
+                context.metric(.counter, "retransmissions_absorbed_total", 1)
+                // Answer where the copy came from (a NAT may have rebound the sender's port).
+                existing.peer = peer
+                let actions = existing.machine.retransmission()
+                servers[key] = existing
+                performServer(actions, key: key)
+                return
+            }
+            servers[key] = ServerTransaction(machine: SIPServerTransaction(timers: configuration.timers, reliable: peer.transport.isReliable), request: message, peer: peer)
+            receivedRequest(message, method: method, key: key)
+        }
+    }
+
+    private func receivedResponse(_ response: SIPMessage) {
+        guard let top = response.headers["Via"].flatMap({ SIPHeaders.splitValues($0).first }).flatMap(SIPVia.init),
+            let branch = top.branch, var transaction = clients[branch], let status = response.status
+        else {
+            context.metric(.counter, "stray_responses_total", 1)
+            return
+        }
+        transaction.response = response
+        clients[branch] = transaction
+        handle(.response(status: status), branch: branch)
+    }
+
+    private func receivedRequest(_ request: SIPMessage, method: String, key: String) {
+        let allow = "MESSAGE, OPTIONS"
+        switch method {
+        case "MESSAGE":
+            receivedMessage(request, key: key)
+        case "OPTIONS":
+            respond(key, status: 200, reason: "OK", headers: [("Allow", allow), ("Accept", configuration.accept.joined(separator: ", "))])
+        case "CANCEL":
+            respond(key, status: 481, reason: "Call/Transaction Does Not Exist")
+        default:
+            respond(key, status: 405, reason: "Method Not Allowed", headers: [("Allow", allow)])
+        }
+    }
+
+    func transport(malformed bytes: [UInt8], error: SIPParseError, from peer: SIPPeer) {
+        context.metric(.counter, "malformed_total", 1)
+        context.log(.warning, "malformed SIP message from \(peer.addressText): \(error)")
+        // A 400 (or 513) needs the request line and the headers a response copies.
+        guard !bytes.isEmpty, let request = SIPParser.salvageRequest(bytes), request.method != "ACK" else { return }
+        let status = error.kind == .tooLarge ? 513 : 400
+        var response = Self.response(
+            to: request, from: peer, status: status, reason: status == 513 ? "Message Too Large" : "Bad Request")
+        response.headers.append("Warning", "399 switchyard \"\(String(error.description.map { $0 == "\"" ? "'" : $0 }))\"")
+        transport.send(response.serialized(), to: peer).whenFailure { _ in }
+    }
+
+    func transport(closed key: String) {
+        connectionClosed(key)
+    }
+}

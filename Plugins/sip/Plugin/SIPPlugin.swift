@@ -1,0 +1,152 @@
+import SIPCodec
+import SwitchyardCore
+import SwitchyardPluginKit
+
+/// The exported entry point of `libsip.so`.
+@_cdecl("switchyard_plugin_entry")
+public func switchyardPluginEntry(_ offer: UnsafeRawPointer?, _ table: UnsafeMutableRawPointer?, _ capacity: Int) -> UInt32 {
+    PluginExport.negotiate(SIPPlugin.self, offer: offer, table: table, capacity: capacity)
+}
+
+/// SIP pager mode (RFC 3428) as a bridge endpoint: one registered identity per instance.
+/// `messages` emits the MESSAGE requests it receives, `send` sends one per envelope and is
+/// acknowledged on the far side's final answer, `registration` reports the binding's state.
+final class SIPPlugin: SwitchyardPlugin {
+    static let messagesPort = "messages"
+    static let sendPort = "send"
+    static let registrationPort = "registration"
+
+    private static let duration: JSONValue = ["type": ["string", "integer"]]
+
+    static let manifest = PluginManifest(
+        name: "sip",
+        version: "0.1.0",
+        summary: "SIP pager-mode messaging (MESSAGE, REGISTER with digest auth) over UDP, TCP and TLS",
+        ports: [
+            PortDeclaration(
+                name: messagesPort, direction: .source, types: [SIPEnvelopes.messageType],
+                summary: "Each MESSAGE received, once, answered 200 (or 202) when the routes have it"),
+            PortDeclaration(
+                name: sendPort, direction: .sink, types: ["*"],
+                summary: "Sends a MESSAGE per envelope; acknowledged on a 2xx, failed on 4xx-6xx or Timer F"),
+            PortDeclaration(
+                name: registrationPort, direction: .source, types: [SIPEnvelopes.registrationType],
+                summary: "The registration state each time it changes"),
+        ],
+        types: [
+            SIPEnvelopes.messageType: true,
+            SIPEnvelopes.sendType: [
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["to"],
+                "properties": [
+                    "to": ["type": "string", "pattern": "^<?sips?:"],
+                    "body": [:],
+                    "content_type": ["type": "string"],
+                    "headers": ["type": "object", "additionalProperties": ["type": "string"]],
+                ],
+            ],
+            SIPEnvelopes.registrationType: [
+                "type": "object",
+                "required": ["state", "aor"],
+                "properties": [
+                    "state": ["enum": ["registering", "registered", "unregistered", "failed"]],
+                    "aor": ["type": "string"], "contact": ["type": "string"], "expires": ["type": "integer"],
+                    "reason": ["type": "string"],
+                ],
+            ],
+        ],
+        config: [
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["identity"],
+            "properties": [
+                "identity": [
+                    "type": "object", "additionalProperties": false, "required": ["impu"],
+                    "properties": [
+                        "impu": ["type": "string", "description": "public identity, sip:alice@example.org"],
+                        "impi": ["type": "string", "description": "private identity (digest user name)"],
+                        "realm": ["type": "string"],
+                        "password": ["type": "string", "secret": true],
+                        "display_name": ["type": "string"],
+                    ],
+                ],
+                "transport": ["enum": ["udp", "tcp", "tls"]],
+                "listen": [
+                    "type": "object", "additionalProperties": false,
+                    "properties": [
+                        "host": ["type": "string"], "port": ["type": "integer", "minimum": 0, "maximum": 65535],
+                        "tls_port": ["type": "integer", "minimum": 0, "maximum": 65535], "advertise": ["type": "string"],
+                    ],
+                ],
+                "proxy": ["type": "string", "description": "outbound proxy, sip:host:port;transport=tcp"],
+                "register": [
+                    "type": ["object", "boolean"],
+                    "additionalProperties": false,
+                    "properties": [
+                        "registrar": ["type": "string"], "expires": ["type": "integer", "minimum": 10],
+                        "retry": [
+                            "type": "object", "additionalProperties": false,
+                            "properties": ["initial_delay": duration, "max_delay": duration],
+                        ],
+                    ],
+                ],
+                "tls": [
+                    "type": "object", "additionalProperties": false,
+                    "properties": [
+                        "cert_file": ["type": "string"], "key_file": ["type": "string"], "ca_file": ["type": "string"],
+                        "verify": ["type": "boolean"], "server_name": ["type": "string"],
+                    ],
+                ],
+                "timers": [
+                    "type": "object", "additionalProperties": false, "properties": ["t1": duration, "t2": duration, "t4": duration],
+                ],
+                "receive": [
+                    "type": "object", "additionalProperties": false,
+                    "properties": [
+                        "accept": ["type": "array", "items": ["type": "string"]], "answer": ["enum": [200, 202]],
+                        "duplicate_window": duration, "answer_timeout": duration,
+                    ],
+                ],
+                "send": [
+                    "type": "object", "additionalProperties": false,
+                    "properties": [
+                        "to": ["type": "string"], "content_type": ["type": "string"],
+                        "max_in_flight": ["type": "integer", "minimum": 1],
+                    ],
+                ],
+                "max_body_bytes": ["type": "integer", "minimum": 1],
+            ],
+        ]
+    )
+
+    private let context: PluginContext
+    private let configuration: SIPConfiguration
+    private let agent: SIPAgent
+
+    init(context: PluginContext, name: String, config: JSONValue) throws {
+        self.context = context
+        configuration = try SIPConfiguration(config: config)
+        agent = SIPAgent(configuration: configuration, context: context)
+    }
+
+    func start() throws { try agent.start() }
+
+    func stop() { agent.stop() }
+
+    func canAccept(on port: String) -> Bool { agent.outstanding.load(ordering: .relaxed) < configuration.maximumInFlight }
+
+    func settled(token: UInt64, outcome: DeliveryOutcome) { agent.settled(token: token, outcome: outcome) }
+
+    func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
+        let outgoing: SIPEnvelopes.Outgoing
+        do {
+            outgoing = try SIPEnvelopes.outgoing(for: envelope, configuration: configuration)
+        } catch {
+            context.metric(.counter, "messages_failed_total", 1)
+            return delivery.ack(.reject, reason: error.message)
+        }
+        agent.outstanding.add(1, ordering: .relaxed)
+        agent.eventLoop.execute { self.agent.send(outgoing, delivery: delivery) }
+    }
+}

@@ -1,0 +1,286 @@
+import NIOCore
+import NIOPosix
+import NIOSSL
+import SIPCodec
+
+/// Where a message came from, and so where its answer goes (RFC 3261 §18.2.2): over a stream,
+/// back on the connection it arrived on; over UDP, to its source address (`rport`, RFC 3581).
+struct SIPPeer: @unchecked Sendable {
+    var transport: SIPTransportKind
+    var address: SocketAddress
+    /// The connection of a stream transport. Only touched on the transport's event loop.
+    var connection: (any Channel)?
+
+    var addressText: String { "\(transport.rawValue):\(address.ipAddress ?? "?"):\(address.port ?? 0)" }
+}
+
+/// What the transport reports to its owner, always on its event loop.
+protocol SIPTransportDelegate: AnyObject {
+    /// A message arrived.
+    func transport(received message: SIPMessage, from peer: SIPPeer)
+    /// Bytes arrived that are not a SIP message. `bytes` is what a datagram held (for a 400),
+    /// empty for a stream, whose connection is then closed.
+    func transport(malformed bytes: [UInt8], error: SIPParseError, from peer: SIPPeer)
+    /// A stream connection closed.
+    func transport(closed key: String)
+}
+
+/// The sockets of one sip instance: a UDP socket, a TCP listener on the same port, an optional
+/// TLS listener, and outgoing TCP/TLS connections kept per target. Everything runs on one event
+/// loop, the owner's.
+final class SIPTransport: @unchecked Sendable {
+    let eventLoop: any EventLoop
+    private let configuration: SIPConfiguration
+    weak var delegate: (any SIPTransportDelegate)?
+
+    private var udp: (any Channel)?
+    private var listeners: [any Channel] = []
+    /// Stream connections by ``key(_:_:_:)``: outgoing ones by target, accepted ones by peer address.
+    private var connections: [String: EventLoopFuture<any Channel>] = [:]
+    private var resolved: [String: SocketAddress] = [:]
+    private var clientTLS: NIOSSLContext?
+    private var serverTLS: NIOSSLContext?
+
+    /// The UDP/TCP port in use (the configured one, or the one the system chose for port 0).
+    private(set) var port = 0
+    /// The TLS listener's port, when there is one.
+    private(set) var tlsPort: Int?
+
+    init(configuration: SIPConfiguration, eventLoop: any EventLoop) {
+        self.configuration = configuration
+        self.eventLoop = eventLoop
+    }
+
+    /// Binds the sockets. Port 0 binds UDP on a free port and TCP on the same number.
+    func start() -> EventLoopFuture<Void> {
+        eventLoop.assertInEventLoop()
+        do {
+            if let tls = configuration.tls {
+                var client = TLSConfiguration.makeClientConfiguration()
+                if let caFile = tls.caFile { client.trustRoots = .file(caFile) }
+                client.certificateVerification = tls.verify ? .fullVerification : .none
+                if let certificateFile = tls.certificateFile, let keyFile = tls.keyFile {
+                    let chain = try NIOSSLCertificate.fromPEMFile(certificateFile).map { NIOSSLCertificateSource.certificate($0) }
+                    let key = NIOSSLPrivateKeySource.privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem))
+                    client.certificateChain = chain
+                    client.privateKey = key
+                    serverTLS = try NIOSSLContext(configuration: .makeServerConfiguration(certificateChain: chain, privateKey: key))
+                }
+                clientTLS = try NIOSSLContext(configuration: client)
+            }
+        } catch {
+            return eventLoop.makeFailedFuture(TransportError("tls: \(error)"))
+        }
+        let host = configuration.listenHost
+        return DatagramBootstrap(group: eventLoop)
+            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(DatagramHandler(transport: self)) }
+            }
+            .bind(host: host, port: configuration.listenPort)
+            .flatMap { channel in
+                self.udp = channel
+                self.port = channel.localAddress?.port ?? self.configuration.listenPort
+                return self.listen(host: host, port: self.port, tls: false)
+            }
+            .flatMap {
+                guard self.serverTLS != nil else { return self.eventLoop.makeSucceededVoidFuture() }
+                return self.listen(host: host, port: self.configuration.tlsPort ?? (self.port == 0 ? 0 : self.port + 1), tls: true)
+            }
+    }
+
+    private func listen(host: String, port: Int, tls: Bool) -> EventLoopFuture<Void> {
+        ServerBootstrap(group: eventLoop)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if tls, let serverTLS = self.serverTLS {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: serverTLS))
+                    }
+                    let kind: SIPTransportKind = tls ? .tls : .tcp
+                    let key = Self.key(kind, channel.remoteAddress?.ipAddress ?? "?", channel.remoteAddress?.port ?? 0)
+                    self.connections[key] = channel.eventLoop.makeSucceededFuture(channel)
+                    try channel.pipeline.syncOperations.addHandler(StreamHandler(transport: self, kind: kind, key: key))
+                }
+            }
+            .bind(host: host, port: port)
+            .map { channel in
+                self.listeners.append(channel)
+                if tls { self.tlsPort = channel.localAddress?.port }
+            }
+    }
+
+    /// Closes every socket.
+    func stop() -> EventLoopFuture<Void> {
+        let channels = [udp].compactMap { $0 } + listeners
+        let streams = connections.values.map { $0.flatMap { $0.close() }.recover { _ in } }
+        connections.removeAll()
+        let closes = channels.map { $0.close().recover { _ in } } + streams
+        return EventLoopFuture.andAllComplete(closes, on: eventLoop)
+    }
+
+    /// Sends a request's bytes to `target`, opening a connection for TCP/TLS when there is none.
+    func send(_ bytes: [UInt8], to target: SIPTarget) -> EventLoopFuture<Void> {
+        eventLoop.assertInEventLoop()
+        switch target.transport {
+        case .udp:
+            guard let udp else { return eventLoop.makeFailedFuture(TransportError("the UDP socket is closed")) }
+            return resolve(target).flatMap { address in
+                udp.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: udp.allocator.buffer(bytes: bytes)))
+            }
+        case .tcp, .tls:
+            return connection(to: target).flatMap { channel in channel.writeAndFlush(channel.allocator.buffer(bytes: bytes)) }
+        }
+    }
+
+    /// Sends a response's bytes back the way the request came.
+    func send(_ bytes: [UInt8], to peer: SIPPeer) -> EventLoopFuture<Void> {
+        eventLoop.assertInEventLoop()
+        if let connection = peer.connection {
+            return connection.writeAndFlush(connection.allocator.buffer(bytes: bytes))
+        }
+        guard let udp else { return eventLoop.makeFailedFuture(TransportError("the UDP socket is closed")) }
+        return udp.writeAndFlush(AddressedEnvelope(remoteAddress: peer.address, data: udp.allocator.buffer(bytes: bytes)))
+    }
+
+    private func connection(to target: SIPTarget) -> EventLoopFuture<any Channel> {
+        let key = Self.key(target.transport, target.host, target.port)
+        if let existing = connections[key] { return existing }
+        let tls = target.transport == .tls ? clientTLS : nil
+        if target.transport == .tls, tls == nil {
+            return eventLoop.makeFailedFuture(TransportError("no tls: settings for a TLS connection to \(target)"))
+        }
+        let serverName = configuration.tls?.serverName ?? (Self.isIPAddress(target.host) ? nil : target.host)
+        let future = ClientBootstrap(group: eventLoop)
+            .connectTimeout(.seconds(10))
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                    }
+                    try channel.pipeline.syncOperations.addHandler(StreamHandler(transport: self, kind: target.transport, key: key))
+                }
+            }
+            .connect(host: target.host, port: target.port)
+            .map { $0 as any Channel }
+        connections[key] = future
+        future.whenFailure { _ in self.connections[key] = nil }
+        return future
+    }
+
+    private func resolve(_ target: SIPTarget) -> EventLoopFuture<SocketAddress> {
+        let key = "\(target.host):\(target.port)"
+        if let address = resolved[key] { return eventLoop.makeSucceededFuture(address) }
+        if Self.isIPAddress(target.host) {
+            do {
+                let address = try SocketAddress(ipAddress: target.host, port: target.port)
+                resolved[key] = address
+                return eventLoop.makeSucceededFuture(address)
+            } catch {
+                return eventLoop.makeFailedFuture(error)
+            }
+        }
+        // getaddrinfo blocks: off the event loop.
+        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
+            try SocketAddress.makeAddressResolvingHost(target.host, port: target.port)
+        }.map { address in
+            self.resolved[key] = address
+            return address
+        }
+    }
+
+    fileprivate func connectionClosed(_ key: String) {
+        connections[key] = nil
+        delegate?.transport(closed: key)
+    }
+
+    fileprivate func deliver(_ message: SIPMessage, from peer: SIPPeer) { delegate?.transport(received: message, from: peer) }
+
+    fileprivate func reject(_ bytes: [UInt8], _ error: SIPParseError, from peer: SIPPeer) {
+        delegate?.transport(malformed: bytes, error: error, from: peer)
+    }
+
+    fileprivate var limits: SIPLimits { configuration.limits }
+
+    /// The key of a stream connection.
+    static func key(_ kind: SIPTransportKind, _ host: String, _ port: Int) -> String { "\(kind.rawValue):\(host):\(port)" }
+
+    static func isIPAddress(_ host: String) -> Bool {
+        host.contains(":") || host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil }
+    }
+}
+
+/// A transport failure, with a message for the log.
+struct TransportError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Parses each datagram on its own (RFC 3261 §18.3).
+private final class DatagramHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    private let transport: SIPTransport
+
+    init(transport: SIPTransport) { self.transport = transport }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let datagram = unwrapInboundIn(data)
+        let bytes = Array(datagram.data.readableBytesView)
+        let peer = SIPPeer(transport: .udp, address: datagram.remoteAddress)
+        // RFC 5626 keep-alives (CRLF pings) and stray blank datagrams are not messages.
+        if bytes.allSatisfy({ $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") || $0 == 0 }) { return }
+        do throws(SIPParseError) {
+            transport.deliver(try SIPParser.parse(datagram: bytes, limits: transport.limits), from: peer)
+        } catch {
+            transport.reject(bytes, error, from: peer)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // ICMP port unreachable surfaces here on a connected socket; the UDP socket stays open.
+    }
+}
+
+/// Frames a TCP or TLS stream by Content-Length (RFC 3261 §18.3).
+private final class StreamHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    private let transport: SIPTransport
+    private let kind: SIPTransportKind
+    private let key: String
+    private var decoder: SIPStreamDecoder
+
+    init(transport: SIPTransport, kind: SIPTransportKind, key: String) {
+        self.transport = transport
+        self.kind = kind
+        self.key = key
+        decoder = SIPStreamDecoder(limits: transport.limits)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = unwrapInboundIn(data)
+        decoder.append(buffer.readableBytesView)
+        guard let address = context.channel.remoteAddress else { return }
+        let peer = SIPPeer(transport: kind, address: address, connection: context.channel)
+        while true {
+            do throws(SIPParseError) {
+                guard let message = try decoder.next() else { return }
+                transport.deliver(message, from: peer)
+            } catch {
+                transport.reject([], error, from: peer)
+                context.close(promise: nil)
+                return
+            }
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        transport.connectionClosed(key)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
