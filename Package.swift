@@ -223,8 +223,10 @@ let package = Package(
         .testTarget(name: "SwitchyardConfigTests", dependencies: ["SwitchyardConfig"], swiftSettings: strict),
         .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime"], swiftSettings: strict),
         .testTarget(name: "SwitchyardSpoolTests", dependencies: ["SwitchyardSpool", "SwitchyardCore"], swiftSettings: strict),
-        .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec"], swiftSettings: strict),
-        .testTarget(name: "SIPCodecTests", dependencies: ["SIPCodec"], swiftSettings: strict),
+        // A seeded generator and byte mutations shared by the codec fuzz tests.
+        .target(name: "FuzzingSupport", path: "Tests/FuzzingSupport", swiftSettings: strict),
+        .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec", "FuzzingSupport"], swiftSettings: strict),
+        .testTarget(name: "SIPCodecTests", dependencies: ["SIPCodec", "FuzzingSupport"], swiftSettings: strict),
         .testTarget(name: "PushMessageTests", dependencies: ["PushMessage", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",

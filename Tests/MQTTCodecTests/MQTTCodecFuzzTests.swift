@@ -1,3 +1,4 @@
+import FuzzingSupport
 import MQTTCodec
 import NIOCore
 import Testing
@@ -66,31 +67,12 @@ import Testing
             let (version, original) = seeds[Int.random(in: 0..<seeds.count, using: &generator)]
             var bytes = original
             for _ in 0..<Int.random(in: 1...4, using: &generator) {
-                mutate(&bytes, using: &generator)
+                Mutation.apply(to: &bytes, using: &generator)
             }
             try exercise(bytes, version, into: &outcome)
         }
         #expect(outcome.errors > 0)
         #expect(outcome.packets > 0)
         #expect(outcome.incomplete > 0)
-    }
-
-    /// Applies one random edit: flip a bit, replace, insert or delete a byte, truncate, or repeat a run.
-    private func mutate(_ bytes: inout [UInt8], using generator: inout SeededGenerator) {
-        guard !bytes.isEmpty else {
-            bytes.append(UInt8.random(in: 0...255, using: &generator))
-            return
-        }
-        let index = Int.random(in: 0..<bytes.count, using: &generator)
-        switch Int.random(in: 0..<6, using: &generator) {
-        case 0: bytes[index] ^= 1 << UInt8.random(in: 0..<8, using: &generator)
-        case 1: bytes[index] = UInt8.random(in: 0...255, using: &generator)
-        case 2: bytes.insert(UInt8.random(in: 0...255, using: &generator), at: index)
-        case 3: bytes.remove(at: index)
-        case 4: bytes.removeLast(bytes.count - index)
-        default:
-            let end = min(bytes.count, index + Int.random(in: 1...8, using: &generator))
-            bytes.insert(contentsOf: bytes[index..<end], at: index)
-        }
     }
 }

@@ -60,21 +60,6 @@ func expectEncodingError(
 /// The bytes of an ASCII string.
 func ascii(_ string: String) -> [UInt8] { Array(string.utf8) }
 
-/// A deterministic pseudo-random generator (SplitMix64) so fuzz runs repeat exactly.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-}
-
 /// One packet of every type, with every property its type allows for MQTT 5, and variants that
 /// exercise the optional parts; for MQTT 3.1.1 the forms that version can carry.
 func samplePackets(_ version: MQTTVersion) -> [MQTTPacket] {

@@ -45,7 +45,7 @@ public struct SIPAddress: Sendable, Equatable {
 
     /// The header value, always in `name-addr` form.
     public var text: String {
-        (displayName.map { "\"\(SIPDigest.quoted($0))\" " } ?? "") + "<\(uri)>" + parameters.text
+        (displayName.map { "\"\($0.quotedStringEscaped)\" " } ?? "") + "<\(uri)>" + parameters.text
     }
 }
 

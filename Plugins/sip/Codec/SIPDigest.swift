@@ -69,21 +69,21 @@ public enum SIPDigest {
         let count = String(nc, radix: 16)
         let paddedCount = String(repeating: "0", count: max(0, 8 - count.count)) + count
         var fields = [
-            "username=\"\(quoted(username))\"", "realm=\"\(quoted(challenge.realm))\"", "nonce=\"\(quoted(challenge.nonce))\"",
-            "uri=\"\(quoted(uri))\"",
+            "username=\"\(username.quotedStringEscaped)\"", "realm=\"\(challenge.realm.quotedStringEscaped)\"", "nonce=\"\(challenge.nonce.quotedStringEscaped)\"",
+            "uri=\"\(uri.quotedStringEscaped)\"",
         ]
         let response: String
         if challenge.qopAuth {
             response = algorithm.hash("\(ha1):\(challenge.nonce):\(paddedCount):\(cnonce):auth:\(ha2)")
             fields += [
-                "response=\"\(response)\"", "algorithm=\(algorithm.rawValue)", "cnonce=\"\(quoted(cnonce))\"", "qop=auth",
+                "response=\"\(response)\"", "algorithm=\(algorithm.rawValue)", "cnonce=\"\(cnonce.quotedStringEscaped)\"", "qop=auth",
                 "nc=\(paddedCount)",
             ]
         } else {
             response = algorithm.hash("\(ha1):\(challenge.nonce):\(ha2)")
             fields += ["response=\"\(response)\"", "algorithm=\(algorithm.rawValue)"]
         }
-        if let opaque = challenge.opaque { fields.append("opaque=\"\(quoted(opaque))\"") }
+        if let opaque = challenge.opaque { fields.append("opaque=\"\(opaque.quotedStringEscaped)\"") }
         return "Digest " + fields.joined(separator: ", ")
     }
 
@@ -98,36 +98,6 @@ public enum SIPDigest {
                 value = String(value.dropFirst().dropLast()).replacingEscapes()
             }
             result[name] = value
-        }
-        return result
-    }
-
-    static func quoted(_ text: String) -> String {
-        var result = ""
-        for character in text {
-            if character == "\"" || character == "\\" { result.append("\\") }
-            result.append(character)
-        }
-        return result
-    }
-}
-
-extension String {
-    func caseInsensitiveEquals(_ other: String) -> Bool { lowercased() == other.lowercased() }
-
-    /// `\"` → `"` and `\\` → `\` (quoted-pair).
-    func replacingEscapes() -> String {
-        var result = ""
-        var escaped = false
-        for character in self {
-            if escaped {
-                result.append(character)
-                escaped = false
-            } else if character == "\\" {
-                escaped = true
-            } else {
-                result.append(character)
-            }
         }
         return result
     }
