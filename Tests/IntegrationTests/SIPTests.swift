@@ -212,6 +212,41 @@ struct SIPTests {
         #expect(Self.states(sandbox) == ["registering", "registered", "unregistered", "registering", "failed", "registered"])
         #expect(router.stop() == 0)
     }
+
+    /// examples/sip-pager as its README runs it: its Kamailio configuration and user table, a
+    /// Mosquitto, the example's routes; a MESSAGE becomes an MQTT publish and back.
+    @Test func theSIPPagerExampleBridgesSIPAndMQTT() throws {
+        let example = BuildProducts.packageRoot.appendingPathComponent("examples/sip-pager")
+        let kamailio = try Kamailio(
+            example: example.appendingPathComponent("kamailio.cfg"), database: example.appendingPathComponent("db"))
+        let broker = try Mosquitto()
+        let inbox = try MosquittoSubscriber(broker, topic: "pager/inbox", qos: 1)
+        let uas = try SIPp(scenario: Self.uasScenario())
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("sip")
+        try sandbox.installPlugin("mqtt")
+        try sandbox.writeRoutes(try String(contentsOf: example.appendingPathComponent("routes.yaml"), encoding: .utf8))
+        let sipPort = try LoopbackPort.freeForUDPAndTCP()
+        let (router, _) = try RouterProcess.startWithAdmin(
+            sandbox,
+            environment: [
+                "SIP_PASSWORD": "alice-secret", "SIP_LISTEN_PORT": String(sipPort), "SIP_PROXY_PORT": String(kamailio.port),
+                "MQTT_PORT": String(broker.port), "SPOOL": sandbox.path("state.db"),
+            ])
+        router.waitUntil("registered") { router.standardError.contains("registered sip:alice@example.test") }
+
+        let uac = try SIPp(scenario: Self.uacScenario(body: "ping from bob"), remote: "127.0.0.1:\(kamailio.port)")
+        #expect(uac.waitForExit() == 0, "\(uac.diagnostics)\n\(router.standardError)")
+        let published = inbox.waitForLines(1)
+        #expect(
+            published.first?.hasPrefix("pager/inbox {\"from\": \"sip:bob@peer.test\", \"text\": \"ping from bob") == true, "\(published)")
+
+        try broker.publish(
+            topic: "pager/outbox", message: #"{"to": "sip:bob@127.0.0.1:\#(uas.port)", "text": "pong from alice"}"#, qos: 1)
+        #expect(uas.waitForExit() == 0, "\(uas.diagnostics)\n\(router.standardError)")
+        #expect(uas.messages.contains("pong from alice"))
+        #expect(router.stop() == 0)
+    }
 }
 
 /// The sip plugin against SIPp alone: retransmission on loss, duplicate absorption, 415, 400.
@@ -279,7 +314,8 @@ struct SIPEndpointTests {
         let (router, admin, port) = try Self.startRouter(sandbox)
         func message(_ branch: String) -> [UInt8] {
             let body = "once only"
-            let text = "MESSAGE sip:alice@127.0.0.1:\(port) SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:9;branch=\(branch)\r\n"
+            let text =
+                "MESSAGE sip:alice@127.0.0.1:\(port) SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:9;branch=\(branch)\r\n"
                 + "From: <sip:bob@peer.test>;tag=fixed\r\nTo: <sip:alice@example.test>\r\nCall-ID: resent-1\r\n"
                 + "CSeq: 7 MESSAGE\r\nMax-Forwards: 70\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
             return Array(text.utf8)
@@ -312,7 +348,8 @@ struct SIPEndpointTests {
         let (router, admin, port) = try Self.startRouter(sandbox)
         // A body shorter than its Content-Length: not a message, but its Via and friends are
         // enough to answer it.
-        let broken = "MESSAGE sip:alice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:9;branch=z9hG4bK-x\r\n"
+        let broken =
+            "MESSAGE sip:alice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:9;branch=z9hG4bK-x\r\n"
             + "From: <sip:bob@peer.test>;tag=1\r\nTo: <sip:alice@example.test>\r\nCall-ID: broken\r\nCSeq: 1 MESSAGE\r\n"
             + "Content-Length: 99\r\n\r\nshort"
         let answer = try UDPExchange.send(Array(broken.utf8), to: port)

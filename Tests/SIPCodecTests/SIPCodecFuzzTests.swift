@@ -52,7 +52,8 @@ import Testing
         for _ in 0..<20_000 {
             let count = Int.random(in: 0...80, using: &generator)
             let bytes = (0..<count).map { _ in
-                Bool.random(using: &generator) ? UInt8.random(in: 0...255, using: &generator) : alphabet.randomElement(using: &generator) ?? 0
+                Bool.random(using: &generator)
+                    ? UInt8.random(in: 0...255, using: &generator) : alphabet.randomElement(using: &generator) ?? 0
             }
             try exercise(bytes, into: &outcome)
         }

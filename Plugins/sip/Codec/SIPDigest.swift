@@ -69,7 +69,8 @@ public enum SIPDigest {
         let count = String(nc, radix: 16)
         let paddedCount = String(repeating: "0", count: max(0, 8 - count.count)) + count
         var fields = [
-            "username=\"\(username.quotedStringEscaped)\"", "realm=\"\(challenge.realm.quotedStringEscaped)\"", "nonce=\"\(challenge.nonce.quotedStringEscaped)\"",
+            "username=\"\(username.quotedStringEscaped)\"", "realm=\"\(challenge.realm.quotedStringEscaped)\"",
+            "nonce=\"\(challenge.nonce.quotedStringEscaped)\"",
             "uri=\"\(uri.quotedStringEscaped)\"",
         ]
         let response: String

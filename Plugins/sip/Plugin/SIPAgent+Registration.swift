@@ -155,7 +155,8 @@ extension SIPAgent {
 
     /// Removes the binding (Expires: 0) on shutdown; completes when the registrar answers or after 3 s.
     func unregister() -> EventLoopFuture<Void> {
-        guard let settings = configuration.registration, registration.state == "registered", let target = try? target(for: settings.registrarURI)
+        guard let settings = configuration.registration, registration.state == "registered",
+            let target = try? target(for: settings.registrarURI)
         else { return eventLoop.makeSucceededVoidFuture() }
         registration.timer?.cancel()
         let promise = eventLoop.makePromise(of: Void.self)

@@ -91,8 +91,10 @@ final class SIPAgent: @unchecked Sendable {
             throw PluginError("sip: cannot listen on \(listen) (UDP and TCP): \(error)")
         }
         eventLoop.execute {
-            self.context.log(.info, "listening on \(self.configuration.listenHost):\(self.transport.port) (UDP, TCP)"
-                + (self.transport.tlsPort.map { ", TLS on \($0)" } ?? ""))
+            self.context.log(
+                .info,
+                "listening on \(self.configuration.listenHost):\(self.transport.port) (UDP, TCP)"
+                    + (self.transport.tlsPort.map { ", TLS on \($0)" } ?? ""))
             self.sweepTask = self.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in self.sweep() }
             if self.configuration.registration != nil {
                 self.register()
@@ -390,7 +392,9 @@ extension SIPAgent: SIPTransportDelegate {
                 performServer(actions, key: key)
                 return
             }
-            servers[key] = ServerTransaction(machine: SIPServerTransaction(timers: configuration.timers, reliable: peer.transport.isReliable), request: message, peer: peer)
+            servers[key] = ServerTransaction(
+                machine: SIPServerTransaction(timers: configuration.timers, reliable: peer.transport.isReliable), request: message,
+                peer: peer)
             receivedRequest(message, method: method, key: key)
         }
     }

@@ -152,7 +152,15 @@ struct SIPConfiguration: Sendable {
             throw PluginError("transport '\(transportName)' is not udp, tcp or tls")
         }
         self.transport = transport
-        let listen = config["listen"]
+        var listen = config["listen"]
+        // `listen: "127.0.0.1:5070"` is short for `{ host: 127.0.0.1, port: 5070 }`.
+        if let text = listen?.stringValue {
+            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else {
+                throw PluginError("listen '\(text)' is not host:port")
+            }
+            let host = String(text[..<colon]).trimmingCharacters(in: "[").trimmingCharacters(in: "]")
+            listen = ["host": .string(host), "port": .int(port)]
+        }
         listenHost = listen?["host"]?.stringValue ?? "0.0.0.0"
         listenPort = listen?["port"]?.intValue ?? 5060
         tlsPort = listen?["tls_port"]?.intValue
@@ -169,8 +177,10 @@ struct SIPConfiguration: Sendable {
             registration = Registration(
                 registrarURI: registrar,
                 expires: register["expires"]?.intValue ?? 600,
-                initialRetryDelay: try PluginError.duration(register["retry"]?["initial_delay"], "register.retry.initial_delay", default: .seconds(1)),
-                maximumRetryDelay: try PluginError.duration(register["retry"]?["max_delay"], "register.retry.max_delay", default: .seconds(60)))
+                initialRetryDelay: try PluginError.duration(
+                    register["retry"]?["initial_delay"], "register.retry.initial_delay", default: .seconds(1)),
+                maximumRetryDelay: try PluginError.duration(
+                    register["retry"]?["max_delay"], "register.retry.max_delay", default: .seconds(60)))
             if let expires = registration?.expires, expires < 10 {
                 throw PluginError("register.expires \(expires) is too short: registrars refuse under 10 s, most under 60 s")
             }

@@ -93,7 +93,9 @@ enum SIPEnvelopes {
                 !header.value.contains(where: { $0 == "\r" || $0 == "\n" })
             else { throw PluginError("header '\(header.name)' is not a valid SIP header field") }
         }
-        return Outgoing(to: to.hasPrefix("<") ? String(to.dropFirst().prefix { $0 != ">" }) : to, contentType: contentType, body: body, headers: headers)
+        return Outgoing(
+            to: to.hasPrefix("<") ? String(to.dropFirst().prefix { $0 != ">" }) : to, contentType: contentType, body: body, headers: headers
+        )
     }
 
     /// A registration state change as a `sip.Registration` envelope.

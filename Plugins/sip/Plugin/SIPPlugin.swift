@@ -73,7 +73,7 @@ final class SIPPlugin: SwitchyardPlugin {
                 ],
                 "transport": ["enum": ["udp", "tcp", "tls"]],
                 "listen": [
-                    "type": "object", "additionalProperties": false,
+                    "type": ["object", "string"], "additionalProperties": false,
                     "properties": [
                         "host": ["type": "string"], "port": ["type": "integer", "minimum": 0, "maximum": 65535],
                         "tls_port": ["type": "integer", "minimum": 0, "maximum": 65535], "advertise": ["type": "string"],

@@ -57,6 +57,23 @@ final class Kamailio {
         try Self.configuration(options, port: port, tlsPort: tlsPort, directory: directory)
             .write(to: directory.appendingPathComponent("kamailio.cfg"), atomically: true, encoding: .utf8)
 
+        try launch()
+    }
+
+    /// Kamailio with an example's configuration file and db_text folder: `5060` in it becomes
+    /// a free port, and `SIP_DB_URL` names a copy of the folder.
+    init(example configuration: URL, database: URL) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("kamailio-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        port = try LoopbackPort.freeForUDPAndTCP()
+        tlsPort = nil
+        try FileManager.default.copyItem(at: database, to: directory.appendingPathComponent("db"))
+        try String(contentsOf: configuration, encoding: .utf8).replacingOccurrences(of: ":5060", with: ":\(port)")
+            .write(to: directory.appendingPathComponent("kamailio.cfg"), atomically: true, encoding: .utf8)
+        try launch(environment: ["SIP_DB_URL": "text://" + directory.appendingPathComponent("db").path])
+    }
+
+    private func launch(environment: [String: String] = [:]) throws {
         // Through a shell that waits for it: Kamailio closes the descriptors it inherits, and
         // Foundation takes a closed one for the child's exit and blocks in waitpid on it —
         // which stops every other Process from being reaped.
@@ -70,6 +87,7 @@ final class Kamailio {
         process.standardOutput = pipe
         process.standardError = pipe
         process.standardInput = FileHandle.nullDevice
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let output = output
         pipe.fileHandleForReading.readabilityHandler = { handle in output.append(handle.availableData) }
         try ChildProcess.start(process)
