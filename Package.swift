@@ -194,6 +194,7 @@ let package = Package(
             name: "SIPPlugin",
             dependencies: [
                 "SIPCodec", "SwitchyardPluginKit",
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

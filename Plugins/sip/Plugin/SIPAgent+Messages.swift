@@ -28,7 +28,7 @@ extension SIPAgent {
             context.metric(.counter, "duplicates_total", 1)
             return respond(key, status: previous.status, reason: Self.reasonPhrase(previous.status))
         }
-        if let token = incoming.first(where: { $0.value.dialogKey == dialog })?.key {
+        if let token = waiting[dialog] {
             context.metric(.counter, "duplicates_total", 1)
             incoming[token]?.serverKeys.append(key)
             return
@@ -44,6 +44,7 @@ extension SIPAgent {
         nextSettleToken += 1
         let token = nextSettleToken
         incoming[token] = IncomingMessage(serverKeys: [key], dialogKey: dialog)
+        waiting[dialog] = token
         let result = context.emit(SIPEnvelopes.envelope(for: request), on: SIPPlugin.messagesPort, settleToken: token)
         switch result {
         case .ok:
@@ -71,8 +72,11 @@ extension SIPAgent {
     private func finishIncoming(_ token: UInt64, status: Int, headers: [(String, String)] = []) {
         guard let message = incoming.removeValue(forKey: token) else { return }
         message.deadline?.cancel()
+        waiting[message.dialogKey] = nil
         if (200..<300).contains(status) {
-            answered[message.dialogKey] = AnsweredMessage(status: status, expiry: .now() + TimeAmount(configuration.duplicateWindow))
+            let expiry = NIODeadline.now() + TimeAmount(configuration.duplicateWindow)
+            answered[message.dialogKey] = AnsweredMessage(status: status, expiry: expiry)
+            answeredOrder.append((message.dialogKey, expiry))
         }
         for key in message.serverKeys { respond(key, status: status, reason: Self.reasonPhrase(status), headers: headers) }
     }

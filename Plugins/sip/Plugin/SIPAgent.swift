@@ -1,3 +1,4 @@
+import DequeModule
 import NIOCore
 import NIOPosix
 import SIPCodec
@@ -53,8 +54,8 @@ final class SIPAgent: @unchecked Sendable {
 
     var clients: [String: ClientTransaction] = [:]
     var servers: [String: ServerTransaction] = [:]
-    /// The last challenge per header (`Authorization` or `Proxy-Authorization`): answered
-    /// up front on later requests, saving the 401/407 round trip while the nonce lasts.
+    /// The last challenges (by ``challengeKey(_:_:)``): answered up front on later requests,
+    /// saving the 401/407 round trip while the nonce lasts.
     var challenges: [String: CachedChallenge] = [:]
     var stopped = false
     var sweepTask: RepeatedTask?
@@ -64,7 +65,11 @@ final class SIPAgent: @unchecked Sendable {
 
     // Messaging (SIPAgent+Messages).
     var incoming: [UInt64: IncomingMessage] = [:]
+    /// The settle token of each MESSAGE waiting for the router, by ``dialogKey(_:)``.
+    var waiting: [String: UInt64] = [:]
     var answered: [String: AnsweredMessage] = [:]
+    /// Answered keys in the order they expire (one window for all): the sweep pops the front.
+    var answeredOrder: Deque<(key: String, expiry: NIODeadline)> = []
     var nextSettleToken: UInt64 = 0
     /// Deliveries taken from the router and not yet acknowledged (read from any thread).
     let outstanding = Atomic<Int>(0)
@@ -219,7 +224,7 @@ final class SIPAgent: @unchecked Sendable {
             if let nonce = authorized[header], !challenge.stale, nonce == challenge.nonce || authenticationRounds > 0 {
                 return completion(outcome)
             }
-            self.challenges[header] = CachedChallenge(challenge: challenge, count: 0)
+            self.challenges[Self.challengeKey(header, request)] = CachedChallenge(challenge: challenge, count: 0)
             var retry = request
             retry.headers.remove("Via")
             if let cseq = retry.headers.cseq { retry.headers.set("CSeq", "\(cseq.number + 1) \(cseq.method)") }
@@ -233,9 +238,10 @@ final class SIPAgent: @unchecked Sendable {
         var answered: [String: String] = [:]
         for header in ["Authorization", "Proxy-Authorization"] {
             request.headers.remove(header)
-            guard var cached = challenges[header] else { continue }
+            let key = Self.challengeKey(header, request)
+            guard var cached = challenges[key] else { continue }
             cached.count += 1
-            challenges[header] = cached
+            challenges[key] = cached
             let value = SIPDigest.authorization(
                 challenge: cached.challenge, username: configuration.identity.impi, password: password, method: method, uri: uri,
                 cnonce: Self.randomToken(16), nc: cached.count)
@@ -243,6 +249,14 @@ final class SIPAgent: @unchecked Sendable {
             answered[header] = cached.challenge.nonce
         }
         return answered
+    }
+
+    /// Where a cached challenge applies: a proxy's (407) to every request through it; a
+    /// server's (401) only to requests for the same Request-URI, so one far end's credentials
+    /// never travel to another.
+    static func challengeKey(_ header: String, _ request: SIPMessage) -> String {
+        guard header == "Authorization", case .request(_, let uri) = request.startLine else { return header }
+        return header + " " + uri
     }
 
     // MARK: Server transactions
@@ -365,7 +379,10 @@ final class SIPAgent: @unchecked Sendable {
     /// Forgets answered-message memory past its window.
     private func sweep() {
         let now = NIODeadline.now()
-        answered = answered.filter { $0.value.expiry > now }
+        while let first = answeredOrder.first, first.expiry <= now {
+            answeredOrder.removeFirst()
+            if let entry = answered[first.key], entry.expiry <= now { answered[first.key] = nil }
+        }
     }
 
     static func randomToken(_ length: Int) -> String {
