@@ -290,6 +290,18 @@ struct SIPEndpointTests {
         #expect(router.stop() == 0)
     }
 
+    @Test func aRequestOver1300BytesMovesFromUDPToTCP() throws {
+        // RFC 3261 §18.1.1: the destination says UDP, the size says TCP (SIPp listens on TCP only).
+        let uas = try SIPp(scenario: SIPTests.uasScenario(), transport: "t1")
+        let sandbox = try Sandbox()
+        let (router, admin, _) = try Self.startRouter(sandbox, sendTo: "sip:bob@127.0.0.1:\(uas.port)")
+        router.send(String(repeating: "long ", count: 300) + "\n")
+        #expect(uas.waitForExit() == 0, "\(uas.diagnostics)\n\(router.standardError)")
+        #expect(uas.messages.contains("Via: SIP/2.0/TCP 127.0.0.1:"), "\(uas.messages)")
+        router.waitUntil("the send acknowledged") { (try? SIPTests.metric("messages_sent_total", admin: admin)) == 1 }
+        #expect(router.stop() == 0)
+    }
+
     @Test func aMessageNeverAnsweredFailsWithTimerF() throws {
         let silent = """
             <?xml version="1.0" encoding="ISO-8859-1" ?>

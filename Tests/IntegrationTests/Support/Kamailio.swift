@@ -235,7 +235,8 @@ final class SIPp {
         // A UAS must be listening before anything is sent to it.
         if remote == nil {
             let deadline = ContinuousClock.now + .seconds(10)
-            while !Self.udpPortTaken(self.port), process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            let listening = { transport.hasPrefix("t") ? LoopbackPort.acceptsConnections(self.port) : Self.udpPortTaken(self.port) }
+            while !listening(), process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
         }
     }
 
