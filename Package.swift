@@ -203,6 +203,8 @@ let package = Package(
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
         ),
+        // Qeo Data Model files: parsing, type resolution, JSON schemas and checks. No DDS.
+        .target(name: "QeoQDM", dependencies: ["SwitchyardCore"], path: "Plugins/qeo/QDM", swiftSettings: strict),
         .target(
             name: "ShoutExample",
             dependencies: ["SwitchyardPluginKit"],
@@ -228,6 +230,7 @@ let package = Package(
         .target(name: "FuzzingSupport", path: "Tests/FuzzingSupport", swiftSettings: strict),
         .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec", "FuzzingSupport"], swiftSettings: strict),
         .testTarget(name: "SIPCodecTests", dependencies: ["SIPCodec", "FuzzingSupport"], swiftSettings: strict),
+        .testTarget(name: "QeoQDMTests", dependencies: ["QeoQDM", "SwitchyardCore"], exclude: ["QDM"], swiftSettings: strict),
         .testTarget(name: "PushMessageTests", dependencies: ["PushMessage", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",

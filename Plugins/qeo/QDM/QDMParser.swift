@@ -1,0 +1,281 @@
+import Foundation
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
+/// Reads Qeo Data Model files (the `http://www.qeo.org/formal/2013/Qeo_Data_Model` schema):
+/// `<types>` with `<include file>`, `<module name="a::b">` holding `<struct name behavior>`
+/// with `<member name type key nonBasicTypeName sequenceMaxLength>` and `<enum>` with
+/// `<enumerator>`. Includes are read once, relative to the including file; type references
+/// resolve in the member's module first, then as full names.
+public enum QDMParser {
+    /// Parses `files` and everything they include into one model, checked: every reference
+    /// resolves, no struct contains itself, names are unique.
+    public static func load(_ files: [String]) throws(QDMError) -> QDMModel {
+        var reader = Reader()
+        for file in files { try reader.read(file, includedFrom: nil) }
+        return try reader.resolve()
+    }
+
+    /// Parses QDM text (for tests and tools); `file` names it in errors and includes resolve
+    /// relative to its directory.
+    public static func parse(_ text: String, file: String = "<qdm>") throws(QDMError) -> QDMModel {
+        var reader = Reader()
+        try reader.read(Data(text.utf8), file: file)
+        return try reader.resolve()
+    }
+
+    /// A member as written, before its type is resolved.
+    struct RawMember {
+        var name: String
+        var type: String
+        var nonBasicTypeName: String?
+        var isKey: Bool
+        var isSequence: Bool
+        var location: QDMLocation
+    }
+
+    struct RawStruct {
+        var name: String
+        var module: String
+        var behavior: QDMStruct.Behavior?
+        var members: [RawMember]
+        var location: QDMLocation
+    }
+
+    struct Reader {
+        var structs: [String: RawStruct] = [:]
+        var enums: [String: QDMEnum] = [:]
+        var seenFiles: Set<String> = []
+
+        mutating func read(_ file: String, includedFrom location: QDMLocation?) throws(QDMError) {
+            let path = URL(fileURLWithPath: file).standardizedFileURL.path
+            guard seenFiles.insert(path).inserted else { return }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw QDMError(location == nil ? "cannot read \(file)" : "included file \(file) cannot be read", at: location)
+            }
+            try read(data, file: file)
+        }
+
+        mutating func read(_ data: Data, file: String) throws(QDMError) {
+            let delegate = Delegate(file: file)
+            let parser = XMLParser(data: data)
+            parser.delegate = delegate
+            parser.shouldProcessNamespaces = true
+            let parsed = parser.parse()
+            if let error = delegate.error { throw error }
+            guard parsed, delegate.depth == 0 else {
+                let reason = parser.parserError.map { "\($0.localizedDescription)" } ?? "not well-formed XML (an element is not closed)"
+                throw QDMError("not a QDM file: \(reason)", at: QDMLocation(file: file, line: parser.lineNumber))
+            }
+            guard delegate.sawTypes else {
+                throw QDMError("not a QDM file: the root element is not <types>", at: QDMLocation(file: file, line: 1))
+            }
+            let directory = URL(fileURLWithPath: file).deletingLastPathComponent()
+            for include in delegate.includes {
+                try read(directory.appendingPathComponent(include.file).path, includedFrom: include.location)
+            }
+            for item in delegate.structs {
+                let name = item.module.isEmpty ? item.name : item.module + "." + item.name
+                if let other = structs[name]?.location ?? enums[name]?.location {
+                    throw QDMError("\(name) is already defined at \(other)", at: item.location)
+                }
+                structs[name] = item
+            }
+            for item in delegate.enums {
+                if let other = structs[item.name]?.location ?? enums[item.name]?.location {
+                    throw QDMError("\(item.name) is already defined at \(other)", at: item.location)
+                }
+                enums[item.name] = item
+            }
+        }
+
+        func resolve() throws(QDMError) -> QDMModel {
+            var model = QDMModel(enums: enums)
+            for (name, raw) in structs {
+                var members: [QDMMember] = []
+                for member in raw.members {
+                    var kind = try kind(of: member, in: raw.module)
+                    if member.isSequence { kind = .sequence(kind) }
+                    if member.isKey, case .sequence = kind {
+                        throw QDMError("key member \(member.name) cannot be a sequence", at: member.location)
+                    }
+                    members.append(QDMMember(name: member.name, kind: kind, isKey: member.isKey, location: member.location))
+                }
+                model.structs[name] = QDMStruct(name: name, behavior: raw.behavior, members: members, location: raw.location)
+            }
+            for name in model.structs.keys.sorted() { try checkNoCycle(name, in: model, path: []) }
+            return model
+        }
+
+        private func kind(of member: RawMember, in module: String) throws(QDMError) -> QDMMember.Kind {
+            switch member.type {
+            case "boolean": return .boolean
+            case "byte": return .byte
+            case "int16": return .int16
+            case "int32": return .int32
+            case "int64": return .int64
+            case "float32": return .float32
+            case "string": return .string
+            case "nonBasic":
+                guard let reference = member.nonBasicTypeName, !reference.isEmpty else {
+                    throw QDMError("member \(member.name) has type=\"nonBasic\" but no nonBasicTypeName", at: member.location)
+                }
+                let dotted = reference.replacingOccurrences(of: "::", with: ".")
+                let candidates = module.isEmpty ? [dotted] : [module + "." + dotted, dotted]
+                for candidate in candidates {
+                    if structs[candidate] != nil { return .structure(candidate) }
+                    if enums[candidate] != nil { return .enumeration(candidate) }
+                }
+                throw QDMError("member \(member.name): unknown type \(reference)", at: member.location)
+            default:
+                throw QDMError(
+                    "member \(member.name): type \"\(member.type)\" is not boolean, byte, int16, int32, int64, float32, string or nonBasic",
+                    at: member.location)
+            }
+        }
+
+        private func checkNoCycle(_ name: String, in model: QDMModel, path: [String]) throws(QDMError) {
+            guard let item = model.structs[name] else { return }
+            if path.contains(name) {
+                throw QDMError("\(name) contains itself: \((path + [name]).joined(separator: " → "))", at: item.location)
+            }
+            for member in item.members {
+                var kind = member.kind
+                if case .sequence(let element) = kind { kind = element }
+                if case .structure(let inner) = kind { try checkNoCycle(inner, in: model, path: path + [name]) }
+            }
+        }
+    }
+
+    /// The SAX side: collects elements with their line numbers; the first error stops parsing.
+    final class Delegate: NSObject, XMLParserDelegate {
+        let file: String
+        var error: QDMError?
+        var sawTypes = false
+        var includes: [(file: String, location: QDMLocation)] = []
+        var structs: [RawStruct] = []
+        var enums: [QDMEnum] = []
+        private var module = ""
+        private var currentStruct: RawStruct?
+        private var currentEnum: QDMEnum?
+        /// Open elements: not 0 at the end means the XML was cut short or mis-nested.
+        var depth = 0
+
+        init(file: String) { self.file = file }
+
+        func parser(
+            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
+            depth += 1
+            let location = QDMLocation(file: file, line: parser.lineNumber)
+            func fail(_ reason: String) {
+                guard error == nil else { return }
+                error = QDMError(reason, at: location)
+                parser.abortParsing()
+            }
+            func required(_ name: String) -> String? {
+                guard let value = attributes[name], !value.isEmpty else {
+                    fail("<\(elementName)> needs a \(name) attribute")
+                    return nil
+                }
+                return value
+            }
+            if depth == 1 {
+                guard elementName == "types" else { return fail("the root element is <\(elementName)>, not <types>") }
+                sawTypes = true
+                return
+            }
+            switch elementName {
+            case "include":
+                guard let included = required("file") else { return }
+                includes.append((included, location))
+            case "module":
+                guard let name = required("name") else { return }
+                guard Self.isScopedName(name) else { return fail("module name \"\(name)\" is not like a::b::c") }
+                module = name.replacingOccurrences(of: "::", with: ".")
+            case "struct":
+                guard let name = required("name") else { return }
+                var behavior: QDMStruct.Behavior?
+                if let value = attributes["behavior"] {
+                    guard let known = QDMStruct.Behavior(rawValue: value) else {
+                        return fail("struct \(name): behavior=\"\(value)\" is not \"event\" or \"state\"")
+                    }
+                    behavior = known
+                }
+                currentStruct = RawStruct(name: name, module: module, behavior: behavior, members: [], location: location)
+            case "member":
+                guard currentStruct != nil, let name = required("name"), let type = required("type") else {
+                    if currentStruct == nil { fail("<member> outside a <struct>") }
+                    return
+                }
+                let key = attributes["key"] ?? "false"
+                guard key == "true" || key == "false" else { return fail("member \(name): key=\"\(key)\" is not true or false") }
+                var isSequence = false
+                if let length = attributes["sequenceMaxLength"] {
+                    guard length == "-1" else {
+                        return fail("member \(name): sequenceMaxLength=\"\(length)\" is not supported (only -1, unbounded)")
+                    }
+                    isSequence = true
+                }
+                if attributes["nonBasicTypeName"] != nil, type != "nonBasic" {
+                    return fail("member \(name): nonBasicTypeName is only for type=\"nonBasic\"")
+                }
+                currentStruct?.members.append(
+                    RawMember(
+                        name: name, type: type, nonBasicTypeName: attributes["nonBasicTypeName"], isKey: key == "true",
+                        isSequence: isSequence, location: location))
+            case "enum":
+                guard let name = required("name") else { return }
+                currentEnum = QDMEnum(name: module.isEmpty ? name : module + "." + name, enumerators: [], location: location)
+            case "enumerator":
+                guard currentEnum != nil, let name = required("name") else {
+                    if currentEnum == nil { fail("<enumerator> outside an <enum>") }
+                    return
+                }
+                currentEnum?.enumerators.append(name)
+            case "doc":
+                break
+            default:
+                fail("<\(elementName)> is not a QDM element (types, include, module, struct, member, enum, enumerator, doc)")
+            }
+        }
+
+        func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
+            depth -= 1
+            switch elementName {
+            case "module":
+                module = ""
+            case "struct":
+                if let item = currentStruct {
+                    if item.members.isEmpty, error == nil {
+                        error = QDMError("struct \(item.name) has no members", at: item.location)
+                        parser.abortParsing()
+                    }
+                    structs.append(item)
+                }
+                currentStruct = nil
+            case "enum":
+                if let item = currentEnum {
+                    if item.enumerators.isEmpty, error == nil {
+                        error = QDMError("enum \(item.name) has no enumerators", at: item.location)
+                        parser.abortParsing()
+                    }
+                    enums.append(item)
+                }
+                currentEnum = nil
+            default:
+                break
+            }
+        }
+
+        static func isScopedName(_ name: String) -> Bool {
+            name.split(separator: "::", omittingEmptySubsequences: false).allSatisfy { part in
+                guard let first = part.first, first.isLetter || first == "_" else { return false }
+                return part.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }
+            }
+        }
+    }
+}
