@@ -205,6 +205,13 @@ let package = Package(
         ),
         // Qeo Data Model files: parsing, type resolution, JSON schemas and checks. No DDS.
         .target(name: "QeoQDM", dependencies: ["SwitchyardCore"], path: "Plugins/qeo/QDM", swiftSettings: strict),
+        // Eclipse Cyclone DDS 0.10 (Debian's cyclonedds-dev): the C API of the qeo plugin.
+        // (No pkgConfig: its cflags carry -D flags SwiftPM refuses; the headers are in /usr/include.)
+        .systemLibrary(name: "CCycloneDDS", path: "Plugins/qeo/CCycloneDDS", providers: [.apt(["cyclonedds-dev"])]),
+        // Qeo topics on Cyclone DDS: type programs built from QDM at run time, samples as JSON.
+        .target(
+            name: "QeoDDS", dependencies: ["CCycloneDDS", "QeoQDM", "SwitchyardCore"], path: "Plugins/qeo/DDS", swiftSettings: strict
+        ),
         .target(
             name: "ShoutExample",
             dependencies: ["SwitchyardPluginKit"],
@@ -231,6 +238,9 @@ let package = Package(
         .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec", "FuzzingSupport"], swiftSettings: strict),
         .testTarget(name: "SIPCodecTests", dependencies: ["SIPCodec", "FuzzingSupport"], swiftSettings: strict),
         .testTarget(name: "QeoQDMTests", dependencies: ["QeoQDM", "SwitchyardCore"], exclude: ["QDM"], swiftSettings: strict),
+        .testTarget(
+            name: "QeoDDSTests", dependencies: ["QeoDDS", "QeoQDM", "SwitchyardCore"], exclude: ["qeo_peer.py"], swiftSettings: strict
+        ),
         .testTarget(name: "PushMessageTests", dependencies: ["PushMessage", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",

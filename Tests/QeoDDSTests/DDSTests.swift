@@ -1,0 +1,128 @@
+import Foundation
+import QeoDDS
+import QeoQDM
+import SwitchyardCore
+import Synchronization
+import Testing
+
+/// Type programs against what `idlc -t` generates for the same types, and samples exchanged
+/// with a Python `cyclonedds` peer on domain 128.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct DDSTests {
+    static let qdm = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("QeoQDMTests/QDM")
+    static let model: QDMModel = {
+        let files = ["QSimpleChat_ChatMessage.xml", "QSimpleChat_ChatParticipant.xml", "QGauge_NetStatMessage.xml"]
+        return (try? QDMParser.load(files.map { qdm.appendingPathComponent($0).path })) ?? QDMModel()
+    }()
+
+    /// idlc 0.10.2 `-t` for NetStatMessage: a keyed nested struct and a string key.
+    @Test func theNetStatProgramIsIdlcs() throws {
+        let program = try DDSTypeProgram(model: Self.model, root: "org.qeo.sample.gauge.NetStatMessage")
+        let adr: UInt32 = 0x0100_0000
+        let int64Signed: UInt32 = 0x0004_0000 | 4
+        var expected: [UInt32] = [adr | 0x000d_0000 | 9, 0, 3 << 16 | 16, adr | 0x0005_0000 | 9, 16]
+        for offset in stride(from: 24, through: 56, by: 8) { expected += [adr | int64Signed, UInt32(offset)] }
+        expected += [0, adr | int64Signed | 1, 0, adr | int64Signed | 1, 8, 0]
+        expected += [0x0700_0002, 0, 0, 0x0700_0002, 0, 2, 0x0700_0001, 3]
+        #expect(program.ops == expected)
+        #expect(program.instructionCount == 11)
+        #expect(program.keys.map(\.name) == ["deviceId.upper", "deviceId.lower", "ifName"])
+        #expect(program.keys.map(\.kofIndex) == [21, 24, 27])
+        #expect(program.layout == DDSLayout(size: 64, alignment: 8, offsets: [0, 16, 24, 32, 40, 48, 56]))
+    }
+
+    /// idlc for ChatParticipant: an enum with its size flag and largest value, one string key.
+    @Test func theChatParticipantProgramIsIdlcs() throws {
+        let program = try DDSTypeProgram(model: Self.model, root: "org.qeo.sample.simplechat.ChatParticipant")
+        #expect(program.ops == [0x0105_0009, 0, 0x010c_0080, 8, 3, 0, 0x0700_0001, 0])
+        #expect(program.typeName == "org::qeo::sample::simplechat::ChatParticipant")
+        #expect(program.layout.size == 16)
+    }
+
+    @Test func samplesRoundTripThroughMemory() throws {
+        let program = try DDSTypeProgram(model: Self.model, root: "org.qeo.sample.gauge.NetStatMessage")
+        let samples = DDSSamples(model: Self.model, program: program)
+        let value: JSONValue = [
+            "deviceId": ["upper": 1, "lower": -2], "ifName": "eth0", "bytesIn": 10, "packetsIn": 1, "bytesOut": 1_099_511_627_776,
+            "packetsOut": 2, "timestamp": 1_700_000_000_000,
+        ]
+        let sample = samples.allocate()
+        defer { samples.release(sample) }
+        samples.write(value, into: sample)
+        #expect(samples.read(UnsafeRawPointer(sample)) == value)
+    }
+
+    /// The environment for DDS on loopback only (Cyclone 0.10 needs multicast forced on `lo`).
+    static let loopback =
+        #"<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo" multicast="true"/></Interfaces></General></Domain></CycloneDDS>"#
+
+    static func peer(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments =
+            ["python3", URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("qeo_peer.py").path]
+            + arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["CYCLONEDDS_URI"] = loopback
+        process.environment = environment
+        let output = Pipe()
+        let input = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        try process.run()
+        return (process, output, input)
+    }
+
+    @Test func aChatMessageReachesAPythonPeerAndOneComesBack() throws {
+        setenv("CYCLONEDDS_URI", Self.loopback, 1)
+        let participant = try DDSParticipant(domain: 128)
+        let topic = try DDSTopic(participant: participant, model: Self.model, type: "org.qeo.sample.simplechat.ChatMessage")
+        let writer = try DDSWriter(topic: topic)
+        let received = Mutex<[DDSReceived]>([])
+        let reader = try DDSReader(topic: topic) { samples in received.withLock { $0 += samples } }
+        _ = reader
+
+        // Out: written every 100 ms until the Python reader has printed one.
+        let (subscriber, subscriberOutput, _) = try Self.peer(["sub-chat", "20"])
+        defer { subscriber.terminate() }
+        let lines = LineCollector(subscriberOutput)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !lines.text.contains("\"message\""), ContinuousClock.now < deadline {
+            try writer.write(["from": "router", "message": "hello python"])
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(lines.text.contains(#"{"from": "router", "message": "hello python"}"#), "\(lines.text)")
+
+        // In: the Python writer's messages arrive as JSON; none of the router's own come back.
+        let (publisher, _, publisherInput) = try Self.peer(["pub-chat", "python", "hello router"])
+        defer {
+            try? publisherInput.fileHandleForWriting.close()
+            publisher.waitUntilExit()
+        }
+        let inbound = ContinuousClock.now + .seconds(20)
+        while received.withLock({ $0.isEmpty }), ContinuousClock.now < inbound { Thread.sleep(forTimeInterval: 0.05) }
+        let first = received.withLock { $0.first }
+        guard case .sample(let value, _)? = first else {
+            Issue.record("nothing received from the Python peer")
+            return
+        }
+        #expect(value == ["from": "python", "message": "hello router"])
+        #expect(received.withLock { $0 }.allSatisfy { if case .sample(let value, _) = $0 { value["from"] == "python" } else { false } })
+    }
+}
+
+/// Standard output of a child, collected as it comes.
+final class LineCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+
+    init(_ pipe: Pipe) {
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let chunk = handle.availableData
+            self?.lock.withLock { self?.data.append(chunk) }
+        }
+    }
+
+    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+}
