@@ -1,3 +1,4 @@
+import QeoQDM
 public import SwitchyardCore
 
 #if canImport(Glibc)
@@ -313,8 +314,13 @@ public struct ConfigLoader: Sendable {
             return
         }
         for element in elements {
+            if let qdm = element["qdm"] {
+                mergeQDM(qdm, element: element, into: &config, diagnostics: &diagnostics)
+                continue
+            }
             guard element.members != nil, let name = element["name"]?.string, !name.isEmpty else {
-                diagnostics.append(Diagnostic("a type needs a 'name' (and a 'schema' JSON Schema of its body)", at: element.location))
+                diagnostics.append(
+                    Diagnostic("a type needs a 'name' (and a 'schema' JSON Schema of its body), or 'qdm' QDM files", at: element.location))
                 continue
             }
             for member in element.members ?? [] where member.key != "name" && member.key != "schema" {
@@ -330,6 +336,28 @@ public struct ConfigLoader: Sendable {
                 continue
             }
             config.types.append(TypeDeclaration(name: name, schema: schema, location: element.location))
+        }
+    }
+
+    /// `- qdm: FILE` or `- qdm: [FILES]`: every struct of those Qeo Data Model files (and their
+    /// includes) becomes a type named as Qeo names it (`org.qeo.sample.simplechat.ChatMessage`).
+    /// Paths are relative to the working directory, like the plugin folder.
+    private func mergeQDM(_ node: ConfigNode, element: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
+        for member in element.members ?? [] where member.key != "qdm" {
+            diagnostics.append(Diagnostic("unknown key '\(member.key)' beside 'qdm' (a list of QDM files)", at: member.keyLocation))
+        }
+        let files = node.string.map { [$0] } ?? (node.elements ?? []).compactMap(\.string)
+        guard !files.isEmpty else {
+            diagnostics.append(Diagnostic("'qdm' must be a QDM file or a list of them", at: node.location))
+            return
+        }
+        do {
+            let model = try QDMParser.load(files)
+            for name in model.structs.keys.sorted() {
+                config.types.append(TypeDeclaration(name: name, schema: model.schema(of: name), location: element.location))
+            }
+        } catch {
+            diagnostics.append(Diagnostic("QDM: \(error)", at: node.location))
         }
     }
 
