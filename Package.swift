@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "push", type: .dynamic, targets: ["PushPlugin"]),
         .library(name: "ble", type: .dynamic, targets: ["BLEPlugin"]),
         .library(name: "sip", type: .dynamic, targets: ["SIPPlugin"]),
+        .library(name: "qeo", type: .dynamic, targets: ["QeoPlugin"]),
         // FCM message checks and webhook signatures, for the push benchmark's bare endpoint.
         .library(name: "PushMessage", targets: ["PushMessage"]),
         // The Swift example plugin of examples/swift-plugin.
@@ -211,6 +212,14 @@ let package = Package(
         // Qeo topics on Cyclone DDS: type programs built from QDM at run time, samples as JSON.
         .target(
             name: "QeoDDS", dependencies: ["CCycloneDDS", "QeoQDM", "SwitchyardCore"], path: "Plugins/qeo/DDS", swiftSettings: strict
+        ),
+        // The qeo plugin: one DDS participant per instance.
+        .target(
+            name: "QeoPlugin",
+            dependencies: ["QeoDDS", "QeoQDM", "SwitchyardPluginKit"],
+            path: "Plugins/qeo/Plugin",
+            swiftSettings: strict,
+            linkerSettings: pluginLinkerSettings
         ),
         .target(
             name: "ShoutExample",

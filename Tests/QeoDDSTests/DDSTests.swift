@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// Type programs against what `idlc -t` generates for the same types, and samples exchanged
-/// with a Python `cyclonedds` peer on domain 128.
+/// with a Python `cyclonedds` peer.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct DDSTests {
     static let qdm = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -54,6 +54,8 @@ struct DDSTests {
     }
 
     /// The environment for DDS on loopback only (Cyclone 0.10 needs multicast forced on `lo`).
+    /// A domain of these tests' own, so other DDS tests running at the same time are not heard.
+    static let domain: UInt32 = 131
     static let loopback =
         #"<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo" multicast="true"/></Interfaces></General></Domain></CycloneDDS>"#
 
@@ -65,6 +67,7 @@ struct DDSTests {
             + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["CYCLONEDDS_URI"] = loopback
+        environment["QEO_DOMAIN"] = String(domain)
         process.environment = environment
         let output = Pipe()
         let input = Pipe()
@@ -76,7 +79,7 @@ struct DDSTests {
 
     @Test func aChatMessageReachesAPythonPeerAndOneComesBack() throws {
         setenv("CYCLONEDDS_URI", Self.loopback, 1)
-        let participant = try DDSParticipant(domain: 128)
+        let participant = try DDSParticipant(domain: Self.domain)
         let topic = try DDSTopic(participant: participant, model: Self.model, type: "org.qeo.sample.simplechat.ChatMessage")
         let writer = try DDSWriter(topic: topic)
         let received = Mutex<[DDSReceived]>([])
@@ -84,8 +87,11 @@ struct DDSTests {
         _ = reader
 
         // Out: written every 100 ms until the Python reader has printed one.
-        let (subscriber, subscriberOutput, _) = try Self.peer(["sub-chat", "20"])
-        defer { subscriber.terminate() }
+        let (subscriber, subscriberOutput, subscriberInput) = try Self.peer(["sub-chat", "20"])
+        defer {
+            try? subscriberInput.fileHandleForWriting.close()
+            subscriber.waitUntilExit()
+        }
         let lines = LineCollector(subscriberOutput)
         let deadline = ContinuousClock.now + .seconds(20)
         while !lines.text.contains("\"message\""), ContinuousClock.now < deadline {

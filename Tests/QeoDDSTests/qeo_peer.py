@@ -1,19 +1,25 @@
 """A Qeo peer on plain Cyclone DDS (Python `cyclonedds` from PyPI) for the Qeo tests.
 
-    qeo_peer.py sub-chat SECONDS        print each ChatMessage as a JSON line, until SECONDS pass
+    qeo_peer.py sub-chat SECONDS        print each ChatMessage as a JSON line, until SECONDS pass or
+                                        stdin closes
     qeo_peer.py pub-chat FROM TEXT      write a ChatMessage every 100 ms until stdin closes
+    qeo_peer.py participant NAME STATE  write a ChatParticipant state; dispose it when stdin says
+                                        "remove"; exit when stdin closes
 
-Domain 128 and Qeo's names: topic org/qeo/sample/simplechat/ChatMessage, type
+Domain QEO_DOMAIN (default 128, Qeo's) and Qeo's names: topic org/qeo/sample/simplechat/ChatMessage, type
 org::qeo::sample::simplechat::ChatMessage; event QoS (reliable, volatile, keep-all).
 """
 import json
+import os
 import sys
+from dataclasses import dataclass
 import threading
 import time
 
 from cyclonedds.core import Policy, Qos
 from cyclonedds.domain import DomainParticipant
-from cyclonedds.idl import IdlStruct
+from cyclonedds.idl import IdlEnum, IdlStruct
+import cyclonedds.idl.annotations as annotate
 from cyclonedds.pub import DataWriter
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
@@ -29,18 +35,48 @@ class ChatMessage(IdlStruct, typename="org::qeo::sample::simplechat::ChatMessage
             setattr(self, name, value)
 
 
+class ChatState(IdlEnum, typename="org::qeo::sample::simplechat::ChatState"):
+    AVAILABLE = 0
+    IDLE = 1
+    BUSY = 2
+    AWAY = 3
+
+
+@dataclass
+class ChatParticipant(IdlStruct, typename="org::qeo::sample::simplechat::ChatParticipant"):
+    name: str
+    annotate.key("name")
+    state: ChatState
+
+
+# Qeo's state QoS: reliable, transient-local, keep-last 1, exclusive ownership.
+STATE_QOS = Qos(Policy.Reliability.Reliable(max_blocking_time=duration(seconds=1)), Policy.Durability.TransientLocal,
+                Policy.History.KeepLast(1), Policy.Ownership.Exclusive)
 EVENT_QOS = Qos(Policy.Reliability.Reliable(max_blocking_time=duration(seconds=1)), Policy.Durability.Volatile,
                 Policy.History.KeepAll)
 
 
 def main():
-    participant = DomainParticipant(128)
+    participant = DomainParticipant(int(os.environ.get("QEO_DOMAIN", "128")))
+    stdin_closed = threading.Event()
+    if sys.argv[1] == "participant":
+        topic = Topic(participant, "org/qeo/sample/simplechat/ChatParticipant", ChatParticipant)
+        writer = DataWriter(participant, topic, qos=STATE_QOS)
+        sample = ChatParticipant(name=sys.argv[2], state=ChatState[sys.argv[3]])
+        writer.write(sample)
+        print("ready", flush=True)
+        for line in sys.stdin:
+            if line.strip() == "remove":
+                writer.dispose(sample)
+                print("removed", flush=True)
+        return
     topic = Topic(participant, "org/qeo/sample/simplechat/ChatMessage", ChatMessage)
     if sys.argv[1] == "sub-chat":
         reader = DataReader(participant, topic, qos=EVENT_QOS)
         deadline = time.time() + float(sys.argv[2])
+        threading.Thread(target=lambda: (sys.stdin.read(), stdin_closed.set()), daemon=True).start()
         print("ready", flush=True)
-        while time.time() < deadline:
+        while time.time() < deadline and not stdin_closed.is_set():
             for sample in reader.take(N=16):
                 if isinstance(sample, ChatMessage):
                     print(json.dumps({"from": getattr(sample, "from"), "message": sample.message}), flush=True)

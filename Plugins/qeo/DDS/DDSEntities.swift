@@ -22,9 +22,12 @@ public struct DDSError: Error, Sendable, CustomStringConvertible {
 public final class DDSParticipant: Sendable {
     let handle: dds_entity_t
 
-    /// Joins `domain` (Qeo's closed domain is 128).
-    public init(domain: UInt32) throws(DDSError) {
-        let handle = dds_create_participant(domain, nil, nil)
+    /// Joins `domain` (Qeo's closed domain is 128) as `name` (the participant's entity name).
+    public init(domain: UInt32, name: String? = nil) throws(DDSError) {
+        let qos = dds_create_qos()
+        defer { dds_delete_qos(qos) }
+        if let name { dds_qset_entity_name(qos, name) }
+        let handle = dds_create_participant(domain, qos, nil)
         guard handle > 0 else { throw DDSError("creating a participant on domain \(domain)", handle) }
         self.handle = handle
     }

@@ -1,0 +1,63 @@
+import QeoQDM
+import SwitchyardCore
+import SwitchyardPluginKit
+
+/// One qeo instance's settings: the QDM types, the realm identity, the topics it reads and writes.
+struct QeoConfiguration: Sendable {
+    var model: QDMModel
+    var domain: UInt32
+    var realm: UInt64
+    var user: UInt64
+    var device: UInt64
+    var read: [QDMStruct]
+    var write: [QDMStruct]
+
+    init(config: JSONValue) throws {
+        let files = config["qdm"]?.stringValue.map { [$0] } ?? (config["qdm"]?.arrayValue ?? []).compactMap(\.stringValue)
+        guard !files.isEmpty else { throw PluginError("qdm: give the QDM files of the types (relative to the working directory)") }
+        do {
+            model = try QDMParser.load(files)
+        } catch {
+            throw PluginError("qdm: \(error)")
+        }
+        domain = UInt32(config["domain"]?.intValue ?? 128)
+        realm = try Self.identifier(config["realm"], "realm")
+        user = try Self.identifier(config["user"], "user")
+        device = try Self.identifier(config["device"], "device")
+        let model = model
+        func topics(_ key: String) throws -> [QDMStruct] {
+            try (config[key]?.arrayValue ?? []).map { entry in
+                guard let name = entry.stringValue else { throw PluginError("\(key): entries are QDM type names") }
+                guard let item = model.structs[name] else {
+                    let known = model.topics.map(\.name).joined(separator: ", ")
+                    throw PluginError("\(key): \(name) is not a type of the QDM files (topics there: \(known))")
+                }
+                guard item.behavior != nil else {
+                    throw PluginError("\(key): \(name) has no behavior=\"event\" or \"state\" in \(item.location): it is not a topic")
+                }
+                return item
+            }
+        }
+        read = try topics("read")
+        write = try topics("write")
+        guard !read.isEmpty || !write.isEmpty else { throw PluginError("nothing to do: list topics under read, write or both") }
+    }
+
+    /// Qeo's participant name: `<rid:%x><did:%x><uid:%x>`.
+    var participantName: String {
+        "<rid:\(String(realm, radix: 16))><did:\(String(device, radix: 16))><uid:\(String(user, radix: 16))>"
+    }
+
+    /// A 64-bit id: a number, or a string in decimal or 0x-hex.
+    static func identifier(_ value: JSONValue?, _ name: String) throws -> UInt64 {
+        switch value {
+        case nil: return 0
+        case .int(let number)? where number >= 0: return UInt64(number)
+        case .string(let text)?:
+            let parsed = text.lowercased().hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16) : UInt64(text)
+            guard let parsed else { throw PluginError("\(name): '\(text)' is not a 64-bit number (decimal or 0x-hex)") }
+            return parsed
+        case let other?: throw PluginError("\(name): \(other.text) is not a 64-bit number (decimal or 0x-hex)")
+        }
+    }
+}

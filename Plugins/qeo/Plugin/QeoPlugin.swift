@@ -1,0 +1,219 @@
+import QeoDDS
+import QeoQDM
+import SwitchyardCore
+import SwitchyardPluginKit
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The exported entry point of `libqeo.so`.
+@_cdecl("switchyard_plugin_entry")
+public func switchyardPluginEntry(_ offer: UnsafeRawPointer?, _ table: UnsafeMutableRawPointer?, _ capacity: Int) -> UInt32 {
+    PluginExport.negotiate(QeoPlugin.self, offer: offer, table: table, capacity: capacity)
+}
+
+/// A member of a Qeo realm on Cyclone DDS: QDM types as DDS topics, events and state read into
+/// envelopes and envelopes written as samples. One instance is one DDS participant.
+final class QeoPlugin: SwitchyardPlugin {
+    static let eventsPort = "events"
+    static let changesPort = "changes"
+    static let statesPort = "states"
+    static let writePort = "write"
+    static let removedType = "qeo.Removed"
+    static let statesType = "qeo.States"
+
+    static let manifest = PluginManifest(
+        name: "qeo",
+        version: "0.1.0",
+        summary: "Qeo realm bus: QDM types as Cyclone DDS topics (events and state)",
+        ports: [
+            PortDeclaration(
+                name: eventsPort, direction: .source, types: ["*"], requires: "read",
+                summary: "Each sample of the event topics read (type: the QDM type)"),
+            PortDeclaration(
+                name: changesPort, direction: .source, types: ["*", removedType], requires: "read",
+                summary: "State change reader: each new or updated instance, and qeo.Removed when one is disposed or its writer gone"),
+            PortDeclaration(
+                name: statesPort, direction: .source, types: [statesType], requires: "read",
+                summary: "State reader: the full current set of a state topic's instances on every change"),
+            PortDeclaration(
+                name: writePort, direction: .sink, types: ["*"], requires: "write",
+                summary: "Writes the envelope's body as a sample of its type (qeo.action: remove disposes the instance)"),
+        ],
+        types: [
+            removedType: [
+                "type": "object", "required": ["type", "key"],
+                "properties": ["type": ["type": "string"], "key": ["type": "object"]],
+            ],
+            statesType: [
+                "type": "object", "required": ["type", "instances"],
+                "properties": ["type": ["type": "string"], "instances": ["type": "array"]],
+            ],
+        ],
+        config: [
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["qdm"],
+            "properties": [
+                "qdm": ["type": ["string", "array"], "description": "QDM files, relative to the working directory"],
+                "domain": ["type": "integer", "minimum": 0, "maximum": 232],
+                "realm": ["type": ["integer", "string"]], "user": ["type": ["integer", "string"]],
+                "device": ["type": ["integer", "string"]],
+                "read": ["type": "array", "items": ["type": "string"]],
+                "write": ["type": "array", "items": ["type": "string"]],
+            ],
+        ]
+    )
+
+    private let context: PluginContext
+    private let configuration: QeoConfiguration
+    private let state = Mutex(State())
+
+    private struct State {
+        var participant: DDSParticipant?
+        var readers: [DDSReader] = []
+        var writers: [String: DDSWriter] = [:]
+        /// The current instances of each state topic read, by instance handle.
+        var instances: [String: [UInt64: JSONValue]] = [:]
+        var stopped = false
+    }
+
+    init(context: PluginContext, name: String, config: JSONValue) throws {
+        self.context = context
+        configuration = try QeoConfiguration(config: config)
+    }
+
+    func start() throws {
+        let participant: DDSParticipant
+        do {
+            participant = try DDSParticipant(domain: configuration.domain, name: configuration.participantName)
+            var topics: [String: DDSTopic] = [:]
+            func topic(_ item: QDMStruct) throws(DDSError) -> DDSTopic {
+                if let existing = topics[item.name] { return existing }
+                let created = try DDSTopic(participant: participant, model: configuration.model, type: item.name)
+                topics[item.name] = created
+                return created
+            }
+            var writers: [String: DDSWriter] = [:]
+            for item in configuration.write { writers[item.name] = try DDSWriter(topic: try topic(item)) }
+            state.withLock { $0.participant = participant }
+            state.withLock { $0.writers = writers }
+            for item in configuration.read {
+                let reader = try DDSReader(topic: try topic(item)) { [weak self] received in self?.received(received, of: item) }
+                state.withLock { $0.readers.append(reader) }
+            }
+        } catch {
+            throw PluginError("qeo: \(error)")
+        }
+        context.log(
+            .info,
+            "joined domain \(configuration.domain) as \(configuration.participantName); reading \(configuration.read.count), writing \(configuration.write.count) topics"
+        )
+        context.metric(.gauge, "ready", 1)
+    }
+
+    func stop() {
+        let (readers, writers, participant) = state.withLock { state in
+            state.stopped = true
+            defer {
+                state.readers = []
+                state.writers = [:]
+                state.participant = nil
+            }
+            return (state.readers, state.writers, state.participant)
+        }
+        // Readers first: their listeners must not run once the router has stopped the instance.
+        withExtendedLifetime((readers, writers, participant)) {}
+    }
+
+    // MARK: Reading
+
+    private func received(_ batch: [DDSReceived], of item: QDMStruct) {
+        guard !state.withLock({ $0.stopped }) else { return }
+        for entry in batch {
+            switch (item.behavior, entry) {
+            case (.event?, .sample(let value, _)):
+                emit(envelope(item, body: value), on: Self.eventsPort)
+            case (.state?, .sample(let value, let instance)):
+                state.withLock { $0.instances[item.name, default: [:]][instance] = value }
+                emit(envelope(item, body: value, instance: instance), on: Self.changesPort)
+            case (.state?, .removed(let instance)):
+                guard let last = state.withLock({ $0.instances[item.name]?.removeValue(forKey: instance) }) else { continue }
+                var key: [String: JSONValue] = [:]
+                for member in item.keys { key[member.name] = last[member.name] }
+                let body: JSONValue = ["type": .string(item.name), "key": .object(key)]
+                var removed = Envelope(
+                    type: Self.removedType, subject: item.name, contentType: "application/json", body: body.serializedBytes())
+                removed.headers.append(name: "qeo.type", value: item.name)
+                removed.headers.append(name: "qeo.instance", value: String(instance))
+                emit(removed, on: Self.changesPort)
+            default:
+                continue
+            }
+        }
+        guard item.behavior == .state, !batch.isEmpty else { return }
+        let all = state.withLock { state in (state.instances[item.name] ?? [:]).sorted { $0.key < $1.key }.map(\.value) }
+        let body: JSONValue = ["type": .string(item.name), "instances": .array(all)]
+        var states = Envelope(type: Self.statesType, subject: item.name, contentType: "application/json", body: body.serializedBytes())
+        states.headers.append(name: "qeo.type", value: item.name)
+        emit(states, on: Self.statesPort)
+    }
+
+    private func envelope(_ item: QDMStruct, body: JSONValue, instance: UInt64? = nil) -> Envelope {
+        var envelope = Envelope(type: item.name, subject: item.name, contentType: "application/json", body: body.serializedBytes())
+        envelope.headers.append(name: "qeo.type", value: item.name)
+        if let instance { envelope.headers.append(name: "qeo.instance", value: String(instance)) }
+        return envelope
+    }
+
+    /// Emits; a full blocking queue holds Cyclone's delivery thread briefly (and so, through
+    /// reliability, the writers) before the sample is dropped and counted.
+    private func emit(_ envelope: Envelope, on port: String) {
+        for _ in 0..<2000 {
+            switch context.emit(envelope, on: port) {
+            case .full:
+                guard !state.withLock({ $0.stopped }) else { return }
+                usleep(1000)
+            case .ok:
+                context.metric(.counter, "samples_received_total", 1)
+                return
+            default:
+                return
+            }
+        }
+        context.metric(.counter, "samples_dropped_total", 1)
+        context.log(.warning, "dropped a \(envelope.type) sample: the route stayed full for 2 s")
+    }
+
+    // MARK: Writing
+
+    func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
+        let typeName = envelope.headers["qeo.type"] ?? envelope.type
+        guard let writer = state.withLock({ $0.writers[typeName] }) else {
+            let known = configuration.write.map(\.name).joined(separator: ", ")
+            return delivery.ack(.reject, reason: "\(typeName) is not a topic this instance writes (write: \(known))")
+        }
+        do {
+            if envelope.headers["qeo.action"] == "remove" {
+                // Removal by key: the key members are enough (the others are written as zero).
+                let body = envelope.decodedBody()
+                let item = configuration.model.structs[typeName]
+                if let missing = item?.keys.first(where: { body[$0.name] == nil }) {
+                    throw QDMError("removing needs the key member \(missing.name)", at: nil)
+                }
+                try writer.dispose(body)
+            } else {
+                try writer.write(try configuration.model.conform(envelope.decodedBody(), to: typeName))
+            }
+            context.metric(.counter, "samples_written_total", 1)
+            delivery.ack(.ok)
+        } catch let error as QDMError {
+            context.metric(.counter, "samples_invalid_total", 1)
+            delivery.ack(.reject, reason: "\(typeName): \(error)")
+        } catch {
+            delivery.ack(.retry, reason: "\(error)")
+        }
+    }
+}

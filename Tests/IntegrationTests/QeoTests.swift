@@ -1,0 +1,171 @@
+import Foundation
+import Testing
+
+/// The qeo plugin through the router binary, against Python `cyclonedds` peers (each test on a DDS domain of its own)
+/// (the QSimpleChat types): events both ways, state changes and removal, late-joining state,
+/// and the errors for bad QDM and wrong-typed bodies.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct QeoTests {
+    static let qdm = BuildProducts.packageRoot.appendingPathComponent("Tests/QeoQDMTests/QDM")
+    static let peerScript = BuildProducts.packageRoot.appendingPathComponent("Tests/QeoDDSTests/qeo_peer.py")
+    static let loopback =
+        #"<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo" multicast="true"/></Interfaces></General></Domain></CycloneDDS>"#
+
+    /// A Python peer; its standard output is collected, its standard input kept open.
+    final class Peer {
+        let process = Process()
+        let input = Pipe()
+        private let output = Pipe()
+        private let buffer = OutputBuffer()
+
+        init(_ arguments: [String], domain: Int) throws {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", QeoTests.peerScript.path] + arguments
+            var environment = ProcessInfo.processInfo.environment
+            environment["CYCLONEDDS_URI"] = QeoTests.loopback
+            environment["QEO_DOMAIN"] = String(domain)
+            process.environment = environment
+            process.standardOutput = output
+            process.standardInput = input
+            let buffer = buffer
+            output.fileHandleForReading.readabilityHandler = { handle in buffer.append(handle.availableData) }
+            // With an empty signal mask, so terminate() ends it.
+            try ChildProcess.start(process)
+        }
+
+        var text: String { buffer.text }
+
+        func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+
+        deinit {
+            try? input.fileHandleForWriting.close()
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+    }
+
+    static func start(
+        _ sandbox: Sandbox, domain: Int, qdm files: [String] = ["QSimpleChat_ChatMessage.xml", "QSimpleChat_ChatParticipant.xml"]
+    )
+        throws -> (RouterProcess, String)
+    {
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("qeo")
+        let paths = files.map { qdm.appendingPathComponent($0).path }.joined(separator: ", ")
+        try sandbox.writeRoutes(
+            """
+            types:
+              - qdm: [\(paths)]
+            instances:
+              home:
+                plugin: qeo
+                qdm: [\(paths)]
+                domain: \(domain)
+                realm: 0x1234
+                user: 7
+                device: "0xd1"
+                read: [org.qeo.sample.simplechat.ChatMessage, org.qeo.sample.simplechat.ChatParticipant]
+                write: [org.qeo.sample.simplechat.ChatMessage]
+              in: { plugin: core, console: {} }
+              events: { plugin: core, file: { path: "\(sandbox.path("events.jsonl"))" } }
+              changes: { plugin: core, file: { path: "\(sandbox.path("changes.jsonl"))" } }
+              states: { plugin: core, file: { path: "\(sandbox.path("states.jsonl"))" } }
+            routes:
+              - { from: home.events, to: events.write }
+              - { from: home.changes, to: changes.write }
+              - { from: home.states, to: states.write }
+              - from: in.lines
+                type: org.qeo.sample.simplechat.ChatMessage
+                map: { from: router, message: "{{body}}" }
+                to: home.write
+            """)
+        return try RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": loopback])
+    }
+
+    static func bodies(_ sandbox: Sandbox, _ file: String) -> [[String: Any]] {
+        ((try? sandbox.jsonLines(of: file)) ?? []).compactMap { $0["body"] as? [String: Any] }
+    }
+
+    @Test func chatMessagesCrossBothWaysAndTheRouterDoesNotHearItself() throws {
+        let sandbox = try Sandbox()
+        // Each test on a domain of its own, so tests running at the same time do not hear each other.
+        let (router, _) = try Self.start(sandbox, domain: 132)
+        router.waitUntil("joined the domain") { router.standardError.contains("joined domain 132 as <rid:1234><did:d1><uid:7>") }
+
+        // In: a Python writer's events become typed envelopes.
+        let publisher = try Peer(["pub-chat", "python", "hello router"], domain: 132)
+        router.waitUntil("an event from the peer") { !Self.bodies(sandbox, "events.jsonl").isEmpty }
+        let first = try #require(try sandbox.jsonLines(of: "events.jsonl").first)
+        #expect(first["type"] as? String == "org.qeo.sample.simplechat.ChatMessage")
+        #expect((first["body"] as? [String: String]) == ["from": "python", "message": "hello router"])
+        _ = publisher
+
+        // Out: the router's write reaches a Python reader; the router does not read it back.
+        let subscriber = try Peer(["sub-chat", "20"], domain: 132)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !subscriber.text.contains("hello python"), ContinuousClock.now < deadline {
+            router.send("hello python\n")
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(subscriber.text.contains(#"{"from": "router", "message": "hello python"}"#), "\(subscriber.text)")
+        #expect(Self.bodies(sandbox, "events.jsonl").allSatisfy { $0["from"] as? String == "python" })
+        #expect(router.stop() == 0)
+    }
+
+    @Test func stateChangesAndRemovalReachTheStateReaders() throws {
+        // Written before the router joins: transient-local state reaches the late joiner.
+        let peer = try Peer(["participant", "alice", "BUSY"], domain: 133)
+        let sandbox = try Sandbox()
+        let (router, _) = try Self.start(sandbox, domain: 133)
+        router.waitUntil("the current state") { !Self.bodies(sandbox, "changes.jsonl").isEmpty }
+        #expect((Self.bodies(sandbox, "changes.jsonl").first as? [String: String]) == ["name": "alice", "state": "BUSY"])
+        let states = Self.bodies(sandbox, "states.jsonl")
+        #expect((states.last?["instances"] as? [[String: String]]) == [["name": "alice", "state": "BUSY"]])
+
+        peer.send("remove")
+        router.waitUntil("the removal") { Self.bodies(sandbox, "changes.jsonl").count == 2 }
+        let removal = try #require(try sandbox.jsonLines(of: "changes.jsonl").last)
+        #expect(removal["type"] as? String == "qeo.Removed")
+        #expect((removal["body"] as? [String: Any])?["key"] as? [String: String] == ["name": "alice"])
+        router.waitUntil("the empty state set") {
+            (Self.bodies(sandbox, "states.jsonl").last?["instances"] as? [Any])?.isEmpty == true
+        }
+        #expect(router.stop() == 0)
+    }
+
+    @Test func aMapThatDoesNotFitTheQDMTypeFailsValidation() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("qeo")
+        let path = Self.qdm.appendingPathComponent("QSimpleChat_ChatMessage.xml").path
+        try sandbox.writeRoutes(
+            """
+            types:
+              - qdm: \(path)
+            instances:
+              home: { plugin: qeo, qdm: [\(path)], write: [org.qeo.sample.simplechat.ChatMessage] }
+              in: { plugin: core, console: {} }
+            routes:
+              - { from: in.lines, type: org.qeo.sample.simplechat.ChatMessage, map: { from: x, text: "{{body}}" }, to: home.write }
+            """)
+        let result = try RouterProcess.runToExit(["validate", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        #expect(result.status != 0)
+        #expect(
+            result.errors.contains(
+                "map does not build a org.qeo.sample.simplechat.ChatMessage: text is not a field of it (fields: from, message)"),
+            "\(result.errors)")
+    }
+
+    @Test func aBrokenQDMFileStopsValidationWithItsLine() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("qeo")
+        let bad = sandbox.path("bad.xml")
+        try
+            "<types>\n<module name=\"m\">\n<struct name=\"S\" behavior=\"event\"><member name=\"x\" type=\"nonBasic\"/></struct></module></types>"
+            .write(toFile: bad, atomically: true, encoding: .utf8)
+        try sandbox.writeRoutes("types:\n  - qdm: \(bad)\ninstances:\n  home: { plugin: qeo, qdm: \(bad), read: [m.S] }\n")
+        let result = try RouterProcess.runToExit(["validate", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        #expect(result.status != 0)
+        #expect(result.errors.contains("\(bad):3: member x has type=\"nonBasic\" but no nonBasicTypeName"), "\(result.errors)")
+    }
+}
