@@ -133,6 +133,40 @@ struct QeoTests {
         #expect(router.stop() == 0)
     }
 
+    /// examples/qsimplechat-bridge as its README runs it: QSimpleChat peers on domain 128 and a
+    /// Mosquitto, chat both ways and participants' states as retained messages.
+    @Test func theQSimpleChatBridgeExample() throws {
+        let example = BuildProducts.packageRoot.appendingPathComponent("examples/qsimplechat-bridge")
+        let broker = try Mosquitto()
+        let chat = try MosquittoSubscriber(broker, topic: "qeo/chat", qos: 1)
+        let participants = try MosquittoSubscriber(broker, topic: "qeo/participants/#", qos: 1)
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("qeo")
+        try sandbox.installPlugin("mqtt")
+        try sandbox.writeRoutes(try String(contentsOf: example.appendingPathComponent("routes.yaml"), encoding: .utf8))
+        let (router, _) = try RouterProcess.startWithAdmin(
+            sandbox,
+            environment: [
+                "CYCLONEDDS_URI": Self.loopback, "QDM_DIR": example.appendingPathComponent("qdm").path, "MQTT_PORT": String(broker.port),
+            ])
+        router.waitUntil("joined the realm") { router.standardError.contains("joined domain 128 as <rid:1234><did:b41d6e><uid:7>") }
+
+        let bob = try Peer(["participant", "bob", "AVAILABLE"], domain: 128)
+        #expect(participants.waitForLines(1).first == "qeo/participants/bob AVAILABLE")
+        let publisher = try Peer(["pub-chat", "bob", "hi from qeo"], domain: 128)
+        #expect(chat.waitForLines(1).first == #"qeo/chat {"from": "bob", "message": "hi from qeo"}"#)
+        _ = (bob, publisher)
+
+        let subscriber = try Peer(["sub-chat", "20"], domain: 128)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !subscriber.text.contains("hi from mqtt"), ContinuousClock.now < deadline {
+            try broker.publish(topic: "qeo/chat/in", message: #"{"from": "carol", "message": "hi from mqtt"}"#, qos: 1)
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(subscriber.text.contains(#"{"from": "carol", "message": "hi from mqtt"}"#), "\(subscriber.text)")
+        #expect(router.stop() == 0)
+    }
+
     @Test func aMapThatDoesNotFitTheQDMTypeFailsValidation() throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
