@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Qeo event topic → Switchyard → MQTT, beside a direct Cyclone DDS peer-to-peer baseline, in one
+# run: a Python cyclonedds writer sends COUNT ~100-byte ChatMessages on domain QEO_DOMAIN;
+#   direct:  a Python cyclonedds reader takes them;
+#   bridged: the router's qeo instance reads them and publishes each to Mosquitto (QoS 0),
+#            where mosquitto_sub stamps each arrival.
+# Prints msgs/s and p50/p99 latency (send time carried in the message) for both, and the ratio.
+# Environment: COUNT=50000  QEO_DOMAIN=140  SKIP_BUILD=1 (reuse the release build)  KEEP_TMP=1
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+COUNT=${COUNT:-50000}
+export QEO_DOMAIN=${QEO_DOMAIN:-140}
+export CYCLONEDDS_URI='<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo" multicast="true"/></Interfaces></General></Domain></CycloneDDS>'
+log() { printf '[qeo-mqtt] %s\n' "$*" >&2; }
+
+python3 -c 'import cyclonedds' 2>/dev/null || { echo "python cyclonedds is missing: run scripts/setup" >&2; exit 1; }
+if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+    log "building the router and plugins (release, --scratch-path .build-bench)"
+    (cd "$repo" && swift build -c release --scratch-path .build-bench >&2)
+fi
+release_dir=$(cd "$repo" && swift build -c release --scratch-path .build-bench --show-bin-path)
+
+tmp=$(mktemp -d /tmp/qeo-mqtt-bench.XXXXXX)
+chmod 755 "$tmp"
+mkdir -m 755 "$tmp/plugins" "$tmp/routes"
+install -m 0755 "$release_dir/libqeo.so" "$release_dir/libmqtt.so" "$tmp/plugins/"
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    [[ ${KEEP_TMP:-0} == 1 ]] && log "kept $tmp" || rm -rf "$tmp"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_for() { for _ in $(seq 300); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; echo "timed out: '$2' in $1" >&2; tail "$1" >&2; exit 1; }
+
+# Direct: Python writer → Python reader.
+log "direct: $COUNT messages, Python writer → Python reader"
+python3 "$here/qeo_bench.py" sub "$COUNT" 120 >"$tmp/direct.out" &
+pids+=($!)
+wait_for "$tmp/direct.out" ready
+python3 "$here/qeo_bench.py" pub "$COUNT"
+wait "${pids[-1]}" || true
+direct=$(tail -1 "$tmp/direct.out")
+
+# Bridged: Python writer → router (qeo) → Mosquitto → mosquitto_sub.
+mqtt_port=$(free_port)
+printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\n' "$mqtt_port" >"$tmp/mosquitto.conf"
+mosquitto -c "$tmp/mosquitto.conf" >"$tmp/mosquitto.log" 2>&1 &
+pids+=($!)
+sleep 0.5
+cat >"$tmp/routes/main.yaml" <<YAML
+instances:
+  home:
+    plugin: qeo
+    qdm: "$repo/examples/qsimplechat-bridge/qdm/QSimpleChat_ChatMessage.xml"
+    domain: $QEO_DOMAIN
+    read: [org.qeo.sample.simplechat.ChatMessage]
+  broker: { plugin: mqtt, url: "mqtt://127.0.0.1:$mqtt_port", client_id: qeo-bench }
+routes:
+  - from: home.events
+    type: mqtt.Publish
+    map: { topic: qeo/chat, payload: '{"from": "{{body.from}}", "message": "{{body.message}}"}', qos: 0 }
+    to: broker.publish
+YAML
+"$release_dir/switchyard" run "$tmp/routes" --plugins "$tmp/plugins" >"$tmp/router.log" 2>&1 &
+pids+=($!)
+wait_for "$tmp/router.log" "router started"
+mosquitto_sub -h 127.0.0.1 -p "$mqtt_port" -t qeo/chat -C "$COUNT" -W 180 -F '%U %p' >"$tmp/mqtt.out" 2>/dev/null &
+sub=$!
+sleep 0.5
+log "bridged: $COUNT messages, Python writer → Switchyard → Mosquitto → mosquitto_sub"
+python3 "$here/qeo_bench.py" pub "$COUNT"
+wait "$sub" || true
+bridged=$(python3 "$here/qeo_bench.py" mqtt-stats "$tmp/mqtt.out")
+
+echo "direct  (Cyclone peer to peer):         $direct"
+echo "bridged (Qeo → Switchyard → MQTT QoS 0): $bridged"
+python3 - "$direct" "$bridged" <<'PY'
+import json, sys
+d, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print(f"ratio bridged/direct: {b['msgs_per_s'] / d['msgs_per_s']:.2f} (msgs/s), received {b['count']} of {d['count']}")
+PY
