@@ -133,6 +133,44 @@ struct QeoTests {
         #expect(router.stop() == 0)
     }
 
+    @Test func theRouterWritesAndRemovesStateThatAPeerSees() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("qeo")
+        let path = Self.qdm.appendingPathComponent("QSimpleChat_ChatParticipant.xml").path
+        try sandbox.writeRoutes(
+            """
+            types:
+              - qdm: \(path)
+            instances:
+              home: { plugin: qeo, qdm: \(path), domain: 134, write: [org.qeo.sample.simplechat.ChatParticipant] }
+              in: { plugin: core, console: {} }
+            routes:
+              - from: in.lines
+                when: 'body != "leave"'
+                type: org.qeo.sample.simplechat.ChatParticipant
+                map: { name: router, state: "{{body}}" }
+                to: home.write
+              - from: in.lines
+                when: 'body == "leave"'
+                type: qeo.Remove
+                map: { type: org.qeo.sample.simplechat.ChatParticipant, key: { name: router } }
+                to: home.write
+            """)
+        let (router, _) = try RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": Self.loopback])
+        router.send("IDLE\n")
+        // Written before the reader exists: transient-local state reaches the late joiner.
+        let watcher = try Peer(["watch-participants"], domain: 134)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !watcher.text.contains("IDLE"), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(watcher.text.contains(#"{"name": "router", "state": "IDLE"}"#), "\(watcher.text)")
+        router.send("leave\n")
+        let removal = ContinuousClock.now + .seconds(20)
+        while !watcher.text.contains("disposed"), ContinuousClock.now < removal { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(watcher.text.contains(#"{"disposed": true}"#), "\(watcher.text)\n\(router.standardError)")
+        #expect(router.stop() == 0)
+    }
+
     /// examples/qsimplechat-bridge as its README runs it: QSimpleChat peers on domain 128 and a
     /// Mosquitto, chat both ways and participants' states as retained messages.
     @Test func theQSimpleChatBridgeExample() throws {

@@ -3,6 +3,8 @@
     qeo_peer.py sub-chat SECONDS        print each ChatMessage as a JSON line, until SECONDS pass or
                                         stdin closes
     qeo_peer.py pub-chat FROM TEXT      write a ChatMessage every 100 ms until stdin closes
+    qeo_peer.py watch-participants      print each ChatParticipant state as a JSON line and
+                                        {"disposed": true} for a disposal, until stdin closes
     qeo_peer.py participant NAME STATE  write a ChatParticipant state; dispose it when stdin says
                                         "remove"; exit when stdin closes
 
@@ -59,6 +61,19 @@ EVENT_QOS = Qos(Policy.Reliability.Reliable(max_blocking_time=duration(seconds=1
 def main():
     participant = DomainParticipant(int(os.environ.get("QEO_DOMAIN", "128")))
     stdin_closed = threading.Event()
+    if sys.argv[1] == "watch-participants":
+        topic = Topic(participant, "org/qeo/sample/simplechat/ChatParticipant", ChatParticipant)
+        reader = DataReader(participant, topic, qos=STATE_QOS)
+        threading.Thread(target=lambda: (sys.stdin.read(), stdin_closed.set()), daemon=True).start()
+        print("ready", flush=True)
+        while not stdin_closed.is_set():
+            for sample in reader.take(N=16):
+                if isinstance(sample, ChatParticipant):
+                    print(json.dumps({"name": sample.name, "state": sample.state.name}), flush=True)
+                else:
+                    print(json.dumps({"disposed": True}), flush=True)
+            time.sleep(0.02)
+        return
     if sys.argv[1] == "participant":
         topic = Topic(participant, "org/qeo/sample/simplechat/ChatParticipant", ChatParticipant)
         writer = DataWriter(participant, topic, qos=STATE_QOS)

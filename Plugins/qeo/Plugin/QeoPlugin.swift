@@ -23,6 +23,7 @@ final class QeoPlugin: SwitchyardPlugin {
     static let writePort = "write"
     static let removedType = "qeo.Removed"
     static let statesType = "qeo.States"
+    static let removeType = "qeo.Remove"
 
     static let manifest = PluginManifest(
         name: "qeo",
@@ -40,11 +41,15 @@ final class QeoPlugin: SwitchyardPlugin {
                 summary: "State reader: the full current set of a state topic's instances on every change"),
             PortDeclaration(
                 name: writePort, direction: .sink, types: ["*"], requires: "write",
-                summary: "Writes the envelope's body as a sample of its type (qeo.action: remove disposes the instance)"),
+                summary: "Writes the envelope's body as a sample of its type; a qeo.Remove {type, key} disposes that instance"),
         ],
         types: [
             removedType: [
                 "type": "object", "required": ["type", "key"],
+                "properties": ["type": ["type": "string"], "key": ["type": "object"]],
+            ],
+            removeType: [
+                "type": "object", "required": ["type", "key"], "additionalProperties": false,
                 "properties": ["type": ["type": "string"], "key": ["type": "object"]],
             ],
             statesType: [
@@ -190,22 +195,26 @@ final class QeoPlugin: SwitchyardPlugin {
     // MARK: Writing
 
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
-        let typeName = envelope.headers["qeo.type"] ?? envelope.type
+        // Not `cond ? body : nil`: JSONValue takes nil literals, so that nil would be JSON null.
+        var removal: JSONValue?
+        if envelope.type == Self.removeType { removal = envelope.decodedBody() }
+        let typeName = removal.flatMap { $0["type"]?.stringValue } ?? envelope.headers["qeo.type"] ?? envelope.type
         guard let writer = state.withLock({ $0.writers[typeName] }) else {
             let known = configuration.write.map(\.name).joined(separator: ", ")
             return delivery.ack(.reject, reason: "\(typeName) is not a topic this instance writes (write: \(known))")
         }
         do {
-            if envelope.headers["qeo.action"] == "remove" {
+            if envelope.type == Self.removeType || envelope.headers["qeo.action"] == "remove" {
                 // Removal by key: the key members are enough (the others are written as zero).
-                let body = envelope.decodedBody()
+                let body = removal.flatMap { $0["key"] } ?? envelope.decodedBody()
                 let item = configuration.model.structs[typeName]
                 if let missing = item?.keys.first(where: { body[$0.name] == nil }) {
                     throw QDMError("removing needs the key member \(missing.name)", at: nil)
                 }
                 try writer.dispose(body)
             } else {
-                try writer.write(try configuration.model.conform(envelope.decodedBody(), to: typeName))
+                let value = try configuration.model.conform(envelope.decodedBody(), to: typeName)
+                try writer.write(value)
             }
             context.metric(.counter, "samples_written_total", 1)
             delivery.ack(.ok)
