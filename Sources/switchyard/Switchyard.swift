@@ -170,6 +170,9 @@ struct Run: ParsableCommand {
         }
         logger.info("shutting down", metadata: ["signal": .string(received == SIGINT ? "SIGINT" : "SIGTERM")])
         let left = router.shutdown(drainTimeout: .nanoseconds(Int64(timeout)))
+        // Never deallocated: a plugin's threads can outlive its stop() by a few event-loop
+        // turns and call the host with their instance's context; the process ends right after.
+        _ = Unmanaged.passRetained(router)
         for route in router.statistics.routes {
             var metadata: Logger.Metadata = ["route": .string(route.name)]
             for (name, value) in route.namedCounters { metadata[name] = .stringConvertible(value) }
