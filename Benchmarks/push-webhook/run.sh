@@ -43,22 +43,9 @@ for file in "$release_dir/switchyard" "$release_dir/libcore.so" "$release_dir/li
     [[ -x $file || -f $file ]] || { echo "missing $file (build failed?)" >&2; exit 1; }
 done
 
-tmp=$(mktemp -d /tmp/push-webhook-bench.XXXXXX)
-chmod 755 "$tmp"
-mkdir -m 755 "$tmp/plugins" "$tmp/routes"
-install -m 0755 "$release_dir/libcore.so" "$release_dir/libpush.so" "$tmp/plugins/"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    [[ ${KEEP_TMP:-0} == 1 ]] && log "kept $tmp" || rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-wait_for() { # FILE PATTERN: until FILE contains PATTERN, at most 20 s
-    for _ in $(seq 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-    echo "timed out waiting for '$2' in $1" >&2; cat "$1" >&2; exit 1
-}
+# shellcheck source=../lib/bench.sh
+source "$here/../lib/bench.sh"
+bench_tmp push-webhook core push
 
 measure() { # NAME URL: warm-up, then the measured run; prints the measured run's JSON line
     wrk -t1 -c"$CONNECTIONS" -d"$WARMUP" -s "$here/post.lua" "$2" >"$tmp/$1.warmup"

@@ -22,25 +22,15 @@ if [[ ${SKIP_BUILD:-0} != 1 ]]; then
 fi
 release_dir=$(cd "$repo" && swift build -c release --scratch-path .build-bench --show-bin-path)
 
-tmp=$(mktemp -d /tmp/qeo-mqtt-bench.XXXXXX)
-chmod 755 "$tmp"
-mkdir -m 755 "$tmp/plugins" "$tmp/routes"
-install -m 0755 "$release_dir/libqeo.so" "$release_dir/libmqtt.so" "$tmp/plugins/"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    [[ ${KEEP_TMP:-0} == 1 ]] && log "kept $tmp" || rm -rf "$tmp"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_for() { for _ in $(seq 300); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; echo "timed out: '$2' in $1" >&2; tail "$1" >&2; exit 1; }
+# shellcheck source=../lib/bench.sh
+source "$here/../lib/bench.sh"
+bench_tmp qeo-mqtt qeo mqtt
 
 # Direct: Python writer → Python reader.
 log "direct: $COUNT messages, Python writer → Python reader"
 python3 "$here/qeo_bench.py" sub "$COUNT" 120 >"$tmp/direct.out" &
 pids+=($!)
-wait_for "$tmp/direct.out" ready
+wait_for "$tmp/direct.out" ready 30
 python3 "$here/qeo_bench.py" pub "$COUNT"
 wait "${pids[-1]}" || true
 direct=$(tail -1 "$tmp/direct.out")
@@ -67,7 +57,7 @@ routes:
 YAML
 "$release_dir/switchyard" run "$tmp/routes" --plugins "$tmp/plugins" >"$tmp/router.log" 2>&1 &
 pids+=($!)
-wait_for "$tmp/router.log" "router started"
+wait_for "$tmp/router.log" "router started" 30
 mosquitto_sub -h 127.0.0.1 -p "$mqtt_port" -t qeo/chat -C "$COUNT" -W 180 -F '%U %p' >"$tmp/mqtt.out" 2>/dev/null &
 sub=$!
 sleep 0.5

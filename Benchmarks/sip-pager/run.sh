@@ -31,24 +31,10 @@ for file in "$release_dir/switchyard" "$release_dir/libcore.so" "$release_dir/li
     [[ -f $file ]] || { echo "missing $file (build failed?)" >&2; exit 1; }
 done
 
-tmp=$(mktemp -d /tmp/sip-pager-bench.XXXXXX)
-chmod 755 "$tmp"
-mkdir -m 755 "$tmp/plugins" "$tmp/routes"
-install -m 0755 "$release_dir/libcore.so" "$release_dir/libsip.so" "$tmp/plugins/"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    pkill -f "$tmp/kamailio.cfg" 2>/dev/null || true
-    wait 2>/dev/null || true
-    [[ ${KEEP_TMP:-0} == 1 ]] && log "kept $tmp" || rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_for() { # FILE PATTERN: until FILE contains PATTERN, at most 20 s
-    for _ in $(seq 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-    echo "timed out waiting for '$2' in $1" >&2; tail -20 "$1" >&2; exit 1
-}
+# shellcheck source=../lib/bench.sh
+source "$here/../lib/bench.sh"
+bench_tmp sip-pager core sip
+bench_on_exit() { pkill -f "$tmp/kamailio.cfg" 2>/dev/null || true; }
 
 # Kamailio: the example's configuration (registrar, relay, MESSAGE from other domains unchallenged).
 kamailio_port=$(free_port)

@@ -1,0 +1,34 @@
+# Helpers the benchmark scripts source (after setting `release_dir` and defining `log`).
+
+# bench_tmp NAME PLUGIN...: a temporary directory `tmp` with plugins/ (lib<PLUGIN>.so from
+# $release_dir) and routes/; on exit every pid in `pids` is killed, `bench_on_exit` runs when
+# the script defines it, and the directory is removed (KEEP_TMP=1 keeps it).
+bench_tmp() {
+    local name=$1
+    shift
+    tmp=$(mktemp -d "/tmp/$name-bench.XXXXXX")
+    chmod 755 "$tmp"
+    mkdir -m 755 "$tmp/plugins" "$tmp/routes"
+    for plugin in "$@"; do install -m 0755 "$release_dir/lib$plugin.so" "$tmp/plugins/"; done
+    pids=()
+    trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    if declare -F bench_on_exit >/dev/null; then bench_on_exit; fi
+    wait 2>/dev/null || true
+    if [[ ${KEEP_TMP:-0} == 1 ]]; then log "kept $tmp"; else rm -rf "$tmp"; fi
+}
+
+# A TCP port free on 127.0.0.1 right now.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# wait_for FILE PATTERN [SECONDS]: until FILE contains PATTERN (default at most 20 s), else exit.
+wait_for() {
+    local tenths=$((${3:-20} * 10))
+    for _ in $(seq "$tenths"); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    echo "timed out waiting for '$2' in $1" >&2
+    tail -20 "$1" >&2
+    exit 1
+}
