@@ -323,6 +323,19 @@ struct MQTTTests {
 
     // MARK: - e. TLS
 
+    @Test func aMalformedReconnectDelayIsRefusedNamingTheSetting() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("mqtt")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              broker: { plugin: mqtt, url: "mqtt://127.0.0.1:1", reconnect: { initial_delay: soon } }
+            """)
+        let result = try RouterProcess.runToExit(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        #expect(result.status != 0)
+        #expect(result.errors.contains("reconnect.initial_delay: 'soon' is not a duration like 500ms, 10s or 5m"), "\(result.errors)")
+    }
+
     @Test func tlsWithTheTestCAWorksAndWithoutItTheHandshakeFails() throws {
         let broker = try Mosquitto(tls: true)
         let caFile = try #require(broker.caFile)

@@ -154,8 +154,11 @@ struct MQTTLinkConfiguration: Sendable {
         }
 
         let reconnect = config["reconnect"]
-        initialReconnectDelay = reconnect?["initial_delay"].flatMap(DurationText.nanoseconds) ?? 500_000_000
-        maximumReconnectDelay = max(initialReconnectDelay, reconnect?["max_delay"].flatMap(DurationText.nanoseconds) ?? 30_000_000_000)
+        // A malformed duration is refused naming the setting, not replaced by the default.
+        let initial = try PluginError.duration(reconnect?["initial_delay"], "reconnect.initial_delay", default: .milliseconds(500))
+        let maximum = try PluginError.duration(reconnect?["max_delay"], "reconnect.max_delay", default: .seconds(30))
+        initialReconnectDelay = UInt64(max(0, initial / .nanoseconds(1)))
+        maximumReconnectDelay = max(initialReconnectDelay, UInt64(max(0, maximum / .nanoseconds(1))))
         inflightWindow = max(1, config["inflight"]?.intValue ?? 64)
         maximumPacketSize = max(1024, config["maximum_packet_size"]?.intValue ?? 1 << 20)
         maximumPending = max(1, config["max_pending"]?.intValue ?? 10_000)
