@@ -41,6 +41,7 @@ struct QeoTests {
             try? input.fileHandleForWriting.close()
             if process.isRunning { process.terminate() }
             process.waitUntilExit()
+            output.fileHandleForReading.readabilityHandler = nil
         }
     }
 

@@ -122,8 +122,10 @@ struct DDSTests {
 final class LineCollector: @unchecked Sendable {
     private let lock = NSLock()
     private var data = Data()
+    private let pipe: Pipe
 
     init(_ pipe: Pipe) {
+        self.pipe = pipe
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let chunk = handle.availableData
             self?.lock.withLock { self?.data.append(chunk) }
@@ -131,4 +133,6 @@ final class LineCollector: @unchecked Sendable {
     }
 
     var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+
+    deinit { pipe.fileHandleForReading.readabilityHandler = nil }
 }

@@ -25,6 +25,7 @@ final class Kamailio {
     let tlsPort: UInt16?
     private let process = Process()
     private let output = OutputBuffer()
+    private let pipe = Pipe()
 
     init(_ options: Options = Options()) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("kamailio-\(UUID().uuidString)")
@@ -83,7 +84,6 @@ final class Kamailio {
             "-f", directory.appendingPathComponent("kamailio.cfg").path, "-DD", "-E", "-Y", directory.path, "-w", directory.path,
             "-P", directory.appendingPathComponent("kamailio.pid").path, "-x", "tlsf", "-m", "64", "-M", "8",
         ]
-        let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
         process.standardInput = FileHandle.nullDevice
@@ -126,6 +126,8 @@ final class Kamailio {
         _ = try? Tool.run("/usr/bin/pkill", ["-KILL", "-f", configuration], timeout: .seconds(5))
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+        // A handler left on a pipe that is then closed leaves libdispatch watching a reused fd.
+        pipe.fileHandleForReading.readabilityHandler = nil
     }
 
     /// The script: REGISTER and MESSAGE from local users are authenticated (401 and 407);
@@ -206,6 +208,7 @@ final class SIPp {
     let port: UInt16
     private let process = Process()
     private let output = OutputBuffer()
+    private let pipe = Pipe()
 
     /// Starts `sipp` with `scenario` (XML) on `port` (a free one by default); `remote` is the
     /// peer of a UAC (`127.0.0.1:5060`); `calls` is how many scenarios to run before exiting.
@@ -225,7 +228,6 @@ final class SIPp {
                 "-trace_msg", "-message_file", directory.appendingPathComponent("messages.log").path, "-trace_err",
                 "-error_file", directory.appendingPathComponent("errors.log").path, "-timeout", "30s", "-timeout_error",
             ] + extra
-        let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
         process.standardInput = FileHandle.nullDevice
@@ -243,6 +245,7 @@ final class SIPp {
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+        pipe.fileHandleForReading.readabilityHandler = nil
         try? FileManager.default.removeItem(at: directory)
     }
 
