@@ -111,7 +111,7 @@ let package = Package(
         .executableTarget(
             name: "switchyard",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardAdmin", "PushTokens",
+                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardAdmin", "PushTokens", "QeoRealm",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -213,10 +213,14 @@ let package = Package(
         .target(
             name: "QeoDDS", dependencies: ["CCycloneDDS", "QeoQDM", "SwitchyardCore"], path: "Plugins/qeo/DDS", swiftSettings: strict
         ),
+        // The realm authority's cryptography on OpenSSL's libcrypto (keys, X.509, S/MIME).
+        .target(name: "CRealmCrypto", path: "Plugins/qeo/CRealmCrypto", linkerSettings: [.linkedLibrary("crypto")]),
+        // Qeo realms on DDS Security: policy files, governance/permissions, device credentials.
+        .target(name: "QeoRealm", dependencies: ["CRealmCrypto"], path: "Plugins/qeo/Realm", swiftSettings: strict),
         // The qeo plugin: one DDS participant per instance.
         .target(
             name: "QeoPlugin",
-            dependencies: ["QeoDDS", "QeoQDM", "SwitchyardPluginKit"],
+            dependencies: ["QeoDDS", "QeoQDM", "QeoRealm", "SwitchyardPluginKit"],
             path: "Plugins/qeo/Plugin",
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
@@ -250,6 +254,7 @@ let package = Package(
         .testTarget(
             name: "QeoDDSTests", dependencies: ["QeoDDS", "QeoQDM", "SwitchyardCore"], exclude: ["qeo_peer.py"], swiftSettings: strict
         ),
+        .testTarget(name: "QeoRealmTests", dependencies: ["QeoRealm"], swiftSettings: strict),
         .testTarget(name: "PushMessageTests", dependencies: ["PushMessage", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",

@@ -22,7 +22,7 @@ struct Switchyard: ParsableCommand {
         commandName: "switchyard",
         abstract: "A plugin-based message router: YAML routes between protocol plugins.",
         version: "switchyard \(version) (plugin ABI \(PluginLoader.supportedVersions.map(String.init).joined(separator: ", ")))",
-        subcommands: [Run.self, Validate.self, Plugins.self, Graph.self, DeadLetters.self, Iiideas.self, Push.self],
+        subcommands: [Run.self, Validate.self, Plugins.self, Graph.self, DeadLetters.self, Iiideas.self, Push.self, Realm.self],
         defaultSubcommand: Run.self
     )
 }

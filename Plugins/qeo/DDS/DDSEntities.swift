@@ -22,11 +22,13 @@ public struct DDSError: Error, Sendable, CustomStringConvertible {
 public final class DDSParticipant: Sendable {
     let handle: dds_entity_t
 
-    /// Joins `domain` (Qeo's closed domain is 128) as `name` (the participant's entity name).
-    public init(domain: UInt32, name: String? = nil) throws(DDSError) {
+    /// Joins `domain` (Qeo's closed domain is 128) as `name` (the participant's entity name);
+    /// `properties` go into the participant's property QoS (`dds.sec.*` turns on DDS Security).
+    public init(domain: UInt32, name: String? = nil, properties: [(name: String, value: String)] = []) throws(DDSError) {
         let qos = dds_create_qos()
         defer { dds_delete_qos(qos) }
         if let name { dds_qset_entity_name(qos, name) }
+        for property in properties { dds_qset_prop(qos, property.name, property.value) }
         let handle = dds_create_participant(domain, qos, nil)
         guard handle > 0 else { throw DDSError("creating a participant on domain \(domain)", handle) }
         self.handle = handle

@@ -1,4 +1,5 @@
 import QeoQDM
+import QeoRealm
 import SwitchyardCore
 import SwitchyardPluginKit
 
@@ -11,6 +12,8 @@ struct QeoConfiguration: Sendable {
     var device: UInt64
     var read: [QDMStruct]
     var write: [QDMStruct]
+    /// The `dds.sec.*` participant properties of a secured realm; empty on an open domain.
+    var securityProperties: [(name: String, value: String)] = []
 
     init(config: JSONValue) throws {
         let files = config["qdm"]?.stringValue.map { [$0] } ?? (config["qdm"]?.arrayValue ?? []).compactMap(\.stringValue)
@@ -41,6 +44,41 @@ struct QeoConfiguration: Sendable {
         read = try topics("read")
         write = try topics("write")
         guard !read.isEmpty || !write.isEmpty else { throw PluginError("nothing to do: list topics under read, write or both") }
+        if let security = config["security"] {
+            try secure(security, config: config)
+        }
+    }
+
+    /// Reads `security:` — a device directory from `switchyard realm add-device`, or
+    /// `{credentials: DIR, libraries: DIR}` — and takes the realm, user, device and domain from it;
+    /// ids also given in the configuration must agree.
+    private mutating func secure(_ security: JSONValue, config: JSONValue) throws {
+        guard let directory = security.stringValue ?? security["credentials"]?.stringValue else {
+            throw PluginError("security: give the device credentials directory (`switchyard realm add-device` prints it)")
+        }
+        let credentials: DeviceCredentials
+        do {
+            credentials = try DeviceCredentials(directory: directory)
+        } catch {
+            throw PluginError("security: \(error)")
+        }
+        let identity = credentials.identity
+        for (name, configured, actual) in [
+            ("realm", realm, identity.realm), ("user", user, identity.user), ("device", device, identity.device),
+        ] where config[name] != nil && configured != actual {
+            throw PluginError(
+                "\(name): 0x\(String(configured, radix: 16)) differs from 0x\(String(actual, radix: 16)) of the credentials in \(directory)")
+        }
+        if config["domain"] != nil, domain != identity.domain {
+            throw PluginError("domain: \(domain) differs from the realm's domain \(identity.domain) (credentials in \(directory))")
+        }
+        (realm, user, device, domain) = (identity.realm, identity.user, identity.device, identity.domain)
+        guard let libraries = security["libraries"]?.stringValue ?? DeviceCredentials.defaultLibraryDirectory() else {
+            throw PluginError(
+                "security: Cyclone DDS's security plugins (libdds_security_auth.so) are not installed; install libddsc0debian or set security.libraries"
+            )
+        }
+        securityProperties = credentials.participantProperties(libraries: libraries)
     }
 
     /// Qeo's participant name: `<rid:%x><did:%x><uid:%x>`.

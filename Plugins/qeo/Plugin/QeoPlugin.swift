@@ -93,7 +93,8 @@ final class QeoPlugin: SwitchyardPlugin {
     func start() throws {
         let participant: DDSParticipant
         do {
-            participant = try DDSParticipant(domain: configuration.domain, name: configuration.participantName)
+            participant = try DDSParticipant(
+                domain: configuration.domain, name: configuration.participantName, properties: configuration.securityProperties)
             var topics: [String: DDSTopic] = [:]
             func topic(_ item: QDMStruct) throws(DDSError) -> DDSTopic {
                 if let existing = topics[item.name] { return existing }

@@ -1,0 +1,253 @@
+#include "realm_crypto.h"
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/pkcs7.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Records `step` and the first OpenSSL error in *error; always returns -1.
+static int fail(char **error, const char *step) {
+    unsigned long code = ERR_get_error();
+    char reason[256] = "no further detail";
+    if (code != 0) ERR_error_string_n(code, reason, sizeof reason);
+    ERR_clear_error();
+    size_t size = strlen(step) + strlen(reason) + 3;
+    if (error != NULL && (*error = malloc(size)) != NULL) snprintf(*error, size, "%s: %s", step, reason);
+    return -1;
+}
+
+// The bytes written to a memory BIO as a NUL-terminated malloc'd string.
+static char *bio_string(BIO *bio) {
+    char *bytes = NULL;
+    long length = BIO_get_mem_data(bio, &bytes);
+    if (length < 0) return NULL;
+    char *copy = malloc((size_t)length + 1);
+    if (copy == NULL) return NULL;
+    memcpy(copy, bytes, (size_t)length);
+    copy[length] = '\0';
+    return copy;
+}
+
+static EVP_PKEY *read_key(const char *pem) {
+    BIO *bio = BIO_new_mem_buf(pem, -1);
+    if (bio == NULL) return NULL;
+    EVP_PKEY *key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+    BIO_free(bio);
+    return key;
+}
+
+static X509 *read_certificate(const char *pem) {
+    BIO *bio = BIO_new_mem_buf(pem, -1);
+    if (bio == NULL) return NULL;
+    X509 *certificate = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+    BIO_free(bio);
+    return certificate;
+}
+
+int sy_realm_generate_key(char **key_pem, char **error) {
+    EVP_PKEY *key = EVP_EC_gen("prime256v1");
+    if (key == NULL) return fail(error, "generating an EC key on prime256v1");
+    BIO *bio = BIO_new(BIO_s_mem());
+    int status = -1;
+    if (bio == NULL || !PEM_write_bio_PrivateKey(bio, key, NULL, NULL, 0, NULL, NULL)) {
+        status = fail(error, "writing the key as PEM");
+    } else if ((*key_pem = bio_string(bio)) == NULL) {
+        status = fail(error, "copying the key");
+    } else {
+        status = 0;
+    }
+    BIO_free(bio);
+    EVP_PKEY_free(key);
+    return status;
+}
+
+// Parses "field=value" lines into a name, in order.
+static X509_NAME *parse_name(const char *text, char **error) {
+    X509_NAME *name = X509_NAME_new();
+    char *copy = strdup(text);
+    if (name == NULL || copy == NULL) {
+        X509_NAME_free(name);
+        free(copy);
+        fail(error, "allocating a name");
+        return NULL;
+    }
+    char *saved = NULL;
+    for (char *line = strtok_r(copy, "\n", &saved); line != NULL; line = strtok_r(NULL, "\n", &saved)) {
+        char *equals = strchr(line, '=');
+        if (equals == NULL) {
+            X509_NAME_free(name);
+            free(copy);
+            fail(error, "a name field without '='");
+            return NULL;
+        }
+        *equals = '\0';
+        if (!X509_NAME_add_entry_by_txt(name, line, MBSTRING_UTF8, (const unsigned char *)(equals + 1), -1, -1, 0)) {
+            X509_NAME_free(name);
+            free(copy);
+            fail(error, "adding a name field");
+            return NULL;
+        }
+    }
+    free(copy);
+    return name;
+}
+
+static int add_extension(X509 *certificate, X509V3_CTX *context, int nid, const char *value) {
+    X509_EXTENSION *extension = X509V3_EXT_conf_nid(NULL, context, nid, value);
+    if (extension == NULL) return 0;
+    int added = X509_add_ext(certificate, extension, -1);
+    X509_EXTENSION_free(extension);
+    return added;
+}
+
+int sy_realm_issue_certificate(
+    const char *subject_key_pem, const char *subject, const char *issuer_cert_pem, const char *issuer_key_pem,
+    int is_ca, int days, uint64_t serial, char **certificate_pem, char **error) {
+    int status = -1;
+    EVP_PKEY *subject_key = read_key(subject_key_pem);
+    EVP_PKEY *issuer_key = issuer_cert_pem != NULL ? read_key(issuer_key_pem) : NULL;
+    X509 *issuer = issuer_cert_pem != NULL ? read_certificate(issuer_cert_pem) : NULL;
+    X509_NAME *name = NULL;
+    X509 *certificate = X509_new();
+    BIO *bio = NULL;
+    if (subject_key == NULL) {
+        fail(error, "reading the subject key");
+        goto done;
+    }
+    if (issuer_cert_pem != NULL && (issuer_key == NULL || issuer == NULL)) {
+        fail(error, issuer == NULL ? "reading the issuer certificate" : "reading the issuer key");
+        goto done;
+    }
+    if ((name = parse_name(subject, error)) == NULL) goto done;
+    if (certificate == NULL || !X509_set_version(certificate, X509_VERSION_3)
+        || !ASN1_INTEGER_set_uint64(X509_get_serialNumber(certificate), serial)
+        || X509_gmtime_adj(X509_getm_notBefore(certificate), -60) == NULL
+        || X509_time_adj_ex(X509_getm_notAfter(certificate), days, 0, NULL) == NULL
+        || !X509_set_subject_name(certificate, name)
+        || !X509_set_issuer_name(certificate, issuer != NULL ? X509_get_subject_name(issuer) : name)
+        || !X509_set_pubkey(certificate, subject_key)) {
+        fail(error, "filling the certificate");
+        goto done;
+    }
+    X509V3_CTX context;
+    X509V3_set_ctx(&context, issuer != NULL ? issuer : certificate, certificate, NULL, NULL, 0);
+    int extensions = is_ca
+        ? add_extension(certificate, &context, NID_basic_constraints, "critical,CA:TRUE")
+            && add_extension(certificate, &context, NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature")
+        : add_extension(certificate, &context, NID_basic_constraints, "critical,CA:FALSE")
+            && add_extension(certificate, &context, NID_key_usage, "critical,digitalSignature,keyAgreement");
+    if (!extensions || !add_extension(certificate, &context, NID_subject_key_identifier, "hash")
+        || (issuer != NULL && !add_extension(certificate, &context, NID_authority_key_identifier, "keyid:always"))) {
+        fail(error, "adding the certificate's extensions");
+        goto done;
+    }
+    if (!X509_sign(certificate, issuer_key != NULL ? issuer_key : subject_key, EVP_sha256())) {
+        fail(error, "signing the certificate");
+        goto done;
+    }
+    if ((bio = BIO_new(BIO_s_mem())) == NULL || !PEM_write_bio_X509(bio, certificate)
+        || (*certificate_pem = bio_string(bio)) == NULL) {
+        fail(error, "writing the certificate as PEM");
+        goto done;
+    }
+    status = 0;
+done:
+    BIO_free(bio);
+    X509_free(certificate);
+    X509_NAME_free(name);
+    X509_free(issuer);
+    EVP_PKEY_free(issuer_key);
+    EVP_PKEY_free(subject_key);
+    return status;
+}
+
+int sy_realm_certificate_subject(const char *certificate_pem, char **subject, char **error) {
+    X509 *certificate = read_certificate(certificate_pem);
+    if (certificate == NULL) return fail(error, "reading the certificate");
+    BIO *bio = BIO_new(BIO_s_mem());
+    int status = -1;
+    if (bio == NULL || X509_NAME_print_ex(bio, X509_get_subject_name(certificate), 0, XN_FLAG_RFC2253) < 0
+        || (*subject = bio_string(bio)) == NULL) {
+        status = fail(error, "printing the subject");
+    } else {
+        status = 0;
+    }
+    BIO_free(bio);
+    X509_free(certificate);
+    return status;
+}
+
+int sy_realm_smime_sign(
+    const char *data, size_t length, const char *signer_cert_pem, const char *signer_key_pem, char **smime,
+    char **error) {
+    int status = -1;
+    X509 *signer = read_certificate(signer_cert_pem);
+    EVP_PKEY *key = read_key(signer_key_pem);
+    BIO *content = BIO_new_mem_buf(data, (int)length);
+    BIO *output = BIO_new(BIO_s_mem());
+    PKCS7 *signature = NULL;
+    if (signer == NULL || key == NULL) {
+        fail(error, signer == NULL ? "reading the signer certificate" : "reading the signer key");
+        goto done;
+    }
+    int flags = PKCS7_DETACHED | PKCS7_TEXT | PKCS7_STREAM;
+    if (content == NULL || output == NULL || (signature = PKCS7_sign(signer, key, NULL, content, flags)) == NULL) {
+        fail(error, "signing");
+        goto done;
+    }
+    if (!SMIME_write_PKCS7(output, signature, content, flags) || (*smime = bio_string(output)) == NULL) {
+        fail(error, "writing the S/MIME message");
+        goto done;
+    }
+    status = 0;
+done:
+    PKCS7_free(signature);
+    BIO_free(output);
+    BIO_free(content);
+    EVP_PKEY_free(key);
+    X509_free(signer);
+    return status;
+}
+
+int sy_realm_smime_verify(const char *smime, const char *ca_cert_pem, char **content, char **error) {
+    int status = -1;
+    BIO *input = BIO_new_mem_buf(smime, -1);
+    BIO *detached = NULL;
+    BIO *output = BIO_new(BIO_s_mem());
+    X509 *ca = read_certificate(ca_cert_pem);
+    X509_STORE *store = X509_STORE_new();
+    PKCS7 *signature = NULL;
+    if (ca == NULL || store == NULL || !X509_STORE_add_cert(store, ca)) {
+        fail(error, "reading the CA certificate");
+        goto done;
+    }
+    if (input == NULL || output == NULL || (signature = SMIME_read_PKCS7(input, &detached)) == NULL) {
+        fail(error, "reading the S/MIME message");
+        goto done;
+    }
+    if (PKCS7_verify(signature, NULL, store, detached, output, PKCS7_TEXT) != 1) {
+        fail(error, "verifying the signature");
+        goto done;
+    }
+    if ((*content = bio_string(output)) == NULL) {
+        fail(error, "copying the content");
+        goto done;
+    }
+    status = 0;
+done:
+    PKCS7_free(signature);
+    X509_STORE_free(store);
+    X509_free(ca);
+    BIO_free(output);
+    BIO_free(detached);
+    BIO_free(input);
+    return status;
+}
+
+void sy_realm_free(char *text) { free(text); }

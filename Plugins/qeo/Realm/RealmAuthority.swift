@@ -1,0 +1,230 @@
+public import Foundation
+
+/// A realm's authority: a directory holding the realm CA, its members, the Qeo policy and the
+/// signed DDS Security documents, plus one directory per device with exactly what that device
+/// needs (`devices/<did>/`).
+///
+/// The realm CA is both the identity CA and the permissions CA. Device certificates are named as
+/// Qeo named them: `CN=<rid> <did> <uid>,O=Qeo` (hex ids).
+public struct RealmAuthority: Sendable {
+    /// The realm directory.
+    public let directory: URL
+    /// The realm's members and settings (`realm.json`).
+    public private(set) var registry: RealmRegistry
+
+    /// How long certificates and permissions stay valid.
+    static let validityDays = 3650
+
+    /// Opens an existing realm directory.
+    public init(directory: String) throws(RealmError) {
+        self.directory = URL(fileURLWithPath: directory, isDirectory: true)
+        let file = self.directory.appendingPathComponent(RealmRegistry.fileName)
+        do {
+            registry = try JSONDecoder().decode(RealmRegistry.self, from: Data(contentsOf: file))
+        } catch let error as DecodingError {
+            throw RealmError("\(file.path): not a realm registry (\(error))")
+        } catch {
+            throw RealmError("\(directory) is not a realm directory: \(file.path) cannot be read (run `switchyard realm init`)")
+        }
+    }
+
+    /// Creates a realm in `directory` (which must not hold one): its CA, the initial policy
+    /// (every member reads and writes every topic) and the signed documents.
+    @discardableResult
+    public static func create(directory: String, realm: UInt64?, name: String, domain: UInt32) throws(RealmError) -> RealmAuthority {
+        let url = URL(fileURLWithPath: directory, isDirectory: true)
+        let registryFile = url.appendingPathComponent(RealmRegistry.fileName)
+        guard !FileManager.default.fileExists(atPath: registryFile.path) else {
+            throw RealmError("\(directory) already holds a realm (\(registryFile.path))")
+        }
+        guard domain <= 230 else { throw RealmError("domain \(domain): DDS Security takes domains 0…230") }
+        let realm = realm ?? UInt64.random(in: 1...UInt64.max)
+        let key = try RealmCrypto.generateKey()
+        let certificate = try RealmCrypto.issueCertificate(
+            key: key, subject: [("O", "Qeo"), ("OU", hex(realm)), ("CN", "\(hex(realm)) realm CA")], issuer: nil,
+            role: .authority, days: validityDays, serial: UInt64.random(in: 1...UInt64.max))
+        try write(key, to: url.appendingPathComponent("ca.key"), private: true)
+        try write(certificate, to: url.appendingPathComponent("ca.pem"))
+        try write(QeoPolicy.initial(realm: realm), to: url.appendingPathComponent("policy"))
+        let registry = RealmRegistry(realm: realm, name: name, domain: domain, users: [], devices: [])
+        try registry.save(to: registryFile)
+        let authority = try RealmAuthority(directory: directory)
+        try authority.publishDocuments()
+        return authority
+    }
+
+    /// Adds a user; the id is the next free one unless given.
+    public mutating func addUser(name: String, id: UInt64?) throws(RealmError) -> RealmRegistry.User {
+        let id = id ?? (registry.users.map(\.id).max() ?? 0) + 1
+        if let existing = registry.users.first(where: { $0.id == id }) {
+            throw RealmError("user \(hex(id)) already exists (\(existing.name))")
+        }
+        let user = RealmRegistry.User(id: id, name: name)
+        registry.users.append(user)
+        try saveRegistry()
+        return user
+    }
+
+    /// Adds a device of `user`: its key and certificate in `devices/<did>/` with copies of the CA
+    /// and the signed documents, then re-signs the permissions with the new grant.
+    public mutating func addDevice(user: UInt64, name: String, id: UInt64?) throws(RealmError) -> RealmRegistry.Device {
+        guard registry.users.contains(where: { $0.id == user }) else {
+            let known = registry.users.map { "\(hex($0.id)) (\($0.name))" }.joined(separator: ", ")
+            throw RealmError("user \(hex(user)) is not in realm \(hex(registry.realm)) (users: \(known.isEmpty ? "none" : known))")
+        }
+        let id = id ?? (registry.devices.map(\.id).max() ?? 0) + 1
+        if let existing = registry.devices.first(where: { $0.id == id }) {
+            throw RealmError("device \(hex(id)) already exists (\(existing.name))")
+        }
+        let key = try RealmCrypto.generateKey()
+        let certificate = try RealmCrypto.issueCertificate(
+            key: key, subject: [("O", "Qeo"), ("CN", "\(hex(registry.realm)) \(hex(id)) \(hex(user))")],
+            issuer: (try read("ca.pem"), try read("ca.key")), role: .device, days: Self.validityDays,
+            serial: UInt64.random(in: 1...UInt64.max))
+        let device = RealmRegistry.Device(id: id, user: user, name: name)
+        let folder = deviceDirectory(device)
+        try Self.write(key, to: folder.appendingPathComponent(DeviceCredentials.keyFile), private: true)
+        try Self.write(certificate, to: folder.appendingPathComponent(DeviceCredentials.certificateFile))
+        let identity = DeviceCredentials.Identity(realm: registry.realm, user: user, device: id, domain: registry.domain)
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(identity).write(to: folder.appendingPathComponent(DeviceCredentials.identityFile))
+        } catch {
+            throw RealmError("writing \(folder.path)/\(DeviceCredentials.identityFile): \(error)")
+        }
+        registry.devices.append(device)
+        try saveRegistry()
+        try publishDocuments()
+        return device
+    }
+
+    /// The installed policy's text.
+    public func policyText() throws(RealmError) -> String { try read("policy") }
+
+    /// Installs a new policy after checking it names this realm and its users and has a higher
+    /// sequence number than the installed one, then re-signs the permissions.
+    public func installPolicy(_ text: String, file: String) throws(RealmError) {
+        let policy = try QeoPolicy(parsing: text, file: file)
+        let current = try QeoPolicy(parsing: try policyText(), file: directory.appendingPathComponent("policy").path)
+        guard policy.sequenceNumber > current.sequenceNumber else {
+            throw RealmError(
+                "\(file): seqnr=\(policy.sequenceNumber) is not above the installed policy's \(current.sequenceNumber)")
+        }
+        for section in policy.sections {
+            switch section.subject {
+            case .realm(let id) where id != registry.realm:
+                throw RealmError("\(file):\(section.line): [\(section.subject)] is not this realm (rid:\(hex(registry.realm)))")
+            case .user(let id) where !registry.users.contains(where: { $0.id == id }):
+                throw RealmError("\(file):\(section.line): [\(section.subject)] is not a user of this realm")
+            default: break
+            }
+        }
+        try Self.write(text, to: directory.appendingPathComponent("policy"))
+        try publishDocuments()
+    }
+
+    /// Writes and signs the governance and permissions documents and copies them, with the CA,
+    /// into every device directory.
+    public func publishDocuments() throws(RealmError) {
+        let policy = try QeoPolicy(parsing: try policyText(), file: directory.appendingPathComponent("policy").path)
+        let authority = (certificate: try read("ca.pem"), key: try read("ca.key"))
+        var grants: [SecurityDocuments.Grant] = []
+        for device in registry.devices {
+            let certificate = try Self.read(deviceDirectory(device).appendingPathComponent(DeviceCredentials.certificateFile))
+            grants.append(
+                SecurityDocuments.Grant(
+                    name: "device \(hex(device.id)) of user \(hex(device.user))",
+                    subject: try RealmCrypto.subject(ofCertificate: certificate),
+                    rules: policy.rules(realm: registry.realm, user: device.user)))
+        }
+        let now = Date()
+        let governance = SecurityDocuments.governance(domain: registry.domain)
+        let permissions = SecurityDocuments.permissions(
+            domain: registry.domain, grants: grants, notBefore: now.addingTimeInterval(-3600),
+            notAfter: now.addingTimeInterval(Double(Self.validityDays) * 86400))
+        let signedGovernance = try RealmCrypto.sign(governance, certificate: authority.certificate, key: authority.key)
+        let signedPermissions = try RealmCrypto.sign(permissions, certificate: authority.certificate, key: authority.key)
+        try Self.write(governance, to: directory.appendingPathComponent("governance.xml"))
+        try Self.write(permissions, to: directory.appendingPathComponent("permissions.xml"))
+        for folder in [directory] + registry.devices.map(deviceDirectory) {
+            try Self.write(signedGovernance, to: folder.appendingPathComponent(DeviceCredentials.governanceFile))
+            try Self.write(signedPermissions, to: folder.appendingPathComponent(DeviceCredentials.permissionsFile))
+        }
+        for device in registry.devices {
+            try Self.write(authority.certificate, to: deviceDirectory(device).appendingPathComponent(DeviceCredentials.authorityFile))
+        }
+    }
+
+    /// Where a device's credentials live.
+    public func deviceDirectory(_ device: RealmRegistry.Device) -> URL {
+        directory.appendingPathComponent("devices").appendingPathComponent(hex(device.id), isDirectory: true)
+    }
+
+    private func saveRegistry() throws(RealmError) {
+        try registry.save(to: directory.appendingPathComponent(RealmRegistry.fileName))
+    }
+
+    private func read(_ name: String) throws(RealmError) -> String {
+        try Self.read(directory.appendingPathComponent(name))
+    }
+
+    static func read(_ file: URL) throws(RealmError) -> String {
+        do {
+            return try String(contentsOf: file, encoding: .utf8)
+        } catch {
+            throw RealmError("reading \(file.path): \(error.localizedDescription)")
+        }
+    }
+
+    static func write(_ text: String, to file: URL, private isPrivate: Bool = false) throws(RealmError) {
+        do {
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            if isPrivate {
+                // Created 0600 before the key is in it, so it is never readable by others.
+                _ = FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600])
+            }
+            try Data(text.utf8).write(to: file)
+        } catch {
+            throw RealmError("writing \(file.path): \(error.localizedDescription)")
+        }
+    }
+}
+
+/// An id as Qeo wrote it: lowercase hex.
+func hex(_ id: UInt64) -> String { String(id, radix: 16) }
+
+/// `realm.json`: the realm id, domain and members.
+public struct RealmRegistry: Codable, Sendable {
+    static let fileName = "realm.json"
+
+    public var realm: UInt64
+    public var name: String
+    public var domain: UInt32
+    public var users: [User]
+    public var devices: [Device]
+
+    /// A realm user.
+    public struct User: Codable, Sendable {
+        public var id: UInt64
+        public var name: String
+    }
+
+    /// A device of a user.
+    public struct Device: Codable, Sendable {
+        public var id: UInt64
+        public var user: UInt64
+        public var name: String
+    }
+
+    func save(to file: URL) throws(RealmError) {
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try encoder.encode(self).write(to: file)
+        } catch {
+            throw RealmError("writing \(file.path): \(error)")
+        }
+    }
+}
