@@ -64,7 +64,9 @@ struct RealmAuthorityTests {
         let device = try authority.addDevice(user: 5, name: "phone", id: nil)
         let signed = try text(authority.deviceDirectory(device).path + "/permissions.p7s")
         #expect(throws: RealmError.self) { try RealmCrypto.verify(signed, authority: try text(second.path + "/ca.pem")) }
-        let otherDevice = try openssl(["verify", "-CAfile", second.path + "/ca.pem", authority.deviceDirectory(device).path + "/device.pem"])
+        let otherDevice = try openssl([
+            "verify", "-CAfile", second.path + "/ca.pem", authority.deviceDirectory(device).path + "/device.pem",
+        ])
         #expect(otherDevice.status != 0)
     }
 
@@ -86,13 +88,15 @@ struct RealmAuthorityTests {
         #expect(try authority.policyText() == policy)
         let permissions = try RealmCrypto.verify(
             try text(authority.deviceDirectory(device).path + "/permissions.p7s"), authority: try text(scratch.path + "/ca.pem"))
-        let rules = permissions.components(separatedBy: "\n").filter { $0.contains("<topic>") || $0.contains("_rule>") && !$0.contains("</") }
+        let rules = permissions.components(separatedBy: "\n").filter {
+            $0.contains("<topic>") || $0.contains("_rule>") && !$0.contains("</")
+        }
         #expect(
             rules.map { $0.trimmingCharacters(in: .whitespaces) } == [
                 "<allow_rule>", "<publish><topics><topic>org/qeo/sample/simplechat/ChatState</topic></topics></publish>",
                 "<allow_rule>", "<subscribe><topics><topic>org/qeo/sample/simplechat/ChatState</topic></topics></subscribe>",
-                "<deny_rule>", "<publish><topics><topic>org/qeo/sample/simplechat/*</topic></topics></publish>",
                 "<allow_rule>", "<subscribe><topics><topic>org/qeo/sample/simplechat/*</topic></topics></subscribe>",
+                "<deny_rule>", "<publish><topics><topic>org/qeo/sample/simplechat/*</topic></topics></publish>",
             ])
 
         #expect(throws: RealmError("again: seqnr=2 is not above the installed policy's 2")) {

@@ -67,7 +67,8 @@ struct QeoConfiguration: Sendable {
             ("realm", realm, identity.realm), ("user", user, identity.user), ("device", device, identity.device),
         ] where config[name] != nil && configured != actual {
             throw PluginError(
-                "\(name): 0x\(String(configured, radix: 16)) differs from 0x\(String(actual, radix: 16)) of the credentials in \(directory)")
+                "\(name): 0x\(String(configured, radix: 16)) differs from 0x\(String(actual, radix: 16)) of the credentials in \(directory)"
+            )
         }
         if config["domain"] != nil, domain != identity.domain {
             throw PluginError("domain: \(domain) differs from the realm's domain \(identity.domain) (credentials in \(directory))")

@@ -68,6 +68,13 @@ final class QeoPlugin: SwitchyardPlugin {
                 "device": ["type": ["integer", "string"]],
                 "read": ["type": "array", "items": ["type": "string"]],
                 "write": ["type": "array", "items": ["type": "string"]],
+                "security": [
+                    "description":
+                        "a secured realm: the device credentials directory of `switchyard realm add-device`, or {credentials, libraries}",
+                    "type": ["string", "object"],
+                    "additionalProperties": false,
+                    "properties": ["credentials": ["type": "string"], "libraries": ["type": "string"]],
+                ],
             ],
         ]
     )

@@ -75,7 +75,10 @@ public enum SecurityDocuments {
                 """
             for rule in grant.rules {
                 let topic = escaped(rule.ddsTopicExpression)
-                for (direction, allowed) in [("publish", rule.write), ("subscribe", rule.read)] {
+                // Allowing rules first: Cyclone lets a participant create a topic when the first
+                // rule naming it, in either direction, allows.
+                let directions = [("publish", rule.write), ("subscribe", rule.read)]
+                for (direction, allowed) in directions.filter(\.1) + directions.filter({ !$0.1 }) {
                     let kind = allowed ? "allow_rule" : "deny_rule"
                     text += """
                               <\(kind)>
