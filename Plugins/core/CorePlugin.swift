@@ -7,14 +7,14 @@ public func switchyardPluginEntry(_ offer: UnsafeRawPointer?, _ table: UnsafeMut
     PluginExport.negotiate(CorePlugin.self, offer: offer, table: table, capacity: capacity)
 }
 
-/// The built-in pieces that need no outside server: a timer, the console, a JSON-lines file
-/// and a relay. An instance enables a piece by having its configuration key
-/// (`timer:`, `console:`, `file:`, `relay:`); each piece's ports exist only then.
+/// The built-in pieces that need no outside server: a timer, the console, a JSON-lines file,
+/// a relay and a subprocess. An instance enables a piece by having its configuration key
+/// (`timer:`, `console:`, `file:`, `relay:`, `subprocess:`); each piece's ports exist only then.
 final class CorePlugin: SwitchyardPlugin {
     static let manifest = PluginManifest(
         name: "core",
         version: "1.0.0",
-        summary: "Timer, console, JSON-lines file and relay: routes that run with no outside server",
+        summary: "Timer, console, JSON-lines file, relay and subprocess: routes that run with no outside server",
         ports: [
             PortDeclaration(
                 name: "tick", direction: .source, types: ["core.Tick"], requires: "timer", summary: "One envelope per interval"),
@@ -28,6 +28,9 @@ final class CorePlugin: SwitchyardPlugin {
             PortDeclaration(
                 name: "in", direction: .sink, types: ["*"], requires: "relay", feeds: ["out"], summary: "Envelopes to pass on unchanged"),
             PortDeclaration(name: "out", direction: .source, types: ["*"], requires: "relay", summary: "What 'in' received, trace kept"),
+            PortDeclaration(
+                name: "stdout", direction: .source, types: ["core.Line", "json"], requires: "subprocess",
+                summary: "The program's output lines (JSON values with codec: json)"),
         ],
         types: [
             "core.Tick": [
@@ -67,6 +70,19 @@ final class CorePlugin: SwitchyardPlugin {
                     ],
                 ],
                 "relay": ["type": "object", "additionalProperties": false],
+                "subprocess": [
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["command"],
+                    "properties": [
+                        "command": [
+                            "type": "array", "items": ["type": "string"], "minItems": 1,
+                            "description": "The program and its arguments (looked up on PATH)",
+                        ],
+                        "codec": ["enum": ["lines", "json"], "description": "lines: core.Line text; json: each line one JSON value"],
+                        "restart": ["type": ["string", "integer"], "description": "Wait before restarting after it exits (default 1s)"],
+                    ],
+                ],
             ],
         ]
     )
@@ -77,6 +93,7 @@ final class CorePlugin: SwitchyardPlugin {
     let console: Console?
     let file: JSONLinesFile?
     let relays: Bool
+    let subprocess: Subprocess?
 
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
@@ -101,11 +118,30 @@ final class CorePlugin: SwitchyardPlugin {
             file = nil
         }
         relays = config["relay"] != nil
+        if let subprocessConfig = config["subprocess"] {
+            let command = (subprocessConfig["command"]?.arrayValue ?? []).compactMap(\.stringValue)
+            guard !command.isEmpty else { throw PluginError("subprocess.command must list the program and its arguments") }
+            let codecName = subprocessConfig["codec"]?.stringValue ?? "lines"
+            guard let codec = Subprocess.Codec(rawValue: codecName) else {
+                throw PluginError("subprocess.codec '\(codecName)': expected lines or json")
+            }
+            var restart: UInt64 = 1_000_000_000
+            if let text = subprocessConfig["restart"] {
+                guard let parsed = DurationText.nanoseconds(text) else {
+                    throw PluginError("subprocess.restart must be a duration such as 500ms or 5s")
+                }
+                restart = parsed
+            }
+            subprocess = Subprocess(context: context, command: command, codec: codec, restartDelay: Double(restart) / 1e9)
+        } else {
+            subprocess = nil
+        }
     }
 
     func start() throws {
         timer?.start()
         console?.start()
+        subprocess?.start()
     }
 
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
@@ -137,6 +173,7 @@ final class CorePlugin: SwitchyardPlugin {
     func quiesce() {
         timer?.stop()
         console?.stop()
+        subprocess?.stop()
     }
 
     func stop() {
@@ -146,5 +183,6 @@ final class CorePlugin: SwitchyardPlugin {
 
     func resume(port: String) {
         if port == "tick" { timer?.resume() }
+        if port == "stdout" { subprocess?.resume() }
     }
 }

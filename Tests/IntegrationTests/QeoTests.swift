@@ -206,6 +206,35 @@ struct QeoTests {
         #expect(router.stop() == 0)
     }
 
+    @Test func theQGaugeExample() throws {
+        let example = BuildProducts.packageRoot.appendingPathComponent("examples/qgauge")
+        let environment = [
+            "CYCLONEDDS_URI": Self.loopback, "QDM_DIR": example.appendingPathComponent("qdm").path,
+            "QGAUGE_SCRIPT": example.appendingPathComponent("netstat.sh").path, "QGAUGE_INTERVAL": "1",
+        ]
+        var routers: [(Sandbox, RouterProcess)] = []
+        for side in ["viewer", "publisher"] {
+            let sandbox = try Sandbox()
+            try sandbox.installPlugin("core")
+            try sandbox.installPlugin("qeo")
+            try sandbox.writeRoutes(
+                try String(contentsOf: example.appendingPathComponent("\(side)/routes.yaml"), encoding: .utf8))
+            routers.append((sandbox, try RouterProcess.startWithAdmin(sandbox, environment: environment).0))
+        }
+        let viewer = routers[0].1
+        // The loopback interface carries the DDS traffic itself, so its counters are never zero.
+        let line = /^lo in ([0-9]+) B\/([0-9]+) pkts out ([0-9]+) B\/([0-9]+) pkts at ([0-9]+)$/
+        viewer.waitUntil("loopback statistics") {
+            viewer.standardOutput.split(separator: "\n").contains { (try? line.wholeMatch(in: String($0))) != nil }
+        }
+        let match = try #require(
+            viewer.standardOutput.split(separator: "\n").compactMap { try? line.wholeMatch(in: String($0)) }.first)
+        #expect((Int(match.output.1) ?? 0) > 0 && (Int(match.output.2) ?? 0) > 0)
+        let timestamp = Double(match.output.5) ?? 0
+        #expect(abs(timestamp / 1000 - Date().timeIntervalSince1970) < 60)
+        for (_, router) in routers.reversed() { #expect(router.stop() == 0) }
+    }
+
     @Test func aMapThatDoesNotFitTheQDMTypeFailsValidation() throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")

@@ -89,7 +89,7 @@ private let instances = """
 
     @Test func unknownPortListsThePorts() throws {
         let yaml = instances + "\nroutes:\n  - from: a.out\n    to: b.nope\n"
-        try expectOnly(yaml, "instance 'b' (plugin fake) has no port 'nope' (ports: out, in, any, opt)", line: 6, column: 9)
+        try expectOnly(yaml, "instance 'b' (plugin fake) has no port 'nope' (ports: out, in, any, opt, either)", line: 6, column: 9)
     }
 
     @Test func fromNeedsASource() throws {
@@ -107,8 +107,8 @@ private let instances = """
         try expectOnly(yaml, "port a.opt exists only when instance 'a' has a 'extra' setting", line: 5, column: 11)
         let (plan, diagnostics) = try validate(instances + "\nroutes:\n  - from: b.opt\n    to: a.any\n")
         #expect(diagnostics.isEmpty)
-        #expect(plan?.instances.first { $0.name == "b" }?.ports.map(\.name) == ["out", "in", "any", "opt"])
-        #expect(plan?.instances.first { $0.name == "a" }?.ports.map(\.name) == ["out", "in", "any"])
+        #expect(plan?.instances.first { $0.name == "b" }?.ports.map(\.name) == ["out", "in", "any", "opt", "either"])
+        #expect(plan?.instances.first { $0.name == "a" }?.ports.map(\.name) == ["out", "in", "any", "either"])
     }
 
     @Test func typeMismatch() throws {
@@ -153,6 +153,21 @@ private let instances = """
     @Test func mapReadingAMissingField() throws {
         let yaml = instances + "\nroutes:\n  - from: a.out\n    to: b.in\n    map:\n      z: \"{{body.zz}}\"\n"
         try expectOnly(yaml, "map reads body.zz, but type t.A has no field 'zz' (fields: x, y)", line: 8, column: 13)
+    }
+
+    @Test func aPortOfSeveralTypesIsAUnion() throws {
+        // z is a field of t.B only: fine, since the port may emit a t.B.
+        let fits = instances + "\nroutes:\n  - from: a.either\n    to: b.in\n    map:\n      z: \"{{body.z}}\"\n"
+        let (plan, diagnostics) = try validate(fits)
+        #expect(plan != nil && diagnostics.isEmpty, "\(diagnostics)")
+        // A field of neither type is reported for each.
+        let neither = instances + "\nroutes:\n  - from: a.either\n    to: b.in\n    map:\n      z: \"{{body.q}}\"\n"
+        let (_, problems) = try validate(neither)
+        #expect(
+            problems.map(\.message) == [
+                "map reads body.q, but type t.A has no field 'q' (fields: x, y)",
+                "map reads body.q, but type t.B has no field 'q' (fields: z)",
+            ])
     }
 
     @Test func unknownOutputType() throws {

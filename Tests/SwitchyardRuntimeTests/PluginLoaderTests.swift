@@ -22,7 +22,7 @@ private func negotiationError(_ entry: sy_entry_fn) -> PluginLoadError? {
         #expect(plugin.path == "/fake/libfake.so")
         #expect(plugin.manifest.name == "fake")
         #expect(plugin.manifest.version == "1.0.0")
-        #expect(plugin.manifest.ports.map(\.name) == ["out", "in", "any", "opt"])
+        #expect(plugin.manifest.ports.map(\.name) == ["out", "in", "any", "opt", "either"])
         #expect(plugin.manifest.port(named: "opt")?.requires == "extra")
         #expect(plugin.manifest.types.keys.sorted() == ["t.A", "t.B"])
         #expect(plugin.manifestJSON["name"] == "fake")

@@ -159,11 +159,16 @@ public struct GraphValidator: Sendable {
             var problems: [Diagnostic] = []
             for read in reads {
                 guard case .body(let path) = read.field, !path.isEmpty else { continue }
+                // A port that emits several types is a union: the read is wrong only when none
+                // of them has the field.
+                var missing: [Diagnostic] = []
+                var checked = 0
                 for typeName in sourceTypes {
                     guard let definition = registry[typeName] else { continue }
+                    checked += 1
                     if case .missing(let component, let known) = definition.schema.lookup(path) {
                         let fields = known.isEmpty ? "" : " (fields: \(known.joined(separator: ", ")))"
-                        problems.append(
+                        missing.append(
                             Diagnostic(
                                 "\(what) reads \(read.field), but type \(typeName) has no field '\(component)'\(fields)",
                                 at: location.advanced(by: read.offset)
@@ -171,6 +176,7 @@ public struct GraphValidator: Sendable {
                         )
                     }
                 }
+                if missing.count == checked { problems += missing }
             }
             return problems
         }

@@ -32,7 +32,8 @@ let fakeManifestJSON = """
         {"name": "out", "direction": "source", "types": ["t.A"]},
         {"name": "in", "direction": "sink", "types": ["t.B"]},
         {"name": "any", "direction": "sink", "types": ["*"], "feeds": ["out"]},
-        {"name": "opt", "direction": "source", "types": ["t.A"], "requires": "extra"}
+        {"name": "opt", "direction": "source", "types": ["t.A"], "requires": "extra"},
+        {"name": "either", "direction": "source", "types": ["t.A", "t.B"]}
       ],
       "types": {
         "t.A": {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "string"}}, "additionalProperties": false},

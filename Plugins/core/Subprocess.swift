@@ -1,0 +1,192 @@
+import Foundation
+import SwitchyardCore
+import SwitchyardPluginKit
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A program whose standard output lines become envelopes (`core.Line`, or `json` with the
+/// json codec), restarted after it exits. Like Benthos' `subprocess` input: the program owns the
+/// schedule (`while sleep 5; do …; done`), the router owns delivery.
+final class Subprocess: @unchecked Sendable {
+    /// How output lines become envelopes.
+    enum Codec: String {
+        case lines, json
+    }
+
+    // `stopped`, `child` and `resumed` are guarded by `condition`.
+    private let condition = NSCondition()
+    private var stopped = false
+    private var resumed = false
+    private var child: pid_t = 0
+    private let context: PluginContext
+    private let command: [String]
+    private let codec: Codec
+    private let restartDelay: Double
+
+    init(context: PluginContext, command: [String], codec: Codec, restartDelay: Double) {
+        self.context = context
+        self.command = command
+        self.codec = codec
+        self.restartDelay = restartDelay
+    }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "core.subprocess"
+        thread.start()
+    }
+
+    /// Stops reading and ends the program's process group (SIGTERM).
+    func stop() {
+        condition.lock()
+        stopped = true
+        if child > 0 { kill(-child, SIGTERM) }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func resume() {
+        condition.lock()
+        resumed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private var isStopped: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return stopped
+    }
+
+    private func run() {
+        let display = command.joined(separator: " ")
+        while !isStopped {
+            do {
+                let status = try runOnce()
+                if isStopped { return }
+                context.log(.warning, "subprocess '\(display)' exited (\(status)); restarting in \(restartDelay) s")
+            } catch {
+                context.log(.error, "subprocess '\(display)': \(error); retrying in \(restartDelay) s")
+            }
+            context.metric(.counter, "subprocess_restarts_total", 1)
+            condition.lock()
+            let deadline = Date(timeIntervalSinceNow: restartDelay)
+            while !stopped, Date() < deadline { _ = condition.wait(until: deadline) }
+            condition.unlock()
+        }
+    }
+
+    /// Spawns the program, emits its lines until its output ends, reaps it; its exit status text.
+    private func runOnce() throws -> String {
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else { throw PluginError("pipe: \(String(cString: strerror(errno)))") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
+        posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
+        posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
+        // The router blocks signals it handles itself; the program gets the defaults.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        // Its own process group, so stopping ends what it started too (a shell's `sleep`).
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+
+        let arguments = command.map { strdup($0) } + [nil]
+        defer { arguments.forEach { free($0) } }
+        var pid: pid_t = 0
+        condition.lock()
+        let spawned = stopped ? ECANCELED : posix_spawnp(&pid, command[0], &actions, &attributes, arguments, environ)
+        if spawned == 0 { child = pid }
+        condition.unlock()
+        close(pipeEnds[1])
+        guard spawned == 0 else {
+            close(pipeEnds[0])
+            throw PluginError("cannot start \(command[0]): \(String(cString: strerror(spawned)))")
+        }
+        context.log(.info, "subprocess '\(command.joined(separator: " "))' started (pid \(pid))")
+        readLines(from: pipeEnds[0])
+        close(pipeEnds[0])
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        condition.lock()
+        child = 0
+        condition.unlock()
+        let signal = status & 0x7f
+        return signal == 0 ? "status \((status >> 8) & 0xff)" : "signal \(signal)"
+    }
+
+    private func readLines(from descriptor: Int32) {
+        var pending: [UInt8] = []
+        var lineNumber = 0
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return }
+            pending.append(contentsOf: buffer[0..<count])
+            var start = 0
+            while let end = pending[start...].firstIndex(of: 0x0A) {
+                lineNumber += 1
+                let line = Array(pending[start..<end])
+                start = end + 1
+                guard let envelope = envelope(line, number: lineNumber) else { continue }
+                guard emitWaitingForRoom(envelope) else { return }
+            }
+            pending.removeFirst(start)
+        }
+    }
+
+    private func envelope(_ line: [UInt8], number: Int) -> Envelope? {
+        let subject = command[0]
+        switch codec {
+        case .lines:
+            return Envelope(type: "core.Line", subject: subject, contentType: "text/plain", body: line)
+        case .json:
+            guard !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) else { return nil }
+            do {
+                let value = try JSONValue(parsing: line)
+                return Envelope(type: "json", subject: subject, body: value.serializedBytes())
+            } catch {
+                context.log(.warning, "subprocess '\(command.joined(separator: " "))' output line \(number) is not JSON: \(error)")
+                context.metric(.counter, "subprocess_invalid_lines_total", 1)
+                return nil
+            }
+        }
+    }
+
+    /// Emits, waiting for `resume` while the route is full (the pipe then fills and the program
+    /// blocks: backpressure); false once stopped.
+    private func emitWaitingForRoom(_ envelope: Envelope) -> Bool {
+        while true {
+            condition.lock()
+            resumed = false
+            condition.unlock()
+            switch context.emit(envelope, on: "stdout") {
+            case .ok: return true
+            case .full:
+                condition.lock()
+                while !stopped, !resumed { condition.wait() }
+                let isStopped = stopped
+                condition.unlock()
+                if isStopped { return false }
+            case .stopped: return false
+            case let other:
+                context.log(.error, "subprocess line was not taken: \(other)")
+                return true
+            }
+        }
+    }
+}
