@@ -6,6 +6,8 @@
                                   with count, msgs/s (first to last) and latency p50/p99 in ms
     qeo_bench.py mqtt-stats FILE  the same figures from `mosquitto_sub -F '%U %p'` lines, where
                                   %U is the receive time and the payload carries the send time
+    qeo_bench.py mqtt-lines N     print N ChatMessage JSON lines for `mosquitto_pub -l`, each
+                                  stamped as it is written (the pipe's back-pressure paces it)
 """
 import json
 import os
@@ -55,6 +57,12 @@ def main():
             received.append(at)
             latencies.append((at - sent) / 1e6)
         print(json.dumps(stats(received, latencies)))
+        return
+    if mode == "mqtt-lines":
+        out = sys.stdout
+        for _ in range(int(sys.argv[2])):
+            out.write(json.dumps({"from": "bench", "message": f"{time.time_ns()} {PADDING}"}) + "\n")
+            out.flush()
         return
     participant = DomainParticipant(int(os.environ.get("QEO_DOMAIN", "128")))
     topic = Topic(participant, "org/qeo/sample/simplechat/ChatMessage", ChatMessage)

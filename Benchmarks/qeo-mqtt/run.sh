@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Qeo event topic → Switchyard → MQTT, beside a direct Cyclone DDS peer-to-peer baseline, in one
-# run: a Python cyclonedds writer sends COUNT ~100-byte ChatMessages on domain QEO_DOMAIN;
-#   direct:  a Python cyclonedds reader takes them;
-#   bridged: the router's qeo instance reads them and publishes each to Mosquitto (QoS 0),
-#            where mosquitto_sub stamps each arrival.
-# Prints msgs/s and p50/p99 latency (send time carried in the message) for both, and the ratio.
+# Qeo event topic ↔ Switchyard ↔ MQTT, beside a direct Cyclone DDS peer-to-peer baseline, in one
+# run, COUNT ~100-byte ChatMessages each:
+#   direct:     a Python cyclonedds writer → a Python cyclonedds reader (domain QEO_DOMAIN);
+#   Qeo → MQTT: the same writer → the router's qeo instance → Mosquitto (QoS 0) → mosquitto_sub,
+#               which stamps each arrival;
+#   MQTT → Qeo: mosquitto_pub -l (QoS 0) → Mosquitto → the router → its qeo writer → the Python
+#               reader.
+# Prints msgs/s and p50/p99 latency (send time carried in the message) for each, and the ratios.
 # Environment: COUNT=50000  QEO_DOMAIN=140  SKIP_BUILD=1 (reuse the release build)  KEEP_TMP=1
 set -euo pipefail
 
@@ -48,12 +50,23 @@ instances:
     qdm: "$repo/examples/qsimplechat-bridge/qdm/QSimpleChat_ChatMessage.xml"
     domain: $QEO_DOMAIN
     read: [org.qeo.sample.simplechat.ChatMessage]
-  broker: { plugin: mqtt, url: "mqtt://127.0.0.1:$mqtt_port", client_id: qeo-bench }
+    write: [org.qeo.sample.simplechat.ChatMessage]
+  broker:
+    plugin: mqtt
+    url: "mqtt://127.0.0.1:$mqtt_port"
+    client_id: qeo-bench
+    subscriptions: [ { topic: qeo/chat/in, qos: 0 } ]
+types:
+  - qdm: "$repo/examples/qsimplechat-bridge/qdm/QSimpleChat_ChatMessage.xml"
 routes:
   - from: home.events
     type: mqtt.Publish
     map: { topic: qeo/chat, payload: '{"from": "{{body.from}}", "message": "{{body.message}}"}', qos: 0 }
     to: broker.publish
+  - from: broker.messages
+    type: org.qeo.sample.simplechat.ChatMessage
+    map: { from: "{{body.from}}", message: "{{body.message}}" }
+    to: home.write
 YAML
 "$release_dir/switchyard" run "$tmp/routes" --plugins "$tmp/plugins" >"$tmp/router.log" 2>&1 &
 pids+=($!)
@@ -66,10 +79,22 @@ python3 "$here/qeo_bench.py" pub "$COUNT"
 wait "$sub" || true
 bridged=$(python3 "$here/qeo_bench.py" mqtt-stats "$tmp/mqtt.out")
 
+# MQTT → Qeo: mosquitto_pub → Mosquitto → router (mqtt → qeo write) → Python reader.
+log "MQTT → Qeo: $COUNT messages, mosquitto_pub → Mosquitto → Switchyard → Python reader"
+python3 "$here/qeo_bench.py" sub "$COUNT" 120 >"$tmp/reverse.out" &
+reader=$!
+wait_for "$tmp/reverse.out" ready 30
+sleep 2 # discovery of the router's writer
+python3 "$here/qeo_bench.py" mqtt-lines "$COUNT" | mosquitto_pub -h 127.0.0.1 -p "$mqtt_port" -t qeo/chat/in -q 0 -l
+wait "$reader" || true
+reverse=$(tail -1 "$tmp/reverse.out")
+
 echo "direct  (Cyclone peer to peer):         $direct"
 echo "bridged (Qeo → Switchyard → MQTT QoS 0): $bridged"
-python3 - "$direct" "$bridged" <<'PY'
+echo "bridged (MQTT QoS 0 → Switchyard → Qeo): $reverse"
+python3 - "$direct" "$bridged" "$reverse" <<'PY'
 import json, sys
-d, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print(f"ratio bridged/direct: {b['msgs_per_s'] / d['msgs_per_s']:.2f} (msgs/s), received {b['count']} of {d['count']}")
+d, b, r = (json.loads(argument) for argument in sys.argv[1:])
+print(f"ratio Qeo → MQTT / direct: {b['msgs_per_s'] / d['msgs_per_s']:.2f} (msgs/s), received {b['count']} of {d['count']}")
+print(f"ratio MQTT → Qeo / direct: {r['msgs_per_s'] / d['msgs_per_s']:.2f} (msgs/s), received {r['count']} of {d['count']}")
 PY

@@ -141,6 +141,16 @@ struct QeoRealmTests {
             refused.errors.contains("creating a writer for org/qeo/sample/simplechat/ChatMessage: Not Allowed By Security"),
             "\(refused.errors)")
 
+        // Ids in the configuration must be the credentials' ids.
+        let mismatched = try Self.routes("tv", credentials: television, writing: false)
+        let text = try String(contentsOf: mismatched.routes.appendingPathComponent("main.yaml"), encoding: .utf8)
+        try mismatched.writeRoutes(text.replacingOccurrences(of: "    plugin: qeo\n", with: "    plugin: qeo\n    user: 5\n"))
+        let wrongUser = try RouterProcess.runToExit(
+            ["run", mismatched.path("routes"), "--plugins", mismatched.path("plugins")], in: mismatched.root,
+            environment: ["CYCLONEDDS_URI": QeoTests.loopback])
+        #expect(wrongUser.status != 0)
+        #expect(wrongUser.errors.contains("user: 0x5 differs from 0x20 of the credentials in \(television)"), "\(wrongUser.errors)")
+
         // Reading is granted: the guest hears alice's kitchen.
         let reading = try Self.routes("tv", credentials: television, writing: false)
         let (readingRouter, _) = try RouterProcess.startWithAdmin(reading, environment: ["CYCLONEDDS_URI": QeoTests.loopback])
