@@ -7,7 +7,8 @@ import SwitchyardPluginKit
 #endif
 
 /// A program whose standard output lines become envelopes (`core.Line`, or `json` with the
-/// json codec), restarted after it exits. Like Benthos' `subprocess` input: the program owns the
+/// json codec), restarted after it exits. While a route is full the program's output is not
+/// read, so its pipe fills and it blocks: backpressure. Like Benthos' `subprocess` input: the program owns the
 /// schedule (`while sleep 5; do …; done`), the router owns delivery.
 final class Subprocess: @unchecked Sendable {
     /// How output lines become envelopes.
@@ -15,10 +16,8 @@ final class Subprocess: @unchecked Sendable {
         case lines, json
     }
 
-    // `stopped`, `child` and `resumed` are guarded by `condition`.
-    private let condition = NSCondition()
-    private var stopped = false
-    private var resumed = false
+    private let gate: SourceGate
+    // Guarded by the gate's lock, so a stop never misses a program being started.
     private var child: pid_t = 0
     private let context: PluginContext
     private let command: [String]
@@ -30,6 +29,7 @@ final class Subprocess: @unchecked Sendable {
         self.command = command
         self.codec = codec
         self.restartDelay = restartDelay
+        gate = SourceGate(context: context, port: "stdout")
     }
 
     func start() {
@@ -40,41 +40,23 @@ final class Subprocess: @unchecked Sendable {
 
     /// Stops reading and ends the program's process group (SIGTERM).
     func stop() {
-        condition.lock()
-        stopped = true
-        if child > 0 { kill(-child, SIGTERM) }
-        condition.broadcast()
-        condition.unlock()
+        gate.stop { if child > 0 { kill(-child, SIGTERM) } }
     }
 
-    func resume() {
-        condition.lock()
-        resumed = true
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    private var isStopped: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return stopped
-    }
+    func resume() { gate.resume() }
 
     private func run() {
         let display = command.joined(separator: " ")
-        while !isStopped {
+        while !gate.isStopped {
             do {
                 let status = try runOnce()
-                if isStopped { return }
+                if gate.isStopped { return }
                 context.log(.warning, "subprocess '\(display)' exited (\(status)); restarting in \(restartDelay) s")
             } catch {
                 context.log(.error, "subprocess '\(display)': \(error); retrying in \(restartDelay) s")
             }
             context.metric(.counter, "subprocess_restarts_total", 1)
-            condition.lock()
-            let deadline = Date(timeIntervalSinceNow: restartDelay)
-            while !stopped, Date() < deadline { _ = condition.wait(until: deadline) }
-            condition.unlock()
+            guard gate.sleep(until: Date(timeIntervalSinceNow: restartDelay)) else { return }
         }
     }
 
@@ -107,10 +89,11 @@ final class Subprocess: @unchecked Sendable {
         let arguments = command.map { strdup($0) } + [nil]
         defer { arguments.forEach { free($0) } }
         var pid: pid_t = 0
-        condition.lock()
-        let spawned = stopped ? ECANCELED : posix_spawnp(&pid, command[0], &actions, &attributes, arguments, environ)
-        if spawned == 0 { child = pid }
-        condition.unlock()
+        let spawned = gate.withLock { stopped in
+            let result = stopped ? ECANCELED : posix_spawnp(&pid, command[0], &actions, &attributes, arguments, environ)
+            if result == 0 { child = pid }
+            return result
+        }
         close(pipeEnds[1])
         guard spawned == 0 else {
             close(pipeEnds[0])
@@ -121,9 +104,7 @@ final class Subprocess: @unchecked Sendable {
         close(pipeEnds[0])
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-        condition.lock()
-        child = 0
-        condition.unlock()
+        gate.withLock { _ in child = 0 }
         let signal = status & 0x7f
         return signal == 0 ? "status \((status >> 8) & 0xff)" : "signal \(signal)"
     }
@@ -143,7 +124,7 @@ final class Subprocess: @unchecked Sendable {
                 let line = Array(pending[start..<end])
                 start = end + 1
                 guard let envelope = envelope(line, number: lineNumber) else { continue }
-                guard emitWaitingForRoom(envelope) else { return }
+                guard gate.emit(envelope) else { return }
             }
             pending.removeFirst(start)
         }
@@ -163,29 +144,6 @@ final class Subprocess: @unchecked Sendable {
                 context.log(.warning, "subprocess '\(command.joined(separator: " "))' output line \(number) is not JSON: \(error)")
                 context.metric(.counter, "subprocess_invalid_lines_total", 1)
                 return nil
-            }
-        }
-    }
-
-    /// Emits, waiting for `resume` while the route is full (the pipe then fills and the program
-    /// blocks: backpressure); false once stopped.
-    private func emitWaitingForRoom(_ envelope: Envelope) -> Bool {
-        while true {
-            condition.lock()
-            resumed = false
-            condition.unlock()
-            switch context.emit(envelope, on: "stdout") {
-            case .ok: return true
-            case .full:
-                condition.lock()
-                while !stopped, !resumed { condition.wait() }
-                let isStopped = stopped
-                condition.unlock()
-                if isStopped { return false }
-            case .stopped: return false
-            case let other:
-                context.log(.error, "subprocess line was not taken: \(other)")
-                return true
             }
         }
     }

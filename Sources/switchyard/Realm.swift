@@ -129,7 +129,8 @@ private func hex(_ id: UInt64) -> String { String(id, radix: 16) }
 
 /// A 64-bit id, decimal or 0x-hex, as the qeo plugin's settings take them.
 private func parseIdentifier(_ text: String, _ option: String) throws -> UInt64 {
-    let parsed = text.lowercased().hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16) : UInt64(text)
-    guard let parsed else { throw ValidationError("\(option): '\(text)' is not a 64-bit number (decimal or 0x-hex)") }
+    guard let parsed = DeviceCredentials.parseIdentifier(text) else {
+        throw ValidationError("\(option): '\(text)' is not a 64-bit number (decimal or 0x-hex)")
+    }
     return parsed
 }

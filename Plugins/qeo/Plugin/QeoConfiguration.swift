@@ -93,8 +93,9 @@ struct QeoConfiguration: Sendable {
         case nil: return 0
         case .int(let number)? where number >= 0: return UInt64(number)
         case .string(let text)?:
-            let parsed = text.lowercased().hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16) : UInt64(text)
-            guard let parsed else { throw PluginError("\(name): '\(text)' is not a 64-bit number (decimal or 0x-hex)") }
+            guard let parsed = DeviceCredentials.parseIdentifier(text) else {
+                throw PluginError("\(name): '\(text)' is not a 64-bit number (decimal or 0x-hex)")
+            }
             return parsed
         case let other?: throw PluginError("\(name): \(other.text) is not a 64-bit number (decimal or 0x-hex)")
         }

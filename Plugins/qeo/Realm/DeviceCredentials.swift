@@ -99,6 +99,11 @@ public struct DeviceCredentials: Sendable {
         return properties
     }
 
+    /// A 64-bit Qeo id as users write them: decimal, or hex after `0x`.
+    public static func parseIdentifier(_ text: String) -> UInt64? {
+        text.lowercased().hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16) : UInt64(text)
+    }
+
     /// Where Debian's libddsc keeps the DDS Security plugins, if this machine has them.
     public static func defaultLibraryDirectory() -> String? {
         let base = "/usr/lib"
