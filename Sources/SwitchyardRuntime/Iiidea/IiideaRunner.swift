@@ -90,7 +90,8 @@ final class IiideaRunner {
         }
         let runID = ULID.next()
         record { () throws(SQLiteError) in
-            try store.beginRun(IiideaRun(id: runID, iiidea: planned.id, triggerEnvelopeID: trigger.id, startedAt: Clock.nowUnixNanos()))
+            try store.beginRun(
+                IiideaRun(id: runID, iiidea: planned.id, triggerEnvelopeID: trigger.id, startedAt: Clock.nowUnixNanos()), keep: keep)
         }
         var input = trigger
         if remote {

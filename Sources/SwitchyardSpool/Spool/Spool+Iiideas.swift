@@ -45,11 +45,15 @@ extension Spool {
         }
     }
 
-    /// Records the start of a run.
-    public func beginRun(_ run: IiideaRun) throws(SQLiteError) {
+    /// Records the start of a run. Keeps the newest `keep` runs of the iiidea, this one
+    /// included, so the history never holds more than `keep` even while runs are under way.
+    public func beginRun(_ run: IiideaRun, keep: Int) throws(SQLiteError) {
         try locked { () throws(SQLiteError) in
-            try database.prepare("INSERT INTO iiidea_runs(run_id, iiidea_id, trigger_envelope_id, started_at) VALUES(?, ?, ?, ?)")
-                .run([.text(run.id), .text(run.iiidea), .text(run.triggerEnvelopeID), .int(run.startedAt)])
+            try database.transaction { () throws(SQLiteError) in
+                try database.prepare("INSERT INTO iiidea_runs(run_id, iiidea_id, trigger_envelope_id, started_at) VALUES(?, ?, ?, ?)")
+                    .run([.text(run.id), .text(run.iiidea), .text(run.triggerEnvelopeID), .int(run.startedAt)])
+                try pruneRuns(of: run.iiidea, keep: keep)
+            }
         }
     }
 
@@ -65,14 +69,19 @@ extension Spool {
                         .int(Clock.nowUnixNanos()), .text(piece.rawValue), output.map { .text($0) } ?? .null,
                         error.map { .text($0) } ?? .null, .text(id),
                     ])
-                try database.prepare(
-                    """
-                    DELETE FROM iiidea_runs WHERE iiidea_id = ?1 AND run_id NOT IN
-                        (SELECT run_id FROM iiidea_runs WHERE iiidea_id = ?1 ORDER BY started_at DESC, run_id DESC LIMIT ?2)
-                    """
-                ).run([.text(iiidea), .int(Int64(keep))])
+                try pruneRuns(of: iiidea, keep: keep)
             }
         }
+    }
+
+    /// Deletes all but the newest `keep` runs of `iiidea`; the caller holds the lock.
+    private func pruneRuns(of iiidea: String, keep: Int) throws(SQLiteError) {
+        try database.prepare(
+            """
+            DELETE FROM iiidea_runs WHERE iiidea_id = ?1 AND run_id NOT IN
+                (SELECT run_id FROM iiidea_runs WHERE iiidea_id = ?1 ORDER BY started_at DESC, run_id DESC LIMIT ?2)
+            """
+        ).run([.text(iiidea), .int(Int64(keep))])
     }
 
     /// The newest runs first, of one iiidea or of all.
