@@ -80,7 +80,10 @@ final class CorePlugin: SwitchyardPlugin {
                             "description": "The program and its arguments (looked up on PATH)",
                         ],
                         "codec": ["enum": ["lines", "json"], "description": "lines: core.Line text; json: each line one JSON value"],
-                        "restart": ["type": ["string", "integer"], "description": "Wait before restarting after it exits (default 1s)"],
+                        "restart": [
+                            "type": ["string", "integer"],
+                            "description": "Wait before restarting after it exits (default 1s, at least 100ms)",
+                        ],
                     ],
                 ],
             ],
@@ -132,7 +135,9 @@ final class CorePlugin: SwitchyardPlugin {
                 }
                 restart = parsed
             }
-            subprocess = Subprocess(context: context, command: command, codec: codec, restartDelay: Double(restart) / 1e9)
+            // At least 100 ms, so a program that cannot start is not retried in a busy loop.
+            subprocess = Subprocess(
+                context: context, command: command, codec: codec, restartDelay: max(Double(restart) / 1e9, 0.1))
         } else {
             subprocess = nil
         }

@@ -40,8 +40,28 @@ final class Subprocess: @unchecked Sendable {
 
     /// Stops reading and ends the program's process group (SIGTERM).
     func stop() {
-        gate.stop { if child > 0 { kill(-child, SIGTERM) } }
+        var pid: pid_t = 0
+        gate.stop {
+            pid = child
+            if pid > 0 { kill(-pid, SIGTERM) }
+        }
+        guard pid > 0 else { return }
+        // A program that ignores SIGTERM does not outlive the router.
+        let stoppedPid = pid
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.killGrace) { [self] in
+            gate.withLock { _ in
+                if child == stoppedPid { kill(-stoppedPid, SIGKILL) }
+            }
+        }
     }
+
+    /// Held from creating a pipe to spawning, so no two subprocess sources interleave there.
+    private static let spawnLock = NSLock()
+
+    /// How long a stopped program has to exit before it is killed.
+    static let killGrace: DispatchTimeInterval = .seconds(5)
+    /// The longest output line taken; longer ones are dropped (and counted).
+    static let maximumLine = 1 << 20
 
     func resume() { gate.resume() }
 
@@ -62,15 +82,38 @@ final class Subprocess: @unchecked Sendable {
 
     /// Spawns the program, emits its lines until its output ends, reaps it; its exit status text.
     private func runOnce() throws -> String {
+        let (pid, output) = try spawn()
+        context.log(.info, "subprocess '\(command.joined(separator: " "))' started (pid \(pid))")
+        readLines(from: output)
+        close(output)
+        // Wait for the exit without reaping, forget the pid, then reap: a stop in between must
+        // not signal a process group that a new process may have taken over.
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0, errno == EINTR {}
+        gate.withLock { _ in child = 0 }
+        var status: Int32 = 0
+        var reaped: pid_t
+        repeat { reaped = waitpid(pid, &status, 0) } while reaped < 0 && errno == EINTR
+        guard reaped == pid else { return "unknown status (\(String(cString: strerror(errno))))" }
+        let signal = status & 0x7f
+        return signal == 0 ? "status \((status >> 8) & 0xff)" : "signal \(signal)"
+    }
+
+    /// Starts the program with its standard output on a new pipe; its pid and the read end.
+    private func spawn() throws -> (pid: pid_t, output: Int32) {
+        // Close-on-exec, so no other program started meanwhile inherits an end of this pipe
+        // (Glibc's module has no pipe2; the spawn lock keeps this instance's siblings out).
+        Self.spawnLock.lock()
+        defer { Self.spawnLock.unlock() }
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else { throw PluginError("pipe: \(String(cString: strerror(errno)))") }
+        for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        // dup2 clears close-on-exec on fd 1 (glibc does so even when the write end is fd 1).
         posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
-        posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
-        posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
         // The router blocks signals it handles itself; the program gets the defaults.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -99,34 +142,48 @@ final class Subprocess: @unchecked Sendable {
             close(pipeEnds[0])
             throw PluginError("cannot start \(command[0]): \(String(cString: strerror(spawned)))")
         }
-        context.log(.info, "subprocess '\(command.joined(separator: " "))' started (pid \(pid))")
-        readLines(from: pipeEnds[0])
-        close(pipeEnds[0])
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-        gate.withLock { _ in child = 0 }
-        let signal = status & 0x7f
-        return signal == 0 ? "status \((status >> 8) & 0xff)" : "signal \(signal)"
+        return (pid, pipeEnds[0])
     }
 
     private func readLines(from descriptor: Int32) {
         var pending: [UInt8] = []
         var lineNumber = 0
         var buffer = [UInt8](repeating: 0, count: 65536)
+        var skipping = false
+        func take(_ line: [UInt8]) -> Bool {
+            lineNumber += 1
+            guard let envelope = envelope(line, number: lineNumber) else { return true }
+            return gate.emit(envelope)
+        }
         while true {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
-            guard count > 0 else { return }
+            guard count > 0 else {
+                // A last line without a newline still counts.
+                if !pending.isEmpty, !skipping { _ = take(pending) }
+                return
+            }
             pending.append(contentsOf: buffer[0..<count])
             var start = 0
             while let end = pending[start...].firstIndex(of: 0x0A) {
-                lineNumber += 1
                 let line = Array(pending[start..<end])
                 start = end + 1
-                guard let envelope = envelope(line, number: lineNumber) else { continue }
-                guard gate.emit(envelope) else { return }
+                if skipping {
+                    skipping = false
+                    continue
+                }
+                guard take(line) else { return }
             }
             pending.removeFirst(start)
+            if pending.count > Self.maximumLine {
+                lineNumber += 1
+                context.log(
+                    .warning,
+                    "subprocess '\(command.joined(separator: " "))' output line \(lineNumber) is over \(Self.maximumLine) bytes: dropped")
+                context.metric(.counter, "subprocess_invalid_lines_total", 1)
+                pending.removeAll(keepingCapacity: true)
+                skipping = true
+            }
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import QeoRealm
 import Testing
 
@@ -29,6 +30,11 @@ struct QeoPolicyTests {
         #expect(policy.sections[1].rules[0].read && policy.sections[1].rules[0].write)
     }
 
+    @Test func windowsLineEndsAreLineEnds() throws {
+        let policy = try QeoPolicy(parsing: Self.policy.replacingOccurrences(of: "\n", with: "\r\n"), file: "policy")
+        #expect(policy == (try QeoPolicy(parsing: Self.policy, file: "policy")))
+    }
+
     @Test func aDevicesRulesAreItsUsersAndItsRealmsMostSpecificFirst() throws {
         let policy = try QeoPolicy(parsing: Self.policy, file: "policy")
         let rules = policy.rules(realm: 0x2755_5f6f_6ccb_c21d, user: 0x2da)
@@ -49,6 +55,8 @@ struct QeoPolicyTests {
         ("[meta]\nversion=1.0\nseqnr=1\n[uid:1]\norg.*.x=r\n", "policy:5: 'org.*.x' is not a topic name or a prefix ending in *"),
         ("[meta]\nversion=1.0\nseqnr=1\n[uid:1]\na=r\na=w\n", "policy:6: a is already given a rule on line 5"),
         ("[meta]\nversion=1.0\nseqnr=1\n[uid:1]\na=r<did:1>\n", "policy:5: rights 'r<did:1>': 'did:1' is not uid:HEX"),
+        ("[meta]\nversion=1.0\nseqnr=1\n[uid:1]\n=rw\n", "policy:5: '' is not a topic name or a prefix ending in *"),
+        ("[meta]\nversion=1.0\nseqnr=1\n[meta]\nseqnr=2\n", "policy:4: a second [meta] section"),
     ])
     func badLinesAreNamed(text: String, message: String) {
         #expect {

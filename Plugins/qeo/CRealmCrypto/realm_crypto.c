@@ -7,6 +7,7 @@
 #include <openssl/pkcs7.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +35,19 @@ static char *bio_string(BIO *bio) {
     return copy;
 }
 
+// Refuses encrypted keys instead of prompting on the terminal.
+static int no_passphrase(char *buffer, int size, int writing, void *context) {
+    (void)buffer;
+    (void)size;
+    (void)writing;
+    (void)context;
+    return 0;
+}
+
 static EVP_PKEY *read_key(const char *pem) {
     BIO *bio = BIO_new_mem_buf(pem, -1);
     if (bio == NULL) return NULL;
-    EVP_PKEY *key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+    EVP_PKEY *key = PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
     BIO_free(bio);
     return key;
 }
@@ -51,6 +61,7 @@ static X509 *read_certificate(const char *pem) {
 }
 
 int sy_realm_generate_key(char **key_pem, char **error) {
+    ERR_clear_error();
     EVP_PKEY *key = EVP_EC_gen("prime256v1");
     if (key == NULL) return fail(error, "generating an EC key on prime256v1");
     BIO *bio = BIO_new(BIO_s_mem());
@@ -109,6 +120,7 @@ static int add_extension(X509 *certificate, X509V3_CTX *context, int nid, const 
 int sy_realm_issue_certificate(
     const char *subject_key_pem, const char *subject, const char *issuer_cert_pem, const char *issuer_key_pem,
     int is_ca, int days, uint64_t serial, char **certificate_pem, char **error) {
+    ERR_clear_error();
     int status = -1;
     EVP_PKEY *subject_key = read_key(subject_key_pem);
     EVP_PKEY *issuer_key = issuer_cert_pem != NULL ? read_key(issuer_key_pem) : NULL;
@@ -120,8 +132,16 @@ int sy_realm_issue_certificate(
         fail(error, "reading the subject key");
         goto done;
     }
-    if (issuer_cert_pem != NULL && (issuer_key == NULL || issuer == NULL)) {
-        fail(error, issuer == NULL ? "reading the issuer certificate" : "reading the issuer key");
+    if (issuer_cert_pem != NULL && issuer == NULL) {
+        fail(error, "reading the issuer certificate");
+        goto done;
+    }
+    if (issuer_cert_pem != NULL && issuer_key == NULL) {
+        fail(error, "reading the issuer key");
+        goto done;
+    }
+    if (issuer != NULL && X509_check_private_key(issuer, issuer_key) != 1) {
+        fail(error, "the issuer key does not belong to the issuer certificate");
         goto done;
     }
     if ((name = parse_name(subject, error)) == NULL) goto done;
@@ -168,6 +188,7 @@ done:
 }
 
 int sy_realm_certificate_subject(const char *certificate_pem, char **subject, char **error) {
+    ERR_clear_error();
     X509 *certificate = read_certificate(certificate_pem);
     if (certificate == NULL) return fail(error, "reading the certificate");
     BIO *bio = BIO_new(BIO_s_mem());
@@ -186,6 +207,8 @@ int sy_realm_certificate_subject(const char *certificate_pem, char **subject, ch
 int sy_realm_smime_sign(
     const char *data, size_t length, const char *signer_cert_pem, const char *signer_key_pem, char **smime,
     char **error) {
+    ERR_clear_error();
+    if (length > INT_MAX) return fail(error, "a document over 2 GiB");
     int status = -1;
     X509 *signer = read_certificate(signer_cert_pem);
     EVP_PKEY *key = read_key(signer_key_pem);
@@ -216,6 +239,7 @@ done:
 }
 
 int sy_realm_smime_verify(const char *smime, const char *ca_cert_pem, char **content, char **error) {
+    ERR_clear_error();
     int status = -1;
     BIO *input = BIO_new_mem_buf(smime, -1);
     BIO *detached = NULL;

@@ -23,7 +23,10 @@ struct QeoConfiguration: Sendable {
         } catch {
             throw PluginError("qdm: \(error)")
         }
-        domain = UInt32(config["domain"]?.intValue ?? 128)
+        guard let domain = UInt32(exactly: config["domain"]?.intValue ?? 128) else {
+            throw PluginError("domain: \(config["domain"]?.text ?? "") is not a DDS domain id (0…232)")
+        }
+        self.domain = domain
         realm = try Self.identifier(config["realm"], "realm")
         user = try Self.identifier(config["user"], "user")
         device = try Self.identifier(config["device"], "device")

@@ -68,7 +68,8 @@ public struct DeviceCredentials: Sendable {
             throw RealmError("\(identityFile.path): not a device identity (\(error))")
         } catch {
             throw RealmError(
-                "\(directory) holds no device credentials: \(identityFile.path) cannot be read (`switchyard realm add-device` writes them)")
+                "\(directory) holds no device credentials: \(identityFile.path) cannot be read (\(error.localizedDescription); `switchyard realm add-device` writes them)"
+            )
         }
         for file in [Self.authorityFile, Self.certificateFile, Self.keyFile, Self.governanceFile, Self.permissionsFile]
         where !FileManager.default.isReadableFile(atPath: url.appendingPathComponent(file).path) {

@@ -15,7 +15,7 @@ import Foundation
 ///
 /// `[rid:R]` applies to every device of the realm, `[uid:U]` to every device of user U (ids in
 /// hex, as Qeo wrote them). A rule names a topic (`::` or `.` separated) or a prefix ending in
-/// `*`; `r` grants reading, `w` writing. The most specific rule that matches a topic decides; a
+/// `*`; `r` grants reading, `w` writing. As in Qeo's parser, whitespace inside a line is ignored. The most specific rule that matches a topic decides; a
 /// topic no rule matches is denied. Qeo's fine-grained lists (`r<uid:…>`) restrict whose data a
 /// reader sees; DDS Security permissions cannot express that, so a non-empty list grants the
 /// right and an empty one refuses it.
@@ -86,7 +86,9 @@ public struct QeoPolicy: Sendable, Equatable {
         var sections: [Section] = []
         var inMeta = false
         var sawSection = false
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        var sawMeta = false
+        // Lines end with LF or CRLF (Swift reads "\r\n" as one character).
+        for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let number = index + 1
             let line = String(rawLine.filter { !$0.isWhitespace })
             func failure(_ message: String) -> RealmError { RealmError("\(file):\(number): \(message)") }
@@ -96,6 +98,8 @@ public struct QeoPolicy: Sendable, Equatable {
                 let tag = line.dropFirst().dropLast()
                 sawSection = true
                 if tag == "meta" {
+                    guard !sawMeta else { throw failure("a second [meta] section") }
+                    sawMeta = true
                     inMeta = true
                     continue
                 }
@@ -145,7 +149,7 @@ public struct QeoPolicy: Sendable, Equatable {
     ) throws(RealmError) -> Rule {
         let name = topic.replacingOccurrences(of: "::", with: ".")
         let body = name.hasSuffix("*") ? name.dropLast() : Substring(name)
-        guard !body.contains("*"),
+        guard !name.isEmpty, !body.contains("*"),
             body.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "." }),
             !body.hasPrefix("."), !body.contains("..")
         else {

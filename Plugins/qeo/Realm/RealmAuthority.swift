@@ -24,7 +24,9 @@ public struct RealmAuthority: Sendable {
         } catch let error as DecodingError {
             throw RealmError("\(file.path): not a realm registry (\(error))")
         } catch {
-            throw RealmError("\(directory) is not a realm directory: \(file.path) cannot be read (run `switchyard realm init`)")
+            throw RealmError(
+                "\(directory) is not a realm directory: \(file.path) cannot be read (\(error.localizedDescription); `switchyard realm init` makes one)"
+            )
         }
     }
 
@@ -55,7 +57,7 @@ public struct RealmAuthority: Sendable {
 
     /// Adds a user; the id is the next free one unless given.
     public mutating func addUser(name: String, id: UInt64?) throws(RealmError) -> RealmRegistry.User {
-        let id = id ?? (registry.users.map(\.id).max() ?? 0) + 1
+        let id = try Self.identifier(id, after: registry.users.map(\.id), what: "user")
         if let existing = registry.users.first(where: { $0.id == id }) {
             throw RealmError("user \(hex(id)) already exists (\(existing.name))")
         }
@@ -72,7 +74,7 @@ public struct RealmAuthority: Sendable {
             let known = registry.users.map { "\(hex($0.id)) (\($0.name))" }.joined(separator: ", ")
             throw RealmError("user \(hex(user)) is not in realm \(hex(registry.realm)) (users: \(known.isEmpty ? "none" : known))")
         }
-        let id = id ?? (registry.devices.map(\.id).max() ?? 0) + 1
+        let id = try Self.identifier(id, after: registry.devices.map(\.id), what: "device")
         if let existing = registry.devices.first(where: { $0.id == id }) {
             throw RealmError("device \(hex(id)) already exists (\(existing.name))")
         }
@@ -99,6 +101,14 @@ public struct RealmAuthority: Sendable {
         return device
     }
 
+    /// The given id, or one above the highest in use (1 for the first).
+    static func identifier(_ given: UInt64?, after ids: [UInt64], what: String) throws(RealmError) -> UInt64 {
+        if let given { return given }
+        let (next, overflow) = (ids.max() ?? 0).addingReportingOverflow(1)
+        guard !overflow else { throw RealmError("no \(what) id above 0x\(hex(UInt64.max)) is free: give one with --id") }
+        return next
+    }
+
     /// The installed policy's text.
     public func policyText() throws(RealmError) -> String { try read("policy") }
 
@@ -120,14 +130,18 @@ public struct RealmAuthority: Sendable {
             default: break
             }
         }
+        // Signed first: a policy that cannot be published is not installed.
+        try publishDocuments(policy: policy)
         try Self.write(text, to: directory.appendingPathComponent("policy"))
-        try publishDocuments()
     }
 
     /// Writes and signs the governance and permissions documents and copies them, with the CA,
     /// into every device directory.
     public func publishDocuments() throws(RealmError) {
-        let policy = try QeoPolicy(parsing: try policyText(), file: directory.appendingPathComponent("policy").path)
+        try publishDocuments(policy: try QeoPolicy(parsing: try policyText(), file: directory.appendingPathComponent("policy").path))
+    }
+
+    private func publishDocuments(policy: QeoPolicy) throws(RealmError) {
         let authority = (certificate: try read("ca.pem"), key: try read("ca.key"))
         var grants: [SecurityDocuments.Grant] = []
         for device in registry.devices {
@@ -182,9 +196,17 @@ public struct RealmAuthority: Sendable {
             try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
             if isPrivate {
                 // Created 0600 before the key is in it, so it is never readable by others.
-                _ = FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600])
+                guard FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                    throw RealmError("cannot create \(file.path)")
+                }
+                try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+                try Data(text.utf8).write(to: file)
+            } else {
+                // Whole or not at all: a reader never sees half a document.
+                try Data(text.utf8).write(to: file, options: .atomic)
             }
-            try Data(text.utf8).write(to: file)
+        } catch let error as RealmError {
+            throw error
         } catch {
             throw RealmError("writing \(file.path): \(error.localizedDescription)")
         }
