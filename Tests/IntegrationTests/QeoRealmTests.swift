@@ -27,9 +27,7 @@ struct QeoRealmTests {
 
     /// A sandbox with the route file of `router(_:credentials:)`; read-only without `writing`.
     static func routes(_ name: String, credentials: String, writing: Bool) throws -> Sandbox {
-        let sandbox = try Sandbox()
-        try sandbox.installPlugin("core")
-        try sandbox.installPlugin("qeo")
+        let sandbox = try Sandbox(plugins: ["core", "qeo"])
         try sandbox.writeRoutes(
             """
             types:

@@ -135,9 +135,7 @@ struct QeoTests {
     }
 
     @Test func theRouterWritesAndRemovesStateThatAPeerSees() throws {
-        let sandbox = try Sandbox()
-        try sandbox.installPlugin("core")
-        try sandbox.installPlugin("qeo")
+        let sandbox = try Sandbox(plugins: ["core", "qeo"])
         let path = Self.qdm.appendingPathComponent("QSimpleChat_ChatParticipant.xml").path
         try sandbox.writeRoutes(
             """
@@ -179,9 +177,7 @@ struct QeoTests {
         let broker = try Mosquitto()
         let chat = try MosquittoSubscriber(broker, topic: "qeo/chat", qos: 1)
         let participants = try MosquittoSubscriber(broker, topic: "qeo/participants/#", qos: 1)
-        let sandbox = try Sandbox()
-        try sandbox.installPlugin("qeo")
-        try sandbox.installPlugin("mqtt")
+        let sandbox = try Sandbox(plugins: ["qeo", "mqtt"])
         try sandbox.writeRoutes(try String(contentsOf: example.appendingPathComponent("routes.yaml"), encoding: .utf8))
         let (router, _) = try RouterProcess.startWithAdmin(
             sandbox,
@@ -214,9 +210,7 @@ struct QeoTests {
         ]
         var routers: [(Sandbox, RouterProcess)] = []
         for side in ["viewer", "publisher"] {
-            let sandbox = try Sandbox()
-            try sandbox.installPlugin("core")
-            try sandbox.installPlugin("qeo")
+            let sandbox = try Sandbox(plugins: ["core", "qeo"])
             try sandbox.writeRoutes(
                 try String(contentsOf: example.appendingPathComponent("\(side)/routes.yaml"), encoding: .utf8))
             routers.append((sandbox, try RouterProcess.startWithAdmin(sandbox, environment: environment).0))
@@ -236,9 +230,7 @@ struct QeoTests {
     }
 
     @Test func aMapThatDoesNotFitTheQDMTypeFailsValidation() throws {
-        let sandbox = try Sandbox()
-        try sandbox.installPlugin("core")
-        try sandbox.installPlugin("qeo")
+        let sandbox = try Sandbox(plugins: ["core", "qeo"])
         let path = Self.qdm.appendingPathComponent("QSimpleChat_ChatMessage.xml").path
         try sandbox.writeRoutes(
             """
@@ -259,8 +251,7 @@ struct QeoTests {
     }
 
     @Test func aBrokenQDMFileStopsValidationWithItsLine() throws {
-        let sandbox = try Sandbox()
-        try sandbox.installPlugin("qeo")
+        let sandbox = try Sandbox(plugins: ["qeo"])
         let bad = sandbox.path("bad.xml")
         try
             "<types>\n<module name=\"m\">\n<struct name=\"S\" behavior=\"event\"><member name=\"x\" type=\"nonBasic\"/></struct></module></types>"

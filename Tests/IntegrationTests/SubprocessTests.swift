@@ -12,8 +12,7 @@ struct SubprocessTests {
     }
 
     @Test func jsonLinesBecomeEnvelopesAndTheProgramIsRestarted() throws {
-        let sandbox = try Sandbox()
-        try sandbox.installPlugin("core")
+        let sandbox = try Sandbox(plugins: ["core"])
         try #"""
         echo '{"n": 1}'
         echo 'not json'
@@ -41,8 +40,7 @@ struct SubprocessTests {
     }
 
     @Test func linesAreTextAndStoppingEndsTheProgramAndWhatItStarted() throws {
-        let sandbox = try Sandbox()
-        try sandbox.installPlugin("core")
+        let sandbox = try Sandbox(plugins: ["core"])
         try """
         sleep 60 &
         echo "$! $$" > "\(sandbox.path("pids"))"
@@ -73,8 +71,7 @@ struct SubprocessTests {
     }
 
     @Test func aProgramThatCannotStartIsNamed() throws {
-        let sandbox = try Sandbox()
-        try sandbox.installPlugin("core")
+        let sandbox = try Sandbox(plugins: ["core"])
         try sandbox.writeRoutes(
             """
             instances:

@@ -18,6 +18,12 @@ final class Sandbox {
         }
     }
 
+    /// A sandbox with these built first-party plugins installed.
+    convenience init(plugins names: [String]) throws {
+        try self.init()
+        for name in names { try installPlugin(name) }
+    }
+
     deinit { try? FileManager.default.removeItem(at: root) }
 
     /// Copies a built first-party plugin (e.g. `core`) into the plugin folder.
