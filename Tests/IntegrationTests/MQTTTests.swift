@@ -336,6 +336,18 @@ struct MQTTTests {
         #expect(result.errors.contains("reconnect.initial_delay: 'soon' is not a duration like 500ms, 10s or 5m"), "\(result.errors)")
     }
 
+    @Test func aClientCertificateWithoutItsKeyIsRefused() throws {
+        let sandbox = try Sandbox(plugins: ["mqtt"])
+        try sandbox.writeRoutes(
+            """
+            instances:
+              broker: { plugin: mqtt, url: "mqtts://127.0.0.1:1", tls: { cert_file: client.pem } }
+            """)
+        let result = try RouterProcess.runToExit(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        #expect(result.status != 0)
+        #expect(result.errors.contains("tls: give both cert_file and key_file, or neither"), "\(result.errors)")
+    }
+
     @Test func tlsWithTheTestCAWorksAndWithoutItTheHandshakeFails() throws {
         let broker = try Mosquitto(tls: true)
         let caFile = try #require(broker.caFile)

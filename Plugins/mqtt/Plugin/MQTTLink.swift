@@ -531,7 +531,7 @@ final class MQTTLink: @unchecked Sendable {
 
     // MARK: Helpers
 
-    static func makeSSLContext(_ tls: MQTTLinkConfiguration.TLS) throws -> NIOSSLContext {
+    static func makeSSLContext(_ tls: TLSSettings) throws -> NIOSSLContext {
         var configuration = TLSConfiguration.makeClientConfiguration()
         if let caFile = tls.caFile { configuration.trustRoots = .file(caFile) }
         if let certificateFile = tls.certificateFile, let keyFile = tls.keyFile {

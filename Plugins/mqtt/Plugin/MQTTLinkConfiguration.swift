@@ -12,14 +12,6 @@ struct MQTTLinkConfiguration: Sendable {
         var noLocal: Bool
     }
 
-    struct TLS: Sendable {
-        var caFile: String?
-        var certificateFile: String?
-        var keyFile: String?
-        var serverName: String?
-        var verify: Bool
-    }
-
     struct PublishDefaults: Sendable {
         var topic: String?
         var qos: MQTTQoS
@@ -28,7 +20,7 @@ struct MQTTLinkConfiguration: Sendable {
 
     var host: String
     var port: Int
-    var tls: TLS?
+    var tls: TLSSettings?
     var version: MQTTVersion
     var clientID: String
     var username: String?
@@ -78,16 +70,7 @@ struct MQTTLinkConfiguration: Sendable {
         let tlsConfig = config["tls"]
         if secure || tlsConfig != nil {
             guard secure else { throw PluginError("tls settings need an mqtts:// url") }
-            tls = TLS(
-                caFile: tlsConfig?["ca_file"]?.stringValue,
-                certificateFile: tlsConfig?["cert_file"]?.stringValue,
-                keyFile: tlsConfig?["key_file"]?.stringValue,
-                serverName: tlsConfig?["server_name"]?.stringValue,
-                verify: tlsConfig?["verify"]?.boolValue ?? true
-            )
-            if (tls?.certificateFile == nil) != (tls?.keyFile == nil) {
-                throw PluginError("tls.cert_file and tls.key_file go together")
-            }
+            tls = try TLSSettings(tlsConfig ?? [:])
         } else {
             tls = nil
         }

@@ -56,10 +56,9 @@ struct PushConfiguration: Sendable {
             }
             let bearer = auth?["bearer_token"]?.stringValue
             if bearer?.isEmpty == true { throw PluginError("auth.bearer_token is empty (an unset ${VAR}?)") }
-            let tls = config["tls"]
-            let certificate = tls?["cert_file"]?.stringValue
-            let key = tls?["key_file"]?.stringValue
-            guard (certificate == nil) == (key == nil) else { throw PluginError("tls needs both cert_file and key_file") }
+            let tls = try config["tls"].map(TLSSettings.init)
+            let certificate = tls?.certificateFile
+            let key = tls?.keyFile
             let bodyLimit = config["max_body"].map { ByteSizeText.bytes($0) } ?? 65536
             guard let bodyLimit, bodyLimit >= 4096 else { throw PluginError("max_body must be a size of at least 4KiB, like 64KiB") }
             webhook = Webhook(

@@ -96,14 +96,6 @@ struct SIPConfiguration: Sendable {
     }
 
     /// TLS settings: a server certificate for the TLS listener, trust for outgoing connections.
-    struct TLS: Sendable {
-        var certificateFile: String?
-        var keyFile: String?
-        var caFile: String?
-        var verify: Bool
-        var serverName: String?
-    }
-
     var identity: Identity
     var transport: SIPTransportKind
     var listenHost: String
@@ -114,7 +106,7 @@ struct SIPConfiguration: Sendable {
     /// Every request goes here first when set (RFC 3261 §8.1.2's outbound proxy).
     var outboundProxy: SIPTarget?
     var registration: Registration?
-    var tls: TLS?
+    var tls: TLSSettings?
     var timers: SIPTimers
     /// Content types accepted for incoming MESSAGE (`type/subtype`, `type/*` or `*/*`).
     var accept: [String]
@@ -187,15 +179,7 @@ struct SIPConfiguration: Sendable {
             if identity.password == nil { throw PluginError("register needs identity.password (use \"${SIP_PASSWORD}\")") }
         }
         if let tls = config["tls"] {
-            self.tls = TLS(
-                certificateFile: tls["cert_file"]?.stringValue,
-                keyFile: tls["key_file"]?.stringValue,
-                caFile: tls["ca_file"]?.stringValue,
-                verify: tls["verify"]?.boolValue ?? true,
-                serverName: tls["server_name"]?.stringValue)
-            if (self.tls?.certificateFile == nil) != (self.tls?.keyFile == nil) {
-                throw PluginError("tls: give both cert_file and key_file (the TLS listener's certificate), or neither")
-            }
+            self.tls = try TLSSettings(tls)
         }
         if transport == .tls || outboundProxy?.transport == .tls, tls == nil {
             throw PluginError("transport tls needs a tls: section (at least ca_file, or verify: false)")

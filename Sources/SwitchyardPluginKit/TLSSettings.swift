@@ -1,0 +1,32 @@
+public import SwitchyardCore
+
+/// The `tls:` section plugins share: a CA to verify the far end with, an own certificate and
+/// key (both or neither), the name to expect, and whether to verify at all.
+///
+/// ```yaml
+/// tls: { ca_file: ca.pem, cert_file: client.pem, key_file: client.key, server_name: broker.example.org, verify: true }
+/// ```
+public struct TLSSettings: Sendable, Equatable {
+    /// PEM file of the CA that signs the far end's certificate; the system's roots when nil.
+    public var caFile: String?
+    /// PEM file of this end's certificate (a client certificate, or a listener's).
+    public var certificateFile: String?
+    /// PEM file of that certificate's private key.
+    public var keyFile: String?
+    /// The host name expected in the far end's certificate (SNI); the connection's host when nil.
+    public var serverName: String?
+    /// Whether the far end's certificate is checked (default true).
+    public var verify: Bool
+
+    /// Reads a `tls:` section; `cert_file` and `key_file` must come together.
+    public init(_ section: JSONValue) throws(PluginError) {
+        caFile = section["ca_file"]?.stringValue
+        certificateFile = section["cert_file"]?.stringValue
+        keyFile = section["key_file"]?.stringValue
+        serverName = section["server_name"]?.stringValue
+        verify = section["verify"]?.boolValue ?? true
+        guard (certificateFile == nil) == (keyFile == nil) else {
+            throw PluginError("tls: give both cert_file and key_file, or neither")
+        }
+    }
+}
