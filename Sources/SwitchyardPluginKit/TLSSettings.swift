@@ -29,4 +29,15 @@ public struct TLSSettings: Sendable, Equatable {
             throw PluginError("tls: give both cert_file and key_file, or neither")
         }
     }
+
+    /// The name to send as SNI and check the certificate against when connecting to `host`:
+    /// `server_name`, else the host itself unless it is an IP literal (SNI carries names only).
+    public func serverName(connectingTo host: String) -> String? {
+        serverName ?? (Self.isIPAddress(host) ? nil : host)
+    }
+
+    /// Whether `host` is an IPv4 or IPv6 literal rather than a name.
+    public static func isIPAddress(_ host: String) -> Bool {
+        host.contains(":") || host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil }
+    }
 }

@@ -208,7 +208,7 @@ final class MQTTLink: @unchecked Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let sslContext {
-                        let serverName = configuration.tls?.serverName ?? (Self.isIPAddress(configuration.host) ? nil : configuration.host)
+                        let serverName = configuration.tls?.serverName(connectingTo: configuration.host)
                         try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
                     }
                     try channel.pipeline.syncOperations.addHandler(
@@ -540,10 +540,6 @@ final class MQTTLink: @unchecked Sendable {
         }
         configuration.certificateVerification = tls.verify ? .fullVerification : .none
         return try NIOSSLContext(configuration: configuration)
-    }
-
-    static func isIPAddress(_ host: String) -> Bool {
-        host.contains(":") || host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil }
     }
 
     static func reasonText(_ properties: MQTTProperties) -> String {

@@ -1,4 +1,5 @@
 import NIOCore
+import SwitchyardPluginKit
 import NIOPosix
 import NIOSSL
 import SIPCodec
@@ -151,7 +152,7 @@ final class SIPTransport: @unchecked Sendable {
         if target.transport == .tls, tls == nil {
             return eventLoop.makeFailedFuture(TransportError("no tls: settings for a TLS connection to \(target)"))
         }
-        let serverName = configuration.tls?.serverName ?? (Self.isIPAddress(target.host) ? nil : target.host)
+        let serverName = configuration.tls?.serverName(connectingTo: target.host)
         let future = ClientBootstrap(group: eventLoop)
             .connectTimeout(.seconds(10))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -173,7 +174,7 @@ final class SIPTransport: @unchecked Sendable {
     private func resolve(_ target: SIPTarget) -> EventLoopFuture<SocketAddress> {
         let key = "\(target.host):\(target.port)"
         if let address = resolved[key] { return eventLoop.makeSucceededFuture(address) }
-        if Self.isIPAddress(target.host) {
+        if TLSSettings.isIPAddress(target.host) {
             do {
                 let address = try SocketAddress(ipAddress: target.host, port: target.port)
                 resolved[key] = address
@@ -206,10 +207,6 @@ final class SIPTransport: @unchecked Sendable {
 
     /// The key of a stream connection.
     static func key(_ kind: SIPTransportKind, _ host: String, _ port: Int) -> String { "\(kind.rawValue):\(host):\(port)" }
-
-    static func isIPAddress(_ host: String) -> Bool {
-        host.contains(":") || host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil }
-    }
 }
 
 /// A transport failure, with a message for the log.
