@@ -142,6 +142,10 @@ struct Run: ParsableCommand {
         // The registry must exist before the routes create their latency timers.
         let registry = adminConfiguration.map { _ in AdminServer.bootstrapMetrics() }
         let router = Router(plan: plan, logger: logger, spool: openSpool)
+        // Never deallocated, on any path out (a failed start too): a plugin's threads can
+        // outlive its stop() by a few event-loop turns and call the host with their instance's
+        // context; the process ends right after.
+        _ = Unmanaged.passRetained(router)
         do {
             try router.start()
         } catch {
@@ -170,9 +174,6 @@ struct Run: ParsableCommand {
         }
         logger.info("shutting down", metadata: ["signal": .string(received == SIGINT ? "SIGINT" : "SIGTERM")])
         let left = router.shutdown(drainTimeout: .nanoseconds(Int64(timeout)))
-        // Never deallocated: a plugin's threads can outlive its stop() by a few event-loop
-        // turns and call the host with their instance's context; the process ends right after.
-        _ = Unmanaged.passRetained(router)
         for route in router.statistics.routes {
             var metadata: Logger.Metadata = ["route": .string(route.name)]
             for (name, value) in route.namedCounters { metadata[name] = .stringConvertible(value) }

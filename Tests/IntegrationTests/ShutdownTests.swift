@@ -4,6 +4,28 @@ import Testing
 /// SIGTERM stops the sources, drains what the routes accepted and exits cleanly.
 @Suite(.timeLimit(.minutes(2)))
 struct ShutdownTests {
+    @Test func anInstanceThatFailsToStartEndsTheRunCleanly() throws {
+        // The timer is running (and emitting) when the sip instance cannot bind: the router
+        // stops what started and exits 1, and nothing calls into a freed router.
+        let sandbox = try Sandbox(plugins: ["core", "sip"])
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 1ms } }
+              out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+              pager:
+                plugin: sip
+                identity: { impu: "sip:alice@example.org" }
+                listen: { host: 192.0.2.1, port: 5060 }
+            routes:
+              - { from: clock.tick, to: out.write }
+            """)
+        let result = try RouterProcess.runToExit(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        #expect(result.status == 1, "\(result.errors)")
+        #expect(result.errors.contains("error: instance 'pager': start failed: sip: cannot listen on 192.0.2.1:5060"), "\(result.errors)")
+        #expect(!result.errors.contains("Fatal error"), "\(result.errors)")
+    }
+
     @Test func sigtermDrainsEverythingAccepted() throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")

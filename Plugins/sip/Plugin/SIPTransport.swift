@@ -1,8 +1,8 @@
 import NIOCore
-import SwitchyardPluginKit
 import NIOPosix
 import NIOSSL
 import SIPCodec
+import SwitchyardPluginKit
 
 /// Where a message came from, and so where its answer goes (RFC 3261 §18.2.2): over a stream,
 /// back on the connection it arrived on; over UDP, to its source address (`rport`, RFC 3581).
@@ -73,7 +73,17 @@ final class SIPTransport: @unchecked Sendable {
             return eventLoop.makeFailedFuture(TransportError("tls: \(error)"))
         }
         let host = configuration.listenHost
-        return DatagramBootstrap(group: eventLoop)
+        return bindDatagramAndStream(host: host, attemptsLeft: 8)
+            .flatMap {
+                guard self.serverTLS != nil else { return self.eventLoop.makeSucceededVoidFuture() }
+                return self.listen(host: host, port: self.configuration.tlsPort ?? (self.port == 0 ? 0 : self.port + 1), tls: true)
+            }
+    }
+
+    /// UDP and TCP on one port. With port 0 the kernel picks the UDP port, and another socket
+    /// may already hold that TCP port: then both are tried again on a new port.
+    private func bindDatagramAndStream(host: String, attemptsLeft: Int) -> EventLoopFuture<Void> {
+        DatagramBootstrap(group: eventLoop)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
             .channelInitializer { channel in
@@ -84,10 +94,13 @@ final class SIPTransport: @unchecked Sendable {
                 self.udp = channel
                 self.port = channel.localAddress?.port ?? self.configuration.listenPort
                 return self.listen(host: host, port: self.port, tls: false)
-            }
-            .flatMap {
-                guard self.serverTLS != nil else { return self.eventLoop.makeSucceededVoidFuture() }
-                return self.listen(host: host, port: self.configuration.tlsPort ?? (self.port == 0 ? 0 : self.port + 1), tls: true)
+                    .flatMapError { error in
+                        guard self.configuration.listenPort == 0, attemptsLeft > 1 else { return self.eventLoop.makeFailedFuture(error) }
+                        self.udp = nil
+                        return channel.close().recover { _ in }.flatMap {
+                            self.bindDatagramAndStream(host: host, attemptsLeft: attemptsLeft - 1)
+                        }
+                    }
             }
     }
 
