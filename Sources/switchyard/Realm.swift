@@ -39,7 +39,7 @@ struct Realm: ParsableCommand {
             let authority = try attempt { () throws(RealmError) in
                 try RealmAuthority.create(directory: options.directory, realm: realm, name: name, domain: domain)
             }
-            print("realm rid:\(hex(authority.registry.realm)) on domain \(domain) in \(options.directory)")
+            print("realm rid:\(QeoIdentifier.hex(authority.registry.realm)) on domain \(domain) in \(options.directory)")
         }
     }
 
@@ -58,7 +58,7 @@ struct Realm: ParsableCommand {
             var authority = try options.open()
             let id = try id.map { try parseIdentifier($0, "--id") }
             let user = try attempt { () throws(RealmError) in try authority.addUser(name: name, id: id) }
-            print("user uid:\(hex(user.id)) (\(user.name))")
+            print("user uid:\(QeoIdentifier.hex(user.id)) (\(user.name))")
         }
     }
 
@@ -125,11 +125,9 @@ private func attempt<Result>(_ body: () throws(RealmError) -> Result) throws -> 
     }
 }
 
-private func hex(_ id: UInt64) -> String { String(id, radix: 16) }
-
 /// A 64-bit id, decimal or 0x-hex, as the qeo plugin's settings take them.
 private func parseIdentifier(_ text: String, _ option: String) throws -> UInt64 {
-    guard let parsed = DeviceCredentials.parseIdentifier(text) else {
+    guard let parsed = QeoIdentifier.parse(text) else {
         throw ValidationError("\(option): '\(text)' is not a 64-bit number (decimal or 0x-hex)")
     }
     return parsed

@@ -70,7 +70,7 @@ struct QeoConfiguration: Sendable {
             ("realm", realm, identity.realm), ("user", user, identity.user), ("device", device, identity.device),
         ] where config[name] != nil && configured != actual {
             throw PluginError(
-                "\(name): 0x\(String(configured, radix: 16)) differs from 0x\(String(actual, radix: 16)) of the credentials in \(directory)"
+                "\(name): 0x\(QeoIdentifier.hex(configured)) differs from 0x\(QeoIdentifier.hex(actual)) of the credentials in \(directory)"
             )
         }
         if config["domain"] != nil, domain != identity.domain {
@@ -87,7 +87,7 @@ struct QeoConfiguration: Sendable {
 
     /// Qeo's participant name: `<rid:%x><did:%x><uid:%x>`.
     var participantName: String {
-        "<rid:\(String(realm, radix: 16))><did:\(String(device, radix: 16))><uid:\(String(user, radix: 16))>"
+        "<rid:\(QeoIdentifier.hex(realm))><did:\(QeoIdentifier.hex(device))><uid:\(QeoIdentifier.hex(user))>"
     }
 
     /// A 64-bit id: a number, or a string in decimal or 0x-hex.
@@ -96,7 +96,7 @@ struct QeoConfiguration: Sendable {
         case nil: return 0
         case .int(let number)? where number >= 0: return UInt64(number)
         case .string(let text)?:
-            guard let parsed = DeviceCredentials.parseIdentifier(text) else {
+            guard let parsed = QeoIdentifier.parse(text) else {
                 throw PluginError("\(name): '\(text)' is not a 64-bit number (decimal or 0x-hex)")
             }
             return parsed

@@ -45,9 +45,9 @@ public struct DeviceCredentials: Sendable {
 
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode("0x" + hex(realm), forKey: .realm)
-            try container.encode("0x" + hex(user), forKey: .user)
-            try container.encode("0x" + hex(device), forKey: .device)
+            try container.encode("0x" + QeoIdentifier.hex(realm), forKey: .realm)
+            try container.encode("0x" + QeoIdentifier.hex(user), forKey: .user)
+            try container.encode("0x" + QeoIdentifier.hex(device), forKey: .device)
             try container.encode(domain, forKey: .domain)
         }
     }
@@ -98,11 +98,6 @@ public struct DeviceCredentials: Sendable {
             ("dds.sec.access.permissions", file(Self.permissionsFile)),
         ]
         return properties
-    }
-
-    /// A 64-bit Qeo id as users write them: decimal, or hex after `0x`.
-    public static func parseIdentifier(_ text: String) -> UInt64? {
-        text.lowercased().hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16) : UInt64(text)
     }
 
     /// Where Debian's libddsc keeps the DDS Security plugins, if this machine has them.

@@ -32,8 +32,8 @@ public struct QeoPolicy: Sendable, Equatable {
 
         public var description: String {
             switch self {
-            case .realm(let id): "rid:\(String(id, radix: 16))"
-            case .user(let id): "uid:\(String(id, radix: 16))"
+            case .realm(let id): "rid:\(QeoIdentifier.hex(id))"
+            case .user(let id): "uid:\(QeoIdentifier.hex(id))"
             }
         }
     }
@@ -68,12 +68,12 @@ public struct QeoPolicy: Sendable, Equatable {
     /// The policy every realm starts with: its members read and write every topic.
     public static func initial(realm: UInt64) -> String {
         """
-        # Qeo policy of realm \(String(realm, radix: 16)): [rid:R] applies to every device of the realm,
+        # Qeo policy of realm \(QeoIdentifier.hex(realm)): [rid:R] applies to every device of the realm,
         # [uid:U] to every device of user U. Rules: topic=r|w|rw, a trailing * matches by prefix.
         [meta]
         version=1.0
         seqnr=1
-        [rid:\(String(realm, radix: 16))]
+        [rid:\(QeoIdentifier.hex(realm))]
         *=rw
 
         """

@@ -43,7 +43,8 @@ public struct RealmAuthority: Sendable {
         let realm = realm ?? UInt64.random(in: 1...UInt64.max)
         let key = try RealmCrypto.generateKey()
         let certificate = try RealmCrypto.issueCertificate(
-            key: key, subject: [("O", "Qeo"), ("OU", hex(realm)), ("CN", "\(hex(realm)) realm CA")], issuer: nil,
+            key: key, subject: [("O", "Qeo"), ("OU", QeoIdentifier.hex(realm)), ("CN", "\(QeoIdentifier.hex(realm)) realm CA")],
+            issuer: nil,
             role: .authority, days: validityDays, serial: UInt64.random(in: 1...UInt64.max))
         try write(key, to: url.appendingPathComponent("ca.key"), private: true)
         try write(certificate, to: url.appendingPathComponent("ca.pem"))
@@ -59,7 +60,7 @@ public struct RealmAuthority: Sendable {
     public mutating func addUser(name: String, id: UInt64?) throws(RealmError) -> RealmRegistry.User {
         let id = try Self.identifier(id, after: registry.users.map(\.id), what: "user")
         if let existing = registry.users.first(where: { $0.id == id }) {
-            throw RealmError("user \(hex(id)) already exists (\(existing.name))")
+            throw RealmError("user \(QeoIdentifier.hex(id)) already exists (\(existing.name))")
         }
         let user = RealmRegistry.User(id: id, name: name)
         registry.users.append(user)
@@ -71,16 +72,19 @@ public struct RealmAuthority: Sendable {
     /// and the signed documents, then re-signs the permissions with the new grant.
     public mutating func addDevice(user: UInt64, name: String, id: UInt64?) throws(RealmError) -> RealmRegistry.Device {
         guard registry.users.contains(where: { $0.id == user }) else {
-            let known = registry.users.map { "\(hex($0.id)) (\($0.name))" }.joined(separator: ", ")
-            throw RealmError("user \(hex(user)) is not in realm \(hex(registry.realm)) (users: \(known.isEmpty ? "none" : known))")
+            let known = registry.users.map { "\(QeoIdentifier.hex($0.id)) (\($0.name))" }.joined(separator: ", ")
+            throw RealmError(
+                "user \(QeoIdentifier.hex(user)) is not in realm \(QeoIdentifier.hex(registry.realm)) (users: \(known.isEmpty ? "none" : known))"
+            )
         }
         let id = try Self.identifier(id, after: registry.devices.map(\.id), what: "device")
         if let existing = registry.devices.first(where: { $0.id == id }) {
-            throw RealmError("device \(hex(id)) already exists (\(existing.name))")
+            throw RealmError("device \(QeoIdentifier.hex(id)) already exists (\(existing.name))")
         }
         let key = try RealmCrypto.generateKey()
         let certificate = try RealmCrypto.issueCertificate(
-            key: key, subject: [("O", "Qeo"), ("CN", "\(hex(registry.realm)) \(hex(id)) \(hex(user))")],
+            key: key,
+            subject: [("O", "Qeo"), ("CN", "\(QeoIdentifier.hex(registry.realm)) \(QeoIdentifier.hex(id)) \(QeoIdentifier.hex(user))")],
             issuer: (try read("ca.pem"), try read("ca.key")), role: .device, days: Self.validityDays,
             serial: UInt64.random(in: 1...UInt64.max))
         let device = RealmRegistry.Device(id: id, user: user, name: name)
@@ -105,7 +109,7 @@ public struct RealmAuthority: Sendable {
     static func identifier(_ given: UInt64?, after ids: [UInt64], what: String) throws(RealmError) -> UInt64 {
         if let given { return given }
         let (next, overflow) = (ids.max() ?? 0).addingReportingOverflow(1)
-        guard !overflow else { throw RealmError("no \(what) id above 0x\(hex(UInt64.max)) is free: give one with --id") }
+        guard !overflow else { throw RealmError("no \(what) id above 0x\(QeoIdentifier.hex(UInt64.max)) is free: give one with --id") }
         return next
     }
 
@@ -124,7 +128,8 @@ public struct RealmAuthority: Sendable {
         for section in policy.sections {
             switch section.subject {
             case .realm(let id) where id != registry.realm:
-                throw RealmError("\(file):\(section.line): [\(section.subject)] is not this realm (rid:\(hex(registry.realm)))")
+                throw RealmError(
+                    "\(file):\(section.line): [\(section.subject)] is not this realm (rid:\(QeoIdentifier.hex(registry.realm)))")
             case .user(let id) where !registry.users.contains(where: { $0.id == id }):
                 throw RealmError("\(file):\(section.line): [\(section.subject)] is not a user of this realm")
             default: break
@@ -148,7 +153,7 @@ public struct RealmAuthority: Sendable {
             let certificate = try Self.read(deviceDirectory(device).appendingPathComponent(DeviceCredentials.certificateFile))
             grants.append(
                 SecurityDocuments.Grant(
-                    name: "device \(hex(device.id)) of user \(hex(device.user))",
+                    name: "device \(QeoIdentifier.hex(device.id)) of user \(QeoIdentifier.hex(device.user))",
                     subject: try RealmCrypto.subject(ofCertificate: certificate),
                     rules: policy.rules(realm: registry.realm, user: device.user)))
         }
@@ -172,7 +177,7 @@ public struct RealmAuthority: Sendable {
 
     /// Where a device's credentials live.
     public func deviceDirectory(_ device: RealmRegistry.Device) -> URL {
-        directory.appendingPathComponent("devices").appendingPathComponent(hex(device.id), isDirectory: true)
+        directory.appendingPathComponent("devices").appendingPathComponent(QeoIdentifier.hex(device.id), isDirectory: true)
     }
 
     private func saveRegistry() throws(RealmError) {
@@ -212,9 +217,6 @@ public struct RealmAuthority: Sendable {
         }
     }
 }
-
-/// An id as Qeo wrote it: lowercase hex.
-func hex(_ id: UInt64) -> String { String(id, radix: 16) }
 
 /// `realm.json`: the realm id, domain and members.
 public struct RealmRegistry: Codable, Sendable {
