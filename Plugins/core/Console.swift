@@ -4,15 +4,14 @@ import SwitchyardPluginKit
 
 /// Standard input as a source of `core.Line` envelopes, standard output as a sink.
 final class Console: @unchecked Sendable {
-    // `stopped` is guarded by `lock`; stdout writes are serialised by it too.
+    // Serialises stdout writes.
     private let lock = NSLock()
-    private var stopped = false
-    private let context: PluginContext
+    private let gate: SourceGate
     private let printsEnvelopes: Bool
 
     init(context: PluginContext, printsEnvelopes: Bool) {
-        self.context = context
         self.printsEnvelopes = printsEnvelopes
+        gate = SourceGate(context: context, port: "lines")
     }
 
     func start() {
@@ -21,19 +20,17 @@ final class Console: @unchecked Sendable {
         thread.start()
     }
 
-    func stop() {
-        lock.withLock { stopped = true }
-    }
+    func stop() { gate.stop() }
+
+    /// The router has room on `lines` again.
+    func resume() { gate.resume() }
 
     private func readLines() {
         while let line = readLine(strippingNewline: true) {
-            if lock.withLock({ stopped }) { return }
+            if gate.isStopped { return }
             let envelope = Envelope(type: "core.Line", subject: "stdin", contentType: "text/plain", body: Array(line.utf8))
-            while context.emit(envelope, on: "lines") == .full {
-                // Standard input has no flow control of its own: yield and try again.
-                Thread.sleep(forTimeInterval: 0.001)
-                if lock.withLock({ stopped }) { return }
-            }
+            // While a route is full, standard input is not read: the writer blocks on the pipe.
+            guard gate.emit(envelope) else { return }
         }
     }
 

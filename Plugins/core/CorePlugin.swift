@@ -189,5 +189,6 @@ final class CorePlugin: SwitchyardPlugin {
     func resume(port: String) {
         if port == "tick" { timer?.resume() }
         if port == "stdout" { subprocess?.resume() }
+        if port == "lines" { console?.resume() }
     }
 }
