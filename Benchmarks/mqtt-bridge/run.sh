@@ -10,7 +10,8 @@
 #   QOS_LEVELS="0 1" which QoS levels to run
 #   PATHS="switchyard mosquitto-bridge"   add `direct` for a reference row: publisher and
 #                    subscriber both on broker B, nothing forwarded (the clients' and one
-#                    broker's ceiling)
+#                    broker's ceiling); add `relay` (QoS 0 only) for relay.py, the least a
+#                    separate bridge process can do (the ceiling of any out-of-process bridge)
 #   CLIENT=raw       load.py client: raw (default) or paho (see load.py: paho is slower than the paths)
 #   SY_INFLIGHT=1000 Switchyard b.inflight (QoS >= 1 publishes awaiting PUBACK)
 #   SY_MAX_PENDING=10000 Switchyard b.max_pending (the plugin's default): above it the link
@@ -82,7 +83,7 @@ router_bin="$release_dir/switchyard"
 # ---------------------------------------------------------------------------------------------
 # Process bookkeeping: everything started here is killed on exit
 # ---------------------------------------------------------------------------------------------
-broker_a_pid="" broker_b_pid="" router_pid="" perf_pid="" load_pid=""
+broker_a_pid="" broker_b_pid="" router_pid="" perf_pid="" load_pid="" relay_pid=""
 
 stop_pid() {  # stop_pid PID [grace-seconds]: SIGTERM, wait, then SIGKILL
     local pid=$1 grace=${2:-5} i
@@ -102,6 +103,7 @@ cleanup() {
     stop_pid "$load_pid" 5
     stop_pid "$perf_pid" 10
     stop_pid "$router_pid" 5
+    stop_pid "$relay_pid" 3
     stop_pid "$broker_a_pid" 3
     stop_pid "$broker_b_pid" 3
     if [[ ${KEEP_TMP:-0} == 1 || $status -ne 0 ]]; then
@@ -185,8 +187,18 @@ log "broker A on 127.0.0.1:$port_a, broker B on 127.0.0.1:$port_b ($("$MOSQUITTO
 results="$tmp/results.jsonl"
 : >"$results"
 
+cpu_ticks() {  # cpu_ticks PID: user + system clock ticks the process has used so far (0 if none)
+    local pid=$1 stat
+    [[ -n $pid ]] && stat=$(cat "/proc/$pid/stat" 2>/dev/null) || { echo 0; return; }
+    stat=${stat##*) }  # the fields after the command name, which may hold spaces
+    read -r -a fields <<<"$stat"
+    echo $((fields[11] + fields[12]))  # utime and stime (fields 14 and 15 of proc(5))
+}
+
 run_load() {  # run_load PATH QOS [publisher port]
     local path=$1 qos=$2 pub_port=${3:-$port_a} line="" out="$tmp/load-$1-qos$2.json" status=0
+    local before_a before_b before_router
+    before_a=$(cpu_ticks "$broker_a_pid") before_b=$(cpu_ticks "$broker_b_pid") before_router=$(cpu_ticks "$router_pid")
     # In the background + wait, so that a signal to this script is handled at once.
     timeout "$((LOAD_TIMEOUT + 30))" "$PYTHON" "$here/load.py" --client "$CLIENT" \
         --pub-port "$pub_port" --sub-port "$port_b" --qos "$qos" --count "$COUNT" --warmup "$WARMUP" \
@@ -195,12 +207,19 @@ run_load() {  # run_load PATH QOS [publisher port]
     wait "$load_pid" || status=$?
     load_pid=""
     [[ $status -eq 0 ]] && line=$(tail -1 "$out")
+    # CPU seconds each process spent during the load run (the whole run, probe and warm-up too).
+    local hz cpu
+    hz=$(getconf CLK_TCK)
+    cpu=$(printf '{"broker_a": %s, "broker_b": %s, "router": %s}' \
+        "$(((($(cpu_ticks "$broker_a_pid") - before_a) * 1000) / hz))e-3" \
+        "$(((($(cpu_ticks "$broker_b_pid") - before_b) * 1000) / hz))e-3" \
+        "$(((($(cpu_ticks "$router_pid") - before_router) * 1000) / hz))e-3")
     if [[ -z $line ]]; then
         log "load generator failed for $path QoS $qos (exit status $status)"
         line="{\"tag\": \"$path-qos$qos\", \"qos\": $qos, \"failed\": true}"
     fi
-    printf '{"path": "%s", "result": %s}\n' "$path" "$line" >>"$results"
-    log "$path QoS $qos: $line"
+    printf '{"path": "%s", "result": %s, "cpu_s": %s}\n' "$path" "$line" "$cpu" >>"$results"
+    log "$path QoS $qos: $line cpu $cpu"
 }
 
 run_switchyard() {  # run_switchyard QOS
@@ -257,6 +276,26 @@ EOF
     router_pid=""
 }
 
+run_relay() {  # run_relay QOS: relay.py between the plain brokers (QoS 0 only)
+    local qos=$1 i
+    if [[ $qos != 0 ]]; then
+        log "relay: QoS 0 only (it forwards PUBLISH packets verbatim, without packet ids); skipped at QoS $qos"
+        return 0
+    fi
+    start_broker_a
+    "$PYTHON" "$here/relay.py" --from-port "$port_a" --to-port "$port_b" >"$tmp/relay.log" 2>&1 &
+    relay_pid=$!
+    for ((i = 0; i < 100; i++)); do
+        grep -q '^ready' "$tmp/relay.log" && break
+        kill -0 "$relay_pid" 2>/dev/null || { cat "$tmp/relay.log" >&2; echo "relay.py exited" >&2; return 1; }
+        sleep 0.1
+    done
+    # The relay's CPU is reported in the router column.
+    router_pid=$relay_pid run_load relay "$qos"
+    stop_pid "$relay_pid" 3
+    relay_pid=""
+}
+
 run_bridge() {  # run_bridge QOS
     local qos=$1
     start_broker_a "$qos"
@@ -270,6 +309,7 @@ for qos in $QOS_LEVELS; do
         switchyard) run_switchyard "$qos" ;;
         mosquitto-bridge) run_bridge "$qos" ;;
         direct) run_load direct "$qos" "$port_b" ;;
+        relay) run_relay "$qos" ;;
         *) echo "unknown path '$path'" >&2; exit 2 ;;
         esac
     done
@@ -288,7 +328,8 @@ print(f"load.py --client {client}, QoS 1 publisher window {window}.")
 print(f"switchyard: MQTT 5 links, b.inflight {inflight}, b.max_pending {pending}, route queue {queue} (block).")
 print("mosquitto-bridge: 'connection' in broker A, MQTT 3.1.1, topic bench/# out QOS.")
 print("Both brokers: max_queued_messages 0, max_inflight_messages 0.\n")
-header = f"{'path':<18} {'QoS':>3} {'msgs/s':>10} {'p50 ms':>9} {'p99 ms':>9} {'lost':>6} {'dup':>5}"
+header = (f"{'path':<18} {'QoS':>3} {'msgs/s':>10} {'p50 ms':>9} {'p99 ms':>9} {'lost':>6} {'dup':>5}"
+          f"  {'CPU s: A':>9} {'B':>6} {'router':>6}")
 print(header)
 print("-" * len(header))
 by = {}
@@ -298,8 +339,10 @@ for row in rows:
     if r.get("failed"):
         print(f"{row['path']:<18} {r['qos']:>3} {'failed':>10}")
         continue
+    cpu = row.get("cpu_s", {})
+    router = f"{cpu['router']:>6.2f}" if row["path"] in ("switchyard", "relay") else f"{'-':>6}"
     print(f"{row['path']:<18} {r['qos']:>3} {r['msgs_per_s']:>10.1f} {r['p50_ms']:>9.3f} {r['p99_ms']:>9.3f} "
-          f"{r['lost']:>6} {r['duplicates']:>5}")
+          f"{r['lost']:>6} {r['duplicates']:>5}  {cpu.get('broker_a', 0):>9.2f} {cpu.get('broker_b', 0):>6.2f} {router}")
 print()
 for qos in sorted({r["qos"] for r in by.values()}):
     s, m = by.get(("switchyard", qos)), by.get(("mosquitto-bridge", qos))

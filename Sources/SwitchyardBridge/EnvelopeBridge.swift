@@ -38,75 +38,85 @@ extension sy_bytes {
 /// Converts between ``Envelope`` and the C `sy_envelope` of the ABI. Shared by the SDK and the
 /// router, so both sides agree on every field.
 public enum EnvelopeBridge {
-    /// Calls `body` with a borrowed C view of `envelope`, valid only during the call. Makes
-    /// no heap allocation: strings are viewed in place, header and trace views live on the
-    /// stack.
+    /// Calls `body` with a borrowed C view of `envelope`, valid only during the call. Every
+    /// string's bytes, the header table and the trace table share one temporary allocation
+    /// (on the stack when small), so a call costs no heap allocation for a typical envelope.
     @inlinable
     public static func withCEnvelope<Result>(
         _ envelope: Envelope,
         _ body: (UnsafePointer<sy_envelope>) -> Result
     ) -> Result {
-        var id = envelope.id
-        var type = envelope.type
-        var source = envelope.source
-        var subject = envelope.subject
-        var contentType = envelope.contentType
-        return id.withUTF8 { id in
-            type.withUTF8 { type in
-                source.withUTF8 { source in
-                    subject.withUTF8 { subject in
-                        contentType.withUTF8 { contentType in
-                            withStringViews(envelope.headers.fields.flatMap { [$0.name, $0.value] }) { headerViews in
-                                withStringViews(envelope.trace) { trace in
-                                    withUnsafeTemporaryAllocation(of: sy_header.self, capacity: max(1, envelope.headers.count)) { headers in
-                                        for index in 0..<envelope.headers.count {
-                                            headers[index] = sy_header(name: headerViews[2 * index], value: headerViews[2 * index + 1])
-                                        }
-                                        return envelope.body.withUnsafeBufferPointer { bodyBytes in
-                                            envelope.session.withUnsafeBufferPointer { sessionBytes in
-                                                var cEnvelope = sy_envelope(
-                                                    id: sy_bytes(id), type: sy_bytes(type), source: sy_bytes(source),
-                                                    subject: sy_bytes(subject),
-                                                    time_unix_nanos: envelope.time,
-                                                    headers: envelope.headers.count == 0 ? nil : UnsafePointer(headers.baseAddress),
-                                                    header_count: envelope.headers.count,
-                                                    content_type: sy_bytes(contentType),
-                                                    body: sy_bytes(bodyBytes),
-                                                    trace: trace.isEmpty ? nil : trace.baseAddress,
-                                                    trace_count: trace.count,
-                                                    session: sy_bytes(sessionBytes)
-                                                )
-                                                return withUnsafePointer(to: &cEnvelope) { body($0) }
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
+        let headerCount = envelope.headers.count
+        let traceCount = envelope.trace.count
+        var textBytes =
+            envelope.id.utf8.count + envelope.type.utf8.count + envelope.source.utf8.count + envelope.subject.utf8.count
+            + envelope.contentType.utf8.count
+        for field in envelope.headers.fields { textBytes += field.name.utf8.count + field.value.utf8.count }
+        for name in envelope.trace { textBytes += name.utf8.count }
+        let headerBytes = headerCount * MemoryLayout<sy_header>.stride
+        let traceBytes = traceCount * MemoryLayout<sy_bytes>.stride
+        return withUnsafeTemporaryAllocation(
+            byteCount: max(1, headerBytes + traceBytes + textBytes), alignment: MemoryLayout<sy_header>.alignment
+        ) { storage in
+            // Layout: the header table, then the trace table, then every string's UTF-8.
+            let base = storage.baseAddress.unsafelyUnwrapped
+            let headers = base.bindMemory(to: sy_header.self, capacity: headerCount)
+            let trace = (base + headerBytes).bindMemory(to: sy_bytes.self, capacity: traceCount)
+            var text = StringPacker(start: (base + headerBytes + traceBytes).assumingMemoryBound(to: UInt8.self))
+            let id = text.pack(envelope.id)
+            let type = text.pack(envelope.type)
+            let source = text.pack(envelope.source)
+            let subject = text.pack(envelope.subject)
+            let contentType = text.pack(envelope.contentType)
+            for (index, field) in envelope.headers.fields.enumerated() {
+                (headers + index).initialize(to: sy_header(name: text.pack(field.name), value: text.pack(field.value)))
+            }
+            for (index, name) in envelope.trace.enumerated() { (trace + index).initialize(to: text.pack(name)) }
+            return envelope.body.withUnsafeBufferPointer { bodyBytes in
+                envelope.session.withUnsafeBufferPointer { sessionBytes in
+                    var cEnvelope = sy_envelope(
+                        id: id, type: type, source: source, subject: subject,
+                        time_unix_nanos: envelope.time,
+                        headers: headerCount == 0 ? nil : UnsafePointer(headers),
+                        header_count: headerCount,
+                        content_type: contentType,
+                        body: sy_bytes(bodyBytes),
+                        trace: traceCount == 0 ? nil : UnsafePointer(trace),
+                        trace_count: traceCount,
+                        session: sy_bytes(sessionBytes)
+                    )
+                    return withUnsafePointer(to: &cEnvelope) { body($0) }
                 }
             }
         }
     }
 
-    /// Views of `strings`' UTF-8, copied into one stack buffer, valid during `body`.
+    /// Copies strings one after another into memory sized for them, returning a view of each.
     @usableFromInline
-    static func withStringViews<Result>(_ strings: [String], _ body: (UnsafeBufferPointer<sy_bytes>) -> Result) -> Result {
-        if strings.isEmpty { return body(UnsafeBufferPointer(start: nil, count: 0)) }
-        let total = strings.reduce(0) { $0 + $1.utf8.count }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, total)) { bytes in
-            withUnsafeTemporaryAllocation(of: sy_bytes.self, capacity: strings.count) { views in
-                var offset = 0
-                for (index, string) in strings.enumerated() {
-                    let start = offset
-                    for byte in string.utf8 {
-                        bytes[offset] = byte
-                        offset += 1
-                    }
-                    views[index] = sy_bytes(data: bytes.baseAddress.map { UnsafePointer($0 + start) }, length: offset - start)
+    struct StringPacker {
+        @usableFromInline var next: UnsafeMutablePointer<UInt8>
+
+        @inlinable
+        init(start: UnsafeMutablePointer<UInt8>) { next = start }
+
+        @inlinable
+        mutating func pack(_ string: String) -> sy_bytes {
+            let start = next
+            let count = string.utf8.count
+            let copied =
+                string.utf8.withContiguousStorageIfAvailable { (bytes: UnsafeBufferPointer<UInt8>) -> Bool in
+                    if let source = bytes.baseAddress { start.initialize(from: source, count: bytes.count) }
+                    return true
+                } ?? false
+            if !copied {
+                var cursor = start
+                for byte in string.utf8 {
+                    cursor.initialize(to: byte)
+                    cursor += 1
                 }
-                return body(UnsafeBufferPointer(views))
             }
+            next += count
+            return sy_bytes(data: UnsafePointer(start), length: count)
         }
     }
 

@@ -13,11 +13,10 @@ enum MQTTEnvelopes {
     /// flags and MQTT 5 properties as headers. With an MQTT Connect profile, a phone's payload
     /// is typed and its session object taken (see ``MQTTConnectProfile/inbound(_:)``).
     static func envelope(for publish: MQTTPublish, version: MQTTVersion, connect: MQTTConnectProfile? = nil) -> Envelope {
-        var headers = Headers()
-        headers.append(name: "mqtt.topic", value: publish.topic)
-        headers.append(name: "mqtt.qos", value: String(publish.qos.rawValue))
-        headers.append(name: "mqtt.retain", value: String(publish.retain))
-        headers.append(name: "mqtt.dup", value: String(publish.dup))
+        var headers = Headers([
+            ("mqtt.topic", publish.topic), ("mqtt.qos", String(publish.qos.rawValue)), ("mqtt.retain", String(publish.retain)),
+            ("mqtt.dup", String(publish.dup)),
+        ])
         let properties = publish.properties
         if version == .v5 {
             if let responseTopic = properties.responseTopic { headers.append(name: "mqtt.response_topic", value: responseTopic) }

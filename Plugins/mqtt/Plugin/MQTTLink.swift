@@ -59,6 +59,8 @@ final class MQTTLink: @unchecked Sendable {
     /// Publishes taken from the router and not yet acknowledged to it (any thread reads it).
     private let outstanding = Atomic<Int>(0)
     private var flushScheduled = false
+    /// Packets encoded for the current channel and not yet handed to it (see ``write(_:on:flush:)``).
+    private var outgoing = ByteBuffer()
     /// Publishes handed over by the router, waiting for the event loop.
     private let inbox = Handoff<(MQTTPublish, Delivery)>()
     /// Settle tokens of inbound publishes the router has finished with, waiting for the event loop.
@@ -92,9 +94,9 @@ final class MQTTLink: @unchecked Sendable {
             self.reading = false
             self.blockedInbound.removeAll()
             guard self.connected, let channel = self.channel, !self.configuration.subscriptions.isEmpty else { return }
-            channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+            _ = channel.setOption(ChannelOptions.autoRead, value: true)
             let filters = self.configuration.subscriptions.map(\.filter)
-            self.write(.unsubscribe(MQTTUnsubscribe(packetID: self.nextID(), topicFilters: filters)), on: channel).whenComplete { _ in }
+            self.write(.unsubscribe(MQTTUnsubscribe(packetID: self.nextID(), topicFilters: filters)), on: channel)
         }
     }
 
@@ -115,9 +117,8 @@ final class MQTTLink: @unchecked Sendable {
             guard let channel = self.channel, self.connected else {
                 return self.channel?.close() ?? self.eventLoop.makeSucceededVoidFuture()
             }
-            var buffer = channel.allocator.buffer(capacity: 4)
-            try? MQTTCodec.encode(.disconnect(MQTTDisconnect()), version: self.configuration.version, into: &buffer)
-            return channel.writeAndFlush(buffer).flatMap { channel.close() }
+            self.write(.disconnect(MQTTDisconnect()), on: channel, flush: false)
+            return self.flushOutgoing(on: channel).flatMap { channel.close() }
         }.flatMap { $0 }
         _ = try? done.wait()
     }
@@ -156,9 +157,7 @@ final class MQTTLink: @unchecked Sendable {
         remember(publish)
         // QoS 0 is at most once: handed to the socket in order is as delivered as it gets, and
         // a future per message would cost more than the message.
-        write(.publish(publish), on: channel, flush: false).whenFailure { error in
-            self.context.log(.debug, "QoS 0 publish not written: \(error)")
-        }
+        write(.publish(publish), on: channel, flush: false)
         finish(delivery, .ok)
     }
 
@@ -185,7 +184,7 @@ final class MQTTLink: @unchecked Sendable {
         for token in tokens {
             guard let entry = unsettled.removeValue(forKey: token) else { continue }
             let ack = MQTTAck(packetID: entry.packetID)
-            write(entry.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false).whenComplete { _ in }
+            write(entry.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
         }
     }
 
@@ -222,6 +221,7 @@ final class MQTTLink: @unchecked Sendable {
             switch result {
             case .success(let channel):
                 self.channel = channel
+                self.outgoing = channel.allocator.buffer(capacity: Self.outgoingCapacity)
                 self.sendConnect(on: channel)
             case .failure(let error):
                 self.context.log(.warning, "cannot connect to \(configuration.host):\(configuration.port): \(error)")
@@ -246,7 +246,7 @@ final class MQTTLink: @unchecked Sendable {
             will: configuration.will,
             properties: properties
         )
-        write(.connect(connect), on: channel).whenComplete { _ in }
+        write(.connect(connect), on: channel)
         // A broker that accepts TCP but never answers CONNECT must not hold the link forever.
         eventLoop.scheduleTask(in: .seconds(10)) {
             guard self.channel === channel, !self.connected else { return }
@@ -272,6 +272,7 @@ final class MQTTLink: @unchecked Sendable {
         let wasConnected = connected
         connected = false
         channel = nil
+        outgoing = ByteBuffer()  // encoded for the lost connection: what matters is resent from `inflight`
         pingTask?.cancel()
         pingTask = nil
         awaitingPong = false
@@ -321,12 +322,12 @@ final class MQTTLink: @unchecked Sendable {
             if ack.reasonCode >= 0x80 { return complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBREC") }
             outbound.released = true
             inflight[ack.packetID] = outbound
-            write(.pubrel(MQTTAck(packetID: ack.packetID)), on: channel, flush: false).whenComplete { _ in }
+            write(.pubrel(MQTTAck(packetID: ack.packetID)), on: channel, flush: false)
         case .pubcomp(let ack):
             complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBCOMP")
         case .pubrel(let ack):
             receivedQoS2.remove(ack.packetID)
-            write(.pubcomp(MQTTAck(packetID: ack.packetID)), on: channel, flush: false).whenComplete { _ in }
+            write(.pubcomp(MQTTAck(packetID: ack.packetID)), on: channel, flush: false)
         case .suback(let suback):
             for (index, code) in suback.reasonCodes.enumerated() where code >= 0x80 {
                 let filter = index < configuration.subscriptions.count ? configuration.subscriptions[index].filter : "?"
@@ -375,14 +376,14 @@ final class MQTTLink: @unchecked Sendable {
                     return
                 }
                 self.awaitingPong = true
-                self.write(.pingreq, on: channel).whenComplete { _ in }
+                self.write(.pingreq, on: channel)
             }
         }
         if reading, !configuration.subscriptions.isEmpty {
             let subscriptions = configuration.subscriptions.map {
                 MQTTSubscription(topicFilter: $0.filter, qos: $0.qos, noLocal: configuration.version == .v5 && $0.noLocal)
             }
-            write(.subscribe(MQTTSubscribe(packetID: nextID(), subscriptions: subscriptions)), on: channel).whenComplete { _ in }
+            write(.subscribe(MQTTSubscribe(packetID: nextID(), subscriptions: subscriptions)), on: channel)
         }
         sendPending()
     }
@@ -404,14 +405,14 @@ final class MQTTLink: @unchecked Sendable {
             context.metric(.counter, "mqtt_echoes_dropped_total", 1)
             if let id = publish.packetID, publish.qos != .atMostOnce {
                 let ack = MQTTAck(packetID: id)
-                write(publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel).whenComplete { _ in }
+                write(publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel)
                 if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
             }
             return
         }
         if publish.qos == .exactlyOnce, let id = publish.packetID, receivedQoS2.contains(id) {
             // A resend before PUBREL: already taken once, only acknowledge again.
-            write(.pubrec(MQTTAck(packetID: id)), on: channel).whenComplete { _ in }
+            write(.pubrec(MQTTAck(packetID: id)), on: channel)
             return
         }
         if !blockedInbound.isEmpty {
@@ -420,7 +421,7 @@ final class MQTTLink: @unchecked Sendable {
         }
         if !emit(publish) {
             blockedInbound.append(Inbound(publish: publish))
-            channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+            _ = channel.setOption(ChannelOptions.autoRead, value: false)
         }
     }
 
@@ -435,17 +436,22 @@ final class MQTTLink: @unchecked Sendable {
         }
         // MQTT Connect hook: the profile types a phone's payload and takes its session object.
         let envelope = MQTTEnvelopes.envelope(for: publish, version: configuration.version, connect: configuration.connect)
-        switch context.emit(envelope, on: "messages", settleToken: token) {
+        let result = context.emit(envelope, on: "messages", settleToken: token)
+        if result != .ok, token != 0 {
+            // Not taken: unconfirmed, so the broker sends it again (a QoS 2 resend must then
+            // be taken, not only answered).
+            unsettled.removeValue(forKey: token)
+            if let id = publish.packetID { receivedQoS2.remove(id) }
+        }
+        switch result {
         case .ok:
             return true
         case .full:
-            if token != 0 {
-                unsettled.removeValue(forKey: token)
-                if let id = publish.packetID { receivedQoS2.remove(id) }
-            }
             return false
+        case .stopped:
+            // The router is shutting down and takes nothing more; neither does this link.
+            return true
         case let refusal:
-            if token != 0 { unsettled.removeValue(forKey: token) }
             context.log(.error, "router refused a publish on \(publish.topic): \(refusal)")
             return true
         }
@@ -456,7 +462,7 @@ final class MQTTLink: @unchecked Sendable {
             guard emit(first.publish) else { return }
             blockedInbound.removeFirst()
         }
-        channel?.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+        _ = channel?.setOption(ChannelOptions.autoRead, value: true)
         channel?.read()
     }
 
@@ -475,7 +481,7 @@ final class MQTTLink: @unchecked Sendable {
             inflight[id] = outbound
             inflightOrder.append(id)
             remember(outbound.publish)
-            write(.publish(outbound.publish), on: channel, flush: false).whenComplete { _ in }
+            write(.publish(outbound.publish), on: channel, flush: false)
         }
     }
 
@@ -501,27 +507,40 @@ final class MQTTLink: @unchecked Sendable {
         return nextPacketID
     }
 
-    /// Writes a packet. With `flush: false` the flush happens once for everything written in
-    /// this turn of the event loop, so a burst of publishes becomes a few socket writes.
-    private func write(_ packet: MQTTPacket, on channel: any Channel, flush: Bool = true) -> EventLoopFuture<Void> {
-        var buffer = channel.allocator.buffer(capacity: 64)
+    /// Encodes a packet into the connection's output buffer. With `flush: false` the buffer
+    /// goes to the socket once for everything written in this turn of the event loop, so a
+    /// burst of publishes costs one write and no promise per packet. A failed write closes the
+    /// channel, and ``channelInactive()`` deals with what the broker had not confirmed.
+    private func write(_ packet: MQTTPacket, on channel: any Channel, flush: Bool = true) {
         do {
-            try MQTTCodec.encode(packet, version: configuration.version, into: &buffer)
+            try MQTTCodec.encode(packet, version: configuration.version, into: &outgoing)
         } catch {
             context.log(.error, "cannot encode \(packet.name): \(error)")
-            return eventLoop.makeFailedFuture(error)
+            return
         }
-        if flush { return channel.writeAndFlush(buffer) }
-        let written = channel.write(buffer)
-        if !flushScheduled {
+        if flush {
+            _ = flushOutgoing(on: channel)
+        } else if !flushScheduled {
             flushScheduled = true
             eventLoop.execute {
                 self.flushScheduled = false
-                channel.flush()
+                guard self.channel === channel else { return }
+                _ = self.flushOutgoing(on: channel)
             }
         }
-        return written
     }
+
+    /// Hands what the output buffer holds to the socket; the future completes when it is written.
+    private func flushOutgoing(on channel: any Channel) -> EventLoopFuture<Void> {
+        guard outgoing.readableBytes > 0 else { return eventLoop.makeSucceededVoidFuture() }
+        let chunk = outgoing
+        // A fresh buffer, not `clear()`: the channel still holds `chunk`'s storage until written.
+        outgoing = channel.allocator.buffer(capacity: max(Self.outgoingCapacity, chunk.readableBytes))
+        return channel.writeAndFlush(chunk)
+    }
+
+    /// The output buffer's initial capacity: a loop turn's worth of small publishes.
+    private static let outgoingCapacity = 16 * 1024
 
     private func protocolViolation(_ reason: String, _ channel: any Channel) {
         context.metric(.counter, "mqtt_bad_packets_total", 1)

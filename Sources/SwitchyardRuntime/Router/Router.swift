@@ -288,6 +288,12 @@ public final class Router: @unchecked Sendable {
         while runningWorkers.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline + .seconds(1) {
             Thread.sleep(forTimeInterval: 0.002)
         }
+        // Emits that came in after the drain and before `accepting` turned false were just
+        // delivered by the closing workers; wait for those sinks' acknowledgements too, so
+        // their sources hear of them (an MQTT PUBACK) before the sources stop.
+        while outstanding > 0, ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.002)
+        }
         for instance in instances {
             guard let handle = instance.handle else { continue }
             instance.plugin.table.api.stop?(handle)
