@@ -21,6 +21,7 @@ final class RouterMetrics: Sendable {
         "switchyard_route_delivered_total": "Deliveries a sink took",
         "switchyard_route_dropped_total": "Envelopes or deliveries dropped, by reason (full, loop)",
         "switchyard_route_refused_total": "Deliveries a sink refused",
+        "switchyard_route_sink_full_total": "Times a sink answered full and the delivery waited for room",
         "switchyard_route_acknowledged_total": "Deliveries the sinks acknowledged as done (at-least-once routes)",
         "switchyard_route_spooled_total": "Envelopes written to the spool",
         "switchyard_route_deduplicated_total": "Envelopes dropped as already seen within the dedupe window",
@@ -55,6 +56,7 @@ final class RouterMetrics: Sendable {
             count("switchyard_route_dropped_total", labels + [("reason", "full")], route.droppedFull)
             count("switchyard_route_dropped_total", labels + [("reason", "loop")], route.droppedLoop)
             count("switchyard_route_refused_total", labels, route.refused)
+            count("switchyard_route_sink_full_total", labels, route.sinkFull)
             gauge("switchyard_route_queue_depth", labels, Double(route.queued))
             guard route.atLeastOnce else { continue }
             count("switchyard_route_acknowledged_total", labels, route.acknowledged)

@@ -20,12 +20,7 @@ struct AdminTests {
     }
 
     /// The value of the sample line `name{labels}` in a Prometheus exposition.
-    private static func sample(_ line: String, in metrics: String) -> Double? {
-        for text in metrics.split(separator: "\n") where text.hasPrefix(line + " ") {
-            return Double(text.dropFirst(line.count + 1))
-        }
-        return nil
-    }
+    private static func sample(_ line: String, in metrics: String) -> Double? { MetricsExposition.sample(line, in: metrics) }
 
     @Test func metricsHealthAndTheAPIAfterAKnownWorkload() throws {
         let sandbox = try Sandbox()

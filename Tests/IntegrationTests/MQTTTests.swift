@@ -594,7 +594,44 @@ struct MQTTTests {
         """
     }
 
-    // MARK: - h. Malformed broker
+    // MARK: - h. Malformed or stalled broker
+
+    @Test func aBrokerThatStopsReadingHoldsTheRouteBackInsteadOfBufferingWithoutBound() throws {
+        // CONNACK (MQTT 5, success, no properties), then the broker reads nothing more.
+        let fake = try FakeBroker(reply: [0x20, 0x03, 0x00, 0x00, 0x00], readsAfterReply: false)
+        let sandbox = try Self.sandbox()
+        let line = String(repeating: "x", count: 200)
+        try sandbox.writeRoutes(
+            """
+            instances:
+              flood: { plugin: core, subprocess: { command: [yes, "\(line)"] } }
+              broker:
+                plugin: mqtt
+                url: "mqtt://127.0.0.1:\(fake.port)"
+                client_id: \(Self.clientID)
+                keep_alive: 0
+                publish: { topic: flood, qos: 0 }
+            routes:
+              - name: flood
+                from: flood.stdout
+                to: broker.publish
+                queue: { size: 8 }
+            """
+        )
+        let (router, admin) = try RouterProcess.startWithAdmin(sandbox)
+        router.waitUntil("the link to report a stalled socket") {
+            (try? MetricsExposition.pluginMetric("mqtt_write_stalls_total", instance: "broker", admin: admin)) ?? 0 >= 1
+        }
+        // The link answers "full" and the route's worker waits for room.
+        router.waitUntil("the link to answer full") {
+            (try? MetricsExposition.sample("switchyard_route_sink_full_total{route=\"flood\"}", admin: admin)) ?? 0 >= 1
+        }
+        let notice = Self.logLines(router.standardError) { $0.contains("the broker is not reading fast enough") }
+        #expect(notice.count == 1, "\(router.standardError)")
+        #expect(router.process.isRunning)
+        fake.stop()  // the connection drops: what waits is failed as "not connected", and the router stops at once
+        #expect(router.stop() == 0, "\(router.standardError)")
+    }
 
     @Test(arguments: ["5", "3.1.1"])
     func garbageInsteadOfConnAckIsLoggedAndTheLinkReconnects(version: String) throws {
@@ -639,6 +676,7 @@ struct MQTTTests {
 
 /// A TCP listener on a free loopback port that answers whatever it is sent first with fixed
 /// bytes and then keeps the connection open until the peer closes it. Counts connections.
+/// With `readsAfterReply: false` it reads nothing more after its reply: a stalled broker.
 final class FakeBroker: @unchecked Sendable {
     // `state` is only touched under `lock`; `listener` and `reply` are immutable.
     private struct State {
@@ -650,12 +688,14 @@ final class FakeBroker: @unchecked Sendable {
 
     let port: UInt16
     let reply: [UInt8]
+    let readsAfterReply: Bool
     private let listener: Int32
     private let lock = NSLock()
     private var state = State()
 
-    init(reply: [UInt8]) throws {
+    init(reply: [UInt8], readsAfterReply: Bool = true) throws {
         self.reply = reply
+        self.readsAfterReply = readsAfterReply
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw SandboxError("socket: \(String(cString: strerror(errno)))") }
         var yes: Int32 = 1
@@ -725,8 +765,11 @@ final class FakeBroker: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var answered = false
         while !stopped {
-            var ready = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+            // Stalled: wait only for the peer to hang up (or for stop()).
+            let events = answered && !readsAfterReply ? 0 : Int16(POLLIN)
+            var ready = pollfd(fd: client, events: events, revents: 0)
             guard poll(&ready, 1, 50) > 0 else { continue }
+            if ready.revents & Int16(POLLHUP | POLLERR) != 0, events == 0 { return }
             let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
             if count <= 0 { return }  // the peer closed (or failed): done
             if !answered {

@@ -65,9 +65,7 @@ struct PushTests {
 
     /// A plugin metric from the admin port's exposition.
     static func metric(_ name: String, admin: String) throws -> Double {
-        let text = try HTTPExchange.send(admin + "/metrics").body
-        let prefix = "switchyard_plugin_metric{instance=\"push\",name=\"\(name)\"} "
-        return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) } ?? 0
+        try MetricsExposition.pluginMetric(name, instance: "push", admin: admin)
     }
 
     @Test func fcmShapedAndPlainRequestsBecomeDataMessages() throws {

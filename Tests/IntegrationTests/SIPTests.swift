@@ -109,9 +109,7 @@ struct SIPTests {
     }
 
     static func metric(_ name: String, admin: String) throws -> Double {
-        let text = try HTTPExchange.send("http://" + admin + "/metrics").body
-        let prefix = "switchyard_plugin_metric{instance=\"pager\",name=\"\(name)\"} "
-        return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) } ?? 0
+        try MetricsExposition.pluginMetric(name, instance: "pager", admin: admin)
     }
 
     @Test(arguments: [("udp", "MD5"), ("tcp", "SHA-256")])

@@ -58,6 +58,12 @@ final class MQTTLink: @unchecked Sendable {
     private var recentPublishes = EchoMemory()
     /// Publishes taken from the router and not yet acknowledged to it (any thread reads it).
     private let outstanding = Atomic<Int>(0)
+    /// False while the socket has more unsent bytes than the high water mark (a broker that
+    /// does not keep up): QoS 0 publishes are finished once buffered, so without this a
+    /// stream to a stalled broker would buffer without bound (any thread reads it).
+    private let socketWritable = Atomic<Bool>(true)
+    /// Times the socket stopped being writable (for the log; the metric is the counter).
+    private let writeStalls = Atomic<Int>(0)
     private var flushScheduled = false
     /// Packets encoded for the current channel and not yet handed to it (see ``write(_:on:flush:)``).
     private var outgoing = ByteBuffer()
@@ -124,8 +130,11 @@ final class MQTTLink: @unchecked Sendable {
     }
 
     /// Whether another publish fits: QoS ≥ 1 publishes wait (in order) for the broker, at
-    /// most `max_pending` of them; beyond that the router holds back.
-    var hasRoom: Bool { outstanding.load(ordering: .relaxed) < configuration.maximumPending }
+    /// most `max_pending` of them, and the socket's send buffer must be below its high water
+    /// mark; otherwise the router holds back.
+    var hasRoom: Bool {
+        outstanding.load(ordering: .relaxed) < configuration.maximumPending && socketWritable.load(ordering: .relaxed)
+    }
 
     /// Acknowledges a delivery to the router and frees its place.
     private func finish(_ delivery: Delivery, _ outcome: DeliveryOutcome, reason: String = "") {
@@ -204,6 +213,7 @@ final class MQTTLink: @unchecked Sendable {
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(.seconds(10))
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(ChannelOptions.writeBufferWaterMark, value: Self.writeBufferWaterMark)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let sslContext {
@@ -272,6 +282,7 @@ final class MQTTLink: @unchecked Sendable {
         let wasConnected = connected
         connected = false
         channel = nil
+        socketWritable.store(true, ordering: .relaxed)  // publishes wait in `pending` until reconnected
         outgoing = ByteBuffer()  // encoded for the lost connection: what matters is resent from `inflight`
         pingTask?.cancel()
         pingTask = nil
@@ -292,6 +303,25 @@ final class MQTTLink: @unchecked Sendable {
         context.metric(.gauge, "ready", 0)
         scheduleReconnect()
     }
+
+    /// The socket's send buffer crossed a water mark.
+    func writabilityChanged(_ writable: Bool) {
+        eventLoop.preconditionInEventLoop()
+        socketWritable.store(writable, ordering: .relaxed)
+        guard !writable else { return }
+        let stalls = writeStalls.add(1, ordering: .relaxed).newValue
+        context.metric(.counter, "mqtt_write_stalls_total", 1)
+        if stalls == 1 || stalls.isMultiple(of: 1000) {
+            context.log(
+                .notice,
+                "the broker is not reading fast enough: over \(Self.writeBufferWaterMark.high) bytes unsent, publishing paused (mqtt_write_stalls_total=\(stalls))"
+            )
+        }
+    }
+
+    /// How many bytes may wait unsent before the link stops taking publishes, and how few
+    /// before it takes them again.
+    static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 256 * 1024, high: 1024 * 1024)
 
     /// A decoding or transport error; the handler closes the channel next.
     func failed(_ error: any Error) {
@@ -620,6 +650,11 @@ final class MQTTLinkHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         link.channelInactive()
         context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        link.writabilityChanged(context.channel.isWritable)
+        context.fireChannelWritabilityChanged()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

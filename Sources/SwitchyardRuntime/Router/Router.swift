@@ -397,6 +397,7 @@ public final class Router: @unchecked Sendable {
                     droppedFull: route.counters.droppedFull.load(ordering: .relaxed),
                     droppedLoop: route.counters.droppedLoop.load(ordering: .relaxed),
                     refused: route.counters.refused.load(ordering: .relaxed),
+                    sinkFull: route.counters.sinkFull.load(ordering: .relaxed),
                     queued: route.queue.depth,
                     atLeastOnce: route.isAtLeastOnce,
                     acknowledged: route.counters.acknowledged.load(ordering: .relaxed),
@@ -445,6 +446,8 @@ public struct RouterStatistics: Sendable {
         public var droppedLoop: Int
         /// Deliveries a sink refused.
         public var refused: Int
+        /// Times a sink answered "full" and the delivery waited for room (backpressure).
+        public var sinkFull: Int
         /// Envelopes waiting now.
         public var queued: Int
         /// Whether the route is `delivery: at-least-once`; the counters below apply to those.
@@ -473,7 +476,7 @@ public struct RouterStatistics: Sendable {
         public var namedCounters: [(name: String, value: Int)] {
             var counters = [
                 ("received", received), ("filtered", filtered), ("delivered", dispatched), ("dropped_full", droppedFull),
-                ("dropped_loop", droppedLoop), ("refused", refused), ("queued", queued),
+                ("dropped_loop", droppedLoop), ("refused", refused), ("sink_full", sinkFull), ("queued", queued),
             ]
             if atLeastOnce {
                 counters += [
