@@ -5,7 +5,7 @@ extension ByteBuffer {
     mutating func writeMQTTString(_ string: String, _ field: String) throws(MQTTCodecError) {
         let length = string.utf8.count
         guard length <= Int(UInt16.max) else { throw .malformed("\(field) is \(length) bytes, over 65535") }
-        guard !string.utf8.contains(0) else { throw .malformed("\(field) contains U+0000") }
+        guard !string.utf8Contains(0) else { throw .malformed("\(field) contains U+0000") }
         writeInteger(UInt16(length))
         writeString(string)
     }
@@ -72,5 +72,13 @@ func variableByteIntegerSize(_ value: Int) -> Int {
     case ..<16_384: 2
     case ..<2_097_152: 3
     default: 4
+    }
+}
+
+extension String {
+    /// Whether the UTF-8 form holds `byte`: one tight loop over the string's own storage
+    /// (topics are checked several times per message; the generic `utf8.contains` is slow).
+    func utf8Contains(_ byte: UInt8) -> Bool {
+        utf8.withContiguousStorageIfAvailable { $0.contains(byte) } ?? utf8.contains(byte)
     }
 }

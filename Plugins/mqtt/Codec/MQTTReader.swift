@@ -73,9 +73,10 @@ struct MQTTReader {
     mutating func readString(_ field: String) throws(MQTTCodecError) -> String {
         let length = Int(try readUInt16("\(field) length"))
         guard let slice = buffer.readSlice(length: length) else { throw .malformed("\(field) is truncated") }
-        let string = slice.withUnsafeReadableBytes { String(validating: $0, as: UTF8.self) }
-        guard let string else { throw .malformed("\(field) is not valid UTF-8") }
-        guard !string.utf8.contains(0) else { throw .malformed("\(field) contains U+0000") }
+        guard let string = slice.withUnsafeReadableBytes({ String(validating: $0, as: UTF8.self) }) else {
+            throw .malformed("\(field) is not valid UTF-8")
+        }
+        guard !slice.withUnsafeReadableBytes({ $0.contains(0) }) else { throw .malformed("\(field) contains U+0000") }
         return string
     }
 

@@ -44,8 +44,8 @@ public enum MQTTTopic {
         let bytes = name.utf8
         if bytes.isEmpty { return "topic name is empty" }
         if bytes.count > Int(UInt16.max) { return "topic name is longer than 65535 bytes" }
-        if bytes.contains(0) { return "topic name contains U+0000" }
-        if bytes.contains(plus) || bytes.contains(hash) { return "topic name contains a wildcard character" }
+        if name.utf8Contains(0) { return "topic name contains U+0000" }
+        if name.utf8Contains(plus) || name.utf8Contains(hash) { return "topic name contains a wildcard character" }
         return nil
     }
 

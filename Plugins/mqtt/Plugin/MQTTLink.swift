@@ -222,7 +222,8 @@ final class MQTTLink: @unchecked Sendable {
                     }
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(
-                            MQTTPacketDecoder(version: configuration.version, maximumPacketSize: configuration.maximumPacketSize))
+                            MQTTPacketDecoder(
+                                version: configuration.version, maximumPacketSize: configuration.maximumPacketSize, link: link))
                     )
                     try channel.pipeline.syncOperations.addHandler(MQTTLinkHandler(link: link))
                 }
@@ -563,10 +564,11 @@ final class MQTTLink: @unchecked Sendable {
     /// Hands what the output buffer holds to the socket; the future completes when it is written.
     private func flushOutgoing(on channel: any Channel) -> EventLoopFuture<Void> {
         guard outgoing.readableBytes > 0 else { return eventLoop.makeSucceededVoidFuture() }
-        let chunk = outgoing
-        // A fresh buffer, not `clear()`: the channel still holds `chunk`'s storage until written.
-        outgoing = channel.allocator.buffer(capacity: max(Self.outgoingCapacity, chunk.readableBytes))
-        return channel.writeAndFlush(chunk)
+        let written = channel.writeAndFlush(outgoing)
+        // Once the socket took everything the channel lets go of the storage, and this reuses
+        // it; while a write is pending, clear() gives the buffer new storage instead.
+        outgoing.clear()
+        return written
     }
 
     /// The output buffer's initial capacity: a loop turn's worth of small publishes.
@@ -614,18 +616,20 @@ final class MQTTLink: @unchecked Sendable {
     }
 }
 
-/// Frames bytes from the broker into packets with ``MQTTCodec``.
+/// Frames bytes from the broker into packets with ``MQTTCodec`` and hands each to the link
+/// directly: sending packets down the pipeline would box every one in an `NIOAny`.
 struct MQTTPacketDecoder: ByteToMessageDecoder {
-    typealias InboundOut = MQTTPacket
+    typealias InboundOut = Never
 
     let version: MQTTVersion
     let maximumPacketSize: Int
+    let link: MQTTLink
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let packet = try MQTTCodec.decode(from: &buffer, version: version, maximumPacketSize: maximumPacketSize) else {
             return .needMoreData
         }
-        context.fireChannelRead(wrapInboundOut(packet))
+        link.received(packet)
         return .continue
     }
 
@@ -635,17 +639,13 @@ struct MQTTPacketDecoder: ByteToMessageDecoder {
     }
 }
 
-/// Hands decoded packets and connection events to the link.
+/// Hands connection events to the link (``MQTTPacketDecoder`` hands it the packets).
 final class MQTTLinkHandler: ChannelInboundHandler {
-    typealias InboundIn = MQTTPacket
+    typealias InboundIn = Never
 
     let link: MQTTLink
 
     init(link: MQTTLink) { self.link = link }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        link.received(unwrapInboundIn(data))
-    }
 
     func channelInactive(context: ChannelHandlerContext) {
         link.channelInactive()
