@@ -40,13 +40,15 @@ let package = Package(
             ]
         ),
         // The baseline of push-webhook/run.sh: the webhook's request handling without the router.
+        // In Tools/, not Benchmarks/: the benchmark plugin runs every executable target under
+        // Benchmarks/ as a benchmark, and this one serves until it is killed.
         .executableTarget(
             name: "BareWebhook",
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PushMessage", package: "switchyard"),
             ],
-            path: "Benchmarks/BareWebhook"
+            path: "Tools/BareWebhook"
         ),
     ]
 )

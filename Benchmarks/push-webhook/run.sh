@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Webhook ingest: FCM HTTP v1 send requests from wrk through Switchyard's push webhook and a
-# route to a file sink, beside a bare Hummingbird endpoint (Benchmarks/BareWebhook) that does
+# route to a file sink, beside a bare Hummingbird endpoint (Benchmarks/Tools/BareWebhook) that does
 # the same body collection, bearer check and FCM request parse, measured in the same run.
 # See README.md next to this script.
 #
