@@ -62,7 +62,7 @@ public enum EnvelopeBridge {
             let base = storage.baseAddress.unsafelyUnwrapped
             let headers = base.bindMemory(to: sy_header.self, capacity: headerCount)
             let trace = (base + headerBytes).bindMemory(to: sy_bytes.self, capacity: traceCount)
-            var text = StringPacker(start: (base + headerBytes + traceBytes).assumingMemoryBound(to: UInt8.self))
+            var text = StringPacker(start: (base + headerBytes + traceBytes).bindMemory(to: UInt8.self, capacity: textBytes))
             let id = text.pack(envelope.id)
             let type = text.pack(envelope.type)
             let source = text.pack(envelope.source)

@@ -618,19 +618,26 @@ struct MQTTTests {
                 queue: { size: 8 }
             """
         )
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox)
+        let (router, admin) = try RouterProcess.startWithAdmin(sandbox, extra: ["--drain-timeout", "1s"])
         router.waitUntil("the link to report a stalled socket") {
             (try? MetricsExposition.pluginMetric("mqtt_write_stalls_total", instance: "broker", admin: admin)) ?? 0 >= 1
         }
-        // The link answers "full" and the route's worker waits for room.
-        router.waitUntil("the link to answer full") {
-            (try? MetricsExposition.sample("switchyard_route_sink_full_total{route=\"flood\"}", admin: admin)) ?? 0 >= 1
-        }
-        let notice = Self.logLines(router.standardError) { $0.contains("the broker is not reading fast enough") }
-        #expect(notice.count == 1, "\(router.standardError)")
-        #expect(router.process.isRunning)
-        fake.stop()  // the connection drops: what waits is failed as "not connected", and the router stops at once
-        #expect(router.stop() == 0, "\(router.standardError)")
+        router.waitUntil("the stall in the log") { router.standardError.contains("the broker is not reading fast enough") }
+        // The link answers "full" and the route's worker waits for room …
+        let fullAnswers = "switchyard_route_sink_full_total{route=\"flood\"}"
+        let taken = "switchyard_port_envelopes_total{instance=\"broker\",port=\"publish\",direction=\"sink\"}"
+        router.waitUntil("the link to answer full") { (try? MetricsExposition.sample(fullAnswers, admin: admin)) ?? 0 >= 1 }
+        let takenWhileFull = try #require(try MetricsExposition.sample(taken, admin: admin))
+        let fullSoFar = try #require(try MetricsExposition.sample(fullAnswers, admin: admin))
+        // … and keeps being told so, while the link takes nothing more.
+        router.waitUntil("ten more full answers") { (try? MetricsExposition.sample(fullAnswers, admin: admin)) ?? 0 >= fullSoFar + 10 }
+        #expect(try MetricsExposition.sample(taken, admin: admin) == takenWhileFull)
+        #expect(Self.logLines(router.standardError) { $0.contains("the broker is not reading fast enough") }.count == 1)
+        // Stopping while the broker still does not read: the drain times out (exit status 3)
+        // and the DISCONNECT that cannot be written does not hold the router up.
+        #expect(router.stop() == 3, "\(router.standardError)")
+        #expect(router.standardError.contains("drain timed out"))
+        fake.stop()
     }
 
     @Test(arguments: ["5", "3.1.1"])
@@ -765,11 +772,10 @@ final class FakeBroker: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var answered = false
         while !stopped {
-            // Stalled: wait only for the peer to hang up (or for stop()).
+            // Stalled: read nothing more until stop().
             let events = answered && !readsAfterReply ? 0 : Int16(POLLIN)
             var ready = pollfd(fd: client, events: events, revents: 0)
             guard poll(&ready, 1, 50) > 0 else { continue }
-            if ready.revents & Int16(POLLHUP | POLLERR) != 0, events == 0 { return }
             let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
             if count <= 0 { return }  // the peer closed (or failed): done
             if !answered {

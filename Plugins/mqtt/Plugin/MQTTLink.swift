@@ -67,6 +67,8 @@ final class MQTTLink: @unchecked Sendable {
     private var flushScheduled = false
     /// Packets encoded for the current channel and not yet handed to it (see ``write(_:on:flush:)``).
     private var outgoing = ByteBuffer()
+    /// Writes handed to the channel that the socket has not taken completely yet.
+    private var unfinishedFlushes = 0
     /// Publishes handed over by the router, waiting for the event loop.
     private let inbox = Handoff<(MQTTPublish, Delivery)>()
     /// Settle tokens of inbound publishes the router has finished with, waiting for the event loop.
@@ -124,7 +126,10 @@ final class MQTTLink: @unchecked Sendable {
                 return self.channel?.close() ?? self.eventLoop.makeSucceededVoidFuture()
             }
             self.write(.disconnect(MQTTDisconnect()), on: channel, flush: false)
-            return self.flushOutgoing(on: channel).flatMap { channel.close() }
+            // A broker that does not read never takes the DISCONNECT: close after a grace period
+            // (the broker then treats it as a lost connection and publishes the will).
+            let giveUp = self.eventLoop.scheduleTask(in: Self.disconnectGrace) { channel.close(promise: nil) }
+            return self.flushOutgoing(on: channel).flatMap { channel.close() }.always { _ in giveUp.cancel() }
         }.flatMap { $0 }
         _ = try? done.wait()
     }
@@ -320,6 +325,9 @@ final class MQTTLink: @unchecked Sendable {
         }
     }
 
+    /// How long a stopping link waits for the broker to take its DISCONNECT.
+    static let disconnectGrace = TimeAmount.seconds(2)
+
     /// How many bytes may wait unsent before the link stops taking publishes, and how few
     /// before it takes them again.
     static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 256 * 1024, high: 1024 * 1024)
@@ -483,7 +491,15 @@ final class MQTTLink: @unchecked Sendable {
             // The router is shutting down and takes nothing more; neither does this link.
             return true
         case let refusal:
-            context.log(.error, "router refused a publish on \(publish.topic): \(refusal)")
+            // Refused for good: confirmed like a failed delivery, or the broker would send it
+            // again after every reconnect.
+            context.metric(.counter, "mqtt_unconfirmed_deliveries_total", 1)
+            context.log(.error, "router refused a publish on \(publish.topic): \(refusal); confirmed to the broker anyway")
+            if let id = publish.packetID, publish.qos != .atMostOnce, let channel {
+                let ack = MQTTAck(packetID: id)
+                if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
+                write(publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
+            }
             return true
         }
     }
@@ -564,9 +580,21 @@ final class MQTTLink: @unchecked Sendable {
     /// Hands what the output buffer holds to the socket; the future completes when it is written.
     private func flushOutgoing(on channel: any Channel) -> EventLoopFuture<Void> {
         guard outgoing.readableBytes > 0 else { return eventLoop.makeSucceededVoidFuture() }
-        let written = channel.writeAndFlush(outgoing)
-        // Once the socket took everything the channel lets go of the storage, and this reuses
-        // it; while a write is pending, clear() gives the buffer new storage instead.
+        let written: EventLoopFuture<Void>
+        if unfinishedFlushes == 0 {
+            // Usually the socket takes it all at once, the channel lets go of the storage, and
+            // clear() below reuses it.
+            written = channel.writeAndFlush(outgoing)
+        } else {
+            // The socket is behind: this write will wait too, so it gets storage of its own
+            // size rather than holding on to the whole output buffer (the water mark counts
+            // bytes, not capacity).
+            var compact = channel.allocator.buffer(capacity: outgoing.readableBytes)
+            compact.writeImmutableBuffer(outgoing)
+            written = channel.writeAndFlush(compact)
+        }
+        unfinishedFlushes += 1
+        written.whenComplete { _ in self.unfinishedFlushes -= 1 }
         outgoing.clear()
         return written
     }

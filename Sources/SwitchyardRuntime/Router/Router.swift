@@ -276,13 +276,9 @@ public final class Router: @unchecked Sendable {
         while outstanding > 0, ContinuousClock.now < deadline {
             Thread.sleep(forTimeInterval: 0.005)
         }
-        let left = max(0, outstanding)
-        // What at-least-once routes have not delivered is in the spool, not lost.
-        let lost = max(0, left - routes.reduce(0) { $0 + ($1.isAtLeastOnce ? $1.counters.inFlight.load(ordering: .relaxed) : 0) })
-        if left > 0 {
-            logger.warning(
-                "drain timed out", metadata: ["outstanding": .stringConvertible(left), "not_spooled": .stringConvertible(lost)])
-        }
+        // Counted before the queues close: closing fails what a stuck sink still holds, which
+        // would then look finished.
+        var left = max(0, outstanding)
         for instance in instances { instance.accepting.store(false, ordering: .relaxed) }
         for route in routes { route.queue.close() }
         while runningWorkers.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline + .seconds(1) {
@@ -293,6 +289,13 @@ public final class Router: @unchecked Sendable {
         // their sources hear of them (an MQTT PUBACK) before the sources stop.
         while outstanding > 0, ContinuousClock.now < deadline {
             Thread.sleep(forTimeInterval: 0.002)
+        }
+        if left == 0 { left = max(0, outstanding) }  // unacknowledged late deliveries
+        // What at-least-once routes have not delivered is in the spool, not lost.
+        let lost = max(0, left - routes.reduce(0) { $0 + ($1.isAtLeastOnce ? $1.counters.inFlight.load(ordering: .relaxed) : 0) })
+        if left > 0 {
+            logger.warning(
+                "drain timed out", metadata: ["outstanding": .stringConvertible(left), "not_spooled": .stringConvertible(lost)])
         }
         for instance in instances {
             guard let handle = instance.handle else { continue }
