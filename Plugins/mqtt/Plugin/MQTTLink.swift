@@ -442,11 +442,7 @@ final class MQTTLink: @unchecked Sendable {
         guard reading else { return }
         if suppressesEchoes, recentPublishes.remove(topic: publish.topic, payload: publish.payload, now: .now()) {
             context.metric(.counter, "mqtt_echoes_dropped_total", 1)
-            if let id = publish.packetID, publish.qos != .atMostOnce {
-                let ack = MQTTAck(packetID: id)
-                write(publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel)
-                if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
-            }
+            confirmWithoutTaking(publish, on: channel)
             return
         }
         if publish.qos == .exactlyOnce, let id = publish.packetID, receivedQoS2.contains(id) {
@@ -495,13 +491,18 @@ final class MQTTLink: @unchecked Sendable {
             // again after every reconnect.
             context.metric(.counter, "mqtt_unconfirmed_deliveries_total", 1)
             context.log(.error, "router refused a publish on \(publish.topic): \(refusal); confirmed to the broker anyway")
-            if let id = publish.packetID, publish.qos != .atMostOnce, let channel {
-                let ack = MQTTAck(packetID: id)
-                if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
-                write(publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
-            }
+            if let channel { confirmWithoutTaking(publish, on: channel) }
             return true
         }
+    }
+
+    /// Confirms an inbound QoS ≥ 1 publish that goes nowhere: PUBACK, or PUBREC with the id
+    /// remembered until PUBREL (a resend before then is only answered).
+    private func confirmWithoutTaking(_ publish: MQTTPublish, on channel: any Channel) {
+        guard let id = publish.packetID, publish.qos != .atMostOnce else { return }
+        let ack = MQTTAck(packetID: id)
+        if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
+        write(publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
     }
 
     private func emitBlocked() {
