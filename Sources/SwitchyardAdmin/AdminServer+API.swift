@@ -7,7 +7,8 @@ import SwitchyardSpool
 extension AdminServer {
     /// `GET /v1/dead-letters[?route=R]`, `GET /v1/dead-letters/{id}`,
     /// `POST /v1/dead-letters/{id}/replay`, `POST /v1/dead-letters/replay` (all),
-    /// `DELETE /v1/dead-letters/{id}`, `DELETE /v1/dead-letters` (all).
+    /// `POST /v1/dead-letters/{id}/drop`, `POST /v1/dead-letters/drop` (all). Changes are POSTs
+    /// only, so a browser cannot make them with a link or an image.
     func addDeadLetterRoutes(to routes: Hummingbird.Router<BasicRequestContext>, spool: Spool?) {
         let group = routes.group("v1/dead-letters")
         guard let spool else {
@@ -35,10 +36,10 @@ extension AdminServer {
             let moved = try spool.replay(ids: [id])
             return moved == 0 ? .notFound(id) : .json(JSONValue.object(["replayed": .int(moved)]).serializedBytes())
         }
-        group.delete { _, _ -> Response in
+        group.post("drop") { _, _ -> Response in
             .json(JSONValue.object(["dropped": .int(try spool.drop(ids: nil))]).serializedBytes())
         }
-        group.delete(":id") { _, context -> Response in
+        group.post(":id/drop") { _, context -> Response in
             let id = try context.parameters.require("id", as: Int64.self)
             let dropped = try spool.drop(ids: [id])
             return dropped == 0 ? .notFound(id) : .json(JSONValue.object(["dropped": .int(dropped)]).serializedBytes())

@@ -22,16 +22,33 @@ public final class AdminServer: Sendable {
         public var port: Int
         /// The bearer token, if requests must carry one.
         public var token: String?
+        /// Host names, besides IP literals and `localhost`, that a request's `Host` header may
+        /// name (`admin.allowed_hosts`).
+        public var allowedHosts: [String]
 
         /// Creates a configuration.
-        public init(host: String = "127.0.0.1", port: Int = 9180, token: String? = nil) {
+        public init(host: String = "127.0.0.1", port: Int = 9180, token: String? = nil, allowedHosts: [String] = []) {
             self.host = host
             self.port = port
             self.token = token
+            self.allowedHosts = allowedHosts
+        }
+
+        /// Whether the bound address is reachable from this machine only.
+        public var isLoopback: Bool { AdminHost.isLoopback(host) }
+
+        /// Refuses what would serve the admin API to the network without a token.
+        public func validate() throws(AdminError) {
+            if !isLoopback, (token ?? "").isEmpty {
+                throw AdminError(
+                    description:
+                        "the admin port would listen on \(host):\(port), which is not loopback, without a token: "
+                        + "set admin.token (or SWITCHYARD_ADMIN_TOKEN), or listen on 127.0.0.1")
+            }
         }
 
         /// Parses `host:port`, `:port` or `port`.
-        public init?(address: String, token: String? = nil) {
+        public init?(address: String, token: String? = nil, allowedHosts: [String] = []) {
             let text = address.trimmingCharacters(in: .whitespaces)
             let host: String
             let portText: Substring
@@ -44,7 +61,7 @@ public final class AdminServer: Sendable {
                 portText = Substring(text)
             }
             guard let port = Int(portText), (0...65535).contains(port) else { return nil }
-            self.init(host: host, port: port, token: token)
+            self.init(host: host, port: port, token: token, allowedHosts: allowedHosts)
         }
     }
 
@@ -71,8 +88,9 @@ public final class AdminServer: Sendable {
     /// Binds and serves; returns the bound `host:port` once listening. Throws when the
     /// address cannot be bound.
     public func start(router: SwitchyardRuntime.Router, spool: Spool?) throws(AdminError) -> String {
+        try configuration.validate()
         let routes = Hummingbird.Router()
-        if let token = configuration.token { routes.add(middleware: BearerTokenMiddleware(token: token)) }
+        routes.add(middleware: AdminRequestGuard(configuration: configuration))
         addHealthRoutes(to: routes, router: router)
         addDeadLetterRoutes(to: routes, spool: spool)
         addStatusRoutes(to: routes, router: router)
@@ -123,7 +141,9 @@ public final class AdminServer: Sendable {
         routes.get("readyz") { _, _ -> Response in
             let readiness = router.readiness
             let waiting = readiness.filter { !$0.ready }.map(\.instance)
-            let body = waiting.isEmpty ? "ready\n" : "not ready: " + waiting.joined(separator: ", ") + "\n"
+            // One line naming them all, then one per instance with its last warning: the why.
+            let reasons = waiting.compactMap { name in router.notReadyReason(of: name).map { "\(name): \($0)\n" } }
+            let body = waiting.isEmpty ? "ready\n" : "not ready: " + waiting.joined(separator: ", ") + "\n" + reasons.joined()
             return Response.text(body, status: waiting.isEmpty ? .ok : .serviceUnavailable)
         }
         let metrics = self.metrics
@@ -159,21 +179,6 @@ private final class StartOutcome: Sendable {
 public struct AdminError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
     public var description: String
-}
-
-/// Refuses requests without the configured bearer token (except `/healthz`).
-struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
-    let token: String
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if request.uri.path == "/healthz" { return try await next(request, context) }
-        guard BearerToken.matches(header: request.headers[.authorization], expected: token) else {
-            return Response(
-                status: .unauthorized, headers: [.wwwAuthenticate: "Bearer", .contentType: "application/json"],
-                body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\"a bearer token is required\"}\n")))
-        }
-        return try await next(request, context)
-    }
 }
 
 extension Response {

@@ -88,6 +88,9 @@ public struct ConfigLoader: Sendable {
         return (config, diagnostics.map { $0.redacting(config.secrets) })
     }
 
+    /// The largest route file read: a route file is configuration, and it is read whole.
+    public static let maximumFileSize = 16 * 1024 * 1024
+
     static func readText(_ file: String) throws(Diagnostic) -> String {
         guard let handle = fopen(file, "rb") else {
             throw Diagnostic("cannot read '\(file)': \(String(cString: strerror(errno)))", at: nil)
@@ -98,6 +101,9 @@ public struct ConfigLoader: Sendable {
         while true {
             let count = fread(&buffer, 1, buffer.count, handle)
             if count <= 0 { break }
+            guard bytes.count + count <= maximumFileSize else {
+                throw Diagnostic("'\(file)' is larger than \(maximumFileSize / (1024 * 1024)) MiB; route files are read whole", at: nil)
+            }
             bytes.append(contentsOf: buffer[0..<count])
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
@@ -128,9 +134,20 @@ public struct ConfigLoader: Sendable {
                     member.value, section: "plugins", key: "dir", example: "Plugins", what: "a directory path", into: \.pluginsDirectory,
                     config: &config, diagnostics: &diagnostics)
             case "spool":
+                var pathOnly = member.value
+                if case .mapping(let settings) = member.value.kind {
+                    for setting in settings where setting.key == "sync" {
+                        guard let mode = setting.value.string.flatMap(SpoolSync.init(rawValue:)) else {
+                            diagnostics.append(Diagnostic("spool.sync must be full or normal", at: setting.value.location))
+                            continue
+                        }
+                        config.spoolSync = Located(mode, at: setting.value.location)
+                    }
+                    pathOnly.kind = .mapping(settings.filter { $0.key != "sync" })
+                }
                 mergePathSetting(
-                    member.value, section: "spool", key: "path", example: "state/spool.db", what: "a file path", into: \.spoolPath,
-                    config: &config, diagnostics: &diagnostics)
+                    pathOnly, section: "spool", key: "path", example: "state/spool.db", what: "a file path", into: \.spoolPath,
+                    config: &config, diagnostics: &diagnostics, otherKeys: ["sync"])
             case "admin": mergeAdmin(member.value, into: &config, diagnostics: &diagnostics)
             case "iiideas": mergeIiideas(member.value, into: &config, diagnostics: &diagnostics)
             case "iiidea_history":
@@ -157,7 +174,8 @@ public struct ConfigLoader: Sendable {
     /// which every route file that sets it must set to the same value.
     private func mergePathSetting(
         _ node: ConfigNode, section: String, key: String, example: String, what: String,
-        into setting: WritableKeyPath<GraphConfig, Located<String>?>, config: inout GraphConfig, diagnostics: inout [Diagnostic]
+        into setting: WritableKeyPath<GraphConfig, Located<String>?>, config: inout GraphConfig, diagnostics: inout [Diagnostic],
+        otherKeys: [String] = []
     ) {
         guard let members = node.members else {
             diagnostics.append(Diagnostic("'\(section)' must be a mapping such as { \(key): \(example) }", at: node.location))
@@ -165,7 +183,8 @@ public struct ConfigLoader: Sendable {
         }
         for member in members {
             guard member.key == key else {
-                diagnostics.append(Diagnostic("unknown key '\(member.key)' in \(section) (expected: \(key))", at: member.keyLocation))
+                let expected = ([key] + otherKeys).joined(separator: ", ")
+                diagnostics.append(Diagnostic("unknown key '\(member.key)' in \(section) (expected: \(expected))", at: member.keyLocation))
                 continue
             }
             guard let value = member.value.string, !value.isEmpty else {
@@ -189,6 +208,17 @@ public struct ConfigLoader: Sendable {
             return
         }
         for member in members {
+            if member.key == "allowed_hosts" {
+                let names = member.value.elements?.compactMap(\.scalarText).filter { !$0.isEmpty }
+                guard let names, names.count == member.value.elements?.count else {
+                    diagnostics.append(
+                        Diagnostic(
+                            "admin.allowed_hosts must be a list of host names, such as [router.example.net]", at: member.value.location))
+                    continue
+                }
+                config.adminAllowedHosts = names.map { $0.lowercased() }
+                continue
+            }
             guard let value = member.value.scalarText, member.value.members == nil, member.value.elements == nil, !value.isEmpty else {
                 diagnostics.append(Diagnostic("admin.\(member.key) must be a string", at: member.value.location))
                 continue
@@ -204,7 +234,8 @@ public struct ConfigLoader: Sendable {
             case "token":
                 config.adminToken = Located(value, at: member.value.location)
             default:
-                diagnostics.append(Diagnostic("unknown key '\(member.key)' in admin (expected: listen, token)", at: member.keyLocation))
+                diagnostics.append(
+                    Diagnostic("unknown key '\(member.key)' in admin (expected: listen, token, allowed_hosts)", at: member.keyLocation))
             }
         }
     }

@@ -196,10 +196,15 @@ public struct GraphConfig: Sendable {
     public var pluginsDirectory: Located<String>?
     /// `spool.path`, if set.
     public var spoolPath: Located<String>?
+    /// `spool.sync`, if set.
+    public var spoolSync: Located<SpoolSync>?
     /// `admin.listen`, if set: `host:port` of the admin HTTP port.
     public var adminListen: Located<String>?
     /// `admin.token`, if set: the bearer token the admin port requires.
     public var adminToken: Located<String>?
+    /// `admin.allowed_hosts`: host names (besides IP literals and `localhost`) that requests
+    /// may name in their `Host` header.
+    public var adminAllowedHosts: [String] = []
     /// `types:`.
     public var types: [TypeDeclaration] = []
     /// `instances:`, in the order written.

@@ -6,8 +6,22 @@ public struct YAMLReader: Sendable {
     /// Where `${VAR}` values come from.
     public var environment: [String: String]
 
+    /// The most nodes one document may expand to. Aliases share nodes inside the YAML
+    /// library, but a configuration tree holds every use of an anchor as a copy: without a
+    /// bound, nine levels of nine aliases ("billion laughs") need gigabytes.
+    public var maximumNodes: Int
+
     /// Creates a reader that substitutes from `environment`.
-    public init(environment: [String: String]) { self.environment = environment }
+    public init(environment: [String: String], maximumNodes: Int = 100_000) {
+        self.environment = environment
+        self.maximumNodes = maximumNodes
+    }
+
+    /// What one conversion has left to spend, and whether it ran out.
+    private struct Budget {
+        var remaining: Int
+        var exhaustedAt: SourceLocation?
+    }
 
     /// Parses one YAML document. Unset variables and YAML errors are added to `diagnostics`;
     /// the result is `nil` only when the text is not YAML at all.
@@ -30,7 +44,16 @@ public struct YAMLReader: Sendable {
             return nil
         }
         guard let root else { return nil }
-        return convert(root, file: file, diagnostics: &diagnostics, secrets: &secrets)
+        var budget = Budget(remaining: maximumNodes)
+        let converted = convert(root, file: file, budget: &budget, diagnostics: &diagnostics, secrets: &secrets)
+        if let place = budget.exhaustedAt {
+            diagnostics.append(
+                Diagnostic(
+                    "the YAML expands to more than \(maximumNodes) nodes (aliases of aliases?); a route file must stay smaller",
+                    at: place))
+            return nil
+        }
+        return converted
     }
 
     static func diagnostic(for error: YamlError, file: String) -> Diagnostic {
@@ -52,8 +75,16 @@ public struct YAMLReader: Sendable {
         SourceLocation(file: file, line: mark?.line ?? 1, column: mark?.column ?? 1)
     }
 
-    private func convert(_ node: Node, file: String, diagnostics: inout [Diagnostic], secrets: inout Set<String>) -> ConfigNode {
+    private func convert(
+        _ node: Node, file: String, budget: inout Budget, diagnostics: inout [Diagnostic], secrets: inout Set<String>
+    ) -> ConfigNode {
         let here = location(node.mark, file)
+        guard budget.exhaustedAt == nil else { return ConfigNode(kind: .scalar(.null), location: here) }
+        guard budget.remaining > 0 else {
+            budget.exhaustedAt = here
+            return ConfigNode(kind: .scalar(.null), location: here)
+        }
+        budget.remaining -= 1
         switch node {
         case .scalar(let scalar):
             // Point at the text itself, not at an opening quote, so offsets into expressions line up.
@@ -75,7 +106,7 @@ public struct YAMLReader: Sendable {
             var secret = false
             for (key, value) in mapping {
                 let keyText = key.scalar?.string ?? "\(key)"
-                let child = convert(value, file: file, diagnostics: &diagnostics, secrets: &secrets)
+                let child = convert(value, file: file, budget: &budget, diagnostics: &diagnostics, secrets: &secrets)
                 if let previous = members.first(where: { $0.key == keyText }) {
                     diagnostics.append(
                         Diagnostic("duplicate key '\(keyText)' (first at \(previous.keyLocation))", at: location(key.mark, file))
@@ -87,7 +118,10 @@ public struct YAMLReader: Sendable {
             }
             return ConfigNode(kind: .mapping(members), location: here, isSecret: secret)
         case .sequence(let sequence):
-            let elements = sequence.map { convert($0, file: file, diagnostics: &diagnostics, secrets: &secrets) }
+            var elements: [ConfigNode] = []
+            for element in sequence {
+                elements.append(convert(element, file: file, budget: &budget, diagnostics: &diagnostics, secrets: &secrets))
+            }
             return ConfigNode(kind: .sequence(elements), location: here, isSecret: elements.contains(where: \.isSecret))
         case .alias:
             diagnostics.append(Diagnostic("unresolved YAML alias", at: here))

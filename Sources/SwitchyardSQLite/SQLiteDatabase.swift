@@ -1,4 +1,9 @@
 internal import CSQLite
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// An error SQLite reported, with the statement or action it was about.
 public struct SQLiteError: Error, Sendable, CustomStringConvertible {
@@ -15,9 +20,12 @@ public final class SQLiteDatabase {
     /// The database file.
     public let path: String
 
-    /// Opens (creating if needed) the database at `path`.
+    /// Opens (creating if needed) the database at `path`. A database this creates is readable
+    /// by its owner only (0600, and so are its `-wal` and `-shm` files, which SQLite creates
+    /// with the database's mode), in a folder created 0700.
     public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
         self.path = path
+        if !readOnly { try Self.createOwnerOnly(path) }
         let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         let status = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
         guard status == SQLITE_OK else {
@@ -30,6 +38,26 @@ public final class SQLiteDatabase {
     }
 
     deinit { sqlite3_close_v2(handle) }
+
+    /// Creates the missing folders of `path` (0700) and the file itself (0600), so SQLite
+    /// never creates a world-readable database under the process's umask.
+    private static func createOwnerOnly(_ path: String) throws(SQLiteError) {
+        var folders: [String] = []
+        var folder = (path as NSString).deletingLastPathComponent
+        while !folder.isEmpty, folder != "/", access(folder, F_OK) != 0 {
+            folders.append(folder)
+            folder = (folder as NSString).deletingLastPathComponent
+        }
+        for missing in folders.reversed() where mkdir(missing, 0o700) != 0 && errno != EEXIST {
+            throw SQLiteError(code: SQLITE_CANTOPEN, description: "cannot create folder '\(missing)': \(String(cString: strerror(errno)))")
+        }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if descriptor >= 0 {
+            close(descriptor)
+        } else if errno != EEXIST {
+            throw SQLiteError(code: SQLITE_CANTOPEN, description: "cannot create '\(path)': \(String(cString: strerror(errno)))")
+        }
+    }
 
     /// Runs one or more statements that return no rows.
     public func execute(_ sql: String) throws(SQLiteError) {

@@ -22,7 +22,9 @@ struct Switchyard: ParsableCommand {
         commandName: "switchyard",
         abstract: "A plugin-based message router: YAML routes between protocol plugins.",
         version: "switchyard \(version) (plugin ABI \(PluginLoader.supportedVersions.map(String.init).joined(separator: ", ")))",
-        subcommands: [Run.self, Validate.self, Plugins.self, Graph.self, DeadLetters.self, Iiideas.self, Push.self, Realm.self],
+        subcommands: [
+            Run.self, Validate.self, Plugins.self, Graph.self, DeadLetters.self, SpoolCommand.self, Iiideas.self, Push.self, Realm.self,
+        ],
         defaultSubcommand: Run.self
     )
 }
@@ -124,18 +126,24 @@ struct Run: ParsableCommand {
         if plan.needsSpool {
             let path = spool ?? plan.spoolPath ?? ConfigLoader.defaultSpoolPath
             do {
-                openSpool = try Spool(path: path)
+                openSpool = try Spool(path: path, sync: plan.spoolSync, owner: true)
             } catch {
-                printError("error: spool: \(error)")
+                printError("error: \(error)")
                 throw ExitCode(1)
             }
-            logger.info("spool open", metadata: ["path": .string(path)])
+            logger.info("spool open", metadata: ["path": .string(path), "sync": .string(plan.spoolSync.rawValue)])
         }
         var adminConfiguration: AdminServer.Configuration?
         if let address = admin ?? plan.adminListen {
             let token = plan.adminToken ?? ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"]
-            guard let parsed = AdminServer.Configuration(address: address, token: token) else {
+            guard let parsed = AdminServer.Configuration(address: address, token: token, allowedHosts: plan.adminAllowedHosts) else {
                 throw ValidationError("--admin must be host:port, such as 127.0.0.1:9180")
+            }
+            do {
+                try parsed.validate()
+            } catch {
+                printError("error: admin: \(error)")
+                throw ExitCode(1)
             }
             adminConfiguration = parsed
         }
@@ -195,7 +203,7 @@ extension Run {
         if plan.needsSpool, spool == nil {
             let path = self.spool ?? plan.spoolPath ?? ConfigLoader.defaultSpoolPath
             do {
-                let opened = try Spool(path: path)
+                let opened = try Spool(path: path, sync: plan.spoolSync, owner: true)
                 router.attach(spool: opened)
                 spool = opened
             } catch {

@@ -8,10 +8,11 @@ public enum BearerToken {
 
     /// Compares without an early exit, so the time taken does not tell how much of a guess matched.
     public static func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        var difference = UInt8(truncatingIfNeeded: lhs.count ^ rhs.count)
+        // The lengths are compared apart: folded into a byte, lengths 256 apart would agree.
+        var difference: UInt8 = 0
         for index in 0..<max(lhs.count, rhs.count) {
             difference |= (index < lhs.count ? lhs[index] : 0) ^ (index < rhs.count ? rhs[index] : 0)
         }
-        return difference == 0
+        return difference == 0 && lhs.count == rhs.count
     }
 }

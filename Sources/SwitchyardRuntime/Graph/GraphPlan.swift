@@ -13,10 +13,14 @@ public struct GraphPlan: Sendable {
     public var types: TypeRegistry
     /// `spool.path`, if the route files set it.
     public var spoolPath: String?
+    /// `spool.sync`: `full` unless the route files say `normal`.
+    public var spoolSync: SpoolSync = .full
     /// `admin.listen`, if the route files set it.
     public var adminListen: String?
     /// `admin.token`, if the route files set it.
     public var adminToken: String?
+    /// `admin.allowed_hosts` of the route files.
+    public var adminAllowedHosts: [String] = []
 
     /// The iiideas.
     public var iiideas: [PlannedIiidea] = []

@@ -84,7 +84,9 @@ public struct GraphValidator: Sendable {
         return (
             GraphPlan(
                 instances: instances, routes: routes, types: registry, spoolPath: config.spoolPath?.value,
-                adminListen: config.adminListen?.value, adminToken: config.adminToken?.value, iiideas: iiideas,
+                spoolSync: config.spoolSync?.value ?? .full,
+                adminListen: config.adminListen?.value, adminToken: config.adminToken?.value,
+                adminAllowedHosts: config.adminAllowedHosts, iiideas: iiideas,
                 iiideaHistory: config.iiideaHistory), []
         )
     }

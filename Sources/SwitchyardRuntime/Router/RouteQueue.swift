@@ -36,6 +36,8 @@ final class RouteQueue: @unchecked Sendable {
     private var closed = false
     private var waiters: [(instance: InstanceRuntime, port: String)] = []
     private var acks: [RouteAck] = []
+    /// While set, every emit is answered "full" (the spool cannot write): the sources wait.
+    private var paused = false
 
     let capacity: Int
     let policy: OnFull
@@ -51,7 +53,7 @@ final class RouteQueue: @unchecked Sendable {
     func reserveRoom(orWake waiter: (instance: InstanceRuntime, port: String)) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        if policy == .dropOldest || count < capacity { return true }
+        if !paused, policy == .dropOldest || count < capacity { return true }
         if !waiters.contains(where: { $0.instance === waiter.instance && $0.port == waiter.port }) { waiters.append(waiter) }
         return false
     }
@@ -67,7 +69,7 @@ final class RouteQueue: @unchecked Sendable {
     /// (`drop_oldest`); a full `block` queue takes nothing and remembers to wake `waiter`.
     func push(_ item: QueuedEnvelope, orWake waiter: (instance: InstanceRuntime, port: String)) -> PushResult {
         condition.lock()
-        if policy != .dropOldest, count >= capacity {
+        if paused || (policy != .dropOldest && count >= capacity) {
             if !waiters.contains(where: { $0.instance === waiter.instance && $0.port == waiter.port }) { waiters.append(waiter) }
             condition.unlock()
             return .full
@@ -131,7 +133,7 @@ final class RouteQueue: @unchecked Sendable {
         }
         count -= taken
         var resume: [(instance: InstanceRuntime, port: String)] = []
-        if !waiters.isEmpty, count < capacity {
+        if !waiters.isEmpty, count < capacity, !paused {
             resume = waiters
             waiters.removeAll()
         }
@@ -173,11 +175,29 @@ final class RouteQueue: @unchecked Sendable {
         }
         count -= taking
         var resume: [(instance: InstanceRuntime, port: String)] = []
-        if !waiters.isEmpty, count < capacity {
+        if !waiters.isEmpty, count < capacity, !paused {
             resume = waiters
             waiters.removeAll()
         }
         return (closed, resume)
+    }
+
+    /// Answers every emit "full" until ``unpause()``; what is queued stays queued.
+    func pause() {
+        condition.lock()
+        paused = true
+        condition.unlock()
+    }
+
+    /// Takes emits again; returns the sources to resume.
+    func unpause() -> [(instance: InstanceRuntime, port: String)] {
+        condition.lock()
+        defer { condition.unlock() }
+        paused = false
+        guard count < capacity || policy == .dropOldest else { return [] }
+        let resume = waiters
+        waiters.removeAll()
+        return resume
     }
 
     /// Number of queued envelopes.

@@ -68,6 +68,8 @@ final class SpooledDelivery {
     private var nextSeenCleanup = ContinuousClock.now
     private var batch = SpoolBatch(route: "", time: 0, deduplicate: false)
     private var warnedSinks: Set<String> = []
+    /// Set while the spool cannot write: the route takes nothing and its sources wait.
+    private var spoolOutage: (since: ContinuousClock.Instant, nextProbe: ContinuousClock.Instant, pause: Duration)?
     private var randomState = SystemRandomNumberGenerator()
 
     init(spool: Spool) {
@@ -104,6 +106,7 @@ final class SpooledDelivery {
             route.counters.processed.add(items.count, ordering: .releasing)
             items.removeAll(keepingCapacity: true)
             if taken.closed { break }
+            if spoolOutage != nil { probeSpool() }
             if !draining {
                 retryDue()
                 pageIn()
@@ -116,6 +119,7 @@ final class SpooledDelivery {
 
     /// How many queued envelopes to take this turn.
     private var takeLimit: Int {
+        if spoolOutage != nil { return 0 }
         if route.router.isDraining { return 256 }
         if !diskBacklog, entries.count < windowLimit { return min(256, windowLimit - entries.count) }
         let spills = declaration.onFull == .spool && route.counters.spoolBytes.load(ordering: .relaxed) < declaration.spoolLimit
@@ -125,6 +129,7 @@ final class SpooledDelivery {
     private var nextDeadline: ContinuousClock.Instant? {
         var deadline = diskBacklog ? nil : nextReplayCheck
         for retry in retries where deadline.map({ retry.due < $0 }) ?? true { deadline = retry.due }
+        if let probe = spoolOutage?.nextProbe, deadline.map({ probe < $0 }) ?? true { deadline = probe }
         return deadline
     }
 
@@ -195,8 +200,42 @@ final class SpooledDelivery {
                 )
             }
             batch.inserts.removeAll(keepingCapacity: true)
+            pauseForSpool(error)
             return nil
         }
+    }
+
+    // MARK: Spool outages
+
+    /// The spool could not write: nothing more is taken (sources hear "full" and wait) until
+    /// a write succeeds again. Nothing is confirmed upstream that is not on disk.
+    private func pauseForSpool(_ error: any Error) {
+        guard spoolOutage == nil else { return }
+        route.queue.pause()
+        let now = ContinuousClock.now
+        spoolOutage = (now, now + .milliseconds(50), .milliseconds(50))
+        logger.error(
+            "route paused: the spool cannot write; its sources wait until it can",
+            metadata: ["route": .string(route.name), "spool": .string(spool.path), "error": .string("\(error)")])
+    }
+
+    /// Tries one small write when due (50 ms, doubling to 2 s): the file system gives no
+    /// signal when space returns, so this retry is the only way to know.
+    private func probeSpool() {
+        guard let outage = spoolOutage, outage.nextProbe <= .now else { return }
+        do {
+            try spool.probeWrite()
+        } catch {
+            let pause = min(outage.pause * 2, .seconds(2))
+            spoolOutage = (outage.since, .now + pause, pause)
+            return
+        }
+        spoolOutage = nil
+        commit()
+        logger.notice(
+            "route resumed: the spool writes again",
+            metadata: ["route": .string(route.name), "paused_for": .string("\(outage.since.duration(to: .now))")])
+        for waiter in route.queue.unpause() { waiter.instance.resume(port: waiter.port) }
     }
 
     // MARK: Delivering

@@ -1,14 +1,16 @@
 import Foundation
+public import SwitchyardCore
 public import SwitchyardSQLite
 
-/// The durable spool: a SQLite database (WAL, `synchronous=NORMAL`) holding every envelope an
+/// The durable spool: a SQLite database (WAL; `synchronous=FULL`, or `NORMAL` with
+/// `spool.sync: normal`) holding every envelope an
 /// at-least-once route has accepted and not yet seen acknowledged by all its sinks, the dead
 /// letters, the ids seen within each route's deduplication window, and the iiideas' state and
 /// run history.
 ///
 /// One connection serves the whole process; calls are serialised by a lock, and each
-/// ``commit(_:)`` is one transaction, so a route worker writes a whole batch per fsync-free
-/// WAL append. Another process (the CLI) may open the same file at the same time.
+/// ``commit(_:)`` is one transaction, so a route worker writes a whole batch with one WAL
+/// append and (with `sync: full`) one fsync: a group commit. Another process (the CLI) may open the same file at the same time.
 public final class Spool: @unchecked Sendable {
     // `database` and the statements are only touched with `lock` held.
     private let lock = NSLock()
@@ -18,6 +20,7 @@ public final class Spool: @unchecked Sendable {
     private let deleteEnvelope: SQLiteStatement
     private let updateEnvelope: SQLiteStatement
     private let insertDeadLetter: SQLiteStatement
+    private let writeProbe: SQLiteStatement
 
     /// The database file.
     public let path: String
@@ -25,17 +28,51 @@ public final class Spool: @unchecked Sendable {
     /// The schema version this build reads and writes.
     static let schemaVersion = 1
 
-    /// Opens or creates the spool at `path`, creating its directory if needed.
-    public init(path: String) throws(SQLiteError) {
+    /// Whether commits are on the disk (`full`) or with the operating system (`normal`).
+    public let sync: SpoolSync
+    /// The router's claim on the spool (``Spool/init(path:sync:owner:)`` with `owner`), held
+    /// while this spool is open.
+    private let ownership: SpoolOwnership?
+
+    /// Opens or creates the spool at `path`, creating its directory (0700) and file (0600)
+    /// if needed.
+    ///
+    /// With `owner` (a router), the spool is claimed for this process: a second router on
+    /// the same file is refused instead of both delivering the same envelopes. The file is
+    /// checked (`PRAGMA quick_check`): a damaged spool is never replaced or written to; the
+    /// error names the file and `switchyard spool recover`.
+    public init(path: String, sync: SpoolSync = .full, owner: Bool = false) throws(SpoolOpenError) {
         self.path = path
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        self.sync = sync
+        do {
+            database = try SQLiteDatabase(path: path)
+            ownership = owner ? try SpoolOwnership(claiming: path) : nil
+            // The timeout first: switching to WAL needs a lock another process (a `dlq`
+            // command, a router that is still closing the file) may hold for a moment.
+            try database.execute(
+                "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=\(sync == .full ? "FULL" : "NORMAL");")
+            if owner { try Self.checkIntegrity(of: database, path: path) }
+            try Self.createTables(in: database)
+            insertEnvelope = try database.prepare("INSERT INTO spool(route, pending, size, envelope) VALUES(?, ?, ?, ?)")
+            insertSeen = try database.prepare("INSERT OR IGNORE INTO seen(route, envelope_id, at) VALUES(?, ?, ?)")
+            deleteEnvelope = try database.prepare("DELETE FROM spool WHERE seq = ?")
+            updateEnvelope = try database.prepare("UPDATE spool SET pending = ?, attempts = ?, last_error = ? WHERE seq = ?")
+            insertDeadLetter = try database.prepare(
+                "INSERT INTO dead_letters(route, sink, envelope_id, type, subject, attempts, error, failed_at, envelope) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            )
+            writeProbe = try database.prepare("INSERT OR REPLACE INTO spool_probe(id, at) VALUES(1, ?)")
+        } catch {
+            throw SpoolOpenError.from(error, path: path)
         }
-        database = try SQLiteDatabase(path: path)
-        // The timeout first: switching to WAL needs a lock another process (a `dlq` command, a
-        // router that is still closing the file) may hold for a moment.
-        try database.execute("PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+    }
+
+    private static func checkIntegrity(of database: SQLiteDatabase, path: String) throws {
+        let problems = try database.prepare("PRAGMA quick_check(5)").rows([]) { $0.text(0) }
+        guard problems != ["ok"] else { return }
+        throw SpoolOpenError.damaged(path: path, detail: problems.joined(separator: "; "))
+    }
+
+    private static func createTables(in database: SQLiteDatabase) throws(SQLiteError) {
         try database.execute(
             """
             CREATE TABLE IF NOT EXISTS spool(
@@ -67,17 +104,19 @@ public final class Spool: @unchecked Sendable {
                 PRIMARY KEY(route, envelope_id)
             ) WITHOUT ROWID;
             CREATE INDEX IF NOT EXISTS seen_by_time ON seen(route, at);
+            CREATE TABLE IF NOT EXISTS spool_probe(id INTEGER PRIMARY KEY, at INTEGER NOT NULL);
             PRAGMA user_version=\(Self.schemaVersion);
             """
         )
         try Self.createIiideaTables(in: database)
-        insertEnvelope = try database.prepare("INSERT INTO spool(route, pending, size, envelope) VALUES(?, ?, ?, ?)")
-        insertSeen = try database.prepare("INSERT OR IGNORE INTO seen(route, envelope_id, at) VALUES(?, ?, ?)")
-        deleteEnvelope = try database.prepare("DELETE FROM spool WHERE seq = ?")
-        updateEnvelope = try database.prepare("UPDATE spool SET pending = ?, attempts = ?, last_error = ? WHERE seq = ?")
-        insertDeadLetter = try database.prepare(
-            "INSERT INTO dead_letters(route, sink, envelope_id, type, subject, attempts, error, failed_at, envelope) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        )
+    }
+
+    /// Commits one small write: whether the spool can take writes again after it could not
+    /// (a full disk, an I/O error, a read-only file system).
+    public func probeWrite() throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            try database.transaction { () throws(SQLiteError) in try writeProbe.run([.int(Clock.nowUnixNanos())]) }
+        }
     }
 
     func locked<Result>(_ body: () throws(SQLiteError) -> Result) throws(SQLiteError) -> Result {
