@@ -116,6 +116,10 @@ public struct SIPHeaders: Sendable, Equatable, ExpressibleByDictionaryLiteral {
         return matching.flatMap(Self.splitValues)
     }
 
+    /// The largest CSeq number (RFC 3261 §8.1.1.5: less than 2³¹). The parser refuses a larger
+    /// one, so one more than a parsed number never overflows.
+    public static let maximumCSeq = UInt32(Int32.max)
+
     /// The CSeq number and method.
     public var cseq: (number: UInt32, method: String)? {
         guard let value = self["CSeq"] else { return nil }

@@ -157,12 +157,23 @@ public enum SIPParser {
             guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
                 throw SIPParseError(.malformed, "bad header name '\(name.prefix(40))'", line: line.number)
             }
-            headers.append(String(name), line.text[line.text.index(after: colon)...].trimmingWhitespaceSubstring())
+            let value = line.text[line.text.index(after: colon)...].trimmingWhitespaceSubstring()
+            // A lone CR or a NUL would end the line for some other parser when the value is
+            // copied into a response or an envelope header: refused, never passed on.
+            guard !value.utf8.contains(where: { $0 == UInt8(ascii: "\r") || $0 == 0 }) else {
+                throw SIPParseError(.malformed, "header field \(name.prefix(40)) holds a CR or NUL", line: line.number)
+            }
+            headers.append(String(name), value)
         }
         for name in mandatory where headers[name] == nil {
             throw SIPParseError(.malformed, "missing \(name) header")
         }
-        guard let cseq = headers.cseq else { throw SIPParseError(.malformed, "CSeq '\(headers["CSeq"] ?? "")' is not 'number METHOD'") }
+        guard let cseq = headers.cseq else {
+            throw SIPParseError(.malformed, "CSeq '\(headers["CSeq"]?.prefix(40) ?? "")' is not 'number METHOD'")
+        }
+        guard cseq.number <= SIPHeaders.maximumCSeq else {
+            throw SIPParseError(.malformed, "CSeq \(cseq.number) is not below 2^31 (RFC 3261 §8.1.1.5)")
+        }
         if case .request(let method, _) = startLine, cseq.method != method {
             throw SIPParseError(.malformed, "CSeq method \(cseq.method) differs from the request method \(method)")
         }
@@ -172,6 +183,9 @@ public enum SIPParser {
     static func parseStartLine(_ text: String, line: Int) throws(SIPParseError) -> SIPMessage.StartLine {
         let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw SIPParseError(.malformed, "start line '\(text.prefix(60))' has not three parts", line: line) }
+        guard !text.utf8.contains(where: { $0 == UInt8(ascii: "\r") || $0 == 0 }) else {
+            throw SIPParseError(.malformed, "the start line holds a CR or NUL", line: line)
+        }
         if parts[0].uppercased() == "SIP/2.0" {
             guard parts[1].count == 3, let status = Int(parts[1]), (100...699).contains(status) else {
                 throw SIPParseError(.malformed, "status code '\(parts[1].prefix(10))' is not 100-699", line: line)

@@ -41,7 +41,8 @@ extension SIPAgent {
                 key, status: 415, reason: "Unsupported Media Type", headers: [("Accept", configuration.accept.joined(separator: ", "))])
         }
         context.metric(.counter, "messages_received_total", 1)
-        nextSettleToken += 1
+        // Wrapping (not in this universe's lifetime, but never a trap), and never 0: no token.
+        nextSettleToken = nextSettleToken == UInt64.max ? 1 : nextSettleToken + 1
         let token = nextSettleToken
         incoming[token] = IncomingMessage(serverKeys: [key], dialogKey: dialog)
         waiting[dialog] = token

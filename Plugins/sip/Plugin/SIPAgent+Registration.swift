@@ -14,6 +14,8 @@ struct RegistrationState {
     var granted: Int?
     var expires: Int?
     var inFlight = false
+    /// 423 answers in a row: a registrar raising Min-Expires each time is not followed for ever.
+    var tooBriefRounds = 0
     var timer: Scheduled<Void>?
     var retryDelay: Duration?
     /// The stream connection the binding rides on: losing it means registering again.
@@ -45,7 +47,7 @@ extension SIPAgent {
             registration.inFlight = false
             return registrationFailed(error.message, retry: false)
         }
-        registration.cseq += 1
+        advanceRegistrationCSeq()
         var request = newRequest(
             method: "REGISTER", uri: settings.registrarURI, to: configuration.identity.impu, callID: registration.callID,
             cseq: registration.cseq, fromTag: registration.fromTag)
@@ -60,6 +62,18 @@ extension SIPAgent {
         }
     }
 
+    /// The next REGISTER's CSeq. Near 2^31 (RFC 3261 §8.1.1.5; a challenge round adds one) the
+    /// registration starts over with a new Call-ID, which the registrar takes as a replacement.
+    private func advanceRegistrationCSeq() {
+        if registration.cseq >= SIPHeaders.maximumCSeq - 4 {
+            context.log(.info, "the REGISTER CSeq reached \(registration.cseq); going on with a new Call-ID")
+            registration.callID = Self.randomToken(20) + "@switchyard"
+            registration.cseq = 0
+        }
+        registration.cseq += 1
+    }
+
+    /// The CSeq of the response, which ``SIPAgent`` matched to the request sent.
     private func registrationCSeq(_ outcome: RequestOutcome) -> UInt32 {
         guard case .response(let response) = outcome else { return 0 }
         return response.headers.cseq?.number ?? 0
@@ -69,21 +83,27 @@ extension SIPAgent {
         guard !stopped else { return }
         switch outcome {
         case .response(let response) where (200..<300).contains(response.status ?? 0):
-            let granted = grantedExpiry(response) ?? requested
+            // Never later than asked: a refresh too early is harmless, one too late loses the binding.
+            let granted = min(grantedExpiry(response) ?? requested, requested)
             registration.granted = granted
             registration.retryDelay = nil
+            registration.tooBriefRounds = 0
             registration.connectionKey = target.transport.isReliable ? SIPTransport.key(target.transport, target.host, target.port) : nil
             let wasRegistered = registration.state == "registered"
             if !wasRegistered {
                 context.log(.info, "registered \(configuration.identity.impu) at \(target) for \(granted) s (contact \(contactURI))")
             }
             setRegistration("registered", reason: nil)
-            // Refresh ahead of expiry: a minute early, or halfway for short bindings.
+            // Refresh ahead of expiry: a minute early, or halfway for short bindings (granted is
+            // 0...2^31-1, so neither overflows).
             let refresh = max(granted / 2, granted - 60)
             registration.timer = eventLoop.scheduleTask(in: .seconds(Int64(max(refresh, 1)))) { self.register() }
         case .response(let response) where response.status == 423:
             // Interval Too Brief: the registrar says the shortest it takes.
-            if let minimum = response.headers["Min-Expires"].flatMap({ Int($0.trimmingCharacters(in: " ")) }), minimum > requested {
+            registration.tooBriefRounds += 1
+            if let minimum = response.headers["Min-Expires"].flatMap(SIPDeltaSeconds.parse), minimum > requested,
+                registration.tooBriefRounds <= 2
+            {
                 registration.expires = minimum
                 register(expires: minimum)
             } else {
@@ -113,13 +133,14 @@ extension SIPAgent {
             guard let address = SIPAddress(value), address.uri.lowercased() == own || own.hasPrefix(address.uri.lowercased()) else {
                 continue
             }
-            if let expires = address.parameters["expires"].flatMap({ Int($0) }) { return expires }
+            if let expires = address.parameters["expires"].flatMap(SIPDeltaSeconds.parse) { return expires }
         }
-        return response.headers["Expires"].flatMap { Int($0.trimmingCharacters(in: " ")) }
+        return response.headers["Expires"].flatMap(SIPDeltaSeconds.parse)
     }
 
     private func registrationFailed(_ reason: String, retry: Bool) {
         context.metric(.counter, "registration_failures_total", 1)
+        registration.tooBriefRounds = 0
         context.log(.error, "registration of \(configuration.identity.impu) failed: \(reason)")
         setRegistration(registration.state == "registered" ? "unregistered" : "failed", reason: reason)
         guard retry, let settings = configuration.registration else { return }
@@ -160,7 +181,7 @@ extension SIPAgent {
         else { return eventLoop.makeSucceededVoidFuture() }
         registration.timer?.cancel()
         let promise = eventLoop.makePromise(of: Void.self)
-        registration.cseq += 1
+        advanceRegistrationCSeq()
         var request = newRequest(
             method: "REGISTER", uri: settings.registrarURI, to: configuration.identity.impu, callID: registration.callID,
             cseq: registration.cseq, fromTag: registration.fromTag)

@@ -27,6 +27,8 @@ final class SIPAgent: @unchecked Sendable {
         var machine: SIPClientTransaction
         var bytes: [UInt8]
         var target: SIPTarget
+        /// The request's CSeq: a response must carry the same (RFC 3261 §8.1.3.3).
+        var cseq: (number: UInt32, method: String)?
         var timers: [SIPTimer: Scheduled<Void>] = [:]
         var response: SIPMessage?
         var completion: (RequestOutcome) -> Void
@@ -57,6 +59,8 @@ final class SIPAgent: @unchecked Sendable {
     /// The last challenges (by ``challengeKey(_:_:)``): answered up front on later requests,
     /// saving the 401/407 round trip while the nonce lasts.
     var challenges: [String: CachedChallenge] = [:]
+    /// How many far ends' challenges are kept; past it the cache starts again.
+    static let maximumCachedChallenges = 64
     var stopped = false
     var sweepTask: RepeatedTask?
 
@@ -146,7 +150,8 @@ final class SIPAgent: @unchecked Sendable {
         let bytes = request.serialized()
         var machine = SIPClientTransaction(timers: configuration.timers, reliable: target.transport.isReliable)
         let actions = machine.start()
-        clients[branch] = ClientTransaction(machine: machine, bytes: bytes, target: target, completion: completion)
+        clients[branch] = ClientTransaction(
+            machine: machine, bytes: bytes, target: target, cseq: request.headers.cseq, completion: completion)
         context.metric(.counter, "requests_sent_total", 1)
         perform(actions, branch: branch)
     }
@@ -224,10 +229,16 @@ final class SIPAgent: @unchecked Sendable {
             if let nonce = authorized[header], !challenge.stale, nonce == challenge.nonce || authenticationRounds > 0 {
                 return completion(outcome)
             }
+            // Challenges are cached per far end: bounded, as envelopes choose the far ends.
+            if self.challenges.count >= Self.maximumCachedChallenges { self.challenges.removeAll() }
             self.challenges[Self.challengeKey(header, request)] = CachedChallenge(challenge: challenge, count: 0)
             var retry = request
             retry.headers.remove("Via")
-            if let cseq = retry.headers.cseq { retry.headers.set("CSeq", "\(cseq.number + 1) \(cseq.method)") }
+            if let cseq = retry.headers.cseq {
+                // Our own numbers stay below 2^31 (RFC 3261 §8.1.1.5): no retry past it.
+                guard cseq.number < SIPHeaders.maximumCSeq else { return completion(outcome) }
+                retry.headers.set("CSeq", "\(cseq.number + 1) \(cseq.method)")
+            }
             self.request(retry, to: target, authenticationRounds: authenticationRounds + 1, completion: completion)
         }
     }
@@ -240,6 +251,11 @@ final class SIPAgent: @unchecked Sendable {
             request.headers.remove(header)
             let key = Self.challengeKey(header, request)
             guard var cached = challenges[key] else { continue }
+            // A nonce used 2^32-1 times is done with: the server challenges again.
+            guard cached.count < UInt32.max else {
+                challenges[key] = nil
+                continue
+            }
             cached.count += 1
             challenges[key] = cached
             let value = SIPDigest.authorization(
@@ -395,7 +411,7 @@ extension SIPAgent: SIPTransportDelegate {
     func transport(received message: SIPMessage, from peer: SIPPeer) {
         switch message.startLine {
         case .response:
-            receivedResponse(message)
+            receivedResponse(message, from: peer)
         case .request(let method, _):
             context.metric(.counter, "requests_received_total", 1)
             if method == "ACK" { return }
@@ -416,12 +432,20 @@ extension SIPAgent: SIPTransportDelegate {
         }
     }
 
-    private func receivedResponse(_ response: SIPMessage) {
+    private func receivedResponse(_ response: SIPMessage, from peer: SIPPeer) {
         guard let top = response.headers["Via"].flatMap({ SIPHeaders.splitValues($0).first }).flatMap(SIPVia.init),
             let branch = top.branch, var transaction = clients[branch], let status = response.status
         else {
             context.metric(.counter, "stray_responses_total", 1)
             return
+        }
+        // What the agent adopts from a response (the CSeq of a registration) is only what it sent.
+        guard let sent = transaction.cseq, let answered = response.headers.cseq, answered.number == sent.number,
+            answered.method == sent.method
+        else {
+            return protocolError(
+                "a \(status) response with CSeq '\(response.headers["CSeq"]?.prefix(40) ?? "")' answers a request with CSeq "
+                    + "'\(transaction.cseq.map { "\($0.number) \($0.method)" } ?? "")'; ignored", from: peer)
         }
         transaction.response = response
         clients[branch] = transaction
@@ -440,6 +464,12 @@ extension SIPAgent: SIPTransportDelegate {
         default:
             respond(key, status: 405, reason: "Method Not Allowed", headers: [("Allow", allow)])
         }
+    }
+
+    /// A peer broke the protocol in a way the parser cannot see: counted, logged, ignored.
+    func protocolError(_ what: String, from peer: SIPPeer) {
+        context.metric(.counter, "protocol_errors_total", 1)
+        context.log(.warning, "protocol error from \(peer.addressText): \(what)")
     }
 
     func transport(malformed bytes: [UInt8], error: SIPParseError, from peer: SIPPeer) {

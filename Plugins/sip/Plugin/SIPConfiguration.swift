@@ -157,6 +157,7 @@ struct SIPConfiguration: Sendable {
         listenPort = listen?["port"]?.intValue ?? 5060
         tlsPort = listen?["tls_port"]?.intValue
         guard (0...65535).contains(listenPort) else { throw PluginError("listen.port \(listenPort) is not in 0-65535") }
+        if let tlsPort, !(0...65535).contains(tlsPort) { throw PluginError("listen.tls_port \(tlsPort) is not in 0-65535") }
         advertisedHost =
             listen?["advertise"]?.stringValue
             ?? (["0.0.0.0", "::"].contains(listenHost) ? (listenHost == "::" ? "::1" : "127.0.0.1") : listenHost)
@@ -175,6 +176,9 @@ struct SIPConfiguration: Sendable {
                     register["retry"]?["max_delay"], "register.retry.max_delay", default: .seconds(60)))
             if let expires = registration?.expires, expires < 10 {
                 throw PluginError("register.expires \(expires) is too short: registrars refuse under 10 s, most under 60 s")
+            }
+            if let expires = registration?.expires, expires > SIPDeltaSeconds.maximum {
+                throw PluginError("register.expires \(expires) is over \(SIPDeltaSeconds.maximum) s (2^31-1)")
             }
             if identity.password == nil { throw PluginError("register needs identity.password (use \"${SIP_PASSWORD}\")") }
         }

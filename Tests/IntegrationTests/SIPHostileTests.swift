@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+
+/// The sip plugin against peers that lie: integers at their limits, challenges from strangers,
+/// envelopes that try to redirect or inject, floods of transactions and connections. Each test
+/// checks the router is still alive and another route (console → file) still delivers.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct SIPHostileTests {
+    /// A router with a sip instance `pager` configured by `sip` (YAML lines under it), plus the
+    /// bystander route `in.lines → out.write` that must keep delivering.
+    static func startRouter(_ sandbox: Sandbox, sip: String) throws -> (RouterProcess, String) {
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("sip")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              pager:
+                plugin: sip
+            \(sip)
+              in: { plugin: core, console: {} }
+              out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+              registration: { plugin: core, file: { path: "\(sandbox.path("registration.jsonl"))" } }
+            routes:
+              - { from: in.lines, to: out.write }
+              - { from: pager.registration, to: registration.write }
+            """)
+        return try RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
+    }
+
+    /// The router answers its health check and the bystander route delivers a line.
+    static func expectAliveAndDelivering(_ router: RouterProcess, _ sandbox: Sandbox, admin: String, line: String) throws {
+        #expect(try HTTPExchange.send("http://" + admin + "/healthz").status == 200)
+        router.send(line + "\n")
+        router.waitUntil("the bystander route to deliver '\(line)'") {
+            sandbox.lines(of: "out.jsonl").contains { $0.contains(line) }
+        }
+    }
+
+    static func registrations(_ sandbox: Sandbox) -> [[String: Any]] {
+        ((try? sandbox.jsonLines(of: "registration.jsonl")) ?? []).compactMap { $0["body"] as? [String: Any] }
+    }
+
+    /// The crash of issue 18: a registrar whose 200 OK carries CSeq 4294967295 made the next
+    /// refresh trap (`cseq += 1`); a negative Expires trapped in `granted - 60`. Now a CSeq not
+    /// below 2^31 is malformed, one not the request's is a protocol error, Expires and
+    /// Min-Expires are clamped to 2^31-1 s, and registration goes on.
+    @Test func aRegistrarAnsweringWithIntegersAtTheirLimitsDoesNotStopTheRouter() throws {
+        let registrar = try SIPScriptedPeer { request, index in
+            switch index {
+            case 0: SIPScriptedPeer.response(to: request, "200 OK", cseq: "4294967295 REGISTER", extra: ["Expires: 10"])
+            case 1: SIPScriptedPeer.response(to: request, "200 OK", cseq: "2147483000 REGISTER", extra: ["Expires: 10"])
+            case 2: SIPScriptedPeer.response(to: request, "200 OK", extra: ["Expires: -9223372036854775808"])
+            case 3: SIPScriptedPeer.response(to: request, "423 Interval Too Brief", extra: ["Min-Expires: 9223372036854775807"])
+            default:
+                SIPScriptedPeer.response(
+                    to: request, "200 OK",
+                    extra: [
+                        "Contact: " + (SIPScriptedPeer.header("Contact", in: request) ?? "") + ";expires=99999999999999999999",
+                        "Expires: 9223372036854775807",
+                    ])
+            }
+        }
+        let sandbox = try Sandbox()
+        let (router, admin) = try Self.startRouter(
+            sandbox,
+            sip: """
+                    identity: { impu: "sip:alice@example.test", password: "${SIP_PASSWORD}" }
+                    listen: { host: 127.0.0.1, port: 0 }
+                    register: { registrar: "sip:127.0.0.1:\(registrar.port)", expires: 10, retry: { initial_delay: 100ms, max_delay: 200ms } }
+                    timers: { t1: 50ms, t2: 200ms }
+                """)
+        // Two Timer F rounds (3.2 s each), a refresh after 5 s, the 423 round, the last grant.
+        let requests = registrar.waitForRequests(5, timeout: .seconds(30))
+        #expect(requests.count == 5, "\(requests)\n\(router.standardError)")
+        let states = Self.registrations(sandbox).compactMap { $0["state"] as? String }
+        #expect(states == ["registering", "failed", "registered"], "\(states)")
+        #expect(Self.registrations(sandbox).last?["expires"] as? Int == 10, "Expires: -2^63 read as absent: the 10 s asked for")
+        let cseqs = requests.compactMap { SIPScriptedPeer.header("CSeq", in: $0)?.split(separator: " ").first.flatMap { UInt32($0) } }
+        #expect(cseqs == Array(cseqs.sorted()) && Set(cseqs).count == cseqs.count, "CSeq rises: \(cseqs)")
+        #expect(cseqs.allSatisfy { $0 < 1 << 31 })
+        #expect(requests.last.flatMap { SIPScriptedPeer.header("Expires", in: $0) } == "2147483647", "Min-Expires clamped")
+        #expect(router.standardError.contains("malformed SIP message from udp:127.0.0.1:\(registrar.port)"), "\(router.standardError)")
+        #expect(router.standardError.contains("CSeq 4294967295 is not below 2^31"))
+        #expect(router.standardError.contains("protocol error from udp:127.0.0.1:\(registrar.port)"))
+        #expect(try SIPTests.metric("malformed_total", admin: admin) >= 1)
+        #expect(try SIPTests.metric("protocol_errors_total", admin: admin) >= 1)
+        try Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
+        #expect(router.stop() == 0)
+    }
+}
