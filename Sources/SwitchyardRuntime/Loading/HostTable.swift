@@ -30,7 +30,9 @@ enum HostTable {
                     guard let context else { return }
                     let instance = InstanceRuntime.from(context)
                     let text = message.string
-                    instance.logger.log(level: HostTable.logLevel(level), "\(text)")
+                    let logLevel = HostTable.logLevel(level)
+                    instance.logger.log(level: logLevel, "\(text)")
+                    if logLevel >= .warning { instance.router.note(problem: text, instance: instance.name) }
                 },
                 metric: { context, kind, name, value in
                     guard let context else { return }

@@ -30,6 +30,9 @@ public final class Router: @unchecked Sendable {
     private let tracked = Mutex<[UInt64: Settlement]>([:])
     let runningWorkers = Atomic<Int>(0)
     private let metricsStore = Mutex<[String: Double]>([:])
+    /// Per instance, the last warning or error it logged since it last reported itself ready:
+    /// the reason `/readyz` gives while it is not.
+    private let readinessNotes = Mutex<[String: String]>([:])
     private let draining = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
     /// The spool of at-least-once routes; guarded by `graphLock`.
@@ -355,6 +358,7 @@ public final class Router: @unchecked Sendable {
 
     func record(metric name: String, instance: String, kind: Int32, value: Double) {
         let key = instance + "." + name
+        if name == "ready", kind == SY_METRIC_GAUGE, value != 0 { readinessNotes.withLock { $0[instance] = nil } }
         metricsStore.withLock { store in
             switch kind {
             case SY_METRIC_GAUGE: store[key] = value
@@ -376,6 +380,16 @@ public final class Router: @unchecked Sendable {
             (instance.name, started && (metrics[instance.name + ".ready"].map { $0 != 0 } ?? true))
         }
     }
+
+    /// Notes a warning or error `instance` logged (one line, at most 300 characters): the
+    /// reason given for it while it reports itself not ready.
+    func note(problem text: String, instance: String) {
+        let line = String(text.prefix(300).map { $0.isNewline ? " " : $0 })
+        readinessNotes.withLock { $0[instance] = line }
+    }
+
+    /// Why `instance` is not ready: the last warning or error it logged since it was last ready.
+    public func notReadyReason(of instance: String) -> String? { readinessNotes.withLock { $0[instance] } }
 
     /// The plugins of the instances: name, version, ABI version, file.
     public var plugins: [(name: String, version: String, abi: UInt32, path: String)] {
