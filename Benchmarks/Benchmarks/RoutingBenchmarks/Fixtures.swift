@@ -36,8 +36,9 @@ final class RouterFixture: @unchecked Sendable {
     /// The spool's directory, for at-least-once routes (removed on shutdown).
     let spoolDirectory: String?
 
-    /// `route` is the YAML of one list entry under `routes:` (without the leading dash).
-    init(route: String) throws(FixtureError) {
+    /// `route` is the YAML of one list entry under `routes:` (without the leading dash);
+    /// `settings` is YAML added at the top level (such as `spool: { sync: normal }`).
+    init(route: String, settings: String = "") throws(FixtureError) {
         // Loading again (also when an earlier benchmark of this process did) re-negotiates,
         // so the plugins hand the router's host table to the instances created next.
         let source: LoadedPlugin
@@ -52,6 +53,7 @@ final class RouterFixture: @unchecked Sendable {
         _ = PluginLibraries.entry(of: sink.path)
 
         let text = """
+            \(settings)
             instances:
               src:  { plugin: benchsource }
               sink: { plugin: benchsink }
@@ -73,7 +75,7 @@ final class RouterFixture: @unchecked Sendable {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-bench-\(UUID().uuidString)").path
             spoolDirectory = directory
             do {
-                spool = try Spool(path: directory + "/spool.db")
+                spool = try Spool(path: directory + "/spool.db", sync: plan.spoolSync, owner: true)
             } catch {
                 throw FixtureError(description: "spool: \(error)")
             }

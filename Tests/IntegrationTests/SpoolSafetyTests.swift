@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+
+/// The spool under faults: a full file system, a second router, a damaged file; and the modes
+/// of the files it creates.
+@Suite(.timeLimit(.minutes(3)))
+struct SpoolSafetyTests {
+    private static func routes(_ sandbox: Sandbox, count: Int, spool: String) -> String {
+        """
+        spool: { path: "\(spool)" }
+        instances:
+          source: { plugin: testkit, numbers: { count: \(count), subjects: 4, state: "\(sandbox.path("source.state"))" } }
+          sink:   { plugin: testkit, collect: { path: "\(sandbox.path("collected.txt"))" } }
+          clock:  { plugin: core, timer: { interval: 20ms } }
+          ticks:  { plugin: core, file: { path: "\(sandbox.path("ticks.jsonl"))" } }
+        routes:
+          - name: durable
+            from: source.numbers
+            to: sink.collect
+            delivery: at-least-once
+            dedupe: 10m
+          - name: other
+            from: clock.tick
+            to: ticks.write
+        """
+    }
+
+    private static func run(_ sandbox: Sandbox) throws -> RouterProcess {
+        try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+    }
+
+    @Test func aFullFileSystemPausesTheRouteAndLosesNothing() throws {
+        let sandbox = try Sandbox(plugins: ["testkit", "core"])
+        let disk = try SmallFileSystem(at: sandbox.path("disk"), megabytes: 8)
+        let total = 6000
+        try sandbox.writeRoutes(Self.routes(sandbox, count: total, spool: disk.path + "/spool.db"))
+        // Leave too little room for the stream's write-ahead log.
+        try disk.fill(leavingKilobytes: 256)
+        let router = try Self.run(sandbox)
+        router.waitUntil("the route paused on a full spool") { router.standardError.contains("route paused: the spool cannot write") }
+        #expect(router.standardError.contains("No space left") || router.standardError.contains("full"), "\(router.standardError)")
+        let collectedWhileFull = sandbox.lines(of: "collected.txt").count
+        #expect(collectedWhileFull < total)
+        // The other route runs on.
+        let ticks = sandbox.lines(of: "ticks.jsonl").count
+        router.waitUntil("the timer route still delivers") { sandbox.lines(of: "ticks.jsonl").count > ticks + 3 }
+
+        try disk.freeFiller()
+        router.waitUntil("the route resumed") { router.standardError.contains("route resumed: the spool writes again") }
+        router.waitUntil("every envelope collected", timeout: .seconds(90)) { Set(sandbox.lines(of: "collected.txt")).count >= total }
+        #expect(router.stop() == 0)
+        let lines = sandbox.lines(of: "collected.txt")
+        let numbers = Set(lines.compactMap { $0.split(separator: " ").first.flatMap { Int($0.dropFirst(2)) } })
+        #expect(numbers == Set(1...total), "missing: \(Set(1...total).subtracting(numbers).sorted().prefix(10))")
+        #expect(lines.count == total, "\(lines.count - total) duplicates")
+    }
+
+    @Test func aSecondRouterOnTheSameSpoolIsRefused() throws {
+        let sandbox = try Sandbox(plugins: ["testkit", "core"])
+        try sandbox.writeRoutes(Self.routes(sandbox, count: 1_000_000, spool: sandbox.path("state/spool.db")))
+        let first = try Self.run(sandbox)
+        first.waitUntil("the first router delivers") { !sandbox.lines(of: "collected.txt").isEmpty }
+        let second = try RouterProcess.runToExit(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        #expect(second.status == 1)
+        #expect(second.errors.contains("is in use by another router (pid "), "\(second.errors)")
+        #expect(second.errors.contains(sandbox.path("state/spool.db")))
+        #expect(first.stop() == 0)
+    }
+
+    @Test func stateFilesAreTheOwnersOnly() throws {
+        let sandbox = try Sandbox(plugins: ["testkit", "core"])
+        try sandbox.writeRoutes(Self.routes(sandbox, count: 10, spool: sandbox.path("state/deeper/spool.db")))
+        let router = try Self.run(sandbox)
+        router.waitUntil("10 envelopes collected") { sandbox.lines(of: "collected.txt").count >= 10 }
+        for (file, mode) in [
+            ("state", 0o700), ("state/deeper", 0o700), ("state/deeper/spool.db", 0o600), ("state/deeper/spool.db-wal", 0o600),
+        ] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: sandbox.path(file))
+            #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o777 } == mode, "\(file)")
+        }
+        #expect(router.stop() == 0)
+    }
+
+    @Test func aDamagedSpoolIsRefusedUntilMovedAside() throws {
+        let sandbox = try Sandbox(plugins: ["testkit", "core"])
+        let spool = sandbox.path("spool.db")
+        try sandbox.writeRoutes(Self.routes(sandbox, count: 10, spool: spool))
+        // A file that is not a database where the spool should be: never silently replaced.
+        let garbage = Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 7919) })
+        try garbage.write(to: URL(fileURLWithPath: spool))
+        let refused = try RouterProcess.runToExit(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        #expect(refused.status == 1)
+        #expect(refused.errors.contains("spool '\(spool)' is damaged"), "\(refused.errors)")
+        #expect(refused.errors.contains("switchyard spool recover \(spool)"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: spool)) == garbage)
+
+        let recovered = try RouterProcess.runToExit(["spool", "recover", spool], in: sandbox.root)
+        #expect(recovered.status == 0, "\(recovered.errors)")
+        let aside = try FileManager.default.contentsOfDirectory(atPath: sandbox.root.path).filter { $0.hasPrefix("spool.db.damaged-") }
+        #expect(aside.count == 1)
+        let router = try Self.run(sandbox)
+        router.waitUntil("10 envelopes collected on a new spool") { sandbox.lines(of: "collected.txt").count >= 10 }
+        #expect(router.stop() == 0)
+    }
+}
+
+/// A tmpfs of a few megabytes mounted for one test (the tests run as root, as CI does), with
+/// a filler file to make it full on demand; unmounted on deinit.
+final class SmallFileSystem {
+    let path: String
+    private var filler: String { path + "/filler" }
+
+    init(at path: String, megabytes: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        self.path = path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let mount = try Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m,mode=0755", "tmpfs", path])
+        try #require(mount.status == 0, "mounting a tmpfs needs root: \(mount.output)", sourceLocation: sourceLocation)
+    }
+
+    deinit { _ = try? Self.run("/bin/umount", ["-l", path]) }
+
+    /// Writes a filler file until about `leavingKilobytes` are left.
+    func fill(leavingKilobytes: Int) throws {
+        var stats = statvfs()
+        statvfs(path, &stats)
+        let free = Int(stats.f_bavail) * Int(stats.f_frsize)
+        let size = max(0, free - leavingKilobytes * 1024)
+        FileManager.default.createFile(atPath: filler, contents: Data(count: size))
+    }
+
+    /// Removes the filler: the file system has room again.
+    func freeFiller() throws { try FileManager.default.removeItem(atPath: filler) }
+
+    private static func run(_ program: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+}
