@@ -155,6 +155,60 @@ struct BLETests {
         #expect(router.stop() == 0)
     }
 
+    /// No bus at start (nothing listens at DBUS_SYSTEM_BUS_ADDRESS): the router starts, the
+    /// instance is not ready and `/readyz` says why, a timer route delivers meanwhile; once the
+    /// bus and BlueZ appear there, the instance connects and becomes ready.
+    @Test func aMissingBusIsNotFatalAndTheInstanceConnectsWhenItAppears() throws {
+        let sandbox = try Sandbox()
+        let busFolder = sandbox.root.appendingPathComponent("dbus")
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("ble")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              slate:
+                plugin: ble
+                device: { address: "\(Self.address)" }
+                service: "\(Self.service)"
+                buttons: [ { characteristic: "\(Self.button1)", button: 1 } ]
+                reconnect: { initial_delay: 100ms, max_delay: 400ms }
+              clock: { plugin: core, timer: { interval: 100ms } }
+              ticks: { plugin: core, file: { path: "\(sandbox.path("ticks.jsonl"))" } }
+              presses: { plugin: core, file: { path: "\(sandbox.path("presses.jsonl"))" } }
+            routes:
+              - { from: clock.tick, to: ticks.write }
+              - { from: slate.buttons, to: presses.write }
+            """)
+        let (router, admin) = try RouterProcess.startWithAdmin(
+            sandbox, environment: ["DBUS_SYSTEM_BUS_ADDRESS": BlueZDouble.address(in: busFolder)])
+        router.waitUntil("/readyz naming the instance and the missing bus") {
+            let answer = try? HTTPExchange.send("http://\(admin)/readyz")
+            return answer?.status == 503
+                && answer?.body.contains("not ready: slate\nslate: no D-Bus system bus (DBUS_SYSTEM_BUS_ADDRESS=unix:path=") == true
+        }
+        router.waitUntil("the timer route delivering meanwhile") { sandbox.lines(of: "ticks.jsonl").count >= 3 }
+        router.waitUntil("retried with backoff") { router.occurrences(of: "no D-Bus system bus") >= 3 }
+
+        // The bus and BlueZ come up where the router looks, with the board.
+        let double = try BlueZDouble(in: busFolder)
+        try Self.board(double)
+        router.waitUntil("connected once the bus and BlueZ are there") { router.occurrences(of: "connected to \(Self.address)") == 1 }
+        router.waitUntil("ready") { (try? HTTPExchange.send("http://\(admin)/readyz"))?.status == 200 }
+        #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[1]"]).contains("true"))
+        router.waitUntil("the press delivered") { sandbox.lines(of: "presses.jsonl").count == 1 }
+
+        // The bus goes away while connected, and comes back.
+        double.stop()
+        router.waitUntil("the lost bus noticed") { router.occurrences(of: "lost the D-Bus system bus") == 1 }
+        #expect(try HTTPExchange.send("http://\(admin)/readyz").body.hasPrefix("not ready: slate\nslate: "))
+        let again = try BlueZDouble(in: busFolder)
+        defer { again.stop() }
+        try Self.board(again)
+        router.waitUntil("connected again") { router.occurrences(of: "connected to \(Self.address)") == 2 }
+        router.waitUntil("ready again") { (try? HTTPExchange.send("http://\(admin)/readyz"))?.status == 200 }
+        #expect(router.stop() == 0)
+    }
+
     /// examples/slate-button as its README runs it without the board: button 1 → the display,
     /// button 2 → MQTT, MQTT → the display.
     @Test func theSlateButtonExampleRunsAgainstTheDouble() throws {

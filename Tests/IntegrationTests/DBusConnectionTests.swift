@@ -71,4 +71,47 @@ struct DBusConnectionTests {
             arguments: [.bytes(Array("Hi".utf8)), .options(["type": .string("request")])])
         #expect(try double.control("org.bluez.Mock.Written", [Self.display]).contains("0x48, 0x69"))
     }
+
+    /// Replies and signals a hostile peer makes too big, too many or too deep are refused
+    /// (named, counted by the caller) before they are decoded; the connection keeps working.
+    @Test func messagesOverTheLimitsAreRefusedAndTheConnectionKeepsWorking() async throws {
+        let double = try BlueZDouble()
+        defer { double.stop() }
+        try Self.slate(double)
+        let hostile = "org.example.Hostile"
+        for (member, signature, code) in [
+            ("Bytes", "ay", "ret = dbus.ByteArray(b'x' * 100)"),
+            ("Many", "ai", "ret = dbus.Array(range(1000), signature='i')"),
+            ("Deep", "v", "ret = dbus.Int32(1, variant_level=20)"),
+            ("Long", "s", "ret = 'x' * 100"),
+            ("Fine", "s", "ret = 'ok'"),
+        ] {
+            try double.control("org.freedesktop.DBus.Mock.AddMethod", [hostile, member, "", signature, code])
+        }
+        let (refusals, refused) = AsyncStream<DBusError>.makeStream()
+        let bus = try DBusConnection(
+            address: double.address, limits: DBusLimits(maximumValues: 500, maximumBytes: 64, maximumDepth: 8)
+        ) { refused.yield($0) }
+        defer { bus.close() }
+        for (member, expected) in [("Bytes", "bytes"), ("Many", "values"), ("Deep", "deeper than 8"), ("Long", "bytes")] {
+            let error = await #expect(throws: DBusError.self, "\(member)") {
+                try await bus.call(destination: "org.bluez", path: "/", interface: hostile, member: member)
+            }
+            #expect(error?.message.contains(expected) == true, "\(member): \(String(describing: error))")
+        }
+        let fine = try await bus.call(destination: "org.bluez", path: "/", interface: hostile, member: "Fine")
+        #expect(fine == [.string("ok")], "the connection still answers")
+
+        let (signals, sink) = AsyncStream<DBusSignal>.makeStream()
+        try await bus.subscribe(sender: "org.bluez", interface: hostile, member: nil) { sink.yield($0) }
+        try double.control("org.freedesktop.DBus.Mock.EmitSignal", [hostile, "Big", "s", "[<'\(String(repeating: "y", count: 100))'>]"])
+        try double.control("org.freedesktop.DBus.Mock.EmitSignal", [hostile, "Small", "s", "[<'hi'>]"])
+        var refusalIterator = refusals.makeAsyncIterator()
+        let refusal = await refusalIterator.next()
+        #expect(refusal?.message.contains("signal \(hostile).Big from / refused") == true, "\(String(describing: refusal))")
+        var signalIterator = signals.makeAsyncIterator()
+        let next = await signalIterator.next()
+        #expect(next?.member == "Small")
+        #expect(next?.arguments == [.string("hi")])
+    }
 }

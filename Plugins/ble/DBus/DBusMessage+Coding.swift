@@ -75,30 +75,63 @@ enum DBusCoding {
         }
     }
 
+    /// What one message may still decode to; every value, byte and nesting level is counted.
+    struct Budget {
+        var values: Int
+        var bytes: Int
+        let maximumDepth: Int
+        var depth = 0
+
+        init(_ limits: DBusLimits) {
+            values = limits.maximumValues
+            bytes = limits.maximumBytes
+            maximumDepth = limits.maximumDepth
+        }
+
+        mutating func spend(values count: Int = 1, bytes size: Int = 0) throws(DBusError) {
+            values -= count
+            bytes -= size
+            if values < 0 { throw DBusError(message: "the message holds more values than the limit allows") }
+            if bytes < 0 { throw DBusError(message: "the message holds more bytes of strings and arrays than the limit allows") }
+        }
+
+        mutating func enter() throws(DBusError) {
+            depth += 1
+            if depth > maximumDepth { throw DBusError(message: "the message nests containers deeper than \(maximumDepth)") }
+        }
+
+        mutating func exit() { depth -= 1 }
+    }
+
+    /// A C string from sd-bus (validated UTF-8, NUL-terminated) as a String.
+    static func text(_ pointer: UnsafePointer<CChar>) -> String { String(cString: pointer) }
+
     /// Reads every remaining value of `message` at the current level.
-    static func readAll(_ message: OpaquePointer) throws(DBusError) -> [DBusValue] {
+    static func readAll(_ message: OpaquePointer, budget: inout Budget) throws(DBusError) -> [DBusValue] {
         var values: [DBusValue] = []
-        while let value = try read(message) { values.append(value) }
+        while let value = try read(message, budget: &budget) { values.append(value) }
         return values
     }
 
     /// Reads the next value, or nil at the end of the current container.
-    static func read(_ message: OpaquePointer) throws(DBusError) -> DBusValue? {
+    static func read(_ message: OpaquePointer, budget: inout Budget) throws(DBusError) -> DBusValue? {
         var type: CChar = 0
         var contentsPointer: UnsafePointer<CChar>?
         let peeked = sd_bus_message_peek_type(message, &type, &contentsPointer)
         if peeked < 0 { throw DBusError(errno: peeked, "reading a message") }
         if peeked == 0 { return nil }
-        let contents = contentsPointer.map { String(cString: $0) } ?? ""
+        try budget.spend()
+        let contents = contentsPointer.map(text) ?? ""
+        let code = UInt8(bitPattern: type)
         func check(_ result: Int32) throws(DBusError) {
-            if result < 0 { throw DBusError(errno: result, "reading \(Character(UnicodeScalar(UInt8(bitPattern: type))))") }
+            if result < 0 { throw DBusError(errno: result, "reading \(Character(UnicodeScalar(code)))") }
         }
         func basic<T: BitwiseCopyable>(_ initial: T) throws(DBusError) -> T {
             var slot = initial
             try check(withUnsafeMutableBytes(of: &slot) { sd_bus_message_read_basic(message, type, $0.baseAddress) })
             return slot
         }
-        switch UInt8(bitPattern: type) {
+        switch code {
         case UInt8(ascii: "y"): return .byte(try basic(UInt8(0)))
         case UInt8(ascii: "b"): return .boolean(try basic(Int32(0)) != 0)
         case UInt8(ascii: "n"): return .int16(try basic(Int16(0)))
@@ -111,8 +144,10 @@ enum DBusCoding {
         case UInt8(ascii: "s"), UInt8(ascii: "o"), UInt8(ascii: "g"):
             var pointer: UnsafePointer<CChar>?
             try check(sd_bus_message_read_basic(message, type, &pointer))
-            let text = pointer.map { String(cString: $0) } ?? ""
-            switch UInt8(bitPattern: type) {
+            // Counted before the copy is made.
+            try budget.spend(values: 0, bytes: pointer.map { strlen($0) } ?? 0)
+            let text = pointer.map(text) ?? ""
+            switch code {
             case UInt8(ascii: "o"): return .objectPath(text)
             case UInt8(ascii: "g"): return .signature(text)
             default: return .string(text)
@@ -121,11 +156,13 @@ enum DBusCoding {
             var pointer: UnsafeRawPointer?
             var size = 0
             try check(sd_bus_message_read_array(message, CChar(UInt8(ascii: "y")), &pointer, &size))
-            let bytes = pointer.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
+            // Counted before anything is allocated: each byte becomes a value.
+            try budget.spend(values: max(size, 0), bytes: max(size, 0))
+            let bytes = pointer.map { Array(UnsafeRawBufferPointer(start: $0, count: max(size, 0))) } ?? []
             return .bytes(bytes)
         case UInt8(ascii: "a"):
-            try check(contents.withCString { sd_bus_message_enter_container(message, type, $0) })
-            if contents.hasPrefix("{"), contents.hasSuffix("}") {
+            try enter(message, type, contents, &budget)
+            if contents.hasPrefix("{"), contents.hasSuffix("}"), contents.count >= 4 {
                 let inner = String(contents.dropFirst().dropLast())
                 let keyType = String(inner.prefix(1))
                 var entries: [DBusValue: DBusValue] = [:]
@@ -133,24 +170,54 @@ enum DBusCoding {
                     let entered = inner.withCString { sd_bus_message_enter_container(message, CChar(UInt8(ascii: "e")), $0) }
                     try check(entered)
                     if entered == 0 { break }
-                    let members = try readAll(message)
+                    let members = try readAll(message, budget: &budget)
                     try check(sd_bus_message_exit_container(message))
                     if members.count == 2 { entries[members[0]] = members[1] }
                 }
-                try check(sd_bus_message_exit_container(message))
+                try exit(message, &budget)
                 return .dictionary(key: keyType, value: String(inner.dropFirst()), entries)
             }
-            let elements = try readAll(message)
-            try check(sd_bus_message_exit_container(message))
+            let elements = try readAll(message, budget: &budget)
+            try exit(message, &budget)
             return .array(element: contents, elements)
         case UInt8(ascii: "r"), UInt8(ascii: "v"):
-            try check(contents.withCString { sd_bus_message_enter_container(message, type, $0) })
-            let members = try readAll(message)
-            try check(sd_bus_message_exit_container(message))
-            if UInt8(bitPattern: type) == UInt8(ascii: "v") { return .variant(members.first ?? .structure([])) }
+            try enter(message, type, contents, &budget)
+            let members = try readAll(message, budget: &budget)
+            try exit(message, &budget)
+            if code == UInt8(ascii: "v") { return .variant(members.first ?? .structure([])) }
             return .structure(members)
         default:
-            throw DBusError(message: "unsupported D-Bus type '\(Character(UnicodeScalar(UInt8(bitPattern: type))))'")
+            throw DBusError(message: "unsupported D-Bus type '\(Character(UnicodeScalar(code)))'")
         }
+    }
+
+    private static func enter(_ message: OpaquePointer, _ type: CChar, _ contents: String, _ budget: inout Budget) throws(DBusError) {
+        try budget.enter()
+        let entered = contents.withCString { sd_bus_message_enter_container(message, type, $0) }
+        if entered < 0 { throw DBusError(errno: entered, "entering a container") }
+    }
+
+    private static func exit(_ message: OpaquePointer, _ budget: inout Budget) throws(DBusError) {
+        let left = sd_bus_message_exit_container(message)
+        if left < 0 { throw DBusError(errno: left, "leaving a container") }
+        budget.exit()
+    }
+}
+
+/// How much one received message may decode to: a hostile peer cannot make the decoder
+/// allocate without bound (each value is a heap object) or recurse without bound.
+public struct DBusLimits: Sendable {
+    /// Values in one message, every element of every container counted (default 200,000).
+    public var maximumValues: Int
+    /// Bytes of strings and byte arrays in one message (default 4 MiB).
+    public var maximumBytes: Int
+    /// Containers inside containers (default 32).
+    public var maximumDepth: Int
+
+    /// Limits; the defaults hold a `GetManagedObjects` of a busy BlueZ many times over.
+    public init(maximumValues: Int = 200_000, maximumBytes: Int = 4 << 20, maximumDepth: Int = 32) {
+        self.maximumValues = maximumValues
+        self.maximumBytes = maximumBytes
+        self.maximumDepth = maximumDepth
     }
 }

@@ -71,6 +71,13 @@ struct BLEConfiguration: Sendable {
         connectTimeout = try PluginError.duration(config["connect_timeout"], "connect_timeout", default: .seconds(20))
         initialDelay = try PluginError.duration(config["reconnect"]?["initial_delay"], "reconnect.initial_delay", default: .seconds(1))
         maximumDelay = try PluginError.duration(config["reconnect"]?["max_delay"], "reconnect.max_delay", default: .seconds(30))
+        // A zero wait would retry a missing bus or board in a tight loop.
+        for (name, value) in [
+            ("scan_timeout", scanTimeout), ("connect_timeout", connectTimeout), ("reconnect.initial_delay", initialDelay),
+        ] where value < .milliseconds(10) {
+            throw PluginError("\(name): at least 10ms")
+        }
+        guard maximumDelay >= initialDelay else { throw PluginError("reconnect.max_delay: not less than reconnect.initial_delay") }
     }
 
     /// A 128-bit UUID in BlueZ's form (lower case); 16-bit ones (`180f`) are expanded with the

@@ -1,5 +1,4 @@
 import Dispatch
-import SDBus
 import SwitchyardCore
 import SwitchyardPluginKit
 
@@ -74,35 +73,19 @@ final class BLEPlugin: SwitchyardPlugin {
     )
 
     private let context: PluginContext
-    private let configuration: BLEConfiguration
-    private let bus: DBusConnection
-    private let link: SlateLink
+    private let link: BusLink
 
+    /// Reads the configuration (an error stops the start); the bus is connected in `start`.
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
-        configuration = try BLEConfiguration(config: config)
-        do {
-            bus = try DBusConnection()
-        } catch {
-            throw PluginError("D-Bus system bus (DBUS_SYSTEM_BUS_ADDRESS or /run/dbus/system_bus_socket): \(error)")
-        }
-        link = SlateLink(configuration: configuration, context: context, bus: bus)
+        link = BusLink(configuration: try BLEConfiguration(config: config), context: context)
     }
 
+    /// Starts not ready and connects in the background: a missing bus or BlueZ is retried,
+    /// never fatal.
     func start() throws {
         context.metric(.gauge, "ready", 0)
-        let outcome = Outcome()
-        let done = DispatchSemaphore(value: 0)
-        Task { [link] in
-            do throws(DBusError) {
-                try await link.start()
-            } catch {
-                outcome.error = error
-            }
-            done.signal()
-        }
-        done.wait()
-        if let error = outcome.error { throw PluginError("subscribing to BlueZ's signals: \(error)") }
+        link.start()
     }
 
     func stop() {
@@ -112,7 +95,6 @@ final class BLEPlugin: SwitchyardPlugin {
             done.signal()
         }
         _ = done.wait(timeout: .now() + 10)
-        bus.close()
     }
 
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
@@ -127,9 +109,4 @@ final class BLEPlugin: SwitchyardPlugin {
             delivery.ack(outcome, reason: reason)
         }
     }
-}
-
-/// The error of the start task, read after its semaphore.
-private final class Outcome: @unchecked Sendable {
-    var error: DBusError?
 }

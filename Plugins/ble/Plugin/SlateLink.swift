@@ -3,12 +3,13 @@ import SwitchyardCore
 import SwitchyardPluginKit
 import Synchronization
 
-/// The link to one board through BlueZ: find it (scanning with a discovery filter when BlueZ
-/// does not know it), connect, wait for service discovery, find the service and its
-/// characteristics, subscribe to the buttons; then emit a `ble.ButtonPress` per notification
-/// and write display text, until the link drops — then again, with backoff. A board without the
-/// configured service or characteristics fails the instance with a message naming what is
-/// missing; the router stays up.
+/// The link to one board through BlueZ on one bus connection: find it (scanning with a
+/// discovery filter when BlueZ does not know it), connect, wait for service discovery, find the
+/// service and its characteristics, subscribe to the buttons; then emit a `ble.ButtonPress` per
+/// notification and write display text, until the link drops — then again, with backoff. A
+/// board without the configured service or characteristics fails the instance with a message
+/// naming what is missing (`gaveUp`); the router stays up. `BusLink` replaces the whole link
+/// when the bus connection is lost.
 final class SlateLink: Sendable {
     private static let bluez = "org.bluez"
     private static let device1 = "org.bluez.Device1"
@@ -31,11 +32,15 @@ final class SlateLink: Sendable {
     private let model = BlueZModel()
     private let session = Mutex<Session?>(nil)
     private let task = Mutex<Task<Void, Never>?>(nil)
+    private let gaveUp: @Sendable () -> Void
 
-    init(configuration: BLEConfiguration, context: PluginContext, bus: DBusConnection) {
+    /// A link on `bus`; `gaveUp` runs when the board turned out not to be what the
+    /// configuration describes (trying again will not help).
+    init(configuration: BLEConfiguration, context: PluginContext, bus: DBusConnection, gaveUp: @escaping @Sendable () -> Void) {
         self.configuration = configuration
         self.context = context
         self.bus = bus
+        self.gaveUp = gaveUp
     }
 
     /// Subscribes to BlueZ's signals, then keeps the board connected in the background.
@@ -46,6 +51,11 @@ final class SlateLink: Sendable {
         try await bus.subscribe(sender: Self.bluez, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged") { signal in
             self.notified(signal)
             self.model.apply(signal)
+        }
+        // BlueZ restarting forgets every object: so does the model, which ends every wait on it.
+        try await bus.subscribe(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged") {
+            signal in
+            if signal.arguments.first?.stringValue == Self.bluez { self.model.reset(from: nil) }
         }
         let loop = Task { await self.run() }
         task.withLock { $0 = loop }
@@ -133,28 +143,32 @@ final class SlateLink: Sendable {
     }
 
     private func run() async {
-        var delay = configuration.initialDelay
+        var backoff = Backoff(initial: configuration.initialDelay, maximum: configuration.maximumDelay)
         while !Task.isCancelled {
+            var failure: String?
             do throws(Ending) {
                 try await connectAndServe()
                 if Task.isCancelled { return }
-                delay = configuration.initialDelay
+                backoff.reset()
+                ready(false)
                 context.log(.warning, "lost the board \(configuration.deviceDescription); reconnecting")
             } catch {
+                if Task.isCancelled { return }
+                ready(false)
                 switch error {
                 case .missing(let reason):
-                    ready(false)
                     context.metric(.counter, "failures_total", 1)
                     context.log(.error, "\(reason); the instance stops trying (fix the configuration and reload)")
+                    gaveUp()
                     return
                 case .transient(let reason):
-                    context.log(.warning, "\(reason); retrying in \(delay)")
+                    failure = reason
                 }
             }
-            ready(false)
+            let wait = backoff.next()
+            if let failure { context.log(.warning, "\(failure); retrying in \(Backoff.text(wait))") }
             context.metric(.counter, "reconnects_total", 1)
-            try? await Task.sleep(for: delay * Double.random(in: 0.8...1.2))
-            delay = min(delay * 2, configuration.maximumDelay)
+            try? await Task.sleep(for: wait)
         }
     }
 
@@ -178,15 +192,27 @@ final class SlateLink: Sendable {
 
     private func connectAndServe() async throws(Ending) {
         let adapter = "/org/bluez/\(configuration.adapter)"
-        model.reset(from: try await call("/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects").first)
+        do {
+            let tree = try await bus.call(
+                destination: Self.bluez, path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects")
+            model.reset(from: tree.first)
+        } catch  where ["ServiceUnknown", "NameHasNoOwner"].contains(where: { error.name == "org.freedesktop.DBus.Error." + $0 }) {
+            throw .transient("BlueZ (org.bluez) is not running on the D-Bus system bus")
+        } catch {
+            throw .transient("BlueZ's GetManagedObjects: \(error)")
+        }
         guard model.objects[adapter]?[Self.adapter1] != nil else { throw .transient("no Bluetooth adapter \(configuration.adapter)") }
         if model.objects[adapter]?[Self.adapter1, "Powered"]?.boolValue != true {
             context.log(.warning, "adapter \(configuration.adapter) is powered off; waiting for it")
-            // Waits as long as it takes; the loop's cancellation ends it.
+            // Waits as long as it takes (or until the adapter goes away); cancellation ends it.
             while !Task.isCancelled {
-                if await model.wait(timeout: .seconds(3600), until: { $0[adapter]?[Self.adapter1, "Powered"]?.boolValue == true }) { break }
+                let changed = await model.wait(timeout: .seconds(3600)) {
+                    $0[adapter]?[Self.adapter1] == nil || $0[adapter]?[Self.adapter1, "Powered"]?.boolValue == true
+                }
+                if changed { break }
             }
             if Task.isCancelled { return }
+            guard model.objects[adapter]?[Self.adapter1] != nil else { throw .transient("adapter \(configuration.adapter) went away") }
         }
         let device = try await find(adapter: adapter)
         let address = model.objects[device]?[Self.device1, "Address"]?.stringValue ?? configuration.address ?? device

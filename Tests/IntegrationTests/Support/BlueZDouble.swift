@@ -9,8 +9,14 @@ final class BlueZDouble {
     private let daemon: Process
     private let mock: Process
 
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("bluez-double-\(UUID().uuidString)")
+    /// The address a double started in `directory` listens on, known before it starts (a
+    /// router can be pointed at it while nothing listens there yet).
+    static func address(in directory: URL) -> String { "unix:path=" + directory.appendingPathComponent("bus").path }
+
+    /// Starts the bus and the double in `folder` (a new temporary one by default).
+    init(in folder: URL? = nil) throws {
+        let directory = folder ?? FileManager.default.temporaryDirectory.appendingPathComponent("bluez-double-\(UUID().uuidString)")
+        self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let socket = directory.appendingPathComponent("bus").path
         let config = """
@@ -30,7 +36,7 @@ final class BlueZDouble {
         // It warns that it cannot raise its fd limit when not root-capable; nothing to act on.
         daemon.standardError = FileHandle.nullDevice
         try daemon.run()
-        address = "unix:path=\(socket)"
+        address = Self.address(in: directory)
         try Self.waitFor("the bus socket") { FileManager.default.fileExists(atPath: socket) }
 
         let template = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("bluez_slate.py").path
