@@ -8,7 +8,7 @@ import Testing
 struct SIPHostileTests {
     /// A router with a sip instance `pager` configured by `sip` (YAML lines under it), plus the
     /// bystander route `in.lines → out.write` that must keep delivering.
-    static func startRouter(_ sandbox: Sandbox, sip: String) throws -> (RouterProcess, String) {
+    static func startRouter(_ sandbox: Sandbox, sip: String, routes: String = "") throws -> (RouterProcess, String) {
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("sip")
         try sandbox.writeRoutes(
@@ -23,6 +23,7 @@ struct SIPHostileTests {
             routes:
               - { from: in.lines, to: out.write }
               - { from: pager.registration, to: registration.write }
+            \(routes)
             """)
         return try RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
     }
@@ -84,6 +85,91 @@ struct SIPHostileTests {
         #expect(router.standardError.contains("protocol error from udp:127.0.0.1:\(registrar.port)"))
         #expect(try SIPTests.metric("malformed_total", admin: admin) >= 1)
         #expect(try SIPTests.metric("protocol_errors_total", admin: admin) >= 1)
+        try Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
+        #expect(router.stop() == 0)
+    }
+
+    /// Item 5: credentials go only to the configured registrar or proxy; an envelope cannot
+    /// send elsewhere than `send.to`; CR, LF or NUL never reach a header line.
+    @Test func credentialsDestinationsAndHeaderLinesStayWhereConfigured() throws {
+        let far = try SIPScriptedPeer { request, _ in
+            SIPScriptedPeer.response(
+                to: request, "401 Unauthorized", extra: [#"WWW-Authenticate: Digest realm="example.test", nonce="n1", qop="auth""#])
+        }
+        let sandbox = try Sandbox()
+        let bob = "sip:bob@127.0.0.1:\(far.port)"
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("sip")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              pager:
+                plugin: sip
+                identity: { impu: "sip:alice@example.test", password: "${SIP_PASSWORD}" }
+                listen: { host: 127.0.0.1, port: 0 }
+                send: { to: "\(bob)" }
+              in: { plugin: core, console: {} }
+              out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+            routes:
+              - { from: in.lines, to: out.write }
+              - { from: in.lines, type: sip.Send, map: { to: "{{body}}", body: "to from the line" }, to: pager.send }
+              - { from: in.lines, type: sip.Send, map: { to: "\(bob)", body: "note", headers: { X-Note: "{{body}}" } }, to: pager.send }
+            """)
+        let (router, admin) = try RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
+        func metric(_ name: String) -> Double { (try? SIPTests.metric(name, admin: admin)) ?? -1 }
+        // Route 2 tries another destination: refused. Route 3 reaches bob, whose 401 is not
+        // answered: bob is neither registrar nor proxy.
+        router.send("sip:mallory@127.0.0.1:9\n")
+        router.waitUntil("the redirect and the stranger's challenge refused") {
+            metric("destinations_refused_total") == 1 && metric("challenges_refused_total") == 1
+        }
+        // A CR in a header value (route 3); a NUL in the destination (route 2) and a header (route 3).
+        router.send("note\rInjected: yes\n")
+        router.send("\(bob);x=\u{0}\n")
+        router.waitUntil("three values refused") { metric("header_values_refused_total") == 3 }
+        let requests = far.requests
+        #expect(requests.count == 1, "only the MESSAGE to bob, once: \(requests)")
+        #expect(requests.allSatisfy { !$0.contains("Authorization") && !$0.contains("Injected") && !$0.contains("\u{0}") })
+        #expect(requests.first?.contains("X-Note: sip:mallory@127.0.0.1:9") == true)
+        #expect(router.standardError.contains("not answering a 401 challenge (realm 'example.test') from udp:127.0.0.1:\(far.port)"))
+        #expect(router.standardError.contains("send.allow_envelope_destination"))
+        #expect(router.standardError.contains(#"holds CR, LF or NUL: 'note\u{d}Injected: yes'"#), "\(router.standardError)")
+        try Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
+        #expect(router.stop() == 0)
+    }
+
+    /// With `identity.realm` set, the proxy's challenge for another realm is not answered; one
+    /// for the configured realm is.
+    @Test func onlyTheConfiguredRealmIsAnswered() throws {
+        let proxy = try SIPScriptedPeer { request, index in
+            switch index {
+            case 0:
+                SIPScriptedPeer.response(
+                    to: request, "407 Proxy Authentication Required", extra: [#"Proxy-Authenticate: Digest realm="evil.test", nonce="e""#])
+            case 1:
+                SIPScriptedPeer.response(
+                    to: request, "407 Proxy Authentication Required",
+                    extra: [#"Proxy-Authenticate: Digest realm="example.test", nonce="g""#])
+            default: SIPScriptedPeer.response(to: request, "200 OK")
+            }
+        }
+        let sandbox = try Sandbox()
+        let (router, admin) = try Self.startRouter(
+            sandbox,
+            sip: """
+                    identity: { impu: "sip:alice@example.test", password: "${SIP_PASSWORD}", realm: example.test }
+                    listen: { host: 127.0.0.1, port: 0 }
+                    proxy: "sip:127.0.0.1:\(proxy.port)"
+                    send: { to: "sip:bob@remote.test" }
+                """, routes: "  - { from: in.lines, to: pager.send }")
+        router.send("one\n")
+        router.waitUntil("the other realm refused") { (try? SIPTests.metric("challenges_refused_total", admin: admin)) == 1 }
+        router.send("two\n")
+        router.waitUntil("the second sent") { (try? SIPTests.metric("messages_sent_total", admin: admin)) == 1 }
+        let requests = proxy.requests
+        #expect(requests.count == 3, "\(requests)")
+        #expect(requests.count == 3 && !requests[1].contains("Proxy-Authorization") && requests[2].contains(#"realm="example.test""#))
+        #expect(router.standardError.contains("for realm 'evil.test': identity.realm is 'example.test'"))
         try Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
         #expect(router.stop() == 0)
     }

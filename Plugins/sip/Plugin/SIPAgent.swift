@@ -215,7 +215,7 @@ final class SIPAgent: @unchecked Sendable {
         _ request: SIPMessage, to target: SIPTarget, authenticationRounds: Int = 0, completion: @escaping (RequestOutcome) -> Void
     ) {
         var request = request
-        let authorized = authorize(&request)
+        let authorized = isCredentialTarget(target) ? authorize(&request) : [:]
         send(request, to: target) { outcome in
             guard case .response(let response) = outcome, response.status == 401 || response.status == 407,
                 self.configuration.identity.password != nil, authenticationRounds < 2
@@ -224,6 +224,11 @@ final class SIPAgent: @unchecked Sendable {
             let header = proxy ? "Proxy-Authorization" : "Authorization"
             let offered = response.headers.values(proxy ? "Proxy-Authenticate" : "WWW-Authenticate")
             guard let challenge = SIPDigest.Challenge.strongest(in: offered) else { return completion(outcome) }
+            if let refusal = self.refusal(of: challenge, status: response.status ?? 0, from: target) {
+                self.context.metric(.counter, "challenges_refused_total", 1)
+                self.context.log(.warning, refusal)
+                return completion(outcome)
+            }
             // Answered credentials challenged again without stale=true: they are wrong. (An
             // answer to a cached nonce gets one fresh try.)
             if let nonce = authorized[header], !challenge.stale, nonce == challenge.nonce || authenticationRounds > 0 {
@@ -241,6 +246,26 @@ final class SIPAgent: @unchecked Sendable {
             }
             self.request(retry, to: target, authenticationRounds: authenticationRounds + 1, completion: completion)
         }
+    }
+
+    /// Why a challenge is not answered, nil when it is: credentials go only to the configured
+    /// registrar or outbound proxy, and only for `identity.realm` when that is set.
+    private func refusal(of challenge: SIPDigest.Challenge, status: Int, from target: SIPTarget) -> String? {
+        guard isCredentialTarget(target) else {
+            return "not answering a \(status) challenge (realm '\(SIPEnvelopes.escaped(challenge.realm))') from \(target): "
+                + "credentials go only to the registrar or proxy configured"
+        }
+        if let realm = configuration.identity.realm, realm != challenge.realm {
+            return "not answering a \(status) challenge from \(target) for realm '\(SIPEnvelopes.escaped(challenge.realm))': "
+                + "identity.realm is '\(realm)'"
+        }
+        return nil
+    }
+
+    /// Whether `target` is the configured registrar or outbound proxy.
+    private func isCredentialTarget(_ target: SIPTarget) -> Bool {
+        let trusted = [configuration.outboundProxy, configuration.registration.flatMap { try? self.target(for: $0.registrarURI) }]
+        return trusted.contains { $0?.host.lowercased() == target.host.lowercased() && $0?.port == target.port }
     }
 
     /// Adds answers to the cached challenges; returns the nonce answered per header.
@@ -480,7 +505,12 @@ extension SIPAgent: SIPTransportDelegate {
         let status = error.kind == .tooLarge ? 513 : 400
         var response = Self.response(
             to: request, from: peer, status: status, reason: status == 513 ? "Message Too Large" : "Bad Request")
-        response.headers.append("Warning", "399 switchyard \"\(String(error.description.map { $0 == "\"" ? "'" : $0 }))\"")
+        // The reason quotes the peer's bytes: no quote, backslash or control character reaches the header.
+        let warning = String(
+            error.description.unicodeScalars.map {
+                $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 == "\"" || $0 == "\\" ? "'" : Character($0)
+            })
+        response.headers.append("Warning", "399 switchyard \"\(warning)\"")
         transport.send(response.serialized(), to: peer).whenFailure { _ in }
     }
 

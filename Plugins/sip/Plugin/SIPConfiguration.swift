@@ -80,8 +80,9 @@ struct SIPConfiguration: Sendable {
         var impu: String
         /// The private identity: the digest user name (defaults to the IMPU's user part).
         var impi: String
-        /// The digest realm expected (defaults to the IMPU's domain); challenges for other realms are still answered.
-        var realm: String
+        /// The only digest realm answered, when set; without it any realm of the registrar or
+        /// outbound proxy is.
+        var realm: String?
         var password: String?
         var displayName: String?
     }
@@ -114,6 +115,8 @@ struct SIPConfiguration: Sendable {
     var answerStatus: Int
     /// Default destination of the `send` port.
     var defaultTo: String?
+    /// Whether an envelope may send a MESSAGE elsewhere than `send.to` (off: only where configured).
+    var allowEnvelopeDestination: Bool
     var defaultContentType: String
     var maximumInFlight: Int
     var limits: SIPLimits
@@ -135,7 +138,7 @@ struct SIPConfiguration: Sendable {
         identity = Identity(
             impu: impu,
             impi: identityConfig?["impi"]?.stringValue ?? user,
-            realm: identityConfig?["realm"]?.stringValue ?? domain,
+            realm: identityConfig?["realm"]?.stringValue,
             password: identityConfig?["password"]?.stringValue,
             displayName: identityConfig?["display_name"]?.stringValue)
 
@@ -208,6 +211,7 @@ struct SIPConfiguration: Sendable {
 
         let send = config["send"]
         defaultTo = send?["to"]?.stringValue
+        allowEnvelopeDestination = send?["allow_envelope_destination"]?.boolValue ?? false
         defaultContentType = send?["content_type"]?.stringValue ?? "text/plain"
         maximumInFlight = send?["max_in_flight"]?.intValue ?? 256
         guard maximumInFlight >= 1 else { throw PluginError("send.max_in_flight must be at least 1") }

@@ -39,6 +39,18 @@ enum SIPEnvelopes {
         return Envelope(type: messageType, subject: fromURI, headers: headers, contentType: contentType, body: request.body)
     }
 
+    /// Why an envelope on `send` is refused (delivery outcome reject), and the counter it adds to.
+    struct Refusal: Error, Sendable {
+        /// `messages_failed_total`, or a more specific counter as well for a hostile envelope.
+        var counter: String?
+        var message: String
+
+        init(_ message: String, counter: String? = nil) {
+            self.message = message
+            self.counter = counter
+        }
+    }
+
     /// What the `send` port makes of an envelope.
     struct Outgoing: Sendable {
         var to: String
@@ -51,7 +63,11 @@ enum SIPEnvelopes {
     /// content_type, headers}`) decides what it names; then `sip.to`/`sip.content_type` headers,
     /// an iiidea action's `to`/`content_type` preferences, the instance's `send:` defaults. The
     /// body is the envelope's; `sip.header.NAME` headers become SIP header fields.
-    static func outgoing(for envelope: Envelope, configuration: SIPConfiguration) throws(PluginError) -> Outgoing {
+    ///
+    /// With `send.to` configured, an envelope naming another destination is refused unless
+    /// `send.allow_envelope_destination` is on: a route's input must not choose where the
+    /// instance's identity (and credentials) go. A value holding CR, LF or NUL is refused, never written.
+    static func outgoing(for envelope: Envelope, configuration: SIPConfiguration) throws(Refusal) -> Outgoing {
         let preferences = envelope.headers["iiidea.preferences"].flatMap { try? JSONValue(parsing: $0) }
         var to = envelope.headers["sip.to"] ?? preferences?["to"]?.stringValue ?? configuration.defaultTo
         var contentType =
@@ -75,27 +91,61 @@ enum SIPEnvelopes {
                 if send["content_type"] == nil { contentType = "application/json" }
             }
             for (name, value) in send["headers"]?.objectValue ?? [:] {
-                guard let text = value.stringValue else { throw PluginError("sip.Send headers.\(name) is not a string") }
+                guard let text = value.stringValue else { throw Refusal("sip.Send headers.\(name) is not a string") }
                 headers.append((name, text))
             }
         }
-        guard let to else {
-            throw PluginError("no destination: give a sip.to header, a sip.Send body with to, or send.to in the instance")
+        guard let named = to else {
+            throw Refusal("no destination: give a sip.to header, a sip.Send body with to, or send.to in the instance")
         }
-        guard to.lowercased().hasPrefix("sip:") || to.lowercased().hasPrefix("sips:") || to.hasPrefix("<") else {
-            throw PluginError("destination '\(to)' is not a sip: or sips: URI")
+        let destination = named.hasPrefix("<") ? String(named.dropFirst().prefix { $0 != ">" }) : named
+        guard destination.lowercased().hasPrefix("sip:") || destination.lowercased().hasPrefix("sips:") else {
+            throw Refusal("destination '\(escaped(destination))' is not a sip: or sips: URI")
+        }
+        // The URI goes into the Request-URI and into To as <URI>: no controls, spaces, quotes or brackets.
+        guard !destination.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F || "<>\"".unicodeScalars.contains($0) })
+        else {
+            throw Refusal(
+                "destination '\(escaped(destination))' holds a control character, a space, a quote or a bracket", counter: unsafeValue)
+        }
+        if let configured = configuration.defaultTo, !configuration.allowEnvelopeDestination {
+            let own = configured.hasPrefix("<") ? String(configured.dropFirst().prefix { $0 != ">" }) : configured
+            guard destination == own else {
+                throw Refusal(
+                    "the envelope names destination '\(escaped(destination))' but send.to is '\(own)' "
+                        + "(set send.allow_envelope_destination: true to let envelopes choose)",
+                    counter: "destinations_refused_total")
+            }
+        }
+        guard !containsLineBreakOrNUL(contentType) else {
+            throw Refusal("content type '\(escaped(contentType))' holds CR, LF or NUL", counter: unsafeValue)
         }
         for header in headers {
             guard !protocolHeaders.contains(header.name.lowercased()) else {
-                throw PluginError("header \(header.name) is set by the SIP stack, not by envelopes")
+                throw Refusal("header \(escaped(header.name)) is set by the SIP stack, not by envelopes")
             }
-            guard !header.name.isEmpty, header.name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }),
-                !header.value.contains(where: { $0 == "\r" || $0 == "\n" })
-            else { throw PluginError("header '\(header.name)' is not a valid SIP header field") }
+            guard !header.name.isEmpty, header.name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." })
+            else { throw Refusal("header '\(escaped(header.name))' is not a valid SIP header field name", counter: unsafeValue) }
+            guard !containsLineBreakOrNUL(header.value) else {
+                throw Refusal("header \(header.name) holds CR, LF or NUL: '\(escaped(header.value))'", counter: unsafeValue)
+            }
         }
-        return Outgoing(
-            to: to.hasPrefix("<") ? String(to.dropFirst().prefix { $0 != ">" }) : to, contentType: contentType, body: body, headers: headers
-        )
+        return Outgoing(to: destination, contentType: contentType, body: body, headers: headers)
+    }
+
+    /// The counter of values refused because they would break a header line.
+    static let unsafeValue = "header_values_refused_total"
+
+    /// Whether `value` holds a byte that would end or cut a header line.
+    static func containsLineBreakOrNUL(_ value: String) -> Bool {
+        value.utf8.contains { $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") || $0 == 0 }
+    }
+
+    /// `value` for a log line: controls shown as `\u{..}`, at most 80 characters.
+    static func escaped(_ value: String) -> String {
+        String(
+            value.prefix(80).unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "\\u{\(String($0.value, radix: 16))}" : String($0) }
+                .joined())
     }
 
     /// A registration state change as a `sip.Registration` envelope.

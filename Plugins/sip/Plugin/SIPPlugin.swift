@@ -113,6 +113,9 @@ final class SIPPlugin: SwitchyardPlugin {
                     "properties": [
                         "to": ["type": "string"], "content_type": ["type": "string"],
                         "max_in_flight": ["type": "integer", "minimum": 1],
+                        "allow_envelope_destination": [
+                            "type": "boolean", "description": "let envelopes send elsewhere than send.to (default false)",
+                        ],
                     ],
                 ],
                 "max_body_bytes": ["type": "integer", "minimum": 1],
@@ -144,6 +147,10 @@ final class SIPPlugin: SwitchyardPlugin {
             outgoing = try SIPEnvelopes.outgoing(for: envelope, configuration: configuration)
         } catch {
             context.metric(.counter, "messages_failed_total", 1)
+            if let counter = error.counter {
+                context.metric(.counter, counter, 1)
+                context.log(.warning, "refused an envelope on send: \(error.message)")
+            }
             return delivery.ack(.reject, reason: error.message)
         }
         agent.outstanding.add(1, ordering: .relaxed)
