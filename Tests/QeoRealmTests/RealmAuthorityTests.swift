@@ -42,6 +42,11 @@ struct RealmAuthorityTests {
         #expect(verified.status == 0, "\(verified.output)")
         let keyMode = try FileManager.default.attributesOfItem(atPath: folder + "/device.key")[.posixPermissions] as? Int
         #expect(keyMode == 0o600)
+        // Every file and folder of the realm is its owner's only.
+        for file in [scratch.path, folder, scratch.path + "/ca.key", scratch.path + "/realm.json", folder + "/device.pem"] {
+            let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+            #expect(mode.map { $0 & 0o077 } == 0, "\(file) is readable by others: \(String(mode ?? 0, radix: 8))")
+        }
 
         // The permissions name the device's subject; openssl checks the signature as Cyclone does.
         for document in ["permissions", "governance"] {

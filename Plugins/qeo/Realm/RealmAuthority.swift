@@ -198,7 +198,8 @@ public struct RealmAuthority: Sendable {
 
     static func write(_ text: String, to file: URL, private isPrivate: Bool = false) throws(RealmError) {
         do {
-            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             if isPrivate {
                 // Created 0600 before the key is in it, so it is never readable by others.
                 guard FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
@@ -207,8 +208,10 @@ public struct RealmAuthority: Sendable {
                 try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
                 try Data(text.utf8).write(to: file)
             } else {
-                // Whole or not at all: a reader never sees half a document.
+                // Whole or not at all: a reader never sees half a document. Not secret, but
+                // the realm's state all the same: its owner's only.
                 try Data(text.utf8).write(to: file, options: .atomic)
+                try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
             }
         } catch let error as RealmError {
             throw error
@@ -245,8 +248,10 @@ public struct RealmRegistry: Codable, Sendable {
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try encoder.encode(self).write(to: file)
+            try FileManager.default.createDirectory(
+                at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try encoder.encode(self).write(to: file, options: .atomic)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
         } catch {
             throw RealmError("writing \(file.path): \(error)")
         }

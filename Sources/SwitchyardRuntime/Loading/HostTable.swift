@@ -31,6 +31,19 @@ enum HostTable {
                     let instance = InstanceRuntime.from(context)
                     let text = message.string
                     let logLevel = HostTable.logLevel(level)
+                    guard instance.logger.logLevel <= logLevel else { return }
+                    switch instance.logThrottle.withLock({ $0.admit(text) }) {
+                    case .suppress:
+                        instance.router.record(
+                            metric: "log_lines_suppressed_total", instance: instance.name, kind: SY_METRIC_COUNTER, value: 1)
+                        return
+                    case .summarizeThenWrite(let count, let first):
+                        instance.logger.warning(
+                            "\(count) log lines of this instance were held back (more than \(LogThrottle.budget) in \(LogThrottle.window)); the first: \(first)"
+                        )
+                    case .write:
+                        break
+                    }
                     instance.logger.log(level: logLevel, "\(text)")
                     if logLevel >= .warning { instance.router.note(problem: text, instance: instance.name) }
                 },

@@ -56,6 +56,8 @@ final class InstanceRuntime: @unchecked Sendable {
     let counters = InstanceCounters()
     let accepting = Atomic<Bool>(true)
     let logger: Logger
+    /// Bounds the lines the plugin's `log` calls may write (a flood of peer errors).
+    let logThrottle = Mutex(LogThrottle())
     unowned let router: Router
 
     init(name: String, plugin: LoadedPlugin, config: JSONValue, logLevel: String?, router: Router, logger: Logger) {
