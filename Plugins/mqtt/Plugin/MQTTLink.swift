@@ -22,9 +22,16 @@ final class MQTTLink: @unchecked Sendable {
         var previousPacketID: UInt16?
     }
 
-    /// An inbound publish waiting for room in the router.
+    /// An inbound publish waiting for room in the router, or for its settlement.
     struct Inbound {
         var publish: MQTTPublish
+        /// Arrival order: a publish the router hands back goes in front of later ones.
+        var sequence: UInt64
+        /// The connection (``MQTTLink/connectionNumber``) it arrived on: its packet id can be
+        /// confirmed on that connection only.
+        var connection: UInt64
+        /// The router settled it with retry once already (it is being offered again).
+        var handedBack = false
     }
 
     let configuration: MQTTLinkConfiguration
@@ -32,10 +39,10 @@ final class MQTTLink: @unchecked Sendable {
     let instance: String
     let eventLoop: any EventLoop
 
-    private var channel: (any Channel)?
-    private var connected = false
+    var channel: (any Channel)?
+    var connected = false
     private var stopped = false
-    private var reading = true
+    var reading = true
     private var reconnectDelay: UInt64
     private var reconnectTask: Scheduled<Void>?
     private var pingTask: RepeatedTask?
@@ -47,15 +54,29 @@ final class MQTTLink: @unchecked Sendable {
     /// Publishes waiting for a connection or for room in the inflight window.
     private var pending: Deque<Outbound> = []
     /// Inbound publishes the router could not take yet (`on_full: block`).
-    private var blockedInbound: Deque<Inbound> = []
-    /// Settle tokens of inbound QoS ≥ 1 publishes → their packet id and QoS.
-    private var nextSettleToken: UInt64 = 0
-    private var unsettled: [UInt64: (packetID: UInt16, qos: MQTTQoS)] = [:]
+    var blockedInbound: Deque<Inbound> = []
+    /// Settle tokens of inbound QoS ≥ 1 publishes → the publish, kept until the router
+    /// settles it: confirmed then, or offered again when the router answers retry. Kept
+    /// across reconnects, so a late settlement still finds its publish (the router holds at
+    /// most its queues' worth, and the broker's receive maximum bounds what it sends unconfirmed).
+    var nextSettleToken: UInt64 = 0
+    var unsettled: [UInt64: Inbound] = [:]
+    /// Numbers inbound publishes in arrival order.
+    var inboundSequence: UInt64 = 0
+    /// Counts accepted connections (CONNACK), so a packet id is confirmed only on its own.
+    var connectionNumber: UInt64 = 0
+    /// Offers the oldest handed-back publish to the router again (see MQTTLink+Inbound.swift).
+    var redeliveryTimer: Scheduled<Void>?
+    /// The pause before the next offer: doubles from ``redeliveryBackoff`` up to its ceiling.
+    var redeliveryDelay = MQTTLink.redeliveryBackoff.lowerBound
+    /// The token of a handed-back publish offered again alone, as a probe: when it is
+    /// taken, the others follow.
+    var probeToken: UInt64?
     /// QoS 2 packet ids received and acknowledged with PUBREC, awaiting PUBREL.
-    private var receivedQoS2: Set<UInt16> = []
+    var receivedQoS2: Set<UInt16> = []
     /// MQTT 3.1.1 has no no-local: what this link published lately, so the broker's echo of
     /// it through the link's own subscriptions can be recognised and dropped.
-    private var recentPublishes = EchoMemory()
+    var recentPublishes = EchoMemory()
     /// Publishes taken from the router and not yet acknowledged to it (any thread reads it).
     private let outstanding = Atomic<Int>(0)
     /// False while the socket has more unsent bytes than the high water mark (a broker that
@@ -72,9 +93,9 @@ final class MQTTLink: @unchecked Sendable {
     /// Publishes handed over by the router, waiting for the event loop.
     private let inbox = Handoff<(MQTTPublish, Delivery)>()
     /// Settle tokens of inbound publishes the router has finished with, waiting for the event loop.
-    private let settledTokens = Handoff<UInt64>()
+    let settledTokens = Handoff<(token: UInt64, outcome: DeliveryOutcome)>()
     /// Whether the broker kept the session (CONNACK session present).
-    private var sessionResumed = false
+    var sessionResumed = false
     /// The inflight window in force: the configured one, capped by the broker.
     private var inflightWindow: Int
 
@@ -100,7 +121,10 @@ final class MQTTLink: @unchecked Sendable {
     func quiesce() {
         eventLoop.execute {
             self.reading = false
+            // Unconfirmed, these stay the broker's (kept for the session).
             self.blockedInbound.removeAll()
+            self.redeliveryTimer?.cancel()
+            self.redeliveryTimer = nil
             guard self.connected, let channel = self.channel, !self.configuration.subscriptions.isEmpty else { return }
             _ = channel.setOption(ChannelOptions.autoRead, value: true)
             let filters = self.configuration.subscriptions.map(\.filter)
@@ -114,6 +138,7 @@ final class MQTTLink: @unchecked Sendable {
             self.stopped = true
             self.reconnectTask?.cancel()
             self.pingTask?.cancel()
+            self.redeliveryTimer?.cancel()
             for outbound in self.pending { self.finish(outbound.delivery, .retry, reason: "mqtt link stopped") }
             for id in self.inflightOrder {
                 guard let outbound = self.inflight[id] else { continue }
@@ -173,33 +198,6 @@ final class MQTTLink: @unchecked Sendable {
         // a future per message would cost more than the message.
         write(.publish(publish), on: channel, flush: false)
         finish(delivery, .ok)
-    }
-
-    /// The router has room again on the `messages` port.
-    func resume() {
-        eventLoop.execute { self.emitBlocked() }
-    }
-
-    /// The router has delivered an inbound publish everywhere: confirm it to the broker.
-    /// Without a durable spool a failed delivery cannot be kept, so it is confirmed too, but
-    /// logged and counted (`mqtt_unconfirmed_deliveries_total`).
-    func settled(token: UInt64, outcome: DeliveryOutcome) {
-        if outcome != .ok {
-            context.metric(.counter, "mqtt_unconfirmed_deliveries_total", 1)
-            context.log(.warning, "an inbound publish was not delivered everywhere (\(outcome)); confirmed to the broker anyway")
-        }
-        // Confirmations are handed to the event loop in batches, like publishes.
-        if settledTokens.add(token) { eventLoop.execute { self.confirmSettled() } }
-    }
-
-    private func confirmSettled() {
-        let tokens = settledTokens.takeAll()
-        guard connected, let channel else { return }
-        for token in tokens {
-            guard let entry = unsettled.removeValue(forKey: token) else { continue }
-            let ack = MQTTAck(packetID: entry.packetID)
-            write(entry.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
-        }
     }
 
     // MARK: Connection (event loop)
@@ -302,7 +300,8 @@ final class MQTTLink: @unchecked Sendable {
         inflight.removeAll()
         inflightOrder.removeAll()
         pending.insert(contentsOf: unconfirmed, at: 0)
-        unsettled.removeAll()  // the broker redelivers unacknowledged QoS ≥ 1 publishes itself
+        // `unsettled` stays: the router still holds those publishes, and how a late settlement
+        // is handled depends on whether the next connection resumes the session.
         receivedQoS2.removeAll()
         if wasConnected, !stopped { context.log(.warning, "connection to \(configuration.host):\(configuration.port) lost") }
         context.metric(.gauge, "mqtt_connected", 0)
@@ -398,6 +397,7 @@ final class MQTTLink: @unchecked Sendable {
         }
         connected = true
         sessionResumed = connack.sessionPresent
+        connectionNumber &+= 1
         // The broker's Receive Maximum caps how many QoS ≥ 1 publishes may await it.
         inflightWindow = min(configuration.inflightWindow, Int(connack.properties.receiveMaximum ?? UInt16.max))
         reconnectDelay = configuration.initialReconnectDelay
@@ -409,7 +409,9 @@ final class MQTTLink: @unchecked Sendable {
         if keepAlive > 0 {
             pingTask = eventLoop.scheduleRepeatedTask(initialDelay: .seconds(Int64(keepAlive)), delay: .seconds(Int64(keepAlive))) { task in
                 guard self.connected, let channel = self.channel else { return task.cancel() }
-                if self.awaitingPong {
+                // While inbound publishes are held the socket is not read, so no PINGRESP can
+                // arrive: the broker is not the one that is late.
+                if self.awaitingPong, !self.holdingInbound {
                     self.context.log(.warning, "no PINGRESP within \(keepAlive)s: closing the connection")
                     channel.close(promise: nil)
                     return
@@ -425,93 +427,16 @@ final class MQTTLink: @unchecked Sendable {
             write(.subscribe(MQTTSubscribe(packetID: nextID(), subscriptions: subscriptions)), on: channel)
         }
         sendPending()
+        heldAcrossReconnect(on: channel)
     }
 
-    private var suppressesEchoes: Bool {
+    var suppressesEchoes: Bool {
         configuration.version == .v3_1_1 && configuration.echoSuppression && !configuration.subscriptions.isEmpty
     }
 
     private func remember(_ publish: MQTTPublish) {
         guard suppressesEchoes else { return }
         recentPublishes.insert(topic: publish.topic, payload: publish.payload, at: .now())
-    }
-
-    private func receivedPublish(_ publish: MQTTPublish, on channel: any Channel) {
-        // After quiesce nothing more is taken: unacknowledged, the broker keeps it for the
-        // session (or drops it with a clean start), and nothing accepted is lost.
-        guard reading else { return }
-        if suppressesEchoes, recentPublishes.remove(topic: publish.topic, payload: publish.payload, now: .now()) {
-            context.metric(.counter, "mqtt_echoes_dropped_total", 1)
-            confirmWithoutTaking(publish, on: channel)
-            return
-        }
-        if publish.qos == .exactlyOnce, let id = publish.packetID, receivedQoS2.contains(id) {
-            // A resend before PUBREL: already taken once, only acknowledge again.
-            write(.pubrec(MQTTAck(packetID: id)), on: channel)
-            return
-        }
-        if !blockedInbound.isEmpty {
-            blockedInbound.append(Inbound(publish: publish))
-            return
-        }
-        if !emit(publish) {
-            blockedInbound.append(Inbound(publish: publish))
-            _ = channel.setOption(ChannelOptions.autoRead, value: false)
-        }
-    }
-
-    /// Emits an inbound publish; false when the router is full (nothing was taken).
-    private func emit(_ publish: MQTTPublish) -> Bool {
-        var token: UInt64 = 0
-        if publish.qos != .atMostOnce, let id = publish.packetID {
-            nextSettleToken &+= 1
-            token = nextSettleToken
-            unsettled[token] = (id, publish.qos)
-            if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
-        }
-        // MQTT Connect hook: the profile types a phone's payload and takes its session object.
-        let envelope = MQTTEnvelopes.envelope(for: publish, version: configuration.version, connect: configuration.connect)
-        let result = context.emit(envelope, on: "messages", settleToken: token)
-        if result != .ok, token != 0 {
-            // Not taken: unconfirmed, so the broker sends it again (a QoS 2 resend must then
-            // be taken, not only answered).
-            unsettled.removeValue(forKey: token)
-            if let id = publish.packetID { receivedQoS2.remove(id) }
-        }
-        switch result {
-        case .ok:
-            return true
-        case .full:
-            return false
-        case .stopped:
-            // The router is shutting down and takes nothing more; neither does this link.
-            return true
-        case let refusal:
-            // Refused for good: confirmed like a failed delivery, or the broker would send it
-            // again after every reconnect.
-            context.metric(.counter, "mqtt_unconfirmed_deliveries_total", 1)
-            context.log(.error, "router refused a publish on \(publish.topic): \(refusal); confirmed to the broker anyway")
-            if let channel { confirmWithoutTaking(publish, on: channel) }
-            return true
-        }
-    }
-
-    /// Confirms an inbound QoS ≥ 1 publish that goes nowhere: PUBACK, or PUBREC with the id
-    /// remembered until PUBREL (a resend before then is only answered).
-    private func confirmWithoutTaking(_ publish: MQTTPublish, on channel: any Channel) {
-        guard let id = publish.packetID, publish.qos != .atMostOnce else { return }
-        let ack = MQTTAck(packetID: id)
-        if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
-        write(publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
-    }
-
-    private func emitBlocked() {
-        while let first = blockedInbound.first {
-            guard emit(first.publish) else { return }
-            blockedInbound.removeFirst()
-        }
-        _ = channel?.setOption(ChannelOptions.autoRead, value: true)
-        channel?.read()
     }
 
     // MARK: Publishing (event loop)
@@ -559,7 +484,7 @@ final class MQTTLink: @unchecked Sendable {
     /// goes to the socket once for everything written in this turn of the event loop, so a
     /// burst of publishes costs one write and no promise per packet. A failed write closes the
     /// channel, and ``channelInactive()`` deals with what the broker had not confirmed.
-    private func write(_ packet: MQTTPacket, on channel: any Channel, flush: Bool = true) {
+    func write(_ packet: MQTTPacket, on channel: any Channel, flush: Bool = true) {
         do {
             try MQTTCodec.encode(packet, version: configuration.version, into: &outgoing)
         } catch {

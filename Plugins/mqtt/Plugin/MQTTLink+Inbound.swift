@@ -1,0 +1,208 @@
+import DequeModule
+import MQTTCodec
+import NIOCore
+import SwitchyardCore
+import SwitchyardPluginKit
+
+/// Inbound publishes: handed to the router, confirmed to the broker once the router settled
+/// them, and held unconfirmed — then offered again — when the router answers retry (an
+/// at-least-once route whose spool cannot write, a sink that is down on an at-most-once route).
+/// Nothing is confirmed to the broker that the router did not take.
+extension MQTTLink {
+    /// First pause before a handed-back publish is offered again, and the ceiling it doubles to.
+    static let redeliveryBackoff = TimeAmount.milliseconds(100)...TimeAmount.seconds(5)
+
+    // MARK: Entry points (any thread)
+
+    /// The router has room again on the `messages` port: everything held is offered again.
+    func resume() {
+        eventLoop.execute {
+            self.redeliveryTimer?.cancel()
+            self.redeliveryTimer = nil
+            self.offerHeld(probing: false)
+        }
+    }
+
+    /// The router has finished with an inbound publish. Delivered (or refused for good, which
+    /// is counted in `mqtt_unconfirmed_deliveries_total`): confirmed to the broker. Retry: held
+    /// unconfirmed and offered again (`mqtt_redelivered_to_router_total`).
+    func settled(token: UInt64, outcome: DeliveryOutcome) {
+        // Settlements are handed to the event loop in batches, like publishes.
+        if settledTokens.add((token, outcome)) { eventLoop.execute { self.takeSettlements() } }
+    }
+
+    // MARK: Event loop
+
+    /// Whether inbound publishes wait in the link (the socket is not read meanwhile).
+    var holdingInbound: Bool { !blockedInbound.isEmpty || probeToken != nil }
+
+    func receivedPublish(_ publish: MQTTPublish, on channel: any Channel) {
+        // After quiesce nothing more is taken: unacknowledged, the broker keeps it for the
+        // session (or drops it with a clean start), and nothing accepted is lost.
+        guard reading else { return }
+        if suppressesEchoes, recentPublishes.remove(topic: publish.topic, payload: publish.payload, now: .now()) {
+            context.metric(.counter, "mqtt_echoes_dropped_total", 1)
+            confirmWithoutTaking(publish, on: channel)
+            return
+        }
+        if publish.qos == .exactlyOnce, let id = publish.packetID, receivedQoS2.contains(id) {
+            // A resend before PUBREL: already taken once, only acknowledge again.
+            write(.pubrec(MQTTAck(packetID: id)), on: channel)
+            return
+        }
+        inboundSequence &+= 1
+        let inbound = Inbound(publish: publish, sequence: inboundSequence, connection: connectionNumber)
+        // Later publishes wait behind held ones, so the router sees them in arrival order.
+        if holdingInbound {
+            blockedInbound.append(inbound)
+            return
+        }
+        if emit(inbound) == nil {
+            blockedInbound.append(inbound)
+            _ = channel.setOption(ChannelOptions.autoRead, value: false)
+        }
+    }
+
+    /// Emits an inbound publish: nil when the router is full (nothing was taken), otherwise
+    /// the settle token it was emitted with (0: nothing to confirm).
+    private func emit(_ inbound: Inbound) -> UInt64? {
+        let publish = inbound.publish
+        // A packet id means something only on the connection it came with.
+        let confirmable = publish.qos != .atMostOnce && publish.packetID != nil && inbound.connection == connectionNumber
+        var token: UInt64 = 0
+        if confirmable, let id = publish.packetID {
+            nextSettleToken &+= 1
+            token = nextSettleToken
+            unsettled[token] = inbound
+            if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
+        }
+        // MQTT Connect hook: the profile types a phone's payload and takes its session object.
+        let envelope = MQTTEnvelopes.envelope(for: publish, version: configuration.version, connect: configuration.connect)
+        let result = context.emit(envelope, on: "messages", settleToken: token)
+        if result != .ok, token != 0 {
+            // Not taken: unconfirmed, so the broker sends it again (a QoS 2 resend must then
+            // be taken, not only answered).
+            unsettled.removeValue(forKey: token)
+            if let id = publish.packetID { receivedQoS2.remove(id) }
+        }
+        switch result {
+        case .ok:
+            if inbound.handedBack { context.metric(.counter, "mqtt_redelivered_to_router_total", 1) }
+            return token
+        case .full:
+            return nil
+        case .stopped:
+            // The router is shutting down and takes nothing more; neither does this link.
+            return 0
+        case let refusal:
+            // Refused for good: confirmed like a failed delivery, or the broker would send it
+            // again after every reconnect.
+            context.metric(.counter, "mqtt_unconfirmed_deliveries_total", 1)
+            context.log(.error, "router refused a publish on \(publish.topic): \(refusal); confirmed to the broker anyway")
+            if confirmable, let channel { confirmWithoutTaking(publish, on: channel) }
+            return 0
+        }
+    }
+
+    /// Confirms an inbound QoS ≥ 1 publish that goes nowhere: PUBACK, or PUBREC with the id
+    /// remembered until PUBREL (a resend before then is only answered).
+    private func confirmWithoutTaking(_ publish: MQTTPublish, on channel: any Channel) {
+        guard let id = publish.packetID, publish.qos != .atMostOnce else { return }
+        let ack = MQTTAck(packetID: id)
+        if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
+        write(publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
+    }
+
+    /// Offers held publishes to the router, oldest first, until it is full. `probing` offers
+    /// only the oldest when it was handed back: while it is not taken for good, neither would
+    /// the others be, and offering them all every time would only churn.
+    private func offerHeld(probing: Bool) {
+        while let first = blockedInbound.first {
+            guard let token = emit(first) else { return }  // full: the router calls resume()
+            blockedInbound.removeFirst()
+            if probing, first.handedBack, token != 0 {
+                probeToken = token
+                return
+            }
+        }
+        guard probeToken == nil else { return }
+        _ = channel?.setOption(ChannelOptions.autoRead, value: true)
+        channel?.read()
+    }
+
+    private func takeSettlements() {
+        for (token, outcome) in settledTokens.takeAll() {
+            guard let inbound = unsettled.removeValue(forKey: token) else { continue }
+            let probe = token == probeToken
+            if probe { probeToken = nil }
+            if outcome == .retry {
+                handBack(inbound)
+                continue
+            }
+            if outcome == .ok {
+                redeliveryDelay = Self.redeliveryBackoff.lowerBound
+            } else {
+                context.metric(.counter, "mqtt_unconfirmed_deliveries_total", 1)
+                context.log(
+                    .warning, "an inbound publish on \(inbound.publish.topic) was refused for good (\(outcome)); confirmed to the broker")
+            }
+            confirm(inbound)
+            // The probe was taken: the route takes again, so the rest follow.
+            if probe { offerHeld(probing: false) }
+        }
+    }
+
+    /// PUBACK or PUBREC, on the connection the publish came with (on another one its packet
+    /// id means something else: the broker redelivers it there, unconfirmed, if it kept the session).
+    private func confirm(_ inbound: Inbound) {
+        guard connected, inbound.connection == connectionNumber, let channel, let id = inbound.publish.packetID else { return }
+        let ack = MQTTAck(packetID: id)
+        write(inbound.publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
+    }
+
+    /// The router settled an inbound publish with retry: it is not confirmed, and it goes back
+    /// in front of later publishes, to be offered again after a pause (or at once when the
+    /// router calls resume()).
+    private func handBack(_ inbound: Inbound) {
+        let current = inbound.connection == connectionNumber
+        if current, inbound.publish.qos == .exactlyOnce, let id = inbound.publish.packetID { receivedQoS2.remove(id) }
+        // Shutting down: unconfirmed, it stays the broker's.
+        guard reading else { return }
+        // From an earlier connection into a resumed session: the broker sends it again itself.
+        if !current, connected, sessionResumed { return }
+        var held = inbound
+        held.handedBack = true
+        let index = blockedInbound.firstIndex { $0.sequence > held.sequence } ?? blockedInbound.endIndex
+        blockedInbound.insert(held, at: index)
+        _ = channel?.setOption(ChannelOptions.autoRead, value: false)
+        context.metric(.counter, "mqtt_handed_back_total", 1)
+        if redeliveryTimer == nil, probeToken == nil {
+            let delay = redeliveryDelay
+            redeliveryDelay = min(Self.redeliveryBackoff.upperBound, redeliveryDelay * 2)
+            // Jitter over the upper half, as for reconnects.
+            let jittered = TimeAmount.nanoseconds(delay.nanoseconds / 2 + Int64.random(in: 0...(delay.nanoseconds / 2)))
+            if delay == Self.redeliveryBackoff.lowerBound {
+                context.log(
+                    .notice,
+                    "the router could not take a publish on \(inbound.publish.topic) yet (retry): held unconfirmed, offered again with backoff"
+                )
+            }
+            redeliveryTimer = eventLoop.scheduleTask(in: jittered) {
+                self.redeliveryTimer = nil
+                self.offerHeld(probing: true)
+            }
+        }
+    }
+
+    /// A new connection was accepted: publishes held from an earlier one are dropped when the
+    /// session was resumed (the broker sends them again), and otherwise offered without a
+    /// confirmation (the broker forgot them; they are the only copy).
+    func heldAcrossReconnect(on channel: any Channel) {
+        if sessionResumed {
+            blockedInbound.removeAll { $0.connection != connectionNumber && $0.publish.qos != .atMostOnce }
+        }
+        guard !blockedInbound.isEmpty else { return }
+        _ = channel.setOption(ChannelOptions.autoRead, value: false)
+        if redeliveryTimer == nil { offerHeld(probing: false) }
+    }
+}
