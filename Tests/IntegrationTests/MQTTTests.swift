@@ -689,6 +689,8 @@ final class FakeBroker: @unchecked Sendable {
     private struct State {
         var connections = 0
         var firstBytes: [UInt8] = []
+        /// Everything the peers sent, over every connection (the first 64 KiB).
+        var received: [UInt8] = []
         var stopped = false
         var threads = 0
     }
@@ -735,6 +737,9 @@ final class FakeBroker: @unchecked Sendable {
     /// The first byte each connection sent.
     var firstBytes: [UInt8] { lock.withLock { state.firstBytes } }
 
+    /// The bytes the peers sent, over every connection (the first 64 KiB).
+    var received: [UInt8] { lock.withLock { state.received } }
+
     private var stopped: Bool { lock.withLock { state.stopped } }
 
     /// Stops accepting, closes every connection and waits (bounded) for the threads.
@@ -778,6 +783,7 @@ final class FakeBroker: @unchecked Sendable {
             guard poll(&ready, 1, 50) > 0 else { continue }
             let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
             if count <= 0 { return }  // the peer closed (or failed): done
+            lock.withLock { state.received += buffer.prefix(min(count, 65536 - state.received.count)) }
             if !answered {
                 answered = true
                 let first = buffer[0]

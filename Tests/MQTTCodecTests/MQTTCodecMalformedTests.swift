@@ -263,3 +263,19 @@ extension MQTTPublish {
         self.init(topic: topic, payload: payload, properties: properties)
     }
 }
+
+/// The reason code a DISCONNECT reports for each kind of decoding error (MQTT 5 table 2-6).
+@Test func decodingErrorKindsMapToTheirDisconnectReasonCodes() {
+    #expect(MQTTCodecError.Kind.malformed.reasonCode == 0x81)
+    #expect(MQTTCodecError.Kind.protocolViolation.reasonCode == 0x82)
+    #expect(MQTTCodecError.Kind.packetTooLarge.reasonCode == 0x95)
+}
+
+/// A remaining length at its largest (268,435,455) with no packet size limit waits for the
+/// body instead of allocating or overflowing; with a limit it is refused at once.
+@Test func remainingLengthAtItsLimitWaitsOrIsRefused() throws {
+    var buffer = ByteBuffer(bytes: [0x30, 0xFF, 0xFF, 0xFF, 0x7F, 0x00])
+    #expect(try MQTTCodec.decode(from: &buffer, version: .v5, maximumPacketSize: .max) == nil)
+    #expect(buffer.readableBytes == 6)
+    expectDecodingError([0x30, 0xFF, 0xFF, 0xFF, 0x7F], .v5, .packetTooLarge, "PUBLISH", maximumPacketSize: 1 << 20)
+}

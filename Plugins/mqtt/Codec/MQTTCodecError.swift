@@ -39,6 +39,17 @@ public struct MQTTCodecError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 }
 
+extension MQTTCodecError.Kind {
+    /// The MQTT 5 reason code a DISCONNECT reports for this problem.
+    public var reasonCode: UInt8 {
+        switch self {
+        case .malformed: 0x81
+        case .protocolViolation: 0x82
+        case .packetTooLarge: 0x95
+        }
+    }
+}
+
 extension MQTTCodecError {
     /// A malformed-packet error whose packet name is filled in by the top-level entry point.
     static func malformed(_ reason: String) -> MQTTCodecError {

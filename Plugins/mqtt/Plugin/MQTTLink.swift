@@ -273,7 +273,9 @@ final class MQTTLink: @unchecked Sendable {
         guard !stopped, reconnectTask == nil else { return }
         // Full jitter on the upper half: many routers restarting together do not reconnect in step.
         let delay = reconnectDelay / 2 + UInt64.random(in: 0...(reconnectDelay / 2))
-        reconnectDelay = min(configuration.maximumReconnectDelay, reconnectDelay * 2)
+        // Doubling cannot overflow: past half the ceiling the ceiling is next.
+        let ceiling = configuration.maximumReconnectDelay
+        reconnectDelay = reconnectDelay > ceiling / 2 ? ceiling : reconnectDelay * 2
         reconnectTask = eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: delay))) {
             self.reconnectTask = nil
             self.connect()
@@ -335,7 +337,9 @@ final class MQTTLink: @unchecked Sendable {
     func failed(_ error: any Error) {
         if let error = error as? MQTTCodecError {
             context.metric(.counter, "mqtt_bad_packets_total", 1)
-            context.log(.error, "closing the connection: \(error)")
+            context.log(.error, "closing the connection to \(peer): \(error)")
+            // MQTT 5: say why before closing (0x81 malformed, 0x82 protocol error, 0x95 too large).
+            if let channel { sendDisconnect(reasonCode: error.kind.reasonCode, on: channel) }
         } else {
             context.log(.error, "connection error: \(error)")
         }
@@ -350,6 +354,12 @@ final class MQTTLink: @unchecked Sendable {
         case .connack(let connack):
             connectionAcknowledged(connack, on: channel)
         case .publish(let publish):
+            // This client announces no Topic Alias Maximum, so it is 0: any alias is an error
+            // (and an empty topic would otherwise reach the router).
+            if let alias = publish.properties.topicAlias {
+                return protocolViolation(
+                    "PUBLISH with Topic Alias \(alias), but this client allows none (Topic Alias Maximum 0)", channel, reasonCode: 0x94)
+            }
             receivedPublish(publish, on: channel)
         case .puback(let ack):
             complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBACK")
@@ -528,11 +538,23 @@ final class MQTTLink: @unchecked Sendable {
     /// The output buffer's initial capacity: a loop turn's worth of small publishes.
     private static let outgoingCapacity = 16 * 1024
 
-    private func protocolViolation(_ reason: String, _ channel: any Channel) {
+    /// Closes the connection after a broker broke the protocol, with a DISCONNECT saying why
+    /// (MQTT 5; `reasonCode` 0x82 Protocol Error unless a more precise one applies).
+    private func protocolViolation(_ reason: String, _ channel: any Channel, reasonCode: UInt8 = 0x82) {
         context.metric(.counter, "mqtt_bad_packets_total", 1)
-        context.log(.error, "closing the connection: protocol violation: \(reason)")
+        context.log(.error, "closing the connection to \(peer): protocol violation: \(reason)")
+        sendDisconnect(reasonCode: reasonCode, on: channel)
         channel.close(promise: nil)
     }
+
+    /// An MQTT 5 DISCONNECT with `reasonCode`, written at once (the connection closes next).
+    private func sendDisconnect(reasonCode: UInt8, on channel: any Channel) {
+        guard configuration.version == .v5, connected, self.channel === channel else { return }
+        write(.disconnect(MQTTDisconnect(reasonCode: reasonCode)), on: channel)
+    }
+
+    /// The broker, as logs name it.
+    var peer: String { "\(configuration.host):\(configuration.port)" }
 
     // MARK: Helpers
 

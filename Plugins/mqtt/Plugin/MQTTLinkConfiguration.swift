@@ -140,9 +140,15 @@ struct MQTTLinkConfiguration: Sendable {
         // A malformed duration is refused naming the setting, not replaced by the default.
         let initial = try PluginError.duration(reconnect?["initial_delay"], "reconnect.initial_delay", default: .milliseconds(500))
         let maximum = try PluginError.duration(reconnect?["max_delay"], "reconnect.max_delay", default: .seconds(30))
+        // Bounded so the backoff arithmetic stays far from overflowing (and a day is plenty).
+        for (value, name) in [(initial, "reconnect.initial_delay"), (maximum, "reconnect.max_delay")] where value > .seconds(86_400) {
+            throw PluginError("\(name): at most 24h")
+        }
         initialReconnectDelay = UInt64(max(0, initial / .nanoseconds(1)))
         maximumReconnectDelay = max(initialReconnectDelay, UInt64(max(0, maximum / .nanoseconds(1))))
-        inflightWindow = max(1, config["inflight"]?.intValue ?? 64)
+        // At most 65,534 publishes await the broker, so a packet id is always free for the next
+        // one, or for SUBSCRIBE and UNSUBSCRIBE.
+        inflightWindow = min(65_534, max(1, config["inflight"]?.intValue ?? 64))
         maximumPacketSize = max(1024, config["maximum_packet_size"]?.intValue ?? 1 << 20)
         maximumPending = max(1, config["max_pending"]?.intValue ?? 10_000)
         echoSuppression = config["echo_suppression"]?.boolValue ?? true

@@ -109,7 +109,7 @@ final class MQTTPlugin: SwitchyardPlugin {
                     "additionalProperties": false,
                     "properties": ["initial_delay": ["type": ["string", "integer"]], "max_delay": ["type": ["string", "integer"]]],
                 ],
-                "inflight": ["type": "integer", "minimum": 1, "maximum": 65535],
+                "inflight": ["type": "integer", "minimum": 1, "maximum": 65534],
                 "max_pending": ["type": "integer", "minimum": 1],
                 "echo_suppression": [
                     "type": "boolean",

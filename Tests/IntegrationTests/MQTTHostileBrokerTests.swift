@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+/// A broker that sends values at or past the protocol's limits: the link closes the connection
+/// with the reason code MQTT 5 prescribes, counts it, names the broker in the log, emits
+/// nothing it cannot stand behind, and reconnects; the router keeps running.
+@Suite(.timeLimit(.minutes(2)))
+struct MQTTHostileBrokerTests {
+    static let clientID = "switchyard-hostile"
+
+    /// CONNACK (MQTT 5, success, no properties), then a QoS 0 PUBLISH with an empty topic and
+    /// Topic Alias 1, which this client never allowed (Topic Alias Maximum 0).
+    static let connAckThenAliasedPublish: [UInt8] =
+        [0x20, 0x03, 0x00, 0x00, 0x00]
+        + [0x30, 0x08, 0x00, 0x00, 0x03, 0x23, 0x00, 0x01, UInt8(ascii: "h"), UInt8(ascii: "i")]
+
+    @Test func aTopicAliasThisClientNeverAllowedClosesTheConnectionWithReason0x94() throws {
+        let fake = try FakeBroker(reply: Self.connAckThenAliasedPublish)
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("mqtt")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              broker:
+                plugin: mqtt
+                url: "mqtt://127.0.0.1:\(fake.port)"
+                client_id: \(Self.clientID)
+                reconnect: { initial_delay: 100ms, max_delay: 500ms }
+                subscriptions: [ { topic: "sensors/#", qos: 1 } ]
+              out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+            routes:
+              - { name: inbound, from: broker.messages, to: out.write }
+            """
+        )
+        let (router, admin) = try RouterProcess.startWithAdmin(sandbox)
+        router.waitUntil("a second connection after the violation") { fake.connections >= 2 }
+        let log = router.standardError
+        #expect(log.contains("closing the connection to 127.0.0.1:\(fake.port): protocol violation: PUBLISH with Topic Alias 1"), "\(log)")
+        #expect(try MetricsExposition.pluginMetric("mqtt_bad_packets_total", instance: "broker", admin: admin) >= 1)
+        // DISCONNECT with reason code 0x94 (Topic Alias invalid) went out before the close.
+        let disconnect: [UInt8] = [0xE0, 0x01, 0x94]
+        let received = fake.received
+        #expect(
+            received.indices.contains { received[$0...].starts(with: disconnect) }, "\(received.map { String($0, radix: 16) })")
+        // Nothing with an empty topic reached the route.
+        #expect(sandbox.lines(of: "out.jsonl").isEmpty)
+        #expect(router.process.isRunning)
+        #expect(router.stop() == 0, "\(router.standardError)")
+        fake.stop()
+    }
+
+    /// A reconnect delay so long that doubling it would overflow is refused at start, naming
+    /// the setting (it used to trap on the first failed connection).
+    @Test func aReconnectDelayPastADayIsRefusedNamingTheSetting() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("mqtt")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              broker: { plugin: mqtt, url: "mqtt://127.0.0.1:1", reconnect: { initial_delay: 3000000h } }
+            """)
+        let result = try RouterProcess.runToExit(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        #expect(result.status != 0)
+        #expect(result.errors.contains("reconnect.initial_delay: at most 24h"), "\(result.errors)")
+    }
+}
