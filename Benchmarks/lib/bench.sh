@@ -32,3 +32,17 @@ wait_for() {
     tail -20 "$1" >&2
     exit 1
 }
+
+# bench_release_build PRODUCT...: builds each product in release mode into $repo/.build-bench
+# (skipped with SKIP_BUILD=1) and sets `release_dir`; needs `repo`. One `swift build` per
+# product (it takes one --product), so only what the benchmark runs is compiled.
+bench_release_build() {
+    local product
+    if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+        for product in "$@"; do
+            log "building $product (release, --scratch-path .build-bench)"
+            (cd "$repo" && swift build -c release --scratch-path .build-bench --product "$product" >&2)
+        done
+    fi
+    release_dir=$(cd "$repo" && swift build -c release --scratch-path .build-bench --show-bin-path)
+}
