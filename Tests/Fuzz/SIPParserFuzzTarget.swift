@@ -1,6 +1,7 @@
-// The libFuzzer entry point for the SIP parser, compiled together with the codec's sources by
-// scripts/fuzz-sip-parser (not a package target: it needs -sanitize=fuzzer). The checks are
-// those of SIPCodecFuzzTests; a failed one traps, which libFuzzer reports with the input.
+// The libFuzzer entry point for the SIP parser: datagrams and stream framing (built by
+// scripts/fuzz). The checks are those of SIPCodecFuzzTests; a failed one traps, which libFuzzer
+// reports with the input.
+@testable import SIPCodec
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzSIPParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
