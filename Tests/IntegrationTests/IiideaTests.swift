@@ -73,7 +73,7 @@ struct IiideaTests {
             iiideas:
               - id: unreachable
                 trigger: { port: clock.tick }
-                service: { piece: http, preferences: { url: "http://127.0.0.1:1/nothing", timeout: 2s } }
+                service: { piece: http, preferences: { url: "http://127.0.0.1:1/nothing", timeout: 2s, allow_private: true } }
                 action:  { port: out.write }
             """
         )
@@ -107,6 +107,7 @@ struct IiideaTests {
                   piece: http
                   preferences:
                     method: POST
+                    allow_private: true
                     url: "http://127.0.0.1:\(server.port)/echo/{{body.count}}"
                     headers: { X-Test: "tick {{body.count}}" }
                     body: { n: "{{body.count}}" }

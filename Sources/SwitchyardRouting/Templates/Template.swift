@@ -18,9 +18,19 @@ public struct Template: Sendable {
     /// Turns off Mustache's HTML escaping: messages are not web pages.
     private static let textPragma = "{{%CONTENT_TYPE:TEXT}}"
 
+    /// How the values `{{name}}` inserts are escaped (`{{{name}}}` inserts them as they are).
+    public enum Escaping: Sendable {
+        /// Not at all: messages are not web pages.
+        case verbatim
+        /// Percent-encoded, all but RFC 3986's unreserved characters: for parts of a URL. A
+        /// template of exactly one tag renders to text too, escaped.
+        case percentEncoded
+    }
+
     /// Parses a template; errors name the place (line and column within the text, added to
     /// `location`).
-    public init(parsing source: String, at location: SourceLocation?) throws(Diagnostic) {
+    public init(parsing source: String, at location: SourceLocation?, escaping: Escaping = .verbatim) throws(Diagnostic) {
+        let pragma = escaping == .verbatim ? Self.textPragma : PercentEncodedContent.pragma
         self.source = source
         let tags = try Self.scanTags(source, at: location)
         var reads: [(field: EnvelopeField, offset: Int)] = []
@@ -34,7 +44,7 @@ public struct Template: Sendable {
             reads.append((field, tag.offset))
         }
         fieldReads = reads
-        if tags.count == 1, let only = tags.first, only.isVariable, only.start == 0, only.end == source.utf8.count {
+        if escaping == .verbatim, tags.count == 1, let only = tags.first, only.isVariable, only.start == 0, only.end == source.utf8.count {
             wholeField = reads.first?.field
         } else {
             wholeField = nil
@@ -43,10 +53,10 @@ public struct Template: Sendable {
             compiled = nil
         } else {
             do {
-                compiled = try MustacheTemplate(string: Self.textPragma + source)
+                compiled = try MustacheTemplate(string: pragma + source)
             } catch let error as MustacheTemplate.ParserError {
                 let line = error.context.lineNumber
-                let column = line == 1 ? max(1, error.context.columnNumber - Self.textPragma.count) : error.context.columnNumber
+                let column = line == 1 ? max(1, error.context.columnNumber - pragma.count) : error.context.columnNumber
                 let place = location.map {
                     SourceLocation(file: $0.file, line: $0.line + line - 1, column: line == 1 ? $0.column + column - 1 : column)
                 }
@@ -212,4 +222,28 @@ struct MustacheJSONArray: MustacheSequence, MustacheParent, MustacheCustomRender
 
     var renderText: String { JSONValue.array(elements).serialized() }
     var isNull: Bool { false }
+}
+
+/// Mustache's content type for `Template.Escaping.percentEncoded`.
+private struct PercentEncodedContent: MustacheContentType {
+    /// The pragma that selects it; registering happens once, before the first template uses it.
+    static let pragma: String = {
+        MustacheContentTypes.register(PercentEncodedContent(), named: "SWITCHYARD_PERCENT_ENCODED")
+        return "{{%CONTENT_TYPE:SWITCHYARD_PERCENT_ENCODED}}"
+    }()
+
+    private static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+
+    func escapeText(_ text: String) -> String {
+        var escaped = ""
+        escaped.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            if Self.unreserved.contains(byte) {
+                escaped.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                escaped += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xf, radix: 16, uppercase: true)
+            }
+        }
+        return escaped
+    }
 }

@@ -132,9 +132,9 @@ public struct PlannedIiidea: Sendable {
         case map
         /// The trigger's output after a pause, in nanoseconds.
         case delay(UInt64)
-        /// An HTTP call: the request (`method`, `url`, `headers`, `body`) rendered per run;
-        /// the response JSON is the output.
-        case http(request: MapNode, timeout: UInt64)
+        /// An HTTP call: the request (`method`, `url`, `headers`, `body`) rendered per run,
+        /// within `policy`; the response JSON is the output.
+        case http(request: MapNode, timeout: UInt64, policy: HTTPPiecePolicy)
         /// A plugin's service port (`piece_execute`), given the preferences as written.
         case plugin(PortReference, preferences: JSONValue, timeout: UInt64)
     }

@@ -312,9 +312,25 @@ public struct GraphValidator: Sendable {
                 return nil
             }
             var timeout: UInt64 = 10_000_000_000
+            var policy = HTTPPiecePolicy()
             var request: [(key: String, keyLocation: SourceLocation, value: ConfigNode)] = []
             for member in preferences.members ?? [] {
                 switch member.key {
+                case "allow_private":
+                    guard case .bool(let allowed) = member.value.json else {
+                        diagnostics.append(Diagnostic("preferences.allow_private must be true or false", at: member.value.location))
+                        continue
+                    }
+                    policy.allowPrivate = allowed
+                case "max_redirects":
+                    guard let count = member.value.json.intValue, (0...HTTPPiecePolicy.redirectLimit).contains(count) else {
+                        diagnostics.append(
+                            Diagnostic(
+                                "preferences.max_redirects must be a whole number from 0 to \(HTTPPiecePolicy.redirectLimit)",
+                                at: member.value.location))
+                        continue
+                    }
+                    policy.maximumRedirects = count
                 case "timeout":
                     guard let nanos = DurationText.nanoseconds(member.value.json), nanos > 0 else {
                         diagnostics.append(Diagnostic("preferences.timeout must be a duration such as 5s", at: member.value.location))
@@ -333,14 +349,24 @@ public struct GraphValidator: Sendable {
                 default:
                     diagnostics.append(
                         Diagnostic(
-                            "unknown key '\(member.key)' in http preferences (expected: method, url, headers, body, timeout)",
+                            "unknown key '\(member.key)' in http preferences (expected: method, url, headers, body, timeout, allow_private, max_redirects)",
                             at: member.keyLocation))
                 }
             }
-            _ = url
             let node = ConfigNode(kind: .mapping(request), location: preferences.location)
-            guard let compiled = compileMap(node, diagnostics: &diagnostics, readProblems: { _, _, _ in [] }) else { return nil }
-            service = .http(request: compiled, timeout: timeout)
+            guard case .object(var members)? = compileMap(node, diagnostics: &diagnostics, readProblems: { _, _, _ in [] }) else {
+                return nil
+            }
+            // Values inserted into the URL are percent-encoded: an envelope cannot add a path,
+            // a query or another host.
+            do {
+                let template = try Template(parsing: url.string ?? "", at: url.location, escaping: .percentEncoded)
+                members = members.map { $0.0 == "url" ? ("url", .template(template)) : $0 }
+            } catch {
+                diagnostics.append(error)
+                return nil
+            }
+            service = .http(request: .object(members), timeout: timeout, policy: policy)
             // The response is JSON of any shape: typed like what a map builds.
             map = ConfigNode(kind: .mapping([]), location: iiidea.piece.location)
         default:

@@ -1,8 +1,5 @@
-import AsyncHTTPClient
 import Foundation
 internal import Logging
-import NIOCore
-import NIOHTTP1
 internal import SwitchyardABI
 internal import SwitchyardCore
 internal import SwitchyardRouting
@@ -147,11 +144,19 @@ final class IiideaRunner {
         case .delay(let nanos):
             Thread.sleep(forTimeInterval: Double(nanos) / 1e9)
             return input
-        case .http(let request, let timeout):
+        case .http(let request, let timeout, let policy):
             var scope = EnvelopeScope(input)
             let rendered = request.render(&scope)
             var output = input
-            output.body = try HTTPPiece.call(rendered, timeout: timeout).serializedBytes()
+            do {
+                output.body = try HTTPPiece.call(rendered, timeout: timeout, policy: policy).serializedBytes()
+            } catch {
+                // Counted per iiidea: switchyard_plugin_metric{instance="iiidea:ID", name="http_refused_total"}.
+                if error.refused {
+                    route.router.record(metric: "http_refused_total", instance: "iiidea:" + planned.id, kind: SY_METRIC_COUNTER, value: 1)
+                }
+                throw error
+            }
             output.type = BuiltinTypes.json
             output.contentType = "application/json"
             return output
@@ -199,64 +204,6 @@ final class IiideaRunner {
 /// A service piece failed; the run ends there.
 struct ServiceError: Error, CustomStringConvertible {
     var description: String
-}
-
-/// The `http` service piece, on AsyncHTTPClient.
-enum HTTPPiece {
-    /// Largest response body read.
-    static let maximumResponse = 4 << 20
-
-    /// Makes the request `{method, url, headers, body}` and returns the response JSON (a body
-    /// that is not JSON becomes `{"status": N, "text": "..."}`). Fails on a transport error, a
-    /// timeout or a status outside 200–299.
-    static func call(_ request: JSONValue, timeout: UInt64) throws(ServiceError) -> JSONValue {
-        guard let url = request["url"]?.stringValue, !url.isEmpty else { throw ServiceError(description: "http: the url is empty") }
-        var outgoing = HTTPClientRequest(url: url)
-        outgoing.method = HTTPMethod(rawValue: request["method"]?.stringValue ?? "GET")
-        if case .object(let headers)? = request["headers"] {
-            for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
-                outgoing.headers.add(name: name, value: value.stringValue ?? value.serialized())
-            }
-        }
-        if let body = request["body"], body != .null {
-            outgoing.body = .bytes(ByteBuffer(bytes: body.serializedBytes()))
-            if !outgoing.headers.contains(name: "Content-Type") { outgoing.headers.add(name: "Content-Type", value: "application/json") }
-        }
-        let result = ResultBox()
-        let done = DispatchSemaphore(value: 0)
-        let deadline = TimeAmount.nanoseconds(Int64(clamping: timeout))
-        let sending = outgoing
-        Task {
-            do {
-                let response = try await HTTPClient.shared.execute(sending, timeout: deadline)
-                let body = try await response.body.collect(upTo: maximumResponse)
-                result.set(.success((Int(response.status.code), Array(buffer: body))))
-            } catch {
-                result.set(.failure(ServiceError(description: "http: \(url): \(error)")))
-            }
-            done.signal()
-        }
-        // AsyncHTTPClient enforces the timeout; the margin only guards against a lost answer.
-        if done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout)) + .seconds(5)) == .timedOut {
-            throw ServiceError(description: "http: \(url): no answer within the timeout")
-        }
-        let (status, body) = try result.get()
-        guard (200..<300).contains(status) else {
-            throw ServiceError(description: "http: \(url) answered \(status): \(String(decoding: body.prefix(200), as: UTF8.self))")
-        }
-        if body.isEmpty { return .object(["status": .int(status)]) }
-        return (try? JSONValue(parsing: body)) ?? .object(["status": .int(status), "text": .string(String(decoding: body, as: UTF8.self))])
-    }
-
-    private final class ResultBox: Sendable {
-        private let value = Mutex<Result<(Int, [UInt8]), ServiceError>?>(nil)
-        func set(_ result: Result<(Int, [UInt8]), ServiceError>) { value.withLock { $0 = result } }
-        func get() throws(ServiceError) -> (Int, [UInt8]) {
-            switch value.withLock({ $0 }) {
-            case .success(let answer)?: return answer
-            case .failure(let error)?: throw error
-            case nil: throw ServiceError(description: "http: no answer")
-            }
-        }
-    }
+    /// The piece refused to do what it was asked (an `http` URL its policy does not allow).
+    var refused = false
 }

@@ -1,0 +1,131 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+internal import SwitchyardCore
+import Synchronization
+
+/// What the `http` service piece may reach: by default only public addresses, over `http` or
+/// `https`, without following redirects — an iiidea cannot be turned against the network the
+/// router runs in (its loopback admin port, a cloud metadata service, a printer on the LAN).
+public struct HTTPPiecePolicy: Sendable, Equatable {
+    /// Loopback, link-local, private, CGNAT and other non-public addresses may be called
+    /// (`allow_private: true`; default false).
+    public var allowPrivate: Bool
+    /// How many redirects are followed (`max_redirects`; default 0: a redirect fails the run).
+    /// Each hop is checked like the first.
+    public var maximumRedirects: Int
+
+    /// A policy; the defaults are the safe ones.
+    public init(allowPrivate: Bool = false, maximumRedirects: Int = 0) {
+        self.allowPrivate = allowPrivate
+        self.maximumRedirects = maximumRedirects
+    }
+
+    /// The most `max_redirects` may be.
+    public static let redirectLimit = 10
+}
+
+/// The `http` service piece, on AsyncHTTPClient.
+enum HTTPPiece {
+    /// Largest response body read.
+    static let maximumResponse = 4 << 20
+
+    /// Makes the request `{method, url, headers, body}` and returns the response JSON (a body
+    /// that is not JSON becomes `{"status": N, "text": "..."}`). Fails on a URL the policy
+    /// refuses (`ServiceError.refused`), a transport error, a timeout or a final status outside
+    /// 200–299.
+    static func call(_ request: JSONValue, timeout: UInt64, policy: HTTPPiecePolicy) throws(ServiceError) -> JSONValue {
+        guard var url = request["url"]?.stringValue, !url.isEmpty else { throw ServiceError(description: "http: the url is empty") }
+        var method = HTTPMethod(rawValue: request["method"]?.stringValue ?? "GET")
+        var body = request["body"].flatMap { $0 == .null ? nil : $0 }
+        var hops = 0
+        while true {
+            let target = try Target(url, policy: policy)
+            let (status, location, answer) = try send(
+                target, method: method, headers: request["headers"], body: body, timeout: timeout)
+            guard (300..<400).contains(status), let location else {
+                guard (200..<300).contains(status) else {
+                    throw ServiceError(
+                        description: "http: \(target.redacted) answered \(status): \(String(decoding: answer.prefix(200), as: UTF8.self))")
+                }
+                if answer.isEmpty { return .object(["status": .int(status)]) }
+                return (try? JSONValue(parsing: answer))
+                    ?? .object(["status": .int(status), "text": .string(String(decoding: answer, as: UTF8.self))])
+            }
+            guard hops < policy.maximumRedirects else {
+                throw ServiceError(
+                    description:
+                        "http: \(target.redacted) answered \(status), a redirect; not followed (\(policy.maximumRedirects == 0 ? "redirects are off" : "already followed \(hops)"): preferences.max_redirects)",
+                    refused: true)
+            }
+            guard let next = URL(string: location, relativeTo: URL(string: url))?.absoluteString else {
+                throw ServiceError(description: "http: \(target.redacted) redirected to an invalid Location", refused: true)
+            }
+            hops += 1
+            url = next
+            // 303, and 301/302 after a POST, become a GET without a body (what browsers do).
+            if status == 303 || ((status == 301 || status == 302) && method == .POST) {
+                method = .GET
+                body = nil
+            }
+        }
+    }
+
+    /// One request to a checked target, redirects not followed: status, `Location`, body.
+    private static func send(
+        _ target: Target, method: HTTPMethod, headers: JSONValue?, body: JSONValue?, timeout: UInt64
+    ) throws(ServiceError) -> (Int, String?, [UInt8]) {
+        var outgoing = HTTPClientRequest(url: target.url)
+        outgoing.method = method
+        if case .object(let headers)? = headers {
+            for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+                outgoing.headers.add(name: name, value: value.stringValue ?? value.serialized())
+            }
+        }
+        if let body {
+            outgoing.body = .bytes(ByteBuffer(bytes: body.serializedBytes()))
+            if !outgoing.headers.contains(name: "Content-Type") { outgoing.headers.add(name: "Content-Type", value: "application/json") }
+        }
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        // Connect to the address that was checked, not to whatever the name resolves to next
+        // (DNS rebinding); TLS still verifies the certificate for the name.
+        if let pinned = target.pinnedAddress { configuration.dnsOverride = [target.host: pinned] }
+        let result = ResultBox()
+        let done = DispatchSemaphore(value: 0)
+        let deadline = TimeAmount.nanoseconds(Int64(clamping: timeout))
+        let sending = outgoing
+        let redacted = target.redacted
+        Task {
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            do {
+                let response = try await client.execute(sending, timeout: deadline)
+                let collected = try await response.body.collect(upTo: maximumResponse)
+                result.set(.success((Int(response.status.code), response.headers.first(name: "Location"), Array(buffer: collected))))
+            } catch {
+                result.set(.failure(ServiceError(description: "http: \(redacted): \(error)")))
+            }
+            try? await client.shutdown()
+            done.signal()
+        }
+        // AsyncHTTPClient enforces the timeout; the margin only guards against a lost answer.
+        if done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout)) + .seconds(5)) == .timedOut {
+            throw ServiceError(description: "http: \(redacted): no answer within the timeout")
+        }
+        return try result.get()
+    }
+
+    private final class ResultBox: Sendable {
+        typealias Answer = (Int, String?, [UInt8])
+        private let value = Mutex<Result<Answer, ServiceError>?>(nil)
+        func set(_ result: Result<Answer, ServiceError>) { value.withLock { $0 = result } }
+        func get() throws(ServiceError) -> Answer {
+            switch value.withLock({ $0 }) {
+            case .success(let answer)?: return answer
+            case .failure(let error)?: throw error
+            case nil: throw ServiceError(description: "http: no answer")
+            }
+        }
+    }
+}
