@@ -60,7 +60,10 @@ public struct WebhookSignature: Sendable {
             throw WebhookAuthError("\(Self.timestampHeader) '\(timestamp.prefix(40))' is not Unix seconds")
         }
         let limit = tolerance.components.seconds
-        guard seconds >= now - limit, seconds <= now + limit else {
+        // Saturating: a tolerance near Int64.max seconds must not trap.
+        let (earliest, belowMinimum) = now.subtractingReportingOverflow(limit)
+        let (latest, aboveMaximum) = now.addingReportingOverflow(limit)
+        guard belowMinimum || seconds >= earliest, aboveMaximum || seconds <= latest else {
             throw WebhookAuthError("\(Self.timestampHeader) \(seconds) is more than \(limit) s from now (\(now))")
         }
         let expected = mac(id: id, timestamp: timestamp, body: body)
@@ -96,13 +99,14 @@ public final class WebhookReplayGuard: Sendable {
 
     /// A guard for signatures checked with `tolerance`.
     public init(tolerance: Duration) {
-        window = max(1, tolerance.components.seconds * 2)
+        let (doubled, overflow) = tolerance.components.seconds.multipliedReportingOverflow(by: 2)
+        window = overflow ? Int64.max : max(1, doubled)
     }
 
     /// Records `id` at `now` (Unix seconds); false if it was already seen within the window.
     public func admit(_ id: String, now: Int64) -> Bool {
         state.withLock { state in
-            if now - state.lastSweep >= window / 2 + 1 {
+            if now.subtractingReportingOverflow(state.lastSweep).partialValue >= window / 2 + 1 {
                 state.seen = state.seen.filter { now - $0.value < window }
                 state.lastSweep = now
             }

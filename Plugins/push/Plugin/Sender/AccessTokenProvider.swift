@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import JWTKit
 import NIOCore
+import PushMessage
 import SwitchyardCore
 
 /// OAuth2 for a service account (RFC 7523): signs an RS256 assertion with the account's key,
@@ -78,7 +79,8 @@ actor AccessTokenProvider {
             let reason = json?["error_description"]?.stringValue ?? json?["error"]?.text ?? String(buffer: body).prefix(200).description
             throw TokenError("the token endpoint \(tokenURL) answered \(response.status.code): \(reason)")
         }
-        let lifetime = Duration.seconds(json?["expires_in"]?.intValue ?? 3600)
+        // A lifetime of 0 or less would fetch a token per send, a huge one overflow the clock.
+        let lifetime = PushPeerValues.tokenLifetime(expiresIn: json?["expires_in"])
         // Refresh five minutes early, or at half-life for short-lived tokens.
         let margin = min(Duration.seconds(300), lifetime / 2)
         cached = Token(value: value, refreshAt: started + lifetime - margin)

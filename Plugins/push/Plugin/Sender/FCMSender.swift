@@ -213,15 +213,8 @@ final class FCMSender: Sendable {
         return capped * Double.random(in: 0.5...1.0)
     }
 
-    /// `Retry-After` as seconds or an HTTP date.
+    /// `Retry-After` as seconds or an HTTP date, clamped (see ``PushPeerValues/retryAfter(_:now:)``).
     static func retryAfter(_ headers: HTTPHeaders) -> Duration? {
-        guard let value = headers.first(name: "Retry-After")?.trimmingCharacters(in: .whitespaces) else { return nil }
-        if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: value) else { return nil }
-        return .milliseconds(max(0, Int64(date.timeIntervalSinceNow * 1000)))
+        headers.first(name: "Retry-After").flatMap { PushPeerValues.retryAfter($0, now: Date()) }
     }
 }

@@ -265,7 +265,7 @@ final class WebhookServer: Sendable {
         let query = request.uri.queryParameters
         do {
             let records = try registry.records(
-                device: query.get("device"), user: query.get("user"), limit: query.get("limit", as: Int.self) ?? 1000)
+                device: query.get("device"), user: query.get("user"), limit: PushPeerValues.listLimit(query.get("limit")))
             return Self.json(200, ["tokens": .array(records.map(PushEnvelopes.json))])
         } catch {
             return Self.error(.internalError("the token registry failed: \(error)"))
