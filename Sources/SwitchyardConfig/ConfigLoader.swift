@@ -88,6 +88,9 @@ public struct ConfigLoader: Sendable {
         return (config, diagnostics.map { $0.redacting(config.secrets) })
     }
 
+    /// The largest `queue.size`: a route queue holds envelopes in memory.
+    public static let maximumQueueSize = 1_048_576
+
     /// The largest route file read: a route file is configuration, and it is read whole.
     public static let maximumFileSize = 16 * 1024 * 1024
 
@@ -507,10 +510,11 @@ public struct ConfigLoader: Sendable {
                     for member in queueMembers {
                         switch member.key {
                         case "size":
-                            if case .scalar(.int(let size)) = member.value.kind, size > 0 {
+                            if case .scalar(.int(let size)) = member.value.kind, size > 0, size <= Self.maximumQueueSize {
                                 queueSize = size
                             } else {
-                                fail("queue.size must be a positive integer", member.value.location)
+                                // The queue's slots are allocated up front: a typo must not ask for terabytes.
+                                fail("queue.size must be an integer from 1 to \(Self.maximumQueueSize)", member.value.location)
                             }
                         case "on_full":
                             if let value = member.value.string.flatMap(OnFull.init(rawValue:)) {

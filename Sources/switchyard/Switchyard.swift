@@ -56,9 +56,9 @@ struct GraphOptions: ParsableArguments {
             case .text:
                 var handler = StreamLogHandler.standardError(label: label)
                 handler.logLevel = level
-                return handler
+                return RedactingLogHandler(inner: handler)
             case .json:
-                return JSONLogHandler(label: label, logLevel: level)
+                return RedactingLogHandler(inner: JSONLogHandler(label: label, logLevel: level))
             }
         }
         return Logger(label: "switchyard")
@@ -68,6 +68,7 @@ struct GraphOptions: ParsableArguments {
     /// error. Returns the plan, or nil when anything is wrong.
     func loadPlan(logger: Logger) -> GraphPlan? {
         let (config, configProblems) = ConfigLoader(environment: ProcessEnvironment.current).load(path: routes)
+        Redaction.register(config.secrets.union([ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"]].compactMap { $0 }))
         let directory = plugins ?? config.pluginsDirectory?.value ?? "Plugins"
         let (loaded, refused) = PluginLoader.loadDirectory(directory)
         for plugin in loaded {
@@ -303,7 +304,8 @@ struct Graph: ParsableCommand {
     }
 }
 
+/// Writes one line to standard error, secrets masked (see ``Redaction``).
 func printError(_ text: String) {
-    var line = text + "\n"
+    var line = Redaction.redact(text) + "\n"
     line.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
 }

@@ -49,3 +49,67 @@ struct LoggingTests {
             "\(result.errors)")
     }
 }
+
+/// Secrets never reach a log line: not the URL's password, not a value from the environment.
+@Suite(.timeLimit(.minutes(2)))
+struct SecretRedactionTests {
+    @Test func aBrokerPasswordIsMaskedInEveryLine() throws {
+        let sandbox = try Sandbox(plugins: ["core", "mqtt"])
+        try sandbox.writeRoutes(
+            """
+            instances:
+              broker:
+                plugin: mqtt
+                url: "mqtt://127.0.0.1:1"
+                username: bridge
+                password: "${BROKER_PASSWORD}"
+                client_id: redaction-test
+                reconnect: { initial_delay: 50ms, max_delay: 100ms }
+                subscriptions: [ { topic: "a/#", qos: 1 } ]
+              literal:
+                plugin: mqtt
+                url: "mqtt://127.0.0.1:1"
+                username: other
+                password: written-in-the-file
+                client_id: redaction-test-2
+                reconnect: { initial_delay: 50ms, max_delay: 100ms }
+                subscriptions: [ { topic: "b/#", qos: 1 } ]
+              out: { plugin: core, console: {} }
+            routes:
+              - { from: broker.messages, to: out.print }
+              - { from: literal.messages, to: out.print }
+            """
+        )
+        let router = try RouterProcess(
+            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--log-level", "debug"], in: sandbox.root,
+            environment: ["BROKER_PASSWORD": "hunter22-from-env"])
+        router.waitUntil("both instances logged a failed connection") {
+            router.standardError.contains("instance=broker") && router.standardError.contains("instance=literal")
+                && router.occurrences(of: "127.0.0.1:1") >= 2
+        }
+        #expect(router.stop() == 0)
+        #expect(!router.standardError.contains("hunter22-from-env"))
+        #expect(!router.standardError.contains("written-in-the-file"))
+    }
+}
+
+/// A URL with credentials in it is refused before anything could log it.
+@Suite(.timeLimit(.minutes(2)))
+struct CredentialsInURLTests {
+    @Test func anMQTTURLWithAPasswordIsRefusedWithoutEchoingIt() throws {
+        let sandbox = try Sandbox(plugins: ["core", "mqtt"])
+        try sandbox.writeRoutes(
+            """
+            instances:
+              broker: { plugin: mqtt, url: "mqtt://bridge:pw-in-the-url@127.0.0.1:1883", subscriptions: [ { topic: "a/#" } ] }
+              out: { plugin: core, console: {} }
+            routes:
+              - { from: broker.messages, to: out.print }
+            """
+        )
+        let run = try RouterProcess.runToExit(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        #expect(run.status != 0)
+        #expect(run.errors.contains("must not carry credentials"), "\(run.errors)")
+        #expect(!run.errors.contains("pw-in-the-url"))
+    }
+}

@@ -222,10 +222,11 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
     }
 
     @Test(arguments: [
-        ("{ size: 0 }", "queue.size must be a positive integer"),
-        ("{ size: -3 }", "queue.size must be a positive integer"),
-        ("{ size: \"10\" }", "queue.size must be a positive integer"),
-        ("{ size: 1.5 }", "queue.size must be a positive integer"),
+        ("{ size: 0 }", "queue.size must be an integer from 1 to 1048576"),
+        ("{ size: -3 }", "queue.size must be an integer from 1 to 1048576"),
+        ("{ size: \"10\" }", "queue.size must be an integer from 1 to 1048576"),
+        ("{ size: 1.5 }", "queue.size must be an integer from 1 to 1048576"),
+        ("{ size: 999999999999 }", "queue.size must be an integer from 1 to 1048576"),
         ("{ on_full: maybe }", "queue.on_full must be one of: block, drop_oldest"),
         ("{ on_full: 1 }", "queue.on_full must be one of"),
         ("{ depth: 3 }", "unknown key 'depth' in queue (expected: size, on_full, spool_limit)"),

@@ -54,6 +54,11 @@ struct MQTTLinkConfiguration: Sendable {
             throw PluginError("url must start with mqtt:// or mqtts://")
         }
         let authority = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? rest
+        // Credentials in the URL would end up in every connection error; they have their own
+        // keys. The message does not repeat the URL, so it does not repeat the password.
+        guard !authority.contains("@") else {
+            throw PluginError("url must not carry credentials (user@ or user:password@): use username and password")
+        }
         if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
             host = String(authority[authority.index(after: authority.startIndex)..<close])
             let after = authority[authority.index(after: close)...]

@@ -1,0 +1,96 @@
+import Synchronization
+
+/// Removes secrets from text bound for a log line or an error message: the values that came
+/// from the environment (`${VAR}`), passwords in URLs (`mqtt://user:PASSWORD@host`), bearer
+/// tokens, and `password=`/`token=`/`secret=`-like query and key-value parameters.
+public enum Redaction {
+    /// What replaces a secret.
+    public static let mask = "***"
+
+    private static let known = Mutex<[String]>([])
+
+    /// Adds values to redact from every line from now on (the route files' `${VAR}` values,
+    /// the admin token). Values shorter than three characters are ignored: they cannot be told
+    /// apart from ordinary text.
+    public static func register(_ secrets: some Sequence<String>) {
+        known.withLock { list in
+            list = Array(Set(list).union(secrets.filter { $0.count >= 3 })).sorted { $0.count > $1.count }
+        }
+    }
+
+    /// `text` with every registered secret and every secret-shaped part masked.
+    public static func redact(_ text: String) -> String {
+        redact(text, secrets: known.withLock { $0 })
+    }
+
+    /// `text` with `secrets` (longest first) and every secret-shaped part masked.
+    public static func redact(_ text: String, secrets: [String]) -> String {
+        var result = text
+        for secret in secrets where result.contains(secret) {
+            result = result.split(separator: secret, omittingEmptySubsequences: false).joined(separator: mask)
+        }
+        guard result.contains("://") || result.contains("=") || result.contains("earer ") || result.contains(":") else { return result }
+        return maskShapes(in: result)
+    }
+
+    private static let secretKeys = ["password", "passwd", "pass", "token", "secret", "api_key", "apikey", "private_key", "credentials"]
+
+    /// One pass over the characters: URL user-info passwords, `Bearer X`, and `name=value`
+    /// or `name: value` where the name is secret-like.
+    private static func maskShapes(in text: String) -> String {
+        let characters = Array(text)
+        var output = ""
+        output.reserveCapacity(characters.count)
+        var index = 0
+        func isValueEnd(_ character: Character) -> Bool {
+            character == " " || character == "&" || character == "\"" || character == "'" || character == ","
+                || character == ";" || character == "\n" || character == ")" || character == "]" || character == "}"
+        }
+        while index < characters.count {
+            // scheme://user:password@host → scheme://user:***@host
+            if characters[index] == ":", index + 2 < characters.count, characters[index + 1] == "/", characters[index + 2] == "/" {
+                output += "://"
+                index += 3
+                var end = index
+                while end < characters.count, characters[end] != "/", characters[end] != "@", !isValueEnd(characters[end]) { end += 1 }
+                if end < characters.count, characters[end] == "@", let colon = characters[index..<end].firstIndex(of: ":") {
+                    output += String(characters[index...colon]) + mask
+                    index = end
+                }
+                continue
+            }
+            // Bearer TOKEN, Basic CREDENTIALS
+            for scheme in ["Bearer ", "Basic "] where characters[index...].starts(with: scheme) {
+                output += scheme + mask
+                index += scheme.count
+                while index < characters.count, !isValueEnd(characters[index]) { index += 1 }
+                break
+            }
+            guard index < characters.count else { break }
+            // name=value, "name": "value", name: value
+            if characters[index] == "=" || characters[index] == ":" {
+                var start = index
+                while start > 0, characters[start - 1].isLetter || characters[start - 1] == "_" || characters[start - 1] == "\"" {
+                    start -= 1
+                }
+                let name = String(characters[start..<index]).lowercased().filter { $0 != "\"" }
+                if secretKeys.contains(where: { name == $0 || name.hasSuffix("_" + $0) }) {
+                    output.append(characters[index])
+                    index += 1
+                    while index < characters.count, characters[index] == " " || characters[index] == "\"" {
+                        output.append(characters[index])
+                        index += 1
+                    }
+                    var end = index
+                    while end < characters.count, !isValueEnd(characters[end]) { end += 1 }
+                    if end > index { output += mask }
+                    index = end
+                    continue
+                }
+            }
+            output.append(characters[index])
+            index += 1
+        }
+        return output
+    }
+}
