@@ -173,4 +173,50 @@ struct SIPHostileTests {
         try Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
         #expect(router.stop() == 0)
     }
+
+    /// Item 8's SIP side: while the at-least-once spool cannot write, a MESSAGE is not
+    /// confirmed: it is answered 503 with Retry-After, and taken once the disk has room.
+    @Test func aMessageTheSpoolCannotKeepIsAnswered503WithRetryAfter() throws {
+        let sandbox = try Sandbox(plugins: ["core", "sip"])
+        let disk = try SmallFileSystem(at: sandbox.path("disk"), megabytes: 8)
+        let port = try LoopbackPort.freeForUDPAndTCP()
+        try sandbox.writeRoutes(
+            """
+            spool: { path: "\(disk.path)/spool.db" }
+            instances:
+              pager:
+                plugin: sip
+                identity: { impu: "sip:alice@example.test" }
+                listen: { host: 127.0.0.1, port: \(port) }
+                receive: { answer_timeout: 2s }
+              in: { plugin: core, console: {} }
+              out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+              messages: { plugin: core, file: { path: "\(sandbox.path("messages.jsonl"))" } }
+            routes:
+              - { from: in.lines, to: out.write }
+              - { name: durable, from: pager.messages, to: messages.write, delivery: at-least-once }
+            """)
+        let (router, admin) = try RouterProcess.startWithAdmin(sandbox)
+        try disk.fill(leavingKilobytes: 32)
+        // 60 kB bodies: within a few the spool's write-ahead log cannot grow.
+        var answers: [String] = []
+        for index in 0..<8 where !(answers.last?.hasPrefix("SIP/2.0 503") ?? false) {
+            answers.append(try UDPExchange.send(SIPLimitsTests.message("while-full-\(index)", port: port, padding: 60_000), to: port))
+        }
+        let refused = answers.last ?? ""
+        #expect(refused.hasPrefix("SIP/2.0 503 Service Unavailable\r\n"), "\(answers)\n\(router.standardError)")
+        #expect(refused.contains("Retry-After: 1\r\n"))
+        #expect(answers.dropLast().allSatisfy { $0.hasPrefix("SIP/2.0 200 OK") }, "\(answers)")
+        try Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
+
+        try disk.freeFiller()
+        // The sender comes back (a new transaction): now confirmed, and delivered.
+        router.waitUntil("the MESSAGE taken once the spool writes") {
+            (try? UDPExchange.send(SIPLimitsTests.message("after-\(UUID().uuidString)", port: port), to: port))?
+                .hasPrefix("SIP/2.0 200 OK\r\n") == true
+        }
+        // Every MESSAGE answered 200 is delivered: confirmed only once on disk.
+        router.waitUntil("delivered") { sandbox.lines(of: "messages.jsonl").count == answers.count }
+        #expect(router.stop() == 0)
+    }
 }

@@ -55,3 +55,57 @@ import Testing
         #expect(SIPDeltaSeconds.parseLeading("99999999999999999999;duration=1") == SIPDeltaSeconds.maximum)
     }
 }
+
+/// The stream decoder however a peer cuts its bytes: the same messages, in time linear in the bytes.
+@Suite struct SIPStreamDecoderLimitsTests {
+    static let stream = Array(
+        ("\r\n\r\n" + String(decoding: SIPHostileInputTests.message(), as: UTF8.self)
+            + "MESSAGE sip:b@c SIP/2.0\nVia: SIP/2.0/TCP h;branch=z9hG4bKb\nFrom: <sip:a@b>;tag=2\nTo: <sip:b@c>\nCall-ID: d\n"
+            + "CSeq: 2 MESSAGE\nContent-Length: 4\n\nbody\r\n").utf8)
+
+    @Test func oneByteAtATimeGivesTheSameMessages() throws {
+        var whole = SIPStreamDecoder()
+        whole.append(Self.stream)
+        var expected: [SIPMessage] = []
+        while let message = try whole.next() { expected.append(message) }
+        #expect(expected.count == 2)
+        #expect(expected.last?.body == Array("body".utf8))
+        var trickled = SIPStreamDecoder()
+        var received: [SIPMessage] = []
+        for byte in Self.stream {
+            trickled.append([byte])
+            while let message = try trickled.next() { received.append(message) }
+        }
+        #expect(received == expected)
+    }
+
+    /// A slowloris: a 512 KiB head one byte at a time. Rescanning the buffer per byte would take
+    /// some 10^11 steps; a linear decoder is done in well under the bound.
+    @Test func aHeadTrickledOneByteAtATimeCostsLinearTime() throws {
+        let limits = SIPLimits(headerBytes: 1 << 20, headerCount: 100_000, messageBytes: 2 << 20)
+        var decoder = SIPStreamDecoder(limits: limits)
+        let filler = String(repeating: "X-Filler: \(String(repeating: "y", count: 100))\r\n", count: 5000)
+        let text = String(decoding: SIPHostileInputTests.message(extra: filler), as: UTF8.self)
+        let bytes = Array(text.utf8)
+        #expect(bytes.count > 500_000)
+        let start = ContinuousClock.now
+        var messages = 0
+        for byte in bytes {
+            decoder.append(CollectionOfOne(byte))
+            if try decoder.next() != nil { messages += 1 }
+        }
+        #expect(messages == 1)
+        #expect(ContinuousClock.now - start < .seconds(20))
+    }
+
+    @Test func aStreamMessageOverTheMessageLimitIsTooLarge() {
+        var decoder = SIPStreamDecoder(limits: SIPLimits(messageBytes: 300))
+        decoder.append(SIPHostileInputTests.message(extra: "X-Pad: " + String(repeating: "p", count: 300) + "\r\n"))
+        do throws(SIPParseError) {
+            _ = try decoder.next()
+            Issue.record("accepted a message over the limit")
+        } catch {
+            #expect(error.kind == .tooLarge)
+        }
+    }
+}

@@ -33,12 +33,16 @@ public struct SIPLimits: Sendable {
     public var headerCount: Int
     /// The body.
     public var bodyBytes: Int
+    /// A whole message: a datagram, or a framed message on a stream (start line to body end).
+    public var messageBytes: Int
 
-    /// Creates limits; the defaults suit pager-mode messaging.
-    public init(headerBytes: Int = 16384, headerCount: Int = 128, bodyBytes: Int = 65536) {
+    /// Creates limits; the defaults suit pager-mode messaging (a message is at most its
+    /// default header and body limits together).
+    public init(headerBytes: Int = 16384, headerCount: Int = 128, bodyBytes: Int = 65536, messageBytes: Int = 81920) {
         self.headerBytes = headerBytes
         self.headerCount = headerCount
         self.bodyBytes = bodyBytes
+        self.messageBytes = messageBytes
     }
 }
 
@@ -52,6 +56,9 @@ public enum SIPParser {
     /// Parses one datagram. `Content-Length`, when present, must not exceed what follows the
     /// headers (extra bytes are ignored, §18.3); without it the rest of the datagram is the body.
     public static func parse(datagram bytes: [UInt8], limits: SIPLimits = SIPLimits()) throws(SIPParseError) -> SIPMessage {
+        guard bytes.count <= limits.messageBytes else {
+            throw SIPParseError(.tooLarge, "a datagram of \(bytes.count) bytes or more, limit \(limits.messageBytes)")
+        }
         guard let end = headerEnd(in: bytes[...], limit: limits.headerBytes) else {
             throw SIPParseError(bytes.count > limits.headerBytes ? .tooLarge : .malformed, "no blank line after the headers")
         }
@@ -218,38 +225,85 @@ public enum SIPParser {
 
 /// Frames SIP messages on a stream transport (TCP, TLS) by `Content-Length`, which is
 /// mandatory there (§18.3). Keep-alive CRLFs between messages are skipped.
+///
+/// Linear in the bytes received however they are cut: the search for the end of the headers
+/// resumes where it stopped, a head is parsed once, and consumed bytes are dropped in bulk —
+/// a peer sending one byte at a time costs O(n), not O(n²).
 public struct SIPStreamDecoder: Sendable {
     private var buffer: [UInt8] = []
+    /// Where the next message starts in `buffer`; the bytes before it are consumed.
+    private var start = 0
+    /// Where the search for the end of the headers goes on: the bytes from `start` to here hold none.
+    private var searched = 0
+    /// The message whose head is parsed, waiting for `length` body bytes from `bodyStart`.
+    private var head: (message: SIPMessage, bodyStart: Int, length: Int)?
     private let limits: SIPLimits
 
     /// A decoder with `limits`.
     public init(limits: SIPLimits = SIPLimits()) { self.limits = limits }
 
     /// Adds bytes read from the stream.
-    public mutating func append(_ bytes: some Sequence<UInt8>) { buffer.append(contentsOf: bytes) }
+    public mutating func append(_ bytes: some Sequence<UInt8>) {
+        // Consumed bytes go once they are at least half the buffer: each byte moves O(1) times.
+        if start > 0, start * 2 >= buffer.count {
+            buffer.removeSubrange(0..<start)
+            searched -= start
+            head?.bodyStart -= start
+            start = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
 
     /// The next complete message, nil when more bytes are needed. After an error the stream
     /// cannot be resynchronised: close the connection.
     public mutating func next() throws(SIPParseError) -> SIPMessage? {
-        var start = 0
-        while start < buffer.count, buffer[start] == UInt8(ascii: "\r") || buffer[start] == UInt8(ascii: "\n") { start += 1 }
-        if start > 0 { buffer.removeFirst(start) }
-        guard !buffer.isEmpty else { return nil }
-        guard let end = SIPParser.headerEnd(in: buffer[...], limit: limits.headerBytes) else {
-            if buffer.count > limits.headerBytes + 4 {
-                throw SIPParseError(.tooLarge, "no end of headers within \(limits.headerBytes) bytes")
+        if head == nil {
+            while start < buffer.count, buffer[start] == UInt8(ascii: "\r") || buffer[start] == UInt8(ascii: "\n") { start += 1 }
+            searched = max(searched, start)
+            guard start < buffer.count else { return nil }
+            guard let end = try findHeaderEnd() else { return nil }
+            var message = try SIPParser.parseHead(buffer[start..<end.headerEnd], limits: limits)
+            guard let length = try SIPParser.contentLength(message.headers) else {
+                throw SIPParseError(.malformed, "no Content-Length on a stream transport")
             }
-            return nil
+            guard length <= limits.bodyBytes else { throw SIPParseError(.tooLarge, "body of \(length) bytes, limit \(limits.bodyBytes)") }
+            guard end.bodyStart - start <= limits.messageBytes - length else {
+                throw SIPParseError(.tooLarge, "a message of \(end.bodyStart - start + length) bytes, limit \(limits.messageBytes)")
+            }
+            message.body = []
+            head = (message, end.bodyStart, length)
         }
-        var message = try SIPParser.parseHead(buffer[..<end.headerEnd], limits: limits)
-        guard let length = try SIPParser.contentLength(message.headers) else {
-            throw SIPParseError(.malformed, "no Content-Length on a stream transport")
-        }
-        guard length <= limits.bodyBytes else { throw SIPParseError(.tooLarge, "body of \(length) bytes, limit \(limits.bodyBytes)") }
-        guard buffer.count - end.bodyStart >= length else { return nil }
-        message.body = Array(buffer[end.bodyStart..<(end.bodyStart + length)])
-        buffer.removeFirst(end.bodyStart + length)
+        guard let (parsed, bodyStart, length) = head, buffer.count - bodyStart >= length else { return nil }
+        var message = parsed
+        message.body = Array(buffer[bodyStart..<(bodyStart + length)])
+        head = nil
+        start = bodyStart + length
+        searched = start
         return message
+    }
+
+    /// The end of the head that starts at `start`: the search goes on from `searched`, and
+    /// stops where the bytes do not yet tell whether a line break ends the head.
+    private mutating func findHeaderEnd() throws(SIPParseError) -> (headerEnd: Int, bodyStart: Int)? {
+        let newline = UInt8(ascii: "\n")
+        let stop = min(buffer.count, start + limits.headerBytes + 4)
+        var index = searched
+        while index < stop {
+            if buffer[index] == newline {
+                guard index + 1 < buffer.count else { break }
+                if buffer[index + 1] == newline { return (index, index + 2) }
+                if buffer[index + 1] == UInt8(ascii: "\r") {
+                    guard index + 2 < buffer.count else { break }
+                    if buffer[index + 2] == newline { return (index, index + 3) }
+                }
+            }
+            index += 1
+        }
+        searched = index
+        if index >= start + limits.headerBytes + 4 {
+            throw SIPParseError(.tooLarge, "no end of headers within \(limits.headerBytes) bytes")
+        }
+        return nil
     }
 }
 

@@ -18,6 +18,9 @@ struct AnsweredMessage {
 }
 
 extension SIPAgent {
+    /// The `Retry-After` of every 503 this agent answers: come back in a second.
+    static let retryAfterSeconds = 1
+
     // MARK: MESSAGE in
 
     /// RFC 3428 §7: the content type must be acceptable (else 415 with Accept); the message is
@@ -55,7 +58,7 @@ extension SIPAgent {
             }
         case .full:
             context.metric(.counter, "refused_full_total", 1)
-            finishIncoming(token, status: 503, headers: [("Retry-After", "1")])
+            finishIncoming(token, status: 503)
         case .stopped:
             finishIncoming(token, status: 503)
         case .invalid, .unknownPort, .failed:
@@ -63,14 +66,26 @@ extension SIPAgent {
         }
     }
 
-    /// The router settled an emitted MESSAGE (any thread).
+    /// The router settled an emitted MESSAGE (any thread). `retry` means the routes could not
+    /// keep it (an at-least-once spool that cannot write): the sender is told to send it again
+    /// (503 with Retry-After), as nothing is confirmed that is not on disk.
     func settled(token: UInt64, outcome: DeliveryOutcome) {
         eventLoop.execute {
-            self.finishIncoming(token, status: outcome == .ok ? self.configuration.answerStatus : outcome == .retry ? 503 : 500)
+            switch outcome {
+            case .ok: self.finishIncoming(token, status: self.configuration.answerStatus)
+            case .retry:
+                self.context.metric(.counter, "messages_deferred_total", 1)
+                self.context.log(.warning, "the routes could not keep a MESSAGE (retry): answered 503 with Retry-After")
+                self.finishIncoming(token, status: 503)
+            case .reject: self.finishIncoming(token, status: 500)
+            }
         }
     }
 
-    private func finishIncoming(_ token: UInt64, status: Int, headers: [(String, String)] = []) {
+    /// Answers every server transaction of an incoming MESSAGE; a 503 always says when to come
+    /// back (`Retry-After`, RFC 3261 §21.5.4), so a sender retries rather than gives up.
+    private func finishIncoming(_ token: UInt64, status: Int) {
+        let headers = status == 503 ? [("Retry-After", String(Self.retryAfterSeconds))] : []
         guard let message = incoming.removeValue(forKey: token) else { return }
         message.deadline?.cancel()
         waiting[message.dialogKey] = nil
@@ -78,6 +93,10 @@ extension SIPAgent {
             let expiry = NIODeadline.now() + TimeAmount(configuration.duplicateWindow)
             answered[message.dialogKey] = AnsweredMessage(status: status, expiry: expiry)
             answeredOrder.append((message.dialogKey, expiry))
+            // A flood of distinct MESSAGEs (over TCP, free of Timer J) forgets the oldest first.
+            while answeredOrder.count > configuration.limits.answeredMemory, let oldest = answeredOrder.popFirst() {
+                if answered[oldest.key]?.expiry == oldest.expiry { answered[oldest.key] = nil }
+            }
         }
         for key in message.serverKeys { respond(key, status: status, reason: Self.reasonPhrase(status), headers: headers) }
     }

@@ -125,7 +125,10 @@ final class SIPAgent: @unchecked Sendable {
             for (branch, _) in self.clients { self.finishClient(branch, .transportFailed("sip instance stopped")) }
             for (token, message) in self.incoming {
                 self.incoming[token] = nil
-                for key in message.serverKeys { self.respond(key, status: 503, reason: "Service Unavailable") }
+                for key in message.serverKeys {
+                    self.respond(
+                        key, status: 503, reason: "Service Unavailable", headers: [("Retry-After", String(Self.retryAfterSeconds))])
+                }
             }
             return self.transport.stop()
         }
@@ -192,7 +195,7 @@ final class SIPAgent: @unchecked Sendable {
         }
     }
 
-    private func handle(_ event: SIPClientTransaction.Event, branch: String) {
+    func handle(_ event: SIPClientTransaction.Event, branch: String) {
         guard var transaction = clients[branch] else { return }
         let actions = transaction.machine.handle(event)
         clients[branch] = transaction
@@ -332,7 +335,7 @@ final class SIPAgent: @unchecked Sendable {
         performServer(actions, key: key)
     }
 
-    private func performServer(_ actions: [SIPServerTransaction.Action], key: String) {
+    func performServer(_ actions: [SIPServerTransaction.Action], key: String) {
         for action in actions {
             guard var transaction = servers[key] else { return }
             switch action {
@@ -429,92 +432,5 @@ final class SIPAgent: @unchecked Sendable {
     static func randomToken(_ length: Int) -> String {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
         return String((0..<length).map { _ in alphabet.randomElement() ?? "x" })
-    }
-}
-
-extension SIPAgent: SIPTransportDelegate {
-    func transport(received message: SIPMessage, from peer: SIPPeer) {
-        switch message.startLine {
-        case .response:
-            receivedResponse(message, from: peer)
-        case .request(let method, _):
-            context.metric(.counter, "requests_received_total", 1)
-            if method == "ACK" { return }
-            guard let key = Self.serverKey(message) else { return }
-            if var existing = servers[key] {
-                context.metric(.counter, "retransmissions_absorbed_total", 1)
-                // Answer where the copy came from (a NAT may have rebound the sender's port).
-                existing.peer = peer
-                let actions = existing.machine.retransmission()
-                servers[key] = existing
-                performServer(actions, key: key)
-                return
-            }
-            servers[key] = ServerTransaction(
-                machine: SIPServerTransaction(timers: configuration.timers, reliable: peer.transport.isReliable), request: message,
-                peer: peer)
-            receivedRequest(message, method: method, key: key)
-        }
-    }
-
-    private func receivedResponse(_ response: SIPMessage, from peer: SIPPeer) {
-        guard let top = response.headers["Via"].flatMap({ SIPHeaders.splitValues($0).first }).flatMap(SIPVia.init),
-            let branch = top.branch, var transaction = clients[branch], let status = response.status
-        else {
-            context.metric(.counter, "stray_responses_total", 1)
-            return
-        }
-        // What the agent adopts from a response (the CSeq of a registration) is only what it sent.
-        guard let sent = transaction.cseq, let answered = response.headers.cseq, answered.number == sent.number,
-            answered.method == sent.method
-        else {
-            return protocolError(
-                "a \(status) response with CSeq '\(response.headers["CSeq"]?.prefix(40) ?? "")' answers a request with CSeq "
-                    + "'\(transaction.cseq.map { "\($0.number) \($0.method)" } ?? "")'; ignored", from: peer)
-        }
-        transaction.response = response
-        clients[branch] = transaction
-        handle(.response(status: status), branch: branch)
-    }
-
-    private func receivedRequest(_ request: SIPMessage, method: String, key: String) {
-        let allow = "MESSAGE, OPTIONS"
-        switch method {
-        case "MESSAGE":
-            receivedMessage(request, key: key)
-        case "OPTIONS":
-            respond(key, status: 200, reason: "OK", headers: [("Allow", allow), ("Accept", configuration.accept.joined(separator: ", "))])
-        case "CANCEL":
-            respond(key, status: 481, reason: "Call/Transaction Does Not Exist")
-        default:
-            respond(key, status: 405, reason: "Method Not Allowed", headers: [("Allow", allow)])
-        }
-    }
-
-    /// A peer broke the protocol in a way the parser cannot see: counted, logged, ignored.
-    func protocolError(_ what: String, from peer: SIPPeer) {
-        context.metric(.counter, "protocol_errors_total", 1)
-        context.log(.warning, "protocol error from \(peer.addressText): \(what)")
-    }
-
-    func transport(malformed bytes: [UInt8], error: SIPParseError, from peer: SIPPeer) {
-        context.metric(.counter, "malformed_total", 1)
-        context.log(.warning, "malformed SIP message from \(peer.addressText): \(error)")
-        // A 400 (or 513) needs the request line and the headers a response copies.
-        guard !bytes.isEmpty, let request = SIPParser.salvageRequest(bytes), request.method != "ACK" else { return }
-        let status = error.kind == .tooLarge ? 513 : 400
-        var response = Self.response(
-            to: request, from: peer, status: status, reason: status == 513 ? "Message Too Large" : "Bad Request")
-        // The reason quotes the peer's bytes: no quote, backslash or control character reaches the header.
-        let warning = String(
-            error.description.unicodeScalars.map {
-                $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 == "\"" || $0 == "\\" ? "'" : Character($0)
-            })
-        response.headers.append("Warning", "399 switchyard \"\(warning)\"")
-        transport.send(response.serialized(), to: peer).whenFailure { _ in }
-    }
-
-    func transport(closed key: String) {
-        connectionClosed(key)
     }
 }

@@ -119,7 +119,7 @@ struct SIPConfiguration: Sendable {
     var allowEnvelopeDestination: Bool
     var defaultContentType: String
     var maximumInFlight: Int
-    var limits: SIPLimits
+    var limits: SIPResourceLimits
     /// How long an answered MESSAGE is remembered to spot duplicates sent with a new branch.
     var duplicateWindow: Duration
     /// How long the router may take to settle an incoming MESSAGE before it is answered 503.
@@ -215,7 +215,7 @@ struct SIPConfiguration: Sendable {
         defaultContentType = send?["content_type"]?.stringValue ?? "text/plain"
         maximumInFlight = send?["max_in_flight"]?.intValue ?? 256
         guard maximumInFlight >= 1 else { throw PluginError("send.max_in_flight must be at least 1") }
-        limits = SIPLimits(bodyBytes: config["max_body_bytes"]?.intValue ?? 65536)
+        limits = try SIPResourceLimits(config: config)
     }
 
     /// `alice` of `sip:alice@example.org`.

@@ -118,7 +118,8 @@ final class SIPPlugin: SwitchyardPlugin {
                         ],
                     ],
                 ],
-                "max_body_bytes": ["type": "integer", "minimum": 1],
+                "max_body_bytes": ["type": "integer", "minimum": 1, "maximum": .int(SIPResourceLimits.maximumBytes)],
+                "limits": SIPResourceLimits.schema,
             ],
         ]
     )

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
 import NIOSSL
+import NIOTLS
 import SIPCodec
 import SwitchyardPluginKit
 
@@ -24,6 +25,18 @@ protocol SIPTransportDelegate: AnyObject {
     func transport(malformed bytes: [UInt8], error: SIPParseError, from peer: SIPPeer)
     /// A stream connection closed.
     func transport(closed key: String)
+    /// A limit made the transport refuse or close a connection from `peer`.
+    func transport(limited event: SIPTransportLimit, peer: String)
+}
+
+/// Why the transport refused or closed an inbound connection.
+enum SIPTransportLimit: Sendable {
+    /// `limits.max_connections` accepted connections were open on the listener.
+    case tooManyConnections(listener: SIPTransportKind, limit: Int)
+    /// Nothing came for `limits.idle_timeout`.
+    case idle(Duration)
+    /// The TLS handshake took longer than `limits.tls_handshake_timeout`.
+    case tlsHandshakeTimeout(Duration)
 }
 
 /// The sockets of one sip instance: a UDP socket, a TCP listener on the same port, an optional
@@ -41,6 +54,8 @@ final class SIPTransport: @unchecked Sendable {
     private var resolved: [String: SocketAddress] = [:]
     private var clientTLS: NIOSSLContext?
     private var serverTLS: NIOSSLContext?
+    /// Accepted connections open per listener (`tcp`, `tls`), against `limits.max_connections`.
+    private var accepted: [SIPTransportKind: Int] = [:]
 
     /// The UDP/TCP port in use (the configured one, or the one the system chose for port 0).
     private(set) var port = 0
@@ -86,6 +101,11 @@ final class SIPTransport: @unchecked Sendable {
         DatagramBootstrap(group: eventLoop)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
+            // One byte over the limit (at most a UDP datagram's 65535) shows a datagram too large
+            // instead of cutting it (NIO reads 2048 bytes by default).
+            .channelOption(
+                .recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: min(configuration.limits.parser.messageBytes, 65535) + 1)
+            )
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(DatagramHandler(transport: self)) }
             }
@@ -108,21 +128,52 @@ final class SIPTransport: @unchecked Sendable {
         ServerBootstrap(group: eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if tls, let serverTLS = self.serverTLS {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: serverTLS))
-                    }
-                    let kind: SIPTransportKind = tls ? .tls : .tcp
-                    let key = Self.key(kind, channel.remoteAddress?.ipAddress ?? "?", channel.remoteAddress?.port ?? 0)
-                    self.connections[key] = channel.eventLoop.makeSucceededFuture(channel)
-                    try channel.pipeline.syncOperations.addHandler(StreamHandler(transport: self, kind: kind, key: key))
-                }
+                channel.eventLoop.makeCompletedFuture { try self.accept(channel, tls: tls) }
             }
             .bind(host: host, port: port)
             .map { channel in
                 self.listeners.append(channel)
                 if tls { self.tlsPort = channel.localAddress?.port }
             }
+    }
+
+    /// Sets up an accepted connection, or refuses it when the listener is at its limit.
+    private func accept(_ channel: any Channel, tls: Bool) throws {
+        let kind: SIPTransportKind = tls ? .tls : .tcp
+        let peer = Self.key(kind, channel.remoteAddress?.ipAddress ?? "?", channel.remoteAddress?.port ?? 0)
+        let limits = configuration.limits
+        guard accepted[kind, default: 0] < limits.connectionsPerListener else {
+            delegate?.transport(limited: .tooManyConnections(listener: kind, limit: limits.connectionsPerListener), peer: peer)
+            // A failed initializer closes the connection at once.
+            throw TransportError("\(peer): over limits.max_connections")
+        }
+        accepted[kind, default: 0] += 1
+        channel.closeFuture.whenComplete { _ in self.accepted[kind, default: 1] -= 1 }
+        let pipeline = channel.pipeline.syncOperations
+        if tls, let serverTLS {
+            try pipeline.addHandler(NIOSSLServerHandler(context: serverTLS))
+            try pipeline.addHandler(
+                TLSHandshakeDeadline(timeout: limits.tlsHandshakeTimeout) { self.limited(.tlsHandshakeTimeout($0), peer) })
+        }
+        try pipeline.addHandler(IdleStateHandler(readTimeout: TimeAmount(limits.idleTimeout)))
+        connections[peer] = channel.eventLoop.makeSucceededFuture(channel)
+        try pipeline.addHandler(StreamHandler(transport: self, kind: kind, key: peer, idleTimeout: limits.idleTimeout))
+    }
+
+    fileprivate func limited(_ event: SIPTransportLimit, _ peer: String) { delegate?.transport(limited: event, peer: peer) }
+
+    /// Handles one datagram from `address`: a message for the delegate, or a parse error. The
+    /// UDP socket's reader calls it; so can a fuzzer, on the event loop, without a socket.
+    func receive(datagram bytes: [UInt8], from address: SocketAddress) {
+        eventLoop.assertInEventLoop()
+        let peer = SIPPeer(transport: .udp, address: address)
+        // RFC 5626 keep-alives (CRLF pings) and stray blank datagrams are not messages.
+        if bytes.allSatisfy({ $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") || $0 == 0 }) { return }
+        do throws(SIPParseError) {
+            deliver(try SIPParser.parse(datagram: bytes, limits: limits), from: peer)
+        } catch {
+            reject(bytes, error, from: peer)
+        }
     }
 
     /// Closes every socket.
@@ -190,6 +241,7 @@ final class SIPTransport: @unchecked Sendable {
         if TLSSettings.isIPAddress(target.host) {
             do {
                 let address = try SocketAddress(ipAddress: target.host, port: target.port)
+                if resolved.count >= 256 { resolved.removeAll() }
                 resolved[key] = address
                 return eventLoop.makeSucceededFuture(address)
             } catch {
@@ -200,6 +252,8 @@ final class SIPTransport: @unchecked Sendable {
         return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
             try SocketAddress.makeAddressResolvingHost(target.host, port: target.port)
         }.map { address in
+            // Envelopes may choose the hosts (send.allow_envelope_destination): a bounded cache.
+            if self.resolved.count >= 256 { self.resolved.removeAll() }
             self.resolved[key] = address
             return address
         }
@@ -216,7 +270,7 @@ final class SIPTransport: @unchecked Sendable {
         delegate?.transport(malformed: bytes, error: error, from: peer)
     }
 
-    fileprivate var limits: SIPLimits { configuration.limits }
+    fileprivate var limits: SIPLimits { configuration.limits.parser }
 
     /// The key of a stream connection.
     static func key(_ kind: SIPTransportKind, _ host: String, _ port: Int) -> String { "\(kind.rawValue):\(host):\(port)" }
@@ -237,15 +291,7 @@ private final class DatagramHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let datagram = unwrapInboundIn(data)
-        let bytes = Array(datagram.data.readableBytesView)
-        let peer = SIPPeer(transport: .udp, address: datagram.remoteAddress)
-        // RFC 5626 keep-alives (CRLF pings) and stray blank datagrams are not messages.
-        if bytes.allSatisfy({ $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") || $0 == 0 }) { return }
-        do throws(SIPParseError) {
-            transport.deliver(try SIPParser.parse(datagram: bytes, limits: transport.limits), from: peer)
-        } catch {
-            transport.reject(bytes, error, from: peer)
-        }
+        transport.receive(datagram: Array(datagram.data.readableBytesView), from: datagram.remoteAddress)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -260,12 +306,24 @@ private final class StreamHandler: ChannelInboundHandler {
     private let kind: SIPTransportKind
     private let key: String
     private var decoder: SIPStreamDecoder
+    /// For an accepted connection: how long it may stay silent (``IdleStateHandler`` tells).
+    private let idleTimeout: Duration?
 
-    init(transport: SIPTransport, kind: SIPTransportKind, key: String) {
+    init(transport: SIPTransport, kind: SIPTransportKind, key: String, idleTimeout: Duration? = nil) {
         self.transport = transport
         self.kind = kind
         self.key = key
+        self.idleTimeout = idleTimeout
         decoder = SIPStreamDecoder(limits: transport.limits)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let idleTimeout, let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
+            transport.limited(.idle(idleTimeout), key)
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -292,5 +350,44 @@ private final class StreamHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
+    }
+}
+
+/// Closes an accepted TLS connection whose handshake has not completed within `timeout`
+/// (a peer that opens connections and never speaks holds no slot for long).
+private final class TLSHandshakeDeadline: ChannelInboundHandler {
+    typealias InboundIn = NIOAny
+    private let timeout: Duration
+    private let expired: (Duration) -> Void
+    private var deadline: Scheduled<Void>?
+
+    init(timeout: Duration, expired: @escaping (Duration) -> Void) {
+        self.timeout = timeout
+        self.expired = expired
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let channel = context.channel
+        let (timeout, expired) = (timeout, expired)
+        // Runs on the channel's event loop, where this handler lives.
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(timeout)) {
+            expired(timeout)
+            channel.close(promise: nil)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? TLSUserEvent, case .handshakeCompleted = event {
+            deadline?.cancel()
+            deadline = nil
+            // Done with: the stream handler gets the channel to itself.
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        context.fireChannelInactive()
     }
 }
