@@ -55,6 +55,49 @@ struct SpoolSafetyTests {
         #expect(lines.count == total, "\(lines.count - total) duplicates")
     }
 
+    /// The issue's case: MQTT → at-least-once → MQTT while the spool's file system is full.
+    /// Before, most of 3,000 QoS 1 messages were confirmed to the broker and lost.
+    @Test func mqttToMQTTThroughAFullSpoolLosesNothing() throws {
+        let brokerA = try Mosquitto()
+        let brokerB = try Mosquitto()
+        let sandbox = try Sandbox(plugins: ["mqtt"])
+        let disk = try SmallFileSystem(at: sandbox.path("disk"), megabytes: 8)
+        try sandbox.writeRoutes(
+            """
+            spool: { path: "\(disk.path)/spool.db" }
+            instances:
+              a: { plugin: mqtt, url: "\(brokerA.url)", client_id: full-a, subscriptions: [ { topic: "chat/#", qos: 1 } ] }
+              b: { plugin: mqtt, url: "\(brokerB.url)", client_id: full-b, publish: { qos: 1 } }
+            routes:
+              - name: durable
+                from: a.messages
+                to: b.publish
+                delivery: at-least-once
+                dedupe: 10m
+            """
+        )
+        let watch = try MosquittoSubscriber(brokerB, topic: "chat/#", qos: 1)
+        try disk.fill(leavingKilobytes: 192)
+        let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        router.waitUntil("the router subscribed") { brokerA.occurrences(of: "Sending SUBACK to full-a") > 0 }
+        let total = 3000
+        let messages = sandbox.path("messages.txt")
+        try (1...total).map { "message \($0) " + String(repeating: "x", count: 100) }.joined(separator: "\n").write(
+            toFile: messages, atomically: true, encoding: .utf8)
+        let published = try Tool.run(
+            "/bin/sh",
+            ["-c", "/usr/bin/mosquitto_pub \(brokerA.clientArguments().joined(separator: " ")) -t chat/n -q 1 -l < \(messages)"],
+            timeout: .seconds(60))
+        #expect(published.status == 0, "\(published.output)")
+        router.waitUntil("the route paused on a full spool") { router.standardError.contains("route paused: the spool cannot write") }
+        #expect(!router.standardError.contains("confirmed to the broker anyway"))
+        try disk.freeFiller()
+        router.waitUntil("every message on broker B", timeout: .seconds(90)) { Set(watch.lines).count >= total }
+        #expect(router.stop() == 0)
+        let received = Set(watch.lines.compactMap { $0.split(separator: " ").dropFirst(2).first.flatMap { Int($0) } })
+        #expect(received == Set(1...total), "missing: \(Set(1...total).subtracting(received).sorted().prefix(10))")
+    }
+
     @Test func aSecondRouterOnTheSameSpoolIsRefused() throws {
         let sandbox = try Sandbox(plugins: ["testkit", "core"])
         try sandbox.writeRoutes(Self.routes(sandbox, count: 1_000_000, spool: sandbox.path("state/spool.db")))
