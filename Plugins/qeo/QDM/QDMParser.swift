@@ -52,13 +52,11 @@ public enum QDMParser {
         mutating func read(_ file: String, includedFrom location: QDMLocation?) throws(QDMError) {
             let path = URL(fileURLWithPath: file).standardizedFileURL.path
             guard seenFiles.insert(path).inserted else { return }
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw QDMError(location == nil ? "cannot read \(file)" : "included file \(file) cannot be read", at: location)
-            }
-            try read(data, file: file)
+            try read(QDMParser.readFile(path, includedFrom: location), file: file)
         }
 
         mutating func read(_ data: Data, file: String) throws(QDMError) {
+            try QDMParser.screen(data, file: file)
             let delegate = Delegate(file: file)
             let parser = XMLParser(data: data)
             parser.delegate = delegate
@@ -105,7 +103,10 @@ public enum QDMParser {
                 }
                 model.structs[name] = QDMStruct(name: name, behavior: raw.behavior, members: members, location: raw.location)
             }
-            for name in model.structs.keys.sorted() { try checkNoCycle(name, in: model, path: []) }
+            var path: [String] = []
+            var checked: Set<String> = []
+            for name in model.structs.keys.sorted() { try checkNoCycle(name, in: model, path: &path, checked: &checked) }
+            try QDMParser.checkExpandedSize(of: model)
             return model
         }
 
@@ -136,16 +137,24 @@ public enum QDMParser {
             }
         }
 
-        private func checkNoCycle(_ name: String, in model: QDMModel, path: [String]) throws(QDMError) {
-            guard let item = model.structs[name] else { return }
+        /// Depth first, each struct once (a struct used by many is not walked again), at most
+        /// ``QDMParser/maximumNestingDepth`` deep so the walk's recursion is bounded.
+        private func checkNoCycle(_ name: String, in model: QDMModel, path: inout [String], checked: inout Set<String>) throws(QDMError) {
+            guard !checked.contains(name), let item = model.structs[name] else { return }
             if path.contains(name) {
                 throw QDMError("\(name) contains itself: \((path + [name]).joined(separator: " → "))", at: item.location)
             }
+            guard path.count < QDMParser.maximumNestingDepth else {
+                throw QDMError("\(name) is nested more than \(QDMParser.maximumNestingDepth) structs deep", at: item.location)
+            }
+            path.append(name)
             for member in item.members {
                 var kind = member.kind
                 if case .sequence(let element) = kind { kind = element }
-                if case .structure(let inner) = kind { try checkNoCycle(inner, in: model, path: path + [name]) }
+                if case .structure(let inner) = kind { try checkNoCycle(inner, in: model, path: &path, checked: &checked) }
             }
+            path.removeLast()
+            checked.insert(name)
         }
     }
 

@@ -1,0 +1,156 @@
+// libFuzzer entry point for the SIP user agent, stateful (built by scripts/fuzz): one agent,
+// started on loopback with a registrar that never answers by itself, is reset before each input
+// and sends a REGISTER; then the input, split at NUL bytes, is a sequence of datagrams handed
+// to the agent as if they came off its UDP socket (responses to its transactions, requests from
+// peers), with commands between them. A datagram may say `$B`, `$C` and `$I` for the branch,
+// CSeq number and Call-ID of the agent's newest request, so the fuzzer can answer it. Commands:
+//   !r  register (the refresh the registration timer runs)
+//   !u  unregister
+//   !a  the router settles the last MESSAGE emitted as accepted (!x rejected, !y retry)
+//   !e  a Timer E/F/K fires on every client transaction
+// What may not happen: a trap, a sanitizer report, or the agent stalling its event loop.
+import Foundation
+import NIOCore
+import SwitchyardABI
+import SwitchyardCore
+
+@testable import SIPCodec
+@testable import SIPPlugin
+@testable import SwitchyardPluginKit
+
+/// The settle token of the last MESSAGE the agent emitted (0: none). Only the fuzzing thread
+/// and the agent's event loop touch it, never at once: every step waits for the loop.
+nonisolated(unsafe) var lastSettleToken: UInt64 = 0
+
+nonisolated(unsafe) private let host: UnsafeMutablePointer<sy_host_api_v1> = {
+    let table = UnsafeMutablePointer<sy_host_api_v1>.allocate(capacity: 1)
+    table.initialize(
+        to: sy_host_api_v1(
+            struct_size: UInt32(MemoryLayout<sy_host_api_v1>.size), reserved: 0,
+            emit: { _, _, _, token in
+                lastSettleToken = token
+                return 0
+            },
+            ack: { _, _, _, _ in }, log: { _, _, _ in }, metric: { _, _, _, _ in }, piece_done: { _, _, _, _ in }))
+    return table
+}()
+
+/// A UDP socket the registrar URI points at, so the agent's sends succeed; never read.
+private let registrarPort: Int = {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            _ = bind(socket, $0, length)
+            _ = getsockname(socket, $0, &length)
+        }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}()
+
+private let agent: SIPAgent = {
+    let config: JSONValue = [
+        "identity": ["impu": "sip:alice@example.test", "password": "secret", "display_name": "Alice"],
+        "transport": "udp", "listen": "127.0.0.1:0", "proxy": .string("sip:127.0.0.1:\(registrarPort)"),
+        "register": ["expires": 600], "receive": ["accept": ["text/plain", "application/json"]],
+    ]
+    let context = PluginContext(host: UnsafePointer(host), context: must { OpaquePointer(bitPattern: 1) })
+    let agent = SIPAgent(configuration: must { try SIPConfiguration(config: config) }, context: context)
+    must { try agent.start() }
+    return agent
+}()
+
+private let peer = SIPPeer(transport: .udp, address: must { try SocketAddress(ipAddress: "127.0.0.1", port: 5062) }, connection: nil)
+
+/// FUZZ_TRACE=1 prints the agent's state after each step (for replaying one input).
+private let tracing = getenv("FUZZ_TRACE") != nil
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzSIPAgent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    let steps = bytes.split(separator: 0, omittingEmptySubsequences: true).prefix(32)
+    onLoop {
+        reset()
+        agent.register()
+    }
+    for step in steps {
+        onLoop { run(Array(step)) }
+        if tracing {
+            let state = onLoop { (agent.registration.state, agent.clients.count, agent.servers.count) }
+            print(
+                "\(String(decoding: step.prefix(24), as: UTF8.self).debugDescription) → registration \(state.0), clients \(state.1), servers \(state.2)"
+            )
+        }
+    }
+    return 0
+}
+
+/// Forgets every transaction, message and registration, as a new agent would start.
+private func reset() {
+    for (_, transaction) in agent.clients { for timer in transaction.timers.values { timer.cancel() } }
+    for (_, transaction) in agent.servers { transaction.timer?.cancel() }
+    for (_, message) in agent.incoming { message.deadline?.cancel() }
+    agent.registration.timer?.cancel()
+    agent.clients = [:]
+    agent.servers = [:]
+    agent.incoming = [:]
+    agent.waiting = [:]
+    agent.answered = [:]
+    agent.answeredOrder = []
+    agent.challenges = [:]
+    agent.registration = RegistrationState()
+    lastSettleToken = 0
+}
+
+private func run(_ step: [UInt8]) {
+    switch step {
+    case Array("!r".utf8): agent.register()
+    case Array("!u".utf8): _ = agent.unregister()
+    case Array("!a".utf8): agent.settled(token: lastSettleToken, outcome: .ok)
+    case Array("!x".utf8): agent.settled(token: lastSettleToken, outcome: .reject)
+    case Array("!y".utf8): agent.settled(token: lastSettleToken, outcome: .retry)
+    case Array("!e".utf8):
+        for branch in agent.clients.keys.sorted() {
+            for timer in [SIPTimer.e, .f, .k] { agent.handle(.timer(timer), branch: branch) }
+        }
+    default:
+        let datagram = substituted(step)
+        do throws(SIPParseError) {
+            agent.transport(received: try SIPParser.parse(datagram: datagram), from: peer)
+        } catch {
+            agent.transport(malformed: datagram, error: error, from: peer)
+        }
+    }
+}
+
+/// The datagram with `$B`, `$C` and `$I` replaced by the newest client transaction's branch,
+/// CSeq number and Call-ID.
+private func substituted(_ datagram: [UInt8]) -> [UInt8] {
+    guard datagram.contains(UInt8(ascii: "$")),
+        let (branch, transaction) = agent.clients.max(by: { ($0.value.cseq?.number ?? 0) < ($1.value.cseq?.number ?? 0) })
+    else { return datagram }
+    let text = String(decoding: datagram, as: UTF8.self)
+    let callID = (try? SIPParser.parse(datagram: transaction.bytes))?.headers["Call-ID"] ?? ""
+    return Array(
+        text.replacingOccurrences(of: "$B", with: branch).replacingOccurrences(of: "$C", with: "\(transaction.cseq?.number ?? 0)")
+            .replacingOccurrences(of: "$I", with: callID).utf8)
+}
+
+/// Runs `body` on the agent's event loop and waits for it.
+@discardableResult
+private func onLoop<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
+    must { try agent.eventLoop.submit(body).wait() }
+}
+
+/// The value, or a trap naming the error: set-up that cannot fail unless the harness is wrong.
+private func must<T>(_ body: () throws -> T?) -> T {
+    do {
+        guard let value = try body() else { fatalError("fuzz harness: no value") }
+        return value
+    } catch {
+        fatalError("fuzz harness: \(error)")
+    }
+}
