@@ -19,6 +19,13 @@ struct PushConfiguration: Sendable {
         var maximumBodySize: Int
         /// How long a request waits for the router to take its message before answering 503.
         var acknowledgeTimeout: Duration
+        /// Connections open at once; more are answered 503 and closed.
+        var maximumConnections: Int
+        /// How long a client may take to send a request's head, and then its body.
+        var headerTimeout: Duration
+        var bodyTimeout: Duration
+        /// How long a connection may sit without a byte either way.
+        var idleTimeout: Duration
     }
 
     /// The FCM HTTP v1 sender.
@@ -65,7 +72,11 @@ struct PushConfiguration: Sendable {
                 host: host, port: port, certificateFile: certificate, keyFile: key, bearerToken: bearer, signature: signature,
                 projects: Set((config["projects"]?.arrayValue ?? []).compactMap(\.stringValue)),
                 maximumBodySize: bodyLimit,
-                acknowledgeTimeout: try PluginError.duration(config["ack_timeout"], "ack_timeout", default: .seconds(30)))
+                acknowledgeTimeout: try PluginError.duration(config["ack_timeout"], "ack_timeout", default: .seconds(30)),
+                maximumConnections: config["max_connections"]?.intValue ?? 256,
+                headerTimeout: try Self.timeout(config["header_timeout"], "header_timeout", default: .seconds(10)),
+                bodyTimeout: try Self.timeout(config["body_timeout"], "body_timeout", default: .seconds(30)),
+                idleTimeout: try Self.timeout(config["idle_timeout"], "idle_timeout", default: .seconds(60)))
         }
         if let fcm = config["fcm"] {
             guard let account = fcm["service_account"]?.stringValue else { throw PluginError("fcm.service_account is required") }
@@ -86,6 +97,13 @@ struct PushConfiguration: Sendable {
         guard webhook != nil || sender != nil else {
             throw PluginError("nothing to do: set listen (the webhook), fcm (the sender), or both")
         }
+    }
+
+    /// A timeout setting: more than zero (a zero timeout would close every connection).
+    static func timeout(_ value: JSONValue?, _ name: String, default fallback: Duration) throws -> Duration {
+        let timeout = try PluginError.duration(value, name, default: fallback)
+        guard timeout > .zero else { throw PluginError("\(name) must be longer than 0, like 10s") }
+        return timeout
     }
 
     static func hostAndPort(_ listen: String) throws -> (String, Int) {

@@ -62,6 +62,10 @@ final class PushPlugin: SwitchyardPlugin {
                 "projects": ["type": "array", "items": ["type": "string"]],
                 "max_body": ["type": ["string", "integer"]],
                 "ack_timeout": ["type": ["string", "integer"]],
+                "max_connections": ["type": "integer", "minimum": 1, "description": "open webhook connections (default 256)"],
+                "header_timeout": ["type": ["string", "integer"], "description": "time to send a request head (default 10s)"],
+                "body_timeout": ["type": ["string", "integer"], "description": "time to send a request body (default 30s)"],
+                "idle_timeout": ["type": ["string", "integer"], "description": "a connection with no traffic closes (default 60s)"],
                 "registry": ["type": "string", "description": "SQLite file of the FCM tokens apps registered"],
                 "fcm": [
                     "type": "object",

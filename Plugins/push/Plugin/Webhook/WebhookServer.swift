@@ -58,13 +58,18 @@ final class WebhookServer: Sendable {
         }
         router.get("/v1/tokens") { request, _ in await self.listTokens(request) }
 
-        var server = HTTPServerBuilder.http1()
+        let limits = WebhookConnectionLimits(
+            maximumConnections: settings.maximumConnections, headerTimeout: settings.headerTimeout, bodyTimeout: settings.bodyTimeout,
+            context: context)
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [WebhookConnectionGuard(limits: limits)], idleTimeout: TimeAmount(settings.idleTimeout))
+        var server = HTTPServerBuilder.http1(configuration: http1)
         if let certificate = settings.certificateFile, let key = settings.keyFile {
             do {
                 let tls = TLSConfiguration.makeServerConfiguration(
                     certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
                     privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
-                server = try .tls(.http1(), tlsConfiguration: tls)
+                server = try .tls(.http1(configuration: http1), tlsConfiguration: tls)
             } catch {
                 throw PluginError("tls: cannot load \(certificate) / \(key): \(error)")
             }
@@ -285,11 +290,23 @@ final class WebhookServer: Sendable {
 
     private func authenticatedBody(_ request: Request) async -> Gate {
         guard accepting.load(ordering: .relaxed) else { return .refuse(Self.error(.unavailable("the router is stopping"))) }
+        // The token first: a stranger's body is never read (the connection guard closes the
+        // connection after the answer instead of reading the rest).
+        if let token = settings.bearerToken, !BearerToken.matches(header: request.headers[.authorization], expected: token) {
+            return .refuse(unauthenticated("missing or wrong bearer token", request))
+        }
+        // A declared length over the limit is refused before a byte of it is read; without
+        // one, collect(upTo:) stops as soon as the limit is passed.
+        let declared = request.headers[.contentLength].flatMap { Int($0) }
         let buffer: ByteBuffer
         do {
+            if let declared, declared > settings.maximumBodySize { throw PluginError("declared \(declared) bytes") }
             buffer = try await request.body.collect(upTo: settings.maximumBodySize)
         } catch {
             context.metric(.counter, "webhook_invalid_total", 1)
+            context.metric(.counter, "webhook_too_large_total", 1)
+            context.log(
+                .warning, "refused \(request.method) \(request.uri.path): the body is over max_body (\(settings.maximumBodySize) bytes)")
             return .refuse(
                 Self.error(
                     FCMError(
@@ -297,9 +314,6 @@ final class WebhookServer: Sendable {
             )
         }
         let body = Array(buffer.readableBytesView)
-        if let token = settings.bearerToken, !BearerToken.matches(header: request.headers[.authorization], expected: token) {
-            return .refuse(unauthenticated("missing or wrong bearer token", request))
-        }
         if let signature = settings.signature {
             let now = Int64(Date().timeIntervalSince1970)
             let id = Self.header(request, WebhookSignature.idHeader)

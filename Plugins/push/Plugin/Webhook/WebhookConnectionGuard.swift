@@ -1,0 +1,162 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+import SwitchyardPluginKit
+import Synchronization
+
+/// The limits every connection of one webhook shares: how many may be open, how long a client
+/// may take to send a request's head and its body.
+final class WebhookConnectionLimits: Sendable {
+    let maximumConnections: Int
+    let headerTimeout: TimeAmount
+    let bodyTimeout: TimeAmount
+    let context: PluginContext
+    /// Connections open now (any event loop adds and subtracts).
+    let open = Atomic<Int>(0)
+
+    init(maximumConnections: Int, headerTimeout: Duration, bodyTimeout: Duration, context: PluginContext) {
+        self.maximumConnections = maximumConnections
+        self.headerTimeout = TimeAmount(headerTimeout)
+        self.bodyTimeout = TimeAmount(bodyTimeout)
+        self.context = context
+    }
+}
+
+/// Sits behind the HTTP codec of each webhook connection and keeps a client from holding the
+/// server: over `max_connections` a connection is answered `503` with `Retry-After` and closed;
+/// a request head not complete within `header_timeout` is answered `408` and closed; a body
+/// not complete within `body_timeout` closes the connection; and once a response is written
+/// before the request's body was read (a `401` or `413` refusal), the rest of the body is not
+/// read: the response is followed by a half close, and the connection closes a second later.
+/// Each is counted (`webhook_connections_refused_total`, `webhook_timeouts_total`) and logged
+/// with the client's address.
+final class WebhookConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    /// How long a refused request's connection stays half open, so the client reads the answer
+    /// before the close.
+    static let linger = TimeAmount.seconds(1)
+
+    private let limits: WebhookConnectionLimits
+    private var counted = false
+    /// Over the connection cap, or a response ended the exchange early: nothing more is read.
+    private var closing = false
+    /// A request head arrived and its end has not.
+    private var requestOpen = false
+    private var timer: Scheduled<Void>?
+
+    init(limits: WebhookConnectionLimits) { self.limits = limits }
+
+    func channelActive(context: ChannelHandlerContext) {
+        counted = true
+        let open = limits.open.add(1, ordering: .relaxed).newValue
+        context.fireChannelActive()
+        guard open <= limits.maximumConnections else {
+            closing = true
+            refuse(context, "connection refused: \(limits.maximumConnections) connections are open (max_connections)")
+            limits.context.metric(.counter, "webhook_connections_refused_total", 1)
+            respond(.serviceUnavailable, retryAfter: true, context: context)
+            return
+        }
+        arm(limits.headerTimeout, context: context)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        release()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { release() }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !closing else { return }
+        switch unwrapInboundIn(data) {
+        case .head:
+            requestOpen = true
+            arm(limits.bodyTimeout, context: context)
+        case .body:
+            break
+        case .end:
+            requestOpen = false
+            timer?.cancel()
+            timer = nil
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .end = unwrapOutboundIn(data) else { return context.write(data, promise: promise) }
+        guard requestOpen, !closing else {
+            context.write(data, promise: promise)
+            // The exchange is over: the next request's head gets its own time.
+            if !closing { arm(limits.headerTimeout, context: context) }
+            return
+        }
+        // Answered before the body was read: the body is not wanted.
+        closing = true
+        timer?.cancel()
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.cascade(to: promise)
+        context.writeAndFlush(data, promise: written)
+        let channel = context.channel
+        written.futureResult.whenComplete { _ in
+            channel.close(mode: .output, promise: nil)
+            channel.eventLoop.scheduleTask(in: Self.linger) { channel.close(promise: nil) }
+        }
+    }
+
+    private func release() {
+        timer?.cancel()
+        timer = nil
+        guard counted else { return }
+        counted = false
+        limits.open.subtract(1, ordering: .relaxed)
+    }
+
+    private func arm(_ timeout: TimeAmount, context: ChannelHandlerContext) {
+        timer?.cancel()
+        let headStage = !requestOpen
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(in: timeout) {
+            let (handler, context) = loopBound.value
+            handler.timedOut(headStage: headStage, context: context)
+        }
+    }
+
+    private func timedOut(headStage: Bool, context: ChannelHandlerContext) {
+        timer = nil
+        guard !closing else { return }
+        closing = true
+        limits.context.metric(.counter, "webhook_timeouts_total", 1)
+        if headStage {
+            refuse(context, "closed: no complete request head within \(limits.headerTimeout.seconds)s (header_timeout)")
+            respond(.requestTimeout, retryAfter: false, context: context)
+        } else {
+            refuse(context, "closed: the request body was not complete within \(limits.bodyTimeout.seconds)s (body_timeout)")
+            context.close(promise: nil)
+        }
+    }
+
+    /// Writes a bodiless response that ends the connection, then closes it.
+    private func respond(_ status: HTTPResponse.Status, retryAfter: Bool, context: ChannelHandlerContext) {
+        var fields: HTTPFields = [.connection: "close", .contentLength: "0"]
+        if retryAfter { fields[.retryAfter] = "1" }
+        context.write(wrapOutboundOut(.head(HTTPResponse(status: status, headerFields: fields))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+    }
+
+    private func refuse(_ context: ChannelHandlerContext, _ reason: String) {
+        let peer = context.remoteAddress.map { "\($0)" } ?? "a client"
+        limits.context.log(.warning, "webhook connection from \(peer) \(reason)")
+    }
+}
+
+extension TimeAmount {
+    fileprivate var seconds: String {
+        let value = Double(nanoseconds) / 1e9
+        return value == value.rounded() ? String(Int64(value)) : String(value)
+    }
+}

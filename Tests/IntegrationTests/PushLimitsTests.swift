@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+
+/// The webhook against clients that try to hold it: a connection cap, header and body read
+/// timeouts, the bearer token checked before the body, the body limit checked before and while
+/// reading, and a router that cannot take a message answered 503 with Retry-After.
+@Suite(.timeLimit(.minutes(2)))
+struct PushLimitsTests {
+    static let bearer = PushTests.bearer
+
+    /// A webhook with tight limits, routed to a testkit sink that answers retry while `down` exists.
+    static func start(_ sandbox: Sandbox, limits: String, down: String = "/nonexistent") throws -> (
+        router: RouterProcess, port: Int, admin: String
+    ) {
+        try sandbox.installPlugin("testkit")
+        let (router, webhook, admin) = try PushTests.start(
+            sandbox,
+            instances: """
+                  push: { plugin: push, listen: "127.0.0.1:0", auth: { bearer_token: "${PUSH_BEARER}" }, \(limits) }
+                  sink: { plugin: testkit, collect: { path: "\(sandbox.path("collected.txt"))", fail_while: "\(down)" } }
+                """,
+            routes: "routes:\n  - { from: push.messages, to: sink.collect }")
+        let port = Int(webhook.split(separator: ":").last ?? "") ?? -1
+        return (router, port, admin)
+    }
+
+    static func status(of answer: String) -> Int? {
+        answer.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) }
+    }
+
+    /// A wrong token with a 100 MB body announced is answered 401 at once, without the body
+    /// being sent; a right token with a declared body over `max_body` gets 413 the same way.
+    @Test func refusalsComeBeforeTheBodyIsRead() throws {
+        let sandbox = try Sandbox()
+        let (router, port, admin) = try Self.start(sandbox, limits: "max_body: 8KiB")
+        let started = ContinuousClock.now
+        let stranger = try RawSocket(port: port)
+        stranger.write("POST /push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\nContent-Length: 100000000\r\n\r\n")
+        let refused = stranger.readToEnd()
+        #expect(Self.status(of: refused) == 401, "\(refused)")
+        let tooLarge = try RawSocket(port: port)
+        tooLarge.write("POST /push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(Self.bearer)\r\nContent-Length: 9000\r\n\r\n")
+        let answer = tooLarge.readToEnd()
+        #expect(Self.status(of: answer) == 413, "\(answer)")
+        // Both answers came, and the connections closed, without waiting for a byte of the bodies.
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(try PushTests.metric("webhook_unauthorized_total", admin: admin) == 1)
+        #expect(try PushTests.metric("webhook_too_large_total", admin: admin) == 1)
+        // A body over the limit without a declared length is refused while it is read.
+        let chunked = try RawSocket(port: port)
+        let chunk = String(repeating: "x", count: 4096)
+        chunked.write("POST /push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(Self.bearer)\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for _ in 0..<3 { chunked.write("1000\r\n\(chunk)\r\n") }
+        let streamed = chunked.readToEnd()
+        #expect(Self.status(of: streamed) == 413, "\(streamed)")
+        #expect(router.process.isRunning)
+        #expect(router.stop() == 0, "\(router.standardError)")
+    }
+
+    /// A client that connects and says nothing, or sends half a head, is answered 408 and
+    /// closed after `header_timeout`; one that stops in the middle of a body is closed after
+    /// `body_timeout`. Every other client is still served.
+    @Test func slowClientsAreClosed() throws {
+        let sandbox = try Sandbox()
+        let (router, port, admin) = try Self.start(sandbox, limits: "header_timeout: 300ms, body_timeout: 300ms")
+        let silent = try RawSocket(port: port)
+        let slow = try RawSocket(port: port)
+        slow.write("POST /push HTTP/1.1\r\nHost: x\r\n")
+        let stalled = try RawSocket(port: port)
+        stalled.write("POST /push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(Self.bearer)\r\nContent-Length: 100\r\n\r\n{\"topic\"")
+        let silentAnswer = silent.readToEnd()
+        #expect(Self.status(of: silentAnswer) == 408, "\(silentAnswer)")
+        let slowAnswer = slow.readToEnd()
+        #expect(Self.status(of: slowAnswer) == 408, "\(slowAnswer)")
+        let stalledAnswer = stalled.readToEnd()
+        #expect(Self.status(of: stalledAnswer) != 200, "\(stalledAnswer)")
+        #expect(try PushTests.metric("webhook_timeouts_total", admin: admin) == 3)
+        #expect(router.standardError.contains("no complete request head within 0.3s (header_timeout)"))
+        #expect(router.standardError.contains("body was not complete within 0.3s (body_timeout)"))
+        let fine = try HTTPExchange.send(
+            "http://127.0.0.1:\(port)/push", method: "POST", headers: ["Authorization": "Bearer \(Self.bearer)"],
+            body: #"{"topic": "news", "data": {"k": "v"}}"#)
+        #expect(fine.status == 200, "\(fine.body)")
+        #expect(router.stop() == 0, "\(router.standardError)")
+    }
+
+    /// Over `max_connections` a connection is answered 503 with Retry-After and closed; once the
+    /// others close, new ones are served again.
+    @Test func connectionsOverTheCapAreRefusedWith503() throws {
+        let sandbox = try Sandbox()
+        let (router, port, admin) = try Self.start(sandbox, limits: "max_connections: 2")
+        var held: [RawSocket] = [try RawSocket(port: port), try RawSocket(port: port)]
+        // The two held connections are counted once their first byte went through the server.
+        for socket in held { socket.write("POST /push HTTP/1.1\r\nHost: x\r\n") }
+        let third = try RawSocket(port: port)
+        let answer = third.readToEnd()
+        #expect(Self.status(of: answer) == 503, "\(answer)")
+        #expect(answer.lowercased().contains("retry-after: 1"), "\(answer)")
+        #expect(try PushTests.metric("webhook_connections_refused_total", admin: admin) == 1)
+        #expect(router.standardError.contains("2 connections are open (max_connections)"))
+        held.removeAll()
+        try router.waitUntil("the held connections to close") {
+            let again = try HTTPExchange.send(
+                "http://127.0.0.1:\(port)/push", method: "POST", headers: ["Authorization": "Bearer \(Self.bearer)"],
+                body: #"{"topic": "news", "data": {"k": "v"}}"#)
+            return again.status == 200
+        }
+        #expect(router.stop() == 0, "\(router.standardError)")
+    }
+
+    /// A message the routes settle with retry (here: the sink is down on an at-most-once route;
+    /// on an at-least-once route, a spool that cannot write) is answered 503 with Retry-After,
+    /// so the sender sends it again; nothing was taken.
+    @Test func aMessageSettledWithRetryIsAnswered503WithRetryAfter() throws {
+        let sandbox = try Sandbox()
+        let down = sandbox.path("sink-down")
+        #expect(FileManager.default.createFile(atPath: down, contents: nil))
+        let (router, port, admin) = try Self.start(sandbox, limits: "ack_timeout: 10s", down: down)
+        let result = try Tool.run(
+            "/usr/bin/curl",
+            [
+                "-s", "-o", "/dev/null", "-w", "%{http_code} %header{retry-after}", "-H", "Authorization: Bearer \(Self.bearer)",
+                "-d", #"{"topic": "news", "data": {"k": "v"}}"#, "http://127.0.0.1:\(port)/push",
+            ])
+        #expect(result.output == "503 1", "\(result.output)")
+        #expect(try PushTests.metric("webhook_unavailable_total", admin: admin) == 1)
+        #expect(sandbox.lines(of: "collected.txt").isEmpty)
+        try FileManager.default.removeItem(atPath: down)
+        let again = try HTTPExchange.send(
+            "http://127.0.0.1:\(port)/push", method: "POST", headers: ["Authorization": "Bearer \(Self.bearer)"],
+            body: #"{"topic": "news", "data": {"k": "v"}}"#)
+        #expect(again.status == 200, "\(again.body)")
+        #expect(sandbox.lines(of: "collected.txt").count == 1)
+        #expect(router.stop() == 0, "\(router.standardError)")
+    }
+}
