@@ -65,3 +65,44 @@ struct MQTTHostileBrokerTests {
         #expect(result.errors.contains("reconnect.initial_delay: at most 24h"), "\(result.errors)")
     }
 }
+
+/// MQTT Connect's memory of session objects is bounded in bytes, not only in phones: phones
+/// sending large session objects push the least recently used out, and one too large to keep
+/// is not kept; each is counted.
+@Suite(.timeLimit(.minutes(2)))
+struct MQTTConnectMemoryTests {
+    @Test func sessionObjectsOverTheByteLimitAreForgottenAndCounted() throws {
+        let broker = try Mosquitto()
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("mqtt")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              broker:
+                plugin: mqtt
+                url: "\(broker.url)"
+                client_id: switchyard-memory
+                mqtt_connect: true
+                mqtt_connect_memory: 2KiB
+                subscriptions: [ { topic: "phones/#", qos: 1 } ]
+              out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+            routes:
+              - { name: inbound, from: broker.messages, to: out.write }
+            """
+        )
+        let (router, admin) = try RouterProcess.startWithAdmin(sandbox)
+        broker.waitForLog("Sending SUBACK to switchyard-memory")
+        // Two phones of ~900 bytes fit in 2 KiB; the third pushes the first out; a 3000-byte
+        // session object is never kept.
+        for (phone, size) in [("a", 900), ("b", 900), ("c", 900), ("d", 3000)] {
+            let session = String(repeating: "x", count: size)
+            try broker.publish(
+                topic: "phones/\(phone)", message: #"{"iPhoneID": "\#(phone)", "Battery": 1, "SessionObject": {"s": "\#(session)"}}"#,
+                qos: 1)
+        }
+        router.waitUntil("four messages through") { sandbox.lines(of: "out.jsonl").count >= 4 }
+        #expect(try MetricsExposition.pluginMetric("mqttconnect_sessions_forgotten_total", instance: "broker", admin: admin) == 2)
+        #expect(router.stop() == 0, "\(router.standardError)")
+    }
+}

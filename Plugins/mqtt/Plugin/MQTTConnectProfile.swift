@@ -27,11 +27,22 @@ final class MQTTConnectProfile: Sendable {
     static let phoneHeader = "mqttconnect.iphone_id"
     /// How many phones' session objects are kept; the least recently used goes first.
     static let defaultCapacity = 10_000
+    /// How many bytes of session objects and phone ids are kept (`mqtt_connect_memory`): a
+    /// phone that sends huge session objects cannot make the memory grow with the count.
+    static let defaultByteCapacity = 16 << 20
 
     private let sessions: Mutex<PhoneSessions>
+    /// Session objects dropped or not kept because of the limits, not yet reported.
+    private let forgotten = Atomic<Int>(0)
 
-    init(capacity: Int = MQTTConnectProfile.defaultCapacity) {
-        sessions = Mutex(PhoneSessions(capacity: capacity))
+    init(capacity: Int = MQTTConnectProfile.defaultCapacity, byteCapacity: Int = MQTTConnectProfile.defaultByteCapacity) {
+        sessions = Mutex(PhoneSessions(capacity: capacity, byteCapacity: byteCapacity))
+    }
+
+    /// How many session objects the limits made the profile forget since the last call
+    /// (reported as `mqttconnect_sessions_forgotten_total`).
+    func takeForgotten() -> Int {
+        forgotten.load(ordering: .relaxed) == 0 ? 0 : forgotten.exchange(0, ordering: .relaxed)
     }
 
     // MARK: Inbound
@@ -47,7 +58,10 @@ final class MQTTConnectProfile: Sendable {
         if let phone { envelope.headers[Self.phoneHeader] = phone }
         if case .object? = object["SessionObject"], let session = object["SessionObject"]?.serializedBytes() {
             envelope.session = session
-            if let phone { sessions.withLock { $0.remember(session, for: phone) } }
+            if let phone {
+                let dropped = sessions.withLock { $0.remember(session, for: phone) }
+                if dropped > 0 { forgotten.add(dropped, ordering: .relaxed) }
+            }
         }
     }
 
@@ -134,9 +148,14 @@ final class MQTTConnectProfile: Sendable {
 }
 
 /// Session objects by phone, least recently used dropped first once `capacity` phones are
-/// known. Touching a phone (remembering or reading its session) makes it the most recent.
+/// known or their session objects and ids take more than `byteCapacity` bytes. Touching a
+/// phone (remembering or reading its session) makes it the most recent.
 struct PhoneSessions {
     let capacity: Int
+    let byteCapacity: Int
+    /// Bytes of the session objects and phone ids kept (each entry counts its session once
+    /// and its phone id twice: the entry's key and the reverse map's value).
+    private(set) var bytes = 0
     private var entries: [String: (session: [UInt8], stamp: UInt64)] = [:]
     /// Which phone sent which session object last (for envelopes that carry only the session).
     private var phones: [[UInt8]: String] = [:]
@@ -144,19 +163,36 @@ struct PhoneSessions {
     private var order: Deque<(phone: String, stamp: UInt64)> = []
     private var clock: UInt64 = 0
 
-    init(capacity: Int) { self.capacity = max(1, capacity) }
+    init(capacity: Int, byteCapacity: Int = MQTTConnectProfile.defaultByteCapacity) {
+        self.capacity = max(1, capacity)
+        self.byteCapacity = max(1, byteCapacity)
+    }
 
     var count: Int { entries.count }
 
-    mutating func remember(_ session: [UInt8], for phone: String) {
-        if let previous = entries[phone]?.session, phones[previous] == phone { phones[previous] = nil }
+    static func size(_ session: [UInt8], _ phone: String) -> Int { session.count + 2 * phone.utf8.count }
+
+    /// Remembers `session` for `phone`; returns how many session objects the limits made it
+    /// forget (one too large to keep at all is forgotten at once, along with the phone's older one).
+    @discardableResult
+    mutating func remember(_ session: [UInt8], for phone: String) -> Int {
+        var forgotten = 0
+        if let previous = entries.removeValue(forKey: phone) {
+            if phones[previous.session] == phone { phones[previous.session] = nil }
+            bytes -= Self.size(previous.session, phone)
+        }
+        guard Self.size(session, phone) <= byteCapacity else { return 1 }
         entries[phone] = (session, touch(phone))
         phones[session] = phone
-        while entries.count > capacity, let oldest = order.popFirst() {
+        bytes += Self.size(session, phone)
+        while entries.count > capacity || bytes > byteCapacity, let oldest = order.popFirst() {
             guard let entry = entries[oldest.phone], entry.stamp == oldest.stamp else { continue }
             entries[oldest.phone] = nil
             if phones[entry.session] == oldest.phone { phones[entry.session] = nil }
+            bytes -= Self.size(entry.session, oldest.phone)
+            forgotten += 1
         }
+        return forgotten
     }
 
     mutating func session(for phone: String) -> [UInt8]? {

@@ -78,6 +78,9 @@ extension MQTTLink {
         }
         // MQTT Connect hook: the profile types a phone's payload and takes its session object.
         let envelope = MQTTEnvelopes.envelope(for: publish, version: configuration.version, connect: configuration.connect)
+        if let forgotten = configuration.connect?.takeForgotten(), forgotten > 0 {
+            context.metric(.counter, "mqttconnect_sessions_forgotten_total", Double(forgotten))
+        }
         let result = context.emit(envelope, on: "messages", settleToken: token)
         if result != .ok, token != 0 {
             // Not taken: unconfirmed, so the broker sends it again (a QoS 2 resend must then

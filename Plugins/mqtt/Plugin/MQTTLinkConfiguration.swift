@@ -158,6 +158,8 @@ struct MQTTLinkConfiguration: Sendable {
         maximumPending = max(1, config["max_pending"]?.intValue ?? 10_000)
         echoSuppression = config["echo_suppression"]?.boolValue ?? true
         // MQTT Connect hook: one profile (with its memory of session objects) per instance.
-        connect = config["mqtt_connect"]?.boolValue == true ? MQTTConnectProfile() : nil
+        let memory = config["mqtt_connect_memory"].map { ByteSizeText.bytes($0) } ?? MQTTConnectProfile.defaultByteCapacity
+        guard let memory, memory >= 1024 else { throw PluginError("mqtt_connect_memory must be a size of at least 1KiB, like 16MiB") }
+        connect = config["mqtt_connect"]?.boolValue == true ? MQTTConnectProfile(byteCapacity: memory) : nil
     }
 }

@@ -122,6 +122,11 @@ final class MQTTPlugin: SwitchyardPlugin {
                     "default": false,
                     "description": "MQTT Connect (iOS app): type phone payloads, keep each phone's SessionObject, attach it when sending",
                 ],
+                "mqtt_connect_memory": [
+                    "type": ["string", "integer"],
+                    "description":
+                        "bytes of SessionObjects kept for MQTT Connect phones (default 16MiB; least recently used forgotten first)",
+                ],
             ],
         ]
     )
