@@ -35,7 +35,7 @@ final class BlueZDouble {
         daemon.arguments = ["--config-file=\(configFile.path)", "--nofork"]
         // It warns that it cannot raise its fd limit when not root-capable; nothing to act on.
         daemon.standardError = FileHandle.nullDevice
-        try daemon.run()
+        try ChildProcess.start(daemon)
         address = Self.address(in: directory)
         try Self.waitFor("the bus socket") { FileManager.default.fileExists(atPath: socket) }
 
@@ -46,7 +46,7 @@ final class BlueZDouble {
         mock.arguments = ["-m", "dbusmock", "--system", "--template", template]
         mock.environment = ["DBUS_SYSTEM_BUS_ADDRESS": address, "PATH": "/usr/bin:/bin"]
         mock.standardOutput = FileHandle.nullDevice
-        try mock.run()
+        try ChildProcess.start(mock)
         try Self.waitFor("org.bluez on the bus") { (try? self.control("org.freedesktop.DBus.Peer.Ping", path: "/")) != nil }
     }
 
@@ -70,7 +70,7 @@ final class BlueZDouble {
         let output = Pipe()
         gdbus.standardOutput = output
         gdbus.standardError = output
-        try gdbus.run()
+        try ChildProcess.start(gdbus)
         gdbus.waitUntilExit()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         guard gdbus.terminationStatus == 0 else { throw DoubleError("gdbus \(method): \(text)") }

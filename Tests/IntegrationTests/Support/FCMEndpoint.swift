@@ -43,7 +43,7 @@ final class FCMEndpoint {
         process.arguments = ["openssl"] + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ChildProcess.start(process)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw SandboxError("openssl \(arguments.joined(separator: " ")) failed") }
     }

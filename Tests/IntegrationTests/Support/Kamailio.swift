@@ -75,12 +75,12 @@ final class Kamailio {
     }
 
     private func launch(environment: [String: String] = [:]) throws {
-        // Through a shell that waits for it: Kamailio closes the descriptors it inherits, and
-        // Foundation takes a closed one for the child's exit and blocks in waitpid on it —
-        // which stops every other Process from being reaped.
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        // Under a shell that waits for it (the process-group tie): Kamailio closes the
+        // descriptors it inherits, and Foundation takes a closed one for the child's exit and
+        // blocks in waitpid on it — which stops every other Process from being reaped. Its
+        // workers survive a killed main process: the group is killed as a whole.
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/kamailio")
         process.arguments = [
-            "-c", "/usr/sbin/kamailio \"$@\"; exit $?", "kamailio",
             "-f", directory.appendingPathComponent("kamailio.cfg").path, "-DD", "-E", "-Y", directory.path, "-w", directory.path,
             "-P", directory.appendingPathComponent("kamailio.pid").path, "-x", "tlsf", "-m", "64", "-M", "8",
         ]
@@ -90,7 +90,7 @@ final class Kamailio {
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let output = output
         pipe.fileHandleForReading.readabilityHandler = { handle in output.append(handle.availableData) }
-        try ChildProcess.start(process)
+        try ChildProcess.start(process, tie: .processGroup)
         let deadline = ContinuousClock.now + .seconds(15)
         while !LoopbackPort.acceptsConnections(port) || (tlsPort.map { !LoopbackPort.acceptsConnections($0) } ?? false) {
             guard process.isRunning, ContinuousClock.now < deadline else {
@@ -124,7 +124,7 @@ final class Kamailio {
         let deadline = ContinuousClock.now + .seconds(5)
         while process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
         _ = try? Tool.run("/usr/bin/pkill", ["-KILL", "-f", configuration], timeout: .seconds(5))
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { kill(-process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         // A handler left on a pipe that is then closed leaves libdispatch watching a reused fd.
         pipe.fileHandleForReading.readabilityHandler = nil

@@ -425,45 +425,6 @@ enum Tool {
     }
 }
 
-/// Starting child processes that can be signalled.
-enum ChildProcess {
-    /// Runs `process` from a new thread with an empty signal mask. A child inherits the signal
-    /// mask of the thread that spawns it, and tests run on dispatch worker threads that block
-    /// SIGTERM and most other signals: Mosquitto (which only unblocks what it found unblocked)
-    /// would never see a SIGTERM.
-    static func start(_ process: Process, timeout: Duration = .seconds(10)) throws {
-        let box = SpawnBox(process)
-        let thread = Thread {
-            var nothing = sigset_t()
-            sigemptyset(&nothing)
-            pthread_sigmask(SIG_SETMASK, &nothing, nil)
-            box.run()
-        }
-        thread.name = "spawn"
-        thread.start()
-        guard box.done.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds * 1000))) == .success else {
-            throw SandboxError("\(process.executableURL?.path ?? "?") did not start within \(timeout)")
-        }
-        if let error = box.error { throw error }
-    }
-
-    /// The process and the outcome of `run()`, handed between two threads.
-    private final class SpawnBox: @unchecked Sendable {
-        // `process` is used by the spawning thread only until `done` is signalled; `error` is
-        // written before `done` is signalled and read after.
-        let process: Process
-        let done = DispatchSemaphore(value: 0)
-        var error: (any Error)?
-
-        init(_ process: Process) { self.process = process }
-
-        func run() {
-            do { try process.run() } catch { self.error = error }
-            done.signal()
-        }
-    }
-}
-
 /// Loopback TCP ports: a free one, and whether one accepts connections.
 enum LoopbackPort {
     /// A port the kernel just handed out for 127.0.0.1 (bound to port 0, then closed).

@@ -14,7 +14,7 @@ final class PythonServer {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3"] + arguments
         process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        try ChildProcess.start(process)
         let deadline = ContinuousClock.now + .seconds(10)
         var written: [Int] = []
         while written.count != 2, process.isRunning, ContinuousClock.now < deadline {

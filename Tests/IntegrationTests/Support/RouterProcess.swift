@@ -26,7 +26,7 @@ final class RouterProcess {
         let stderrBuffer = stderrBuffer
         output.fileHandleForReading.readabilityHandler = { handle in stdoutBuffer.append(handle.availableData) }
         errors.fileHandleForReading.readabilityHandler = { handle in stderrBuffer.append(handle.availableData) }
-        try process.run()
+        try ChildProcess.start(process)
     }
 
     deinit {

@@ -24,7 +24,7 @@ enum CCompiler {
         process.standardError = errors
         let collected = OutputBuffer()
         errors.fileHandleForReading.readabilityHandler = { handle in collected.append(handle.availableData) }
-        try process.run()
+        try ChildProcess.start(process)
         let deadline = ContinuousClock.now + timeout
         while process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
         if process.isRunning {
