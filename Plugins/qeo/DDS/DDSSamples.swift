@@ -66,9 +66,12 @@ public struct DDSSamples: Sendable {
             let stride = elementStride(element)
             let buffer = items.isEmpty ? nil : calloc(items.count, stride)
             for (index, item) in items.enumerated() { if let buffer { write(item, kind: element, at: buffer + index * stride) } }
+            // Without memory (calloc fails) the sequence is written empty: a length over a null
+            // buffer would have Cyclone read through it.
+            let length = buffer == nil ? 0 : UInt32(clamping: items.count)
             var sequence = dds_sequence_t()
-            sequence._maximum = UInt32(items.count)
-            sequence._length = UInt32(items.count)
+            sequence._maximum = length
+            sequence._length = length
             sequence._buffer = buffer?.assumingMemoryBound(to: UInt8.self)
             sequence._release = true
             pointer.storeBytes(of: sequence, as: dds_sequence_t.self)
