@@ -143,6 +143,18 @@ struct BLETests {
         #expect(router.stop() == 0)
     }
 
+    @Test func aNotificationLongerThanAnAttributeIsRefusedAndCounted() throws {
+        let rig = try Rig()
+        let (double, sandbox, router, admin) = (rig.double, rig.sandbox, rig.router, rig.admin)
+        let long = "[" + Array(repeating: "1", count: 600).joined(separator: ", ") + "]"
+        #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, long]).contains("true"))
+        router.waitUntil("the long notification refused") { router.occurrences(of: "a notification of 600 bytes") == 1 }
+        #expect(try MetricsExposition.pluginMetric("presses_refused_total", instance: "slate", admin: admin) == 1)
+        #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[2]"]).contains("true"))
+        router.waitUntil("the next press delivered") { sandbox.lines(of: "presses.jsonl").count == 1 }
+        #expect(router.stop() == 0)
+    }
+
     @Test func anAdapterSwitchedOffIsWaitedForAndTheBoardReconnected() throws {
         let rig = try Rig()
         let (double, router, admin) = (rig.double, rig.router, rig.admin)

@@ -83,6 +83,14 @@ final class SlateLink: Sendable {
             let value = signal.arguments[1].dictionaryValue?["Value"]?.bytesValue,
             let (button, address) = session.withLock({ session in session.flatMap { s in s.buttons[signal.path].map { ($0, s.address) } } })
         else { return }
+        // An attribute value is at most 512 bytes (Bluetooth Core, ATT): anything longer is not
+        // a notification from a board.
+        guard value.count <= 512 else {
+            context.metric(.counter, "presses_refused_total", 1)
+            context.log(
+                .warning, "a notification of \(value.count) bytes on \(signal.path) refused: attribute values are at most 512 bytes")
+            return
+        }
         var body: [String: JSONValue] = [
             "device": .string(address), "button": .int(button),
             "raw": .string(value.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()),
