@@ -23,6 +23,16 @@ final class BlueZModel: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The most objects kept: BlueZ announces every device in range, and a hostile or broken
+    /// bus peer could announce without end. New objects past it are dropped (`overflowed`).
+    let maximumObjects: Int
+    private let overflowed: @Sendable (String) -> Void
+
+    /// An empty model; `overflowed` is told the path of each object dropped for lack of room.
+    init(maximumObjects: Int = 10_000, overflowed: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.maximumObjects = maximumObjects
+        self.overflowed = overflowed
+    }
 
     /// The tree now.
     var objects: Objects { state.withLock { $0.objects } }
@@ -31,6 +41,10 @@ final class BlueZModel: Sendable {
     func reset(from reply: DBusValue?) {
         var objects: Objects = [:]
         for (path, interfaces) in reply?.dictionaryValue ?? [:] {
+            guard objects.count < maximumObjects else {
+                overflowed(path)
+                continue
+            }
             objects[path] = Self.interfaces(interfaces)
         }
         update { $0 = objects }
@@ -42,7 +56,12 @@ final class BlueZModel: Sendable {
         case ("org.freedesktop.DBus.ObjectManager", "InterfacesAdded"):
             guard signal.arguments.count == 2, let path = signal.arguments[0].stringValue else { return }
             let added = Self.interfaces(signal.arguments[1])
-            update { objects in objects[path, default: [:]].merge(added) { _, new in new } }
+            var dropped = false
+            update { objects in
+                dropped = objects[path] == nil && objects.count >= maximumObjects
+                if !dropped { objects[path, default: [:]].merge(added) { _, new in new } }
+            }
+            if dropped { overflowed(path) }
         case ("org.freedesktop.DBus.ObjectManager", "InterfacesRemoved"):
             guard signal.arguments.count == 2, let path = signal.arguments[0].stringValue else { return }
             let removed = signal.arguments[1].stringsValue ?? []

@@ -29,7 +29,7 @@ final class SlateLink: Sendable {
     private let configuration: BLEConfiguration
     private let context: PluginContext
     private let bus: DBusConnection
-    private let model = BlueZModel()
+    private let model: BlueZModel
     private let session = Mutex<Session?>(nil)
     private let task = Mutex<Task<Void, Never>?>(nil)
     private let gaveUp: @Sendable () -> Void
@@ -41,6 +41,10 @@ final class SlateLink: Sendable {
         self.context = context
         self.bus = bus
         self.gaveUp = gaveUp
+        model = BlueZModel { [context] path in
+            context.metric(.counter, "objects_dropped_total", 1)
+            context.log(.warning, "BlueZ object \(path) not kept: the model holds its maximum of objects already")
+        }
     }
 
     /// Subscribes to BlueZ's signals, then keeps the board connected in the background.
