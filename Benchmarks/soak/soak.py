@@ -86,6 +86,16 @@ def stop(process, grace=5.0):
         process.wait(5)
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds a live process has used (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_kib(pid):
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -237,6 +247,7 @@ class Soak:
         self.events = []  # (monotonic time, kind, detail)
         self.lifetimes = []  # {"index", "pid", "start", "end", "connected", "log"}
         self.rss = []  # (monotonic time, lifetime index, age s, VmRSS KiB)
+        self.cpu = collections.Counter()  # role -> CPU seconds of its processes, read before each stop
         self.broker_port = free_port()
         self.admin_port = free_port()
         self.spool = self.tmp / "spool" / "spool.db"
@@ -354,6 +365,7 @@ routes:
     # --- faults ------------------------------------------------------------------------------
 
     def kill_router(self):
+        self.cpu["router"] += cpu_seconds(self.router.pid)
         self.router.send_signal(signal.SIGKILL)
         self.router.wait(10)
         now = time.monotonic()
@@ -364,6 +376,7 @@ routes:
     def restart_broker(self):
         started = time.monotonic()
         self.events.append((started, "broker_stop", None))
+        self.cpu["broker"] += cpu_seconds(self.broker.pid)
         stop(self.broker, 10)
         self.start_broker()
         self.events.append((time.monotonic(), "broker_up", None))
@@ -470,6 +483,9 @@ routes:
             time.sleep(2 if sent <= file_seen else 0.5)
         self.settle_time = time.monotonic() - self.publish_end
         self.final_metrics = self.fetch_metrics()
+        for role, process in (("router", self.router), ("broker", self.broker), ("fcm_emulator", self.fcm)):
+            self.cpu[role] += cpu_seconds(process.pid)
+        self.cpu["publisher_and_script"] = time.process_time()
         stop(self.router, 30)
         self.lifetimes[-1]["end"] = time.monotonic()
         dead = subprocess.run([str(self.release_dir / "switchyard"), "dlq", "list", "--json", "--spool", str(self.spool)],
@@ -727,6 +743,8 @@ def report(soak, sent):
         "fcm_token_requests": sum(1 for e in fcm_log if e.get("kind") == "token"),
         "dead_letters": dead_count,
         "settle_s": round(soak.settle_time, 1),
+        "cpu_s": {role: round(value, 1) for role, value in soak.cpu.items()},
+        "load_average_at_end": os.getloadavg()[0],
         "rss": rss_figures(soak),
         "final_lifetime_metrics": soak.final_metrics,
     }
@@ -756,7 +774,8 @@ def report(soak, sent):
                      f"(same envelope id {s['duplicates_same_envelope_id']}, publisher resent "
                      f"{s['duplicates_publisher_resent']}, broker redelivered {s['duplicates_broker_redelivered']}; "
                      f"beyond the {args.dedupe} window {s['duplicates_beyond_dedupe_window']})")
-    lines.append(f"dead letters {figures['dead_letters']}; settled {figures['settle_s']} s after publishing stopped")
+    lines.append(f"dead letters {figures['dead_letters']}; settled {figures['settle_s']} s after publishing stopped; "
+                 f"CPU s {figures['cpu_s']}; load average {figures['load_average_at_end']:.2f}")
     lines.append(f"router RSS at age {rss['same_age_s']:g} s: first lifetime {rss['first_lifetime_kib']} KiB, last "
                  f"{rss['last_lifetime_kib']} KiB (range {rss['min_lifetime_kib']}..{rss['max_lifetime_kib']}); calm "
                  f"phase after {rss['calm_warmup_s']:g} s {rss['calm_after_warmup_kib']} KiB, at its end "
