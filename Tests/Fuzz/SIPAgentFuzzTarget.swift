@@ -3,12 +3,15 @@
 // and sends a REGISTER; then the input, split at NUL bytes, is a sequence of datagrams handed
 // to the agent as if they came off its UDP socket (responses to its transactions, requests from
 // peers), with commands between them. A datagram may say `$B`, `$C` and `$I` for the branch,
-// CSeq number and Call-ID of the agent's newest request, so the fuzzer can answer it. Commands:
+// CSeq number and Call-ID of the agent's REGISTER, and `$b`, `$c`, `$i` for those of its
+// MESSAGE, so the fuzzer can answer them. Commands:
+//   !m  then a sip.Send body (JSON): the router delivers it to the agent's send port
 //   !r  register (the refresh the registration timer runs)
 //   !u  unregister
 //   !a  the router settles the last MESSAGE emitted as accepted (!x rejected, !y retry)
 //   !e  a Timer E/F/K fires on every client transaction
-// What may not happen: a trap, a sanitizer report, or the agent stalling its event loop.
+// What may not happen: a trap, a sanitizer report, the agent stalling its event loop, or a
+// request the agent sends that does not parse (a header value that broke its line).
 import Foundation
 import NIOCore
 import SwitchyardABI
@@ -77,7 +80,12 @@ public func fuzzSIPAgent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         agent.register()
     }
     for step in steps {
-        onLoop { run(Array(step)) }
+        onLoop {
+            run(Array(step))
+            for transaction in agent.clients.values {
+                precondition((try? SIPParser.parse(datagram: transaction.bytes)) != nil, "the agent sent a request that does not parse")
+            }
+        }
         if tracing {
             let state = onLoop { (agent.registration.state, agent.clients.count, agent.servers.count) }
             print(
@@ -112,6 +120,11 @@ private func run(_ step: [UInt8]) {
     case Array("!a".utf8): agent.settled(token: lastSettleToken, outcome: .ok)
     case Array("!x".utf8): agent.settled(token: lastSettleToken, outcome: .reject)
     case Array("!y".utf8): agent.settled(token: lastSettleToken, outcome: .retry)
+    case let command where command.starts(with: Array("!m".utf8)):
+        let envelope = Envelope(type: SIPEnvelopes.sendType, source: "fuzz.out", body: Array(command.dropFirst(2)))
+        let delivery = Delivery(id: 1, context: agent.context)
+        guard let outgoing = try? SIPEnvelopes.outgoing(for: envelope, configuration: agent.configuration) else { return }
+        agent.send(outgoing, delivery: delivery)
     case Array("!e".utf8):
         for branch in agent.clients.keys.sorted() {
             for timer in [SIPTimer.e, .f, .k] { agent.handle(.timer(timer), branch: branch) }
@@ -126,17 +139,21 @@ private func run(_ step: [UInt8]) {
     }
 }
 
-/// The datagram with `$B`, `$C` and `$I` replaced by the newest client transaction's branch,
-/// CSeq number and Call-ID.
+/// The datagram with `$B`, `$C` and `$I` replaced by the REGISTER transaction's branch, CSeq
+/// number and Call-ID, and `$b`, `$c`, `$i` by the MESSAGE transaction's.
 private func substituted(_ datagram: [UInt8]) -> [UInt8] {
-    guard datagram.contains(UInt8(ascii: "$")),
-        let (branch, transaction) = agent.clients.max(by: { ($0.value.cseq?.number ?? 0) < ($1.value.cseq?.number ?? 0) })
-    else { return datagram }
-    let text = String(decoding: datagram, as: UTF8.self)
-    let callID = (try? SIPParser.parse(datagram: transaction.bytes))?.headers["Call-ID"] ?? ""
-    return Array(
-        text.replacingOccurrences(of: "$B", with: branch).replacingOccurrences(of: "$C", with: "\(transaction.cseq?.number ?? 0)")
-            .replacingOccurrences(of: "$I", with: callID).utf8)
+    guard datagram.contains(UInt8(ascii: "$")) else { return datagram }
+    var text = String(decoding: datagram, as: UTF8.self)
+    for (letters, isRegister) in [(("$B", "$C", "$I"), true), (("$b", "$c", "$i"), false)] {
+        let transactions = agent.clients.filter { ($0.value.cseq?.method == "REGISTER") == isRegister }
+        guard let (branch, transaction) = transactions.max(by: { ($0.value.cseq?.number ?? 0) < ($1.value.cseq?.number ?? 0) })
+        else { continue }
+        let callID = (try? SIPParser.parse(datagram: transaction.bytes))?.headers["Call-ID"] ?? ""
+        text = text.replacingOccurrences(of: letters.0, with: branch)
+            .replacingOccurrences(of: letters.1, with: "\(transaction.cseq?.number ?? 0)")
+            .replacingOccurrences(of: letters.2, with: callID)
+    }
+    return Array(text.utf8)
 }
 
 /// Runs `body` on the agent's event loop and waits for it.
