@@ -1,6 +1,7 @@
 // libFuzzer entry point for route files: YAML reading, loading and the graph validator, with the
 // plugins installed in FUZZ_PLUGINS (built by scripts/fuzz, which sets it to Plugins/). Whatever
 // the text, loading ends with a configuration or diagnostics; a diagnostic names the file.
+// FUZZ_TRACE=1 prints the diagnostics (for replaying one input).
 import Glibc
 import SwitchyardConfig
 import SwitchyardCore
@@ -17,6 +18,10 @@ public func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     for diagnostic in diagnostics {
         precondition(!diagnostic.message.isEmpty, "a diagnostic without a message")
     }
-    _ = validator.validate(config)
+    let (plan, problems) = validator.validate(config)
+    if getenv("FUZZ_TRACE") != nil {
+        print("plugins: \(validator.plugins.keys.sorted()); plan: \(plan != nil)")
+        for diagnostic in diagnostics + problems { print(diagnostic) }
+    }
     return 0
 }
