@@ -32,6 +32,13 @@ import Testing
         #expect(error(text) == nil)
     }
 
+    @Test func screeningALargeFileIsLinear() {
+        let text = "<types><!--" + String(repeating: "<?- ", count: 2_000_000) + "--></types>"
+        let started = ContinuousClock.now
+        #expect(error(text) == nil)
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+
     @Test func entityDefinitionsAreRefusedWithTheirLine() throws {
         let text = """
             <?xml version="1.0"?>

@@ -47,16 +47,17 @@ extension QDMParser {
         let bytes = [UInt8](data)
         var line = 1
         var index = 0
-        func starts(_ text: String, at position: Int) -> Bool {
-            let pattern = Array(text.utf8)
-            return position + pattern.count <= bytes.count && Array(bytes[position..<position + pattern.count]) == pattern
+        func starts(_ text: StaticString, at position: Int) -> Bool {
+            let count = text.utf8CodeUnitCount
+            guard position + count <= bytes.count, bytes[position] == text.utf8Start.pointee else { return false }
+            return text.withUTF8Buffer { bytes[position..<position + count].elementsEqual($0) }
         }
-        func skip(past terminator: String) {
+        func skip(past terminator: StaticString) {
             while index < bytes.count, !starts(terminator, at: index) {
                 if bytes[index] == UInt8(ascii: "\n") { line += 1 }
                 index += 1
             }
-            index += terminator.utf8.count
+            index += terminator.utf8CodeUnitCount
         }
         var sawMarkup = false
         while index < bytes.count {
