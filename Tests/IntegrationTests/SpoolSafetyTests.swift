@@ -156,11 +156,11 @@ final class SmallFileSystem {
     init(at path: String, megabytes: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
         self.path = path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let mount = try Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m,mode=0755", "tmpfs", path])
+        let mount = try Tool.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m,mode=0755", "tmpfs", path])
         try #require(mount.status == 0, "mounting a tmpfs needs root: \(mount.output)", sourceLocation: sourceLocation)
     }
 
-    deinit { _ = try? Self.run("/bin/umount", ["-l", path]) }
+    deinit { _ = try? Tool.run("/bin/umount", ["-l", path]) }
 
     /// Writes a filler file until about `leavingKilobytes` are left.
     func fill(leavingKilobytes: Int) throws {
@@ -173,17 +173,4 @@ final class SmallFileSystem {
 
     /// Removes the filler: the file system has room again.
     func freeFiller() throws { try FileManager.default.removeItem(atPath: filler) }
-
-    private static func run(_ program: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
-    }
 }
