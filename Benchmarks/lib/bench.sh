@@ -34,15 +34,22 @@ wait_for() {
 }
 
 # bench_release_build PRODUCT...: builds each product in release mode into $repo/.build-bench
-# (skipped with SKIP_BUILD=1) and sets `release_dir`; needs `repo`. One `swift build` per
-# product (it takes one --product), so only what the benchmark runs is compiled.
+# (skipped with SKIP_BUILD=1), sets `release_dir` and records what was built (bench_build_stamp);
+# needs `repo`. One `swift build` per product (it takes one --product), so only what the
+# benchmark runs is compiled.
 bench_release_build() {
-    local product
+    local product stamp
+    release_dir=$(cd "$repo" && swift build -c release --scratch-path .build-bench --show-bin-path)
     if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+        # What was built, for the results: the commit, and whether the sources differed from it.
+        stamp="$(cd "$repo" && git rev-parse --short HEAD)$(cd "$repo" && git diff --quiet HEAD -- Sources Plugins Package.swift || echo '+uncommitted') $(date -u +%FT%TZ)"
         for product in "$@"; do
             log "building $product (release, --scratch-path .build-bench)"
             (cd "$repo" && swift build -c release --scratch-path .build-bench --product "$product" >&2)
         done
+        mkdir -p "$release_dir" && echo "$stamp" >"$release_dir/bench-build-stamp"
     fi
-    release_dir=$(cd "$repo" && swift build -c release --scratch-path .build-bench --show-bin-path)
 }
+
+# bench_build_stamp: "COMMIT[+uncommitted] TIME" of the last bench_release_build, or "unknown".
+bench_build_stamp() { cat "$release_dir/bench-build-stamp" 2>/dev/null || echo unknown; }

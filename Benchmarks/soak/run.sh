@@ -40,7 +40,7 @@ bench_tmp soak core mqtt push
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-log "release build: $release_dir ($(cd "$repo" && git rev-parse --short HEAD)$(cd "$repo" && git diff --quiet HEAD -- Sources Plugins || echo ', with uncommitted changes'))"
+log "release build: $release_dir (built from $(bench_build_stamp); checkout now at $(cd "$repo" && git rev-parse --short HEAD))"
 python3 "$here/soak.py" --release-dir "$release_dir" --tmp "$tmp" \
     --duration "${DURATION:-600}" --interval "${INTERVAL:-30}" --calm "${CALM:-120}" --rate "${RATE:-250}" \
     --window "${WINDOW:-500}" --settle "${SETTLE:-60}" --dedupe "${DEDUPE:-10m}" --warm "${WARM:-30}" \

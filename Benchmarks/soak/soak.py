@@ -591,8 +591,11 @@ def parse_duration(text):
     raise ValueError(f"not a duration: {text}")
 
 
-def sink_figures(copies, sent, sends, window_s):
-    """copies: seq -> [(time unix s, envelope id, dup)]; the loss/duplicate figures of one sink."""
+def sink_figures(copies, sent, sends, window_s, fault_events=()):
+    """copies: seq -> [(time unix s, envelope id, dup)]; the loss/duplicate figures of one sink.
+    fault_events: [(unix time, kind)] in order, to tell which fault each new-id copy followed."""
+    fault_times = [event[0] for event in fault_events]
+    after = collections.Counter()
     unique = set(copies)
     missing = sorted(sent - unique)
     duplicates = same_id = publisher_resent = broker_redelivered = beyond_window = 0
@@ -610,6 +613,15 @@ def sink_figures(copies, sent, sends, window_s):
             publisher_resent += others
         else:
             broker_redelivered += others
+            # The fault before the later copies (by the time the router took them / FCM got them).
+            seen_ids = set()
+            for at, envelope_id, _ in sorted(items, key=lambda item: item[0] or 0):
+                if envelope_id in seen_ids:
+                    continue
+                if seen_ids and at is not None:
+                    i = bisect.bisect_right(fault_times, at) - 1
+                    after[fault_events[i][1] if i >= 0 else "none"] += 1
+                seen_ids.add(envelope_id)
         times = sorted(item[0] for item in items if item[0] is not None)
         if len(times) >= 2:
             gap = times[-1] - times[0]
@@ -627,6 +639,7 @@ def sink_figures(copies, sent, sends, window_s):
         "duplicates_broker_redelivered": broker_redelivered,
         "duplicates_beyond_dedupe_window": beyond_window,
         "max_duplicate_gap_s": round(max_gap, 3),
+        "broker_redelivered_after": dict(after),
     }
 
 
@@ -723,6 +736,8 @@ def report(soak, sent):
         dead = None
     dead_count = len(dead) if isinstance(dead, list) else len(soak.dead_letters.strip().splitlines())
     connected = [life["connected"] - life["start"] for life in soak.lifetimes if life["connected"]]
+    wall = time.time() - time.monotonic()
+    faults = [(at + wall, kind) for at, kind, _ in soak.events if kind in ("router_kill", "broker_stop")]
     figures = {
         "benchmark": "soak",
         "duration_s": args.duration, "calm_s": args.calm, "interval_s": args.interval, "rate": args.rate,
@@ -736,8 +751,8 @@ def report(soak, sent):
         "router_lifetimes": len(soak.lifetimes),
         "router_connect_s_mean": round(sum(connected) / len(connected), 3) if connected else None,
         "router_connect_s_max": round(max(connected), 3) if connected else None,
-        "file": sink_figures(file_copies, sent, publisher.sends, window_s),
-        "fcm": sink_figures(fcm, sent, publisher.sends, window_s),
+        "file": sink_figures(file_copies, sent, publisher.sends, window_s, faults),
+        "fcm": sink_figures(fcm, sent, publisher.sends, window_s, faults),
         "file_torn_lines": file_reader.torn,
         "fcm_refused_sends": sum(1 for e in fcm_log if e.get("kind") == "send" and e.get("verdict") != "ok"),
         "fcm_token_requests": sum(1 for e in fcm_log if e.get("kind") == "token"),
