@@ -145,7 +145,8 @@ final class WebhookConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
         var fields: HTTPFields = [.connection: "close", .contentLength: "0"]
         if retryAfter { fields[.retryAfter] = "1" }
         context.write(wrapOutboundOut(.head(HTTPResponse(status: status, headerFields: fields))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+        // The handler and its context live on this event loop; so does the completion.
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 
     private func refuse(_ context: ChannelHandlerContext, _ reason: String) {
