@@ -168,7 +168,7 @@ final class SmallFileSystem {
         statvfs(path, &stats)
         let free = Int(stats.f_bavail) * Int(stats.f_frsize)
         let size = max(0, free - leavingKilobytes * 1024)
-        FileManager.default.createFile(atPath: filler, contents: Data(count: size))
+        _ = FileManager.default.createFile(atPath: filler, contents: Data(count: size))
     }
 
     /// Removes the filler: the file system has room again.

@@ -47,7 +47,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("huge.yaml")
         let line = Data("# \(String(repeating: "x", count: 1021))\n".utf8)
-        FileManager.default.createFile(atPath: file.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
         let handle = try FileHandle(forWritingTo: file)
         for _ in 0..<(ConfigLoader.maximumFileSize / line.count + 1) { handle.write(line) }
         try handle.close()

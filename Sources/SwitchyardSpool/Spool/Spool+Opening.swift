@@ -1,5 +1,5 @@
 import Foundation
-public import SwitchyardSQLite
+import SwitchyardSQLite
 
 #if canImport(Glibc)
     import Glibc
