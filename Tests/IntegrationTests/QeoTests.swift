@@ -134,6 +134,34 @@ struct QeoTests {
         #expect(router.stop() == 0)
     }
 
+    /// A DDS network interface that is missing at start is an outage, not a configuration
+    /// error: the instance starts not ready, says why, keeps trying, and every other route runs.
+    @Test func aMissingNetworkInterfaceLeavesTheInstanceNotReadyAndTheRouterRunning() throws {
+        let sandbox = try Sandbox(plugins: ["core", "qeo"])
+        let path = Self.qdm.appendingPathComponent("QSimpleChat_ChatMessage.xml").path
+        try sandbox.writeRoutes(
+            """
+            types:
+              - qdm: \(path)
+            instances:
+              home: { plugin: qeo, qdm: \(path), domain: 135, read: [org.qeo.sample.simplechat.ChatMessage] }
+              out: { plugin: core, console: {} }
+              clock: { plugin: core, timer: { interval: 20ms } }
+              ticks: { plugin: core, file: { path: "\(sandbox.path("ticks.jsonl"))" } }
+            routes:
+              - { from: home.events, to: out.print }
+              - { from: clock.tick, to: ticks.write }
+            """)
+        let missing = Self.loopback.replacingOccurrences(of: #"name="lo" multicast="true""#, with: #"name="nope0""#)
+        let (router, admin) = try RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": missing])
+        router.waitUntil("the timer route delivers") { sandbox.lines(of: "ticks.jsonl").count >= 5 }
+        let readiness = try HTTPExchange.send("http://\(admin)/readyz")
+        #expect(readiness.status == 503)
+        #expect(readiness.body.contains("home: qeo: creating a participant on domain 135"), "\(readiness.body)")
+        router.waitUntil("a second attempt") { router.standardError.contains("still not ready, retrying in 2") }
+        #expect(router.stop() == 0)
+    }
+
     @Test func theRouterWritesAndRemovesStateThatAPeerSees() throws {
         let sandbox = try Sandbox(plugins: ["core", "qeo"])
         let path = Self.qdm.appendingPathComponent("QSimpleChat_ChatParticipant.xml").path

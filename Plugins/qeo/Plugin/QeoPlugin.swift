@@ -90,6 +90,8 @@ final class QeoPlugin: SwitchyardPlugin {
         /// The current instances of each state topic read, by instance handle.
         var instances: [String: [UInt64: JSONValue]] = [:]
         var stopped = false
+        /// The pending attempt to join the domain, while it is unavailable.
+        var retry: Task<Void, Never>?
     }
 
     init(context: PluginContext, name: String, config: JSONValue) throws {
@@ -98,10 +100,39 @@ final class QeoPlugin: SwitchyardPlugin {
     }
 
     func start() throws {
+        do {
+            try join()
+        } catch let unavailable as DomainUnavailable {
+            // No usable network interface, or the domain cannot be created now: not a
+            // configuration error, so the instance starts not ready and keeps trying.
+            context.metric(.gauge, "ready", 0)
+            context.metric(.counter, "join_failures_total", 1)
+            context.log(.warning, "qeo: \(unavailable.reason); not ready, retrying in \(Self.firstRetry)")
+            scheduleRetry(after: Self.firstRetry)
+        }
+    }
+
+    /// The first and the longest pause between attempts to join the domain.
+    static let firstRetry = Duration.seconds(1)
+    static let longestRetry = Duration.seconds(30)
+
+    /// The participant could not be created; worth trying again later.
+    private struct DomainUnavailable: Error {
+        var reason: String
+    }
+
+    /// Creates the participant, the topics, the writers and the readers. Throws
+    /// ``DomainUnavailable`` when the participant cannot be created, `PluginError` for
+    /// everything else (a policy that refuses a writer is configuration, not an outage).
+    private func join() throws {
         let participant: DDSParticipant
         do {
             participant = try DDSParticipant(
                 domain: configuration.domain, name: configuration.participantName, properties: configuration.securityProperties)
+        } catch {
+            throw DomainUnavailable(reason: "\(error)")
+        }
+        do {
             var topics: [String: DDSTopic] = [:]
             func topic(_ item: QDMStruct) throws(DDSError) -> DDSTopic {
                 if let existing = topics[item.name] { return existing }
@@ -111,6 +142,8 @@ final class QeoPlugin: SwitchyardPlugin {
             }
             var writers: [String: DDSWriter] = [:]
             for item in configuration.write { writers[item.name] = try DDSWriter(topic: try topic(item)) }
+            // A retry that finishes while the instance stops keeps nothing.
+            guard !state.withLock({ $0.stopped }) else { return }
             state.withLock { $0.participant = participant }
             state.withLock { $0.writers = writers }
             for item in configuration.read {
@@ -127,9 +160,32 @@ final class QeoPlugin: SwitchyardPlugin {
         context.metric(.gauge, "ready", 1)
     }
 
+    /// Tries to join again after `pause` (doubling to ``longestRetry``, with ±20 % jitter)
+    /// until it succeeds, fails for a reason that is not an outage, or the instance stops.
+    private func scheduleRetry(after pause: Duration) {
+        let jitter = Double.random(in: 0.8...1.2)
+        let retry = Task { [weak self] in
+            try? await Task.sleep(for: pause * jitter)
+            guard let self, !Task.isCancelled, !self.state.withLock({ $0.stopped }) else { return }
+            do {
+                try self.join()
+            } catch let unavailable as DomainUnavailable {
+                self.context.metric(.counter, "join_failures_total", 1)
+                let next = min(pause * 2, Self.longestRetry)
+                self.context.log(.warning, "qeo: \(unavailable.reason); still not ready, retrying in \(next)")
+                self.scheduleRetry(after: next)
+            } catch {
+                self.context.log(.error, "\(error); the instance stays not ready until the configuration is fixed")
+            }
+        }
+        state.withLock { $0.retry = retry }
+    }
+
     func stop() {
         let (readers, writers, participant) = state.withLock { state in
             state.stopped = true
+            state.retry?.cancel()
+            state.retry = nil
             defer {
                 state.readers = []
                 state.writers = [:]
