@@ -154,7 +154,15 @@ final class MQTTLink: @unchecked Sendable {
             // A broker that does not read never takes the DISCONNECT: close after a grace period
             // (the broker then treats it as a lost connection and publishes the will).
             let giveUp = self.eventLoop.scheduleTask(in: Self.disconnectGrace) { channel.close(promise: nil) }
-            return self.flushOutgoing(on: channel).flatMap { channel.close() }.always { _ in giveUp.cancel() }
+            // Half-close after the DISCONNECT and read on until the broker closes: closing with
+            // unread input would send a reset, and a broker that has not yet read our last
+            // PUBACKs drops them with the connection (it would deliver those messages again).
+            _ = channel.setOption(ChannelOptions.autoRead, value: true)
+            return self.flushOutgoing(on: channel)
+                .flatMap { channel.close(mode: .output) }
+                .flatMap { channel.closeFuture }
+                .flatMapError { _ in channel.close() }  // no half-close here: close at once
+                .always { _ in giveUp.cancel() }
         }.flatMap { $0 }
         _ = try? done.wait()
     }
