@@ -205,10 +205,10 @@ final class Kamailio {
 /// SIPp (Debian's `sip-tester`) running one scenario to completion.
 final class SIPp {
     let directory: URL
-    let port: UInt16
-    private let process = Process()
-    private let output = OutputBuffer()
-    private let pipe = Pipe()
+    private(set) var port: UInt16 = 0
+    private var process = Process()
+    private var output = OutputBuffer()
+    private var pipe = Pipe()
 
     /// Starts `sipp` with `scenario` (XML) on `port` (a free one by default); `remote` is the
     /// peer of a UAC (`127.0.0.1:5060`); `calls` is how many scenarios to run before exiting.
@@ -217,9 +217,32 @@ final class SIPp {
     {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("sipp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        self.port = try port ?? LoopbackPort.freeForUDPAndTCP()
         let scenarioFile = directory.appendingPathComponent("scenario.xml")
         try scenario.write(to: scenarioFile, atomically: true, encoding: .utf8)
+        // A port picked free can be taken by another test before SIPp binds it: a UAS on a
+        // port of its own choosing tries again on another.
+        for attempt in 1...3 {
+            if attempt > 1 {
+                process = Process()
+                pipe = Pipe()
+                output = OutputBuffer()
+            }
+            self.port = try port ?? LoopbackPort.freeForUDPAndTCP()
+            try launch(scenarioFile: scenarioFile, remote: remote, transport: transport, calls: calls, extra: extra)
+            guard remote == nil else { return }
+            // A UAS must be listening before anything is sent to it.
+            let deadline = ContinuousClock.now + .seconds(10)
+            let listening = { transport.hasPrefix("t") ? LoopbackPort.acceptsConnections(self.port) : Self.udpPortTaken(self.port) }
+            while !listening(), process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            guard port == nil, !process.isRunning else { return }
+            process.waitUntilExit()
+            pipe.fileHandleForReading.readabilityHandler = nil
+            output.append(pipe.fileHandleForReading.readDataToEndOfFile())
+            guard output.text.contains("Address already in use") else { return }
+        }
+    }
+
+    private func launch(scenarioFile: URL, remote: String?, transport: String, calls: Int, extra: [String]) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sipp")
         process.currentDirectoryURL = directory
         process.arguments =
@@ -234,12 +257,6 @@ final class SIPp {
         let output = output
         pipe.fileHandleForReading.readabilityHandler = { handle in output.append(handle.availableData) }
         try ChildProcess.start(process)
-        // A UAS must be listening before anything is sent to it.
-        if remote == nil {
-            let deadline = ContinuousClock.now + .seconds(10)
-            let listening = { transport.hasPrefix("t") ? LoopbackPort.acceptsConnections(self.port) : Self.udpPortTaken(self.port) }
-            while !listening(), process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        }
     }
 
     deinit {
