@@ -53,7 +53,7 @@ final class RouteQueue: @unchecked Sendable {
     func reserveRoom(orWake waiter: (instance: InstanceRuntime, port: String)) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        if !paused, policy == .dropOldest || count < capacity { return true }
+        if hasRoom { return true }
         if !waiters.contains(where: { $0.instance === waiter.instance && $0.port == waiter.port }) { waiters.append(waiter) }
         return false
     }
@@ -69,7 +69,7 @@ final class RouteQueue: @unchecked Sendable {
     /// (`drop_oldest`); a full `block` queue takes nothing and remembers to wake `waiter`.
     func push(_ item: QueuedEnvelope, orWake waiter: (instance: InstanceRuntime, port: String)) -> PushResult {
         condition.lock()
-        if paused || (policy != .dropOldest && count >= capacity) {
+        if !hasRoom {
             if !waiters.contains(where: { $0.instance === waiter.instance && $0.port == waiter.port }) { waiters.append(waiter) }
             condition.unlock()
             return .full
@@ -132,12 +132,7 @@ final class RouteQueue: @unchecked Sendable {
             head = (head + 1) % buffer.count
         }
         count -= taken
-        var resume: [(instance: InstanceRuntime, port: String)] = []
-        if !waiters.isEmpty, count < capacity, !paused {
-            resume = waiters
-            waiters.removeAll()
-        }
-        return (true, resume)
+        return (true, takeWaitersIfRoom())
     }
 
     /// Hands an acknowledgement to the worker, waking it.
@@ -174,12 +169,7 @@ final class RouteQueue: @unchecked Sendable {
             head = (head + 1) % buffer.count
         }
         count -= taking
-        var resume: [(instance: InstanceRuntime, port: String)] = []
-        if !waiters.isEmpty, count < capacity, !paused {
-            resume = waiters
-            waiters.removeAll()
-        }
-        return (closed, resume)
+        return (closed, takeWaitersIfRoom())
     }
 
     /// Answers every emit "full" until ``unpause()``; what is queued stays queued.
@@ -194,10 +184,18 @@ final class RouteQueue: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         paused = false
-        guard count < capacity || policy == .dropOldest else { return [] }
-        let resume = waiters
-        waiters.removeAll()
-        return resume
+        return takeWaitersIfRoom()
+    }
+
+    /// Whether an emit would be taken now. Called with `condition` held.
+    private var hasRoom: Bool { !paused && (policy == .dropOldest || count < capacity) }
+
+    /// The sources waiting for room, once there is room (they are resumed once each).
+    /// Called with `condition` held.
+    private func takeWaitersIfRoom() -> [(instance: InstanceRuntime, port: String)] {
+        guard hasRoom, !waiters.isEmpty else { return [] }
+        defer { waiters.removeAll() }
+        return waiters
     }
 
     /// Number of queued envelopes.
