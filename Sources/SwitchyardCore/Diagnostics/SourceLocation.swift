@@ -45,11 +45,7 @@ public struct Diagnostic: Error, Sendable, Hashable, CustomStringConvertible {
     /// Values shorter than three characters are left alone: they cannot be told apart from
     /// ordinary text.
     public func redacting(_ secrets: Set<String>) -> Diagnostic {
-        var message = self.message
-        for secret in secrets.filter({ $0.count >= 3 }).sorted(by: { $0.count > $1.count }) where message.contains(secret) {
-            message = message.split(separator: secret, omittingEmptySubsequences: false).joined(separator: "***")
-        }
-        return Diagnostic(message, at: location)
+        Diagnostic(Redaction.masking(secrets, in: message), at: location)
     }
 
     /// `file:line:column: error: message`, the form compilers use.

@@ -23,12 +23,23 @@ public enum Redaction {
         redact(text, secrets: known.withLock { $0 })
     }
 
-    /// `text` with `secrets` (longest first) and every secret-shaped part masked.
-    public static func redact(_ text: String, secrets: [String]) -> String {
+    /// `text` with every one of `secrets` of three characters or more masked, longest first
+    /// (so a secret inside another is not half-masked); secret shapes are left as they are.
+    public static func masking(_ secrets: some Collection<String>, in text: String) -> String {
+        replacing(secrets.filter { $0.count >= 3 }.sorted { $0.count > $1.count }, in: text)
+    }
+
+    private static func replacing(_ sortedSecrets: [String], in text: String) -> String {
         var result = text
-        for secret in secrets where result.contains(secret) {
+        for secret in sortedSecrets where result.contains(secret) {
             result = result.split(separator: secret, omittingEmptySubsequences: false).joined(separator: mask)
         }
+        return result
+    }
+
+    /// `text` with `secrets` (longest first) and every secret-shaped part masked.
+    public static func redact(_ text: String, secrets: [String]) -> String {
+        let result = replacing(secrets, in: text)
         guard result.contains("://") || result.contains("=") || result.contains("earer ") || result.contains(":") else { return result }
         return maskShapes(in: result)
     }
