@@ -260,7 +260,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["SDBus", .product(name: "Crypto", package: "swift-crypto")],
-            exclude: ["Support/fcm_endpoint.py", "Support/bluez_slate.py"],
+            exclude: ["Support/fcm_endpoint.py", "Support/bluez_slate.py", "Support/ABIv1"],
             swiftSettings: strict
         ),
     ]

@@ -75,6 +75,7 @@ public enum EnvelopeBridge {
             return envelope.body.withUnsafeBufferPointer { bodyBytes in
                 envelope.session.withUnsafeBufferPointer { sessionBytes in
                     var cEnvelope = sy_envelope(
+                        struct_size: UInt32(MemoryLayout<sy_envelope>.size), reserved: 0,
                         id: id, type: type, source: source, subject: subject,
                         time_unix_nanos: envelope.time,
                         headers: headerCount == 0 ? nil : UnsafePointer(headers),
@@ -136,8 +137,28 @@ public enum EnvelopeBridge {
         return view.string
     }
 
-    /// Copies a C envelope into an ``Envelope``.
-    public static func envelope(from cEnvelope: UnsafePointer<sy_envelope>) -> Envelope {
+    /// Bytes before the fields an ``sy_envelope`` shares with ``sy_envelope_v1``.
+    public static let versionOneOffset = MemoryLayout<sy_envelope>.offset(of: \sy_envelope.id) ?? 8
+
+    /// Calls `body` with a borrowed version 1 view of `envelope` (for plugins that negotiated
+    /// ABI version 1): the same memory without the leading `struct_size`.
+    @inlinable
+    public static func withCEnvelopeV1<Result>(_ envelope: Envelope, _ body: (UnsafePointer<sy_envelope_v1>) -> Result) -> Result {
+        withCEnvelope(envelope) { cEnvelope in
+            body(UnsafeRawPointer(cEnvelope).advanced(by: versionOneOffset).assumingMemoryBound(to: sy_envelope_v1.self))
+        }
+    }
+
+    /// Copies a C envelope into an ``Envelope``, or nil when its `struct_size` is smaller
+    /// than the fields every version 2 envelope has.
+    public static func envelope(from cEnvelope: UnsafePointer<sy_envelope>) -> Envelope? {
+        guard Int(cEnvelope.pointee.struct_size) >= MemoryLayout<sy_envelope>.size else { return nil }
+        return envelope(
+            fromV1: UnsafeRawPointer(cEnvelope).advanced(by: versionOneOffset).assumingMemoryBound(to: sy_envelope_v1.self))
+    }
+
+    /// Copies a version 1 C envelope into an ``Envelope``.
+    public static func envelope(fromV1 cEnvelope: UnsafePointer<sy_envelope_v1>) -> Envelope {
         let raw = cEnvelope.pointee
         var headers: [(name: String, value: String)] = []
         if let cHeaders = raw.headers, raw.header_count > 0 {

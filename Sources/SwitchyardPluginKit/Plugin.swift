@@ -61,6 +61,24 @@ public protocol SwitchyardPlugin: AnyObject, Sendable {
     /// or ``PieceCompletion/fail(_:)`` exactly once, now or later, from any thread. Optional;
     /// the default fails.
     func executePiece(port: String, iiidea: String, input: JSONValue, preferences: JSONValue, completion: PieceCompletion)
+
+    /// The ports and types an instance with `config` has, and which of its sources settle,
+    /// when they depend on the configuration (Qeo's topics come from its QDM files). Called
+    /// while a route file is validated, before any instance exists: read files if needed, but
+    /// open no connection. Optional; the default (nil) means the manifest's ports and types.
+    static func describe(name: String, config: JSONValue) throws -> InstanceDescription?
+
+    /// Adopts a changed configuration on reload without stopping, keeping sockets open.
+    /// Return true when the instance now runs with `config`; false when this change needs a
+    /// restart (nothing changed; the router stops this instance and starts a new one). Throw
+    /// when `config` is wrong: nothing changed and the reload rolls back. Optional; the
+    /// default answers false.
+    func reconfigure(_ config: JSONValue) throws -> Bool
+
+    /// Runs `switchyard PLUGIN command ARGS…` for a command the manifest declares; returns
+    /// the exit status. No router runs. Optional; the default prints that there is no such
+    /// command and returns 64.
+    static func runCommand(_ command: String, arguments: [String], io: CommandIO) -> Int32
 }
 
 extension SwitchyardPlugin {
@@ -76,6 +94,15 @@ extension SwitchyardPlugin {
     public func enablePiece(port: String, iiidea: String, preferences: JSONValue) throws {}
     /// Does nothing.
     public func disablePiece(port: String, iiidea: String) {}
+    /// The manifest's ports and types.
+    public static func describe(name: String, config: JSONValue) throws -> InstanceDescription? { nil }
+    /// Needs a restart.
+    public func reconfigure(_ config: JSONValue) throws -> Bool { false }
+    /// No such command.
+    public static func runCommand(_ command: String, arguments: [String], io: CommandIO) -> Int32 {
+        io.writeError("\(io.program): no such command\n")
+        return 64
+    }
     /// Fails: the plugin has no service pieces.
     public func executePiece(port: String, iiidea: String, input: JSONValue, preferences: JSONValue, completion: PieceCompletion) {
         completion.fail("\(port) is not a service piece")

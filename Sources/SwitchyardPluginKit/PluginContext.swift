@@ -6,10 +6,10 @@ public import SwitchyardCore
 public struct PluginContext: @unchecked Sendable {
     // The host table and context are owned by the host, live for the process (the context
     // until destroy) and are documented as callable from any thread: sharing them is safe.
-    let host: UnsafePointer<sy_host_api_v1>
+    let host: UnsafePointer<sy_host_api_v2>
     let context: OpaquePointer
 
-    init(host: UnsafePointer<sy_host_api_v1>, context: OpaquePointer) {
+    init(host: UnsafePointer<sy_host_api_v2>, context: OpaquePointer) {
         self.host = host
         self.context = context
     }
@@ -30,6 +30,11 @@ public struct PluginContext: @unchecked Sendable {
     public func log(_ level: LogLevel, _ message: String) {
         var message = message
         message.withUTF8 { host.pointee.log(context, level.rawValue, sy_bytes($0)) }
+    }
+
+    /// Whether a line at `level` would be written: check it before formatting a costly one.
+    public func isLogging(_ level: LogLevel) -> Bool {
+        host.pointee.log_enabled(context, level.rawValue) != 0
     }
 
     /// Records a metric (the router prefixes it with the instance).
@@ -80,9 +85,6 @@ public struct PieceCompletion: Sendable {
     }
 
     private func finish(_ status: Int32, _ output: sy_bytes) {
-        // A host from before piece_done has a shorter table; it never calls piece_execute.
-        guard Int(context.host.pointee.struct_size) >= MemoryLayout<sy_host_api_v1>.size, let done = context.host.pointee.piece_done
-        else { return }
-        done(context.context, token, status, output)
+        context.host.pointee.piece_done(context.context, token, status, output)
     }
 }

@@ -9,16 +9,16 @@ public enum PluginExport {
     struct Registration: @unchecked Sendable {
         // Host pointers live for the process; the type is immutable.
         let type: any SwitchyardPlugin.Type
-        let host: UnsafePointer<sy_host_api_v1>
+        let host: UnsafePointer<sy_host_api_v2>
         let manifest: UnsafeBufferPointer<UInt8>
     }
 
     nonisolated(unsafe) static var registration: Registration?
 
     /// The ABI versions this SDK implements.
-    public static let supportedVersions: [UInt32] = [SY_ABI_VERSION_1]
+    public static let supportedVersions: [UInt32] = [SY_ABI_VERSION_2]
 
-    /// Answers the host's offer for plugin type `type`: picks ABI version 1 when offered,
+    /// Answers the host's offer for plugin type `type`: picks ABI version 2 when offered,
     /// fills the plugin table and returns the version, or returns 0 to refuse. Call it from the
     /// plugin's exported `switchyard_plugin_entry` function.
     public static func negotiate(
@@ -31,11 +31,10 @@ public enum PluginExport {
             let versions = offer.pointee.versions, let hostTables = offer.pointee.host_tables
         else { return 0 }
         let count = Int(offer.pointee.version_count)
-        guard let index = (0..<count).first(where: { versions[$0] == SY_ABI_VERSION_1 }),
-            capacity >= MemoryLayout<sy_plugin_api_v1>.size,
-            let hostTable = hostTables[index]?.assumingMemoryBound(to: sy_host_api_v1.self),
-            Int(hostTable.pointee.struct_size)
-                >= (MemoryLayout<sy_host_api_v1>.offset(of: \.piece_done) ?? MemoryLayout<sy_host_api_v1>.size)
+        guard let index = (0..<count).first(where: { versions[$0] == SY_ABI_VERSION_2 }),
+            capacity >= MemoryLayout<sy_plugin_api_v2>.size,
+            let hostTable = hostTables[index]?.assumingMemoryBound(to: sy_host_api_v2.self),
+            Int(hostTable.pointee.struct_size) >= MemoryLayout<sy_host_api_v2>.size
         else { return 0 }
 
         if registration == nil {
@@ -47,8 +46,8 @@ public enum PluginExport {
         }
         guard let registration else { return 0 }
 
-        let plugin = table.assumingMemoryBound(to: sy_plugin_api_v1.self)
-        plugin.pointee.struct_size = UInt32(MemoryLayout<sy_plugin_api_v1>.size)
+        let plugin = table.assumingMemoryBound(to: sy_plugin_api_v2.self)
+        plugin.pointee.struct_size = UInt32(MemoryLayout<sy_plugin_api_v2>.size)
         plugin.pointee.manifest = sy_bytes(registration.manifest)
         plugin.pointee.create = { context, name, config, instanceOut, error in
             PluginExport.create(context: context, name: name, config: config, instanceOut: instanceOut, error: error)
@@ -64,12 +63,14 @@ public enum PluginExport {
             }
         }
         plugin.pointee.deliver = { instance, port, envelope, deliveryID in
-            guard let box = PluginExport.box(instance), let envelope else { return SY_ERR_INVALID }
+            guard let box = PluginExport.box(instance), let envelope, let copy = EnvelopeBridge.envelope(from: envelope) else {
+                return SY_ERR_INVALID
+            }
             let portName = port.string
             guard box.sinkPorts.contains(portName) else { return SY_ERR_UNKNOWN_PORT }
             guard box.plugin.canAccept(on: portName) else { return SY_ERR_FULL }
             box.plugin.deliver(
-                EnvelopeBridge.envelope(from: envelope),
+                copy,
                 on: portName,
                 delivery: Delivery(id: deliveryID, context: box.context)
             )
@@ -108,7 +109,26 @@ public enum PluginExport {
         plugin.pointee.piece_disable = { instance, port, iiidea in
             PluginExport.box(instance)?.plugin.disablePiece(port: port.string, iiidea: iiidea.string)
         }
-        return SY_ABI_VERSION_1
+        plugin.pointee.describe = { name, config, output, errorBuffer in
+            PluginExport.describe(name: name, config: config, output: output, error: errorBuffer)
+        }
+        plugin.pointee.reconfigure = { instance, config, errorBuffer in
+            guard let box = PluginExport.box(instance) else { return SY_ERR_INVALID }
+            do {
+                let configuration = try JSONValue(parsing: config.array)
+                return try box.plugin.reconfigure(configuration) ? SY_OK : SY_ERR_UNSUPPORTED
+            } catch {
+                PluginExport.write("\(error)", to: errorBuffer)
+                return SY_ERR_INVALID
+            }
+        }
+        if !type.manifest.commands.isEmpty {
+            plugin.pointee.command = { call in
+                guard let call else { return 70 }
+                return PluginExport.runCommand(call)
+            }
+        }
+        return SY_ABI_VERSION_2
     }
 
     final class InstanceBox: Sendable {
@@ -154,6 +174,31 @@ public enum PluginExport {
             write("\(error)", to: errorBuffer)
             return SY_ERR_INVALID
         }
+    }
+
+    static func describe(name: sy_bytes, config: sy_bytes, output: sy_writer, error errorBuffer: sy_error_buffer) -> Int32 {
+        guard let registration else { return SY_ERR_INVALID }
+        do {
+            let configuration = try JSONValue(parsing: config.array)
+            let description = try registration.type.describe(name: name.string, config: configuration) ?? InstanceDescription()
+            let bytes = description.json.serializedBytes()
+            return bytes.withUnsafeBufferPointer { buffer in output.write?(output.target, sy_bytes(buffer)) ?? SY_ERR_INVALID }
+        } catch {
+            write("\(error)", to: errorBuffer)
+            return SY_ERR_INVALID
+        }
+    }
+
+    static func runCommand(_ call: UnsafePointer<sy_command_call>) -> Int32 {
+        guard let registration else { return 70 }
+        let raw = call.pointee
+        var arguments: [String] = []
+        if let values = raw.arguments {
+            for index in 0..<raw.argument_count { arguments.append(values[index].string) }
+        }
+        let io = CommandIO(
+            program: raw.program.string, input: raw.stdin_fd, output: raw.stdout_fd, error: raw.stderr_fd)
+        return registration.type.runCommand(raw.name.string, arguments: arguments, io: io)
     }
 
     static func write(_ message: String, to buffer: sy_error_buffer) {

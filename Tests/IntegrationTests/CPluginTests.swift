@@ -57,7 +57,7 @@ struct CPluginTests {
         let json = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any]
         #expect(json?["name"] as? String == "upper")
         #expect(json?["version"] as? String == "1.0.0")
-        #expect(json?["abi"] as? Int == 1)
+        #expect(json?["abi"] as? Int == 2)
         #expect(json?["path"] as? String == library)
         let ports = (json?["ports"] as? [[String: Any]]) ?? []
         #expect(ports.compactMap { $0["name"] as? String } == ["in", "out"])

@@ -32,21 +32,21 @@ private func negotiationError(_ entry: sy_entry_fn) -> PluginLoadError? {
         #expect(plugin.table.api.settled != nil)
     }
 
-    @Test func hostOffersVersionOneWithAFullTable() throws {
+    @Test func hostOffersVersionsTwoAndOneWithFullTables() throws {
         _ = try PluginLoader.negotiate(entry: fakeEntry, path: "/fake/libfake.so")
         let offer = try #require(lastOffer.withLock { $0 })
-        #expect(offer.versions == [1])
+        #expect(offer.versions == [2, 1])
         #expect(offer.offerSize == UInt32(MemoryLayout<sy_offer>.size))
         #expect(offer.hostTableSize == UInt32(MemoryLayout<sy_host_api_v1>.size))
         #expect(offer.hostFunctionsPresent)
         #expect(offer.capacity >= MemoryLayout<sy_plugin_api_v1>.size)
-        #expect(PluginLoader.supportedVersions == [1])
+        #expect(PluginLoader.supportedVersions == [2, 1])
     }
 
     @Test func pluginRefuses() throws {
         let error = try #require(negotiationError { _, _, _ in 0 })
         #expect(error.reason.contains("ABI negotiation failed"))
-        #expect(error.reason.contains("[1]"))
+        #expect(error.reason.contains("[2, 1]"))
         #expect(error.path == "/plugins/libtest.so")
         #expect(error.description.hasPrefix("refused plugin /plugins/libtest.so: "))
     }

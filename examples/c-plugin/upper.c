@@ -26,12 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__GNUC__) || defined(__clang__)
-#define UPPER_EXPORT __attribute__((visibility("default")))
-#else
-#define UPPER_EXPORT
-#endif
-
 /* ---------------------------------------------------------------------------------------- */
 /* Manifest: static storage, valid for the life of the process as the ABI requires.           */
 /* ---------------------------------------------------------------------------------------- */
@@ -53,7 +47,7 @@ static const char manifest_json[] =
     "}";
 
 /* The host table chosen in negotiation; set before any instance exists. */
-static _Atomic(const sy_host_api_v1 *) host_api = NULL;
+static _Atomic(const sy_host_api_v2 *) host_api = NULL;
 
 /* ---------------------------------------------------------------------------------------- */
 /* Small helpers                                                                              */
@@ -341,7 +335,7 @@ fail:
 
 typedef struct upper_instance {
     sy_host_context *context;
-    const sy_host_api_v1 *host;
+    const sy_host_api_v2 *host;
     char *prefix;          /* immutable after create() */
     size_t prefix_length;
     atomic_bool stopped;
@@ -350,7 +344,7 @@ typedef struct upper_instance {
 static int32_t upper_create(sy_host_context *context, sy_bytes instance_name, sy_bytes config, void **instance,
                             sy_error_buffer error) {
     (void)instance_name;
-    const sy_host_api_v1 *host = atomic_load(&host_api);
+    const sy_host_api_v2 *host = atomic_load(&host_api);
     if (host == NULL || instance == NULL) {
         set_error(error, "upper: create() called before negotiation");
         return SY_ERR_FAILED;
@@ -408,6 +402,7 @@ static int32_t upper_deliver(void *instance, sy_bytes port, const sy_envelope *e
      * emit() copies), id and time left for the host. */
     sy_envelope out;
     memset(&out, 0, sizeof out);
+    out.struct_size = (uint32_t)sizeof out;
     out.type = envelope->type;
     out.subject = envelope->subject;
     out.headers = envelope->headers;
@@ -445,32 +440,19 @@ static void upper_destroy(void *instance) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* Negotiation: the one exported symbol.                                                      */
+/* Negotiation: the table, and the one exported symbol the header macro writes.             */
 /* ---------------------------------------------------------------------------------------- */
 
-UPPER_EXPORT uint32_t switchyard_plugin_entry(const sy_offer *offer, void *plugin_table, size_t plugin_table_capacity);
-
-UPPER_EXPORT uint32_t switchyard_plugin_entry(const sy_offer *offer, void *plugin_table, size_t plugin_table_capacity) {
-    if (offer == NULL || plugin_table == NULL || offer->versions == NULL || offer->host_tables == NULL) return 0;
-    if (plugin_table_capacity < sizeof(sy_plugin_api_v1)) return 0;
-    for (uint32_t i = 0; i < offer->version_count; i++) {
-        if (offer->versions[i] != SY_ABI_VERSION_1) continue;
-        const sy_host_api_v1 *host = offer->host_tables[i];
-        if (host == NULL || host->struct_size < sizeof(sy_host_api_v1)) return 0;
-        atomic_store(&host_api, host);
-
-        sy_plugin_api_v1 *table = plugin_table;
-        memset(table, 0, sizeof *table);
-        table->struct_size = (uint32_t)sizeof *table;
-        table->manifest.data = (const uint8_t *)manifest_json;
-        table->manifest.length = sizeof manifest_json - 1;
-        table->create = upper_create;
-        table->start = upper_start;
-        table->deliver = upper_deliver;
-        table->stop = upper_stop;
-        table->destroy = upper_destroy;
-        /* quiesce, resume, settled: not needed — `out` only ever emits inside deliver(). */
-        return SY_ABI_VERSION_1;
-    }
-    return 0;
+static void upper_fill(sy_plugin_api_v2 *table) {
+    table->manifest.data = (const uint8_t *)manifest_json;
+    table->manifest.length = sizeof manifest_json - 1;
+    table->create = upper_create;
+    table->start = upper_start;
+    table->deliver = upper_deliver;
+    table->stop = upper_stop;
+    table->destroy = upper_destroy;
+    /* quiesce, resume, settled: not needed — `out` only ever emits inside deliver(). */
 }
+
+/* The one exported symbol: accepts ABI version 2 and calls upper_fill. */
+SY_DEFINE_PLUGIN_ENTRY_V2(upper_fill, host_api)

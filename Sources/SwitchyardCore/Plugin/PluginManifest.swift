@@ -45,6 +45,20 @@ public struct PortDeclaration: Sendable, Hashable {
     public var isUntyped: Bool { types.contains("*") }
 }
 
+/// A command a plugin adds to the `switchyard` executable: `switchyard PLUGIN NAME ARGS…`.
+public struct PluginCommand: Sendable, Hashable {
+    /// The command word after the plugin name (`realm` in `switchyard qeo realm init`).
+    public var name: String
+    /// One line for `switchyard --help` and `switchyard PLUGIN --help`.
+    public var summary: String
+
+    /// Creates a command declaration.
+    public init(name: String, summary: String) {
+        self.name = name
+        self.summary = summary
+    }
+}
+
 /// The self-description a plugin hands over in negotiation: name, version, ports, the types it
 /// defines and the JSON Schema of its instance configuration.
 public struct PluginManifest: Sendable {
@@ -60,6 +74,8 @@ public struct PluginManifest: Sendable {
     public var types: [String: JSONValue]
     /// JSON Schema of an instance configuration.
     public var config: JSONValue
+    /// Commands it adds to the `switchyard` executable.
+    public var commands: [PluginCommand]
 
     /// Creates a manifest.
     public init(
@@ -68,7 +84,8 @@ public struct PluginManifest: Sendable {
         summary: String = "",
         ports: [PortDeclaration],
         types: [String: JSONValue] = [:],
-        config: JSONValue = ["type": "object"]
+        config: JSONValue = ["type": "object"],
+        commands: [PluginCommand] = []
     ) {
         self.name = name
         self.version = version
@@ -76,6 +93,7 @@ public struct PluginManifest: Sendable {
         self.ports = ports
         self.types = types
         self.config = config
+        self.commands = commands
     }
 
     /// The port called `name`.
@@ -83,26 +101,18 @@ public struct PluginManifest: Sendable {
 
     /// The manifest as the JSON the ABI carries.
     public var json: JSONValue {
-        var ports: [JSONValue] = []
-        for port in self.ports {
-            var object: [String: JSONValue] = [
-                "name": .string(port.name),
-                "direction": .string(port.direction.rawValue),
-                "types": .array(port.types.map { .string($0) }),
-            ]
-            if let requires = port.requires { object["requires"] = .string(requires) }
-            if !port.feeds.isEmpty { object["feeds"] = .array(port.feeds.map { .string($0) }) }
-            if !port.summary.isEmpty { object["description"] = .string(port.summary) }
-            ports.append(.object(object))
-        }
-        return [
+        var manifest: [String: JSONValue] = [
             "name": .string(name),
             "version": .string(version),
             "description": .string(summary),
-            "ports": .array(ports),
+            "ports": .array(ports.map(\.json)),
             "types": .object(types),
             "config": config,
         ]
+        if !commands.isEmpty {
+            manifest["commands"] = .array(commands.map { ["name": .string($0.name), "summary": .string($0.summary)] })
+        }
+        return .object(manifest)
     }
 
     /// Parses and checks manifest JSON: required fields, port names, directions, and that every
@@ -178,6 +188,24 @@ public struct PluginManifest: Sendable {
             types = declared
         default: throw ManifestError(reason: "manifest field 'types' must be an object of schemas")
         }
+        var commands: [PluginCommand] = []
+        switch members["commands"] {
+        case nil: break
+        case .array(let values)?:
+            for (index, value) in values.enumerated() {
+                guard let commandName = value["name"]?.stringValue, !commandName.isEmpty, !commandName.hasPrefix("-"),
+                    commandName.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
+                else {
+                    throw ManifestError(reason: "commands[\(index)].name must be a non-empty name of letters, digits, '-' and '_'")
+                }
+                if commands.contains(where: { $0.name == commandName }) {
+                    throw ManifestError(reason: "command '\(commandName)' is declared twice")
+                }
+                commands.append(PluginCommand(name: commandName, summary: value["summary"]?.stringValue ?? ""))
+            }
+        default: throw ManifestError(reason: "manifest field 'commands' must be an array")
+        }
+        self.commands = commands
         config = members["config"] ?? ["type": "object"]
         do {
             _ = try Schema(json: config)

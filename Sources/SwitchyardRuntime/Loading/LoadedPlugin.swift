@@ -1,4 +1,5 @@
 internal import SwitchyardABI
+internal import SwitchyardBridge
 public import SwitchyardCore
 
 /// A plugin shared object that was loaded, negotiated and checked.
@@ -26,9 +27,21 @@ public final class LoadedPlugin: Sendable {
 }
 
 /// The plugin's function table, copied out of the negotiation buffer. The function pointers
-/// point into a shared object that is never unloaded.
+/// point into a shared object that is never unloaded. A version 1 plugin filled the first
+/// part of the same layout (its entries beyond version 1 are nil).
 struct PluginTable: @unchecked Sendable {
-    let api: sy_plugin_api_v1
+    // Immutable after negotiation: plain C function pointers and a version number.
+    let api: sy_plugin_api_v2
+    /// The negotiated ABI version: which envelope layout `deliver` takes.
+    let version: UInt32
+
+    /// The envelope as this plugin reads it: a version 1 plugin gets the same memory without
+    /// the leading `struct_size` (the layouts are otherwise identical).
+    @inline(__always)
+    func envelopeForPlugin(_ envelope: UnsafePointer<sy_envelope>) -> UnsafePointer<sy_envelope> {
+        guard version == SY_ABI_VERSION_1 else { return envelope }
+        return UnsafeRawPointer(envelope).advanced(by: EnvelopeBridge.versionOneOffset).assumingMemoryBound(to: sy_envelope.self)
+    }
 }
 
 /// Why a plugin file was refused.

@@ -12,7 +12,7 @@ internal import SwitchyardCore
 /// Loaded files are never unloaded (`dlclose` is unsafe for Swift images).
 public enum PluginLoader {
     /// The ABI versions this router supports.
-    public static let supportedVersions: [UInt32] = [SY_ABI_VERSION_1]
+    public static let supportedVersions: [UInt32] = [SY_ABI_VERSION_2, SY_ABI_VERSION_1]
 
     /// Loads every `lib*.so` of `directory`. Files that fail are returned as errors; the rest
     /// load. The directory itself must not be writable by other users.
@@ -49,9 +49,15 @@ public enum PluginLoader {
         return (plugins, errors)
     }
 
-    /// The smallest version 1 table accepted: everything up to `settled` (the piece entries
-    /// came later and are optional).
-    static let baseTableSize = MemoryLayout<sy_plugin_api_v1>.offset(of: \.piece_enable) ?? MemoryLayout<sy_plugin_api_v1>.size
+    /// The smallest table accepted per version: for version 1 everything up to `settled` (the
+    /// piece entries came later and are optional); for version 2 everything up to
+    /// `piece_execute` (the entries new in version 2 are optional, so none is needed).
+    static func baseTableSize(version: UInt32) -> Int {
+        if version == SY_ABI_VERSION_1 {
+            return MemoryLayout<sy_plugin_api_v1>.offset(of: \.piece_enable) ?? MemoryLayout<sy_plugin_api_v1>.size
+        }
+        return MemoryLayout<sy_plugin_api_v2>.offset(of: \.describe) ?? MemoryLayout<sy_plugin_api_v2>.size
+    }
 
     /// Loads one plugin file.
     public static func load(file: String) throws(PluginLoadError) -> LoadedPlugin {
@@ -76,7 +82,9 @@ public enum PluginLoader {
     /// in tests, for entry points linked into the test binary).
     static func negotiate(entry: sy_entry_fn, path: String) throws(PluginLoadError) -> LoadedPlugin {
         let offered = supportedVersions.map(String.init).joined(separator: ", ")
-        var table = sy_plugin_api_v1()  // zero-initialised: absent entries are nil
+        // Zero-initialised and sized for the newest table: absent entries stay nil. A version 1
+        // plugin fills the first part, which has the same layout.
+        var table = sy_plugin_api_v2()
         let chosen = withUnsafeMutableBytes(of: &table) { buffer in
             HostTable.offer.withOffer { offer in entry(offer, buffer.baseAddress, buffer.count) }
         }
@@ -93,21 +101,26 @@ public enum PluginLoader {
                 reason: "ABI negotiation failed: the plugin chose version \(chosen), which was not offered (offered [\(offered)])"
             )
         }
-        guard Int(table.struct_size) >= Self.baseTableSize else {
+        let baseSize = Self.baseTableSize(version: chosen)
+        guard Int(table.struct_size) >= baseSize else {
             throw PluginLoadError(
                 path: path,
-                reason: "plugin table for ABI \(chosen) is \(table.struct_size) bytes, expected at least \(Self.baseTableSize)"
+                reason: "plugin table for ABI \(chosen) is \(table.struct_size) bytes, expected at least \(baseSize)"
             )
         }
-        // Entries a plugin built against an older header did not know stay absent.
-        let size = Int(table.struct_size)
-        func reaches(_ entry: PartialKeyPath<sy_plugin_api_v1>) -> Bool {
-            guard let offset = MemoryLayout<sy_plugin_api_v1>.offset(of: entry) else { return false }
+        // Entries a plugin built against an older header did not know stay absent, and a
+        // version 1 plugin has none of version 2's, whatever it wrote past its table.
+        let size = chosen == SY_ABI_VERSION_1 ? min(Int(table.struct_size), MemoryLayout<sy_plugin_api_v1>.size) : Int(table.struct_size)
+        func reaches(_ entry: PartialKeyPath<sy_plugin_api_v2>) -> Bool {
+            guard let offset = MemoryLayout<sy_plugin_api_v2>.offset(of: entry) else { return false }
             return size >= offset + MemoryLayout<UnsafeRawPointer>.size
         }
         if !reaches(\.piece_enable) { table.piece_enable = nil }
         if !reaches(\.piece_disable) { table.piece_disable = nil }
         if !reaches(\.piece_execute) { table.piece_execute = nil }
+        if !reaches(\.describe) { table.describe = nil }
+        if !reaches(\.reconfigure) { table.reconfigure = nil }
+        if !reaches(\.command) { table.command = nil }
         var missing: [String] = []
         if table.manifest.data == nil || table.manifest.length == 0 { missing.append("manifest") }
         if table.create == nil { missing.append("create") }
@@ -129,7 +142,7 @@ public enum PluginLoader {
         } catch {
             throw PluginLoadError(path: path, reason: "invalid manifest: config \(error)")
         }
-        return LoadedPlugin(path: path, abiVersion: chosen, manifest: manifest, configSchema: schema, table: PluginTable(api: table))
+        return LoadedPlugin(path: path, abiVersion: chosen, manifest: manifest, configSchema: schema, table: PluginTable(api: table, version: chosen))
     }
 
     /// A reason when `path` (or, for a file, its mode) lets users other than its owner write it.

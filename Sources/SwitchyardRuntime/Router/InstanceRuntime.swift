@@ -89,8 +89,9 @@ final class InstanceRuntime: @unchecked Sendable {
         return nil
     }
 
-    /// The host's `emit`: copy, stamp, and hand to every route of the port.
-    func emit(port portBytes: sy_bytes, envelope cEnvelope: UnsafePointer<sy_envelope>, settleToken: UInt64) -> Int32 {
+    /// The host's `emit`: copy (with `read`, which knows the plugin's envelope layout and
+    /// answers nil for a malformed one), stamp, and hand to every route of the port.
+    func emit(port portBytes: sy_bytes, settleToken: UInt64, read: () -> Envelope?) -> Int32 {
         guard accepting.load(ordering: .relaxed) else { return SY_ERR_STOPPED }
         guard let port = sourcePort(matching: portBytes) else {
             if plugin.manifest.port(named: portBytes.string)?.direction == .source {
@@ -111,7 +112,10 @@ final class InstanceRuntime: @unchecked Sendable {
                 }
             }
         }
-        var envelope = EnvelopeBridge.envelope(from: cEnvelope)
+        guard var envelope = read() else {
+            reportInvalid("envelope emitted on \(port.qualifiedName) has a struct_size smaller than ABI version 2's")
+            return SY_ERR_INVALID
+        }
         guard !envelope.type.isEmpty else {
             reportInvalid("envelope emitted on \(port.qualifiedName) has no type")
             return SY_ERR_INVALID
@@ -179,7 +183,7 @@ final class InstanceRuntime: @unchecked Sendable {
         counters.inFlight.add(1, ordering: .relaxed)
         let status = port.nameBytes.withUnsafeBufferPointer { portBuffer in
             EnvelopeBridge.withCEnvelope(envelope) { cEnvelope in
-                deliver(handle, sy_bytes(portBuffer), cEnvelope, deliveryID)
+                deliver(handle, sy_bytes(portBuffer), plugin.table.envelopeForPlugin(cEnvelope), deliveryID)
             }
         }
         if status == SY_OK {

@@ -106,7 +106,7 @@ func fillFakeTable(_ table: UnsafeMutableRawPointer?, manifest: sy_bytes) {
     api.pointee.deliver = { handle, port, envelope, deliveryID in
         guard let fake = FakeInstance.from(handle), let envelope else { return SY_ERR_INVALID }
         // Borrowed views: copy before anything else.
-        let copy = EnvelopeBridge.envelope(from: envelope)
+        let copy = EnvelopeBridge.envelope(fromV1: envelope)
         let portName = port.string
         fake.state.withLock { $0.entered += 1 }
         fake.gate?.wait()
@@ -142,13 +142,15 @@ func loadFakePlugin() throws -> LoadedPlugin {
     try PluginLoader.negotiate(entry: fakeEntry, path: "/fake/libfake.so")
 }
 
-/// The host's version-1 table, as every plugin receives it.
+/// The host's version-1 table, as every version 1 plugin (like the fake) receives it.
 func hostAPI() -> sy_host_api_v1 {
     let offer = HostTable.offer.pointer.pointee
-    guard let tables = offer.host_tables, let first = tables[0] else {
-        preconditionFailure("the host offers no table")
+    guard let versions = offer.versions, let tables = offer.host_tables,
+        let index = (0..<Int(offer.version_count)).first(where: { versions[$0] == SY_ABI_VERSION_1 }), let table = tables[index]
+    else {
+        preconditionFailure("the host offers no version 1 table")
     }
-    return first.assumingMemoryBound(to: sy_host_api_v1.self).pointee
+    return table.assumingMemoryBound(to: sy_host_api_v1.self).pointee
 }
 
 /// One instance of the fake plugin; tests register one by name before the router creates it
@@ -226,7 +228,7 @@ final class FakeInstance: Sendable {
         let context = self.context
         var portName = port
         return portName.withUTF8 { portBytes in
-            EnvelopeBridge.withCEnvelope(envelope) { cEnvelope in emit(context, sy_bytes(portBytes), cEnvelope, settleToken) }
+            EnvelopeBridge.withCEnvelopeV1(envelope) { cEnvelope in emit(context, sy_bytes(portBytes), cEnvelope, settleToken) }
         }
     }
 

@@ -1,0 +1,476 @@
+/*
+ * upper.c — a Switchyard plugin written in plain C11 against switchyard_plugin.h.
+ *
+ * It proves the plugin ABI is language-neutral: no Swift, no SDK, just the header.
+ *
+ *   ports:  in  (sink, any type, feeds "out")  ->  out (source, any type)
+ *   config: { prefix: "text" }   (optional; no other keys)
+ *
+ * Every envelope delivered on `in` comes out of `out` with its body ASCII-uppercased and the
+ * prefix put in front. Type, subject, headers, content type, session and trace are passed on
+ * (the host appends this instance to the trace); id and time are left for the host to assign.
+ *
+ * Build (from the repository root):
+ *   cc -std=c11 -Wall -Wextra -Werror -shared -fPIC -O2 -I Sources/SwitchyardABI/include \
+ *      -o Plugins/libupper.so examples/c-plugin/upper.c
+ *
+ * Threads: the host may call every entry point from any thread at once. An instance is
+ * immutable after create() except for its `stopped` flag, which is atomic; the one global (the
+ * host table chosen in negotiation) is an atomic pointer. Nothing here blocks.
+ */
+#include "switchyard_plugin_v1.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define UPPER_EXPORT __attribute__((visibility("default")))
+#else
+#define UPPER_EXPORT
+#endif
+
+/* ---------------------------------------------------------------------------------------- */
+/* Manifest: static storage, valid for the life of the process as the ABI requires.           */
+/* ---------------------------------------------------------------------------------------- */
+
+static const char manifest_json[] =
+    "{"
+    "\"name\":\"upper1\","
+    "\"version\":\"1.0.0\","
+    "\"description\":\"Uppercases ASCII letters of each body and prepends an optional prefix (written in C)\","
+    "\"ports\":["
+    "{\"name\":\"in\",\"direction\":\"sink\",\"types\":[\"*\"],\"feeds\":[\"out\"],"
+    "\"description\":\"Envelopes to uppercase\"},"
+    "{\"name\":\"out\",\"direction\":\"source\",\"types\":[\"*\"],"
+    "\"description\":\"The uppercased envelopes, trace kept\"}"
+    "],"
+    "\"types\":{},"
+    "\"config\":{\"type\":\"object\",\"additionalProperties\":false,"
+    "\"properties\":{\"prefix\":{\"type\":\"string\",\"description\":\"Text put in front of every body\"}}}"
+    "}";
+
+/* The host table chosen in negotiation; set before any instance exists. */
+static _Atomic(const sy_host_api_v1 *) host_api = NULL;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Small helpers                                                                              */
+/* ---------------------------------------------------------------------------------------- */
+
+static sy_bytes bytes_of(const char *text) {
+    sy_bytes view = {(const uint8_t *)text, strlen(text)};
+    return view;
+}
+
+static bool bytes_equal(sy_bytes view, const char *text) {
+    size_t length = strlen(text);
+    return view.length == length && (length == 0 || memcmp(view.data, text, length) == 0);
+}
+
+/* Writes `message` into the host's error buffer, cut at a UTF-8 character boundary. */
+static void set_error(sy_error_buffer error, const char *message) {
+    if (error.length == NULL) return;
+    size_t length = strlen(message);
+    if (error.data == NULL) length = 0;
+    if (length > error.capacity) {
+        length = error.capacity;
+        while (length > 0 && ((uint8_t)message[length] & 0xC0u) == 0x80u) length--;
+    }
+    if (length > 0) memcpy(error.data, message, length);
+    *error.length = length;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* A minimal JSON reader for the configuration: an object whose only allowed key is         */
+/* "prefix" with a string value. Anything else is refused with a message.                    */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct json_cursor {
+    const uint8_t *at;
+    const uint8_t *end;
+} json_cursor;
+
+/* A growable byte buffer for decoded strings. */
+typedef struct text_buffer {
+    char *data;
+    size_t length;
+    size_t capacity;
+} text_buffer;
+
+static bool text_append(text_buffer *text, const char *bytes, size_t count) {
+    if (text->length + count + 1 > text->capacity) {
+        size_t capacity = text->capacity ? text->capacity : 32;
+        while (text->length + count + 1 > capacity) capacity *= 2;
+        char *grown = realloc(text->data, capacity);
+        if (grown == NULL) return false;
+        text->data = grown;
+        text->capacity = capacity;
+    }
+    memcpy(text->data + text->length, bytes, count);
+    text->length += count;
+    text->data[text->length] = '\0';
+    return true;
+}
+
+static void skip_space(json_cursor *cursor) {
+    while (cursor->at < cursor->end &&
+           (*cursor->at == ' ' || *cursor->at == '\t' || *cursor->at == '\n' || *cursor->at == '\r')) {
+        cursor->at++;
+    }
+}
+
+static int hex_value(uint8_t c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static bool read_hex4(json_cursor *cursor, uint32_t *value) {
+    if (cursor->end - cursor->at < 4) return false;
+    uint32_t result = 0;
+    for (int i = 0; i < 4; i++) {
+        int digit = hex_value(cursor->at[i]);
+        if (digit < 0) return false;
+        result = (result << 4) | (uint32_t)digit;
+    }
+    cursor->at += 4;
+    *value = result;
+    return true;
+}
+
+static bool append_utf8(text_buffer *text, uint32_t code) {
+    char out[4];
+    size_t count;
+    if (code < 0x80) {
+        out[0] = (char)code;
+        count = 1;
+    } else if (code < 0x800) {
+        out[0] = (char)(0xC0 | (code >> 6));
+        out[1] = (char)(0x80 | (code & 0x3F));
+        count = 2;
+    } else if (code < 0x10000) {
+        out[0] = (char)(0xE0 | (code >> 12));
+        out[1] = (char)(0x80 | ((code >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (code & 0x3F));
+        count = 3;
+    } else {
+        out[0] = (char)(0xF0 | (code >> 18));
+        out[1] = (char)(0x80 | ((code >> 12) & 0x3F));
+        out[2] = (char)(0x80 | ((code >> 6) & 0x3F));
+        out[3] = (char)(0x80 | (code & 0x3F));
+        count = 4;
+    }
+    return text_append(text, out, count);
+}
+
+/* Reads a JSON string at the cursor (which must be at '"') into `text`. */
+static bool read_string(json_cursor *cursor, text_buffer *text, const char **problem) {
+    if (cursor->at >= cursor->end || *cursor->at != '"') {
+        *problem = "expected a string";
+        return false;
+    }
+    cursor->at++;
+    if (!text_append(text, "", 0)) {
+        *problem = "out of memory";
+        return false;
+    }
+    while (cursor->at < cursor->end) {
+        uint8_t c = *cursor->at++;
+        if (c == '"') return true;
+        if (c < 0x20) {
+            *problem = "control character in a string";
+            return false;
+        }
+        if (c != '\\') {
+            if (!text_append(text, (const char *)&c, 1)) {
+                *problem = "out of memory";
+                return false;
+            }
+            continue;
+        }
+        if (cursor->at >= cursor->end) break;
+        uint8_t escape = *cursor->at++;
+        char plain = 0;
+        switch (escape) {
+        case '"': plain = '"'; break;
+        case '\\': plain = '\\'; break;
+        case '/': plain = '/'; break;
+        case 'b': plain = '\b'; break;
+        case 'f': plain = '\f'; break;
+        case 'n': plain = '\n'; break;
+        case 'r': plain = '\r'; break;
+        case 't': plain = '\t'; break;
+        case 'u': {
+            uint32_t code;
+            if (!read_hex4(cursor, &code)) {
+                *problem = "bad \\u escape in a string";
+                return false;
+            }
+            if (code >= 0xD800 && code <= 0xDBFF) {
+                uint32_t low;
+                if (cursor->end - cursor->at < 6 || cursor->at[0] != '\\' || cursor->at[1] != 'u') {
+                    *problem = "unpaired surrogate in a string";
+                    return false;
+                }
+                cursor->at += 2;
+                if (!read_hex4(cursor, &low) || low < 0xDC00 || low > 0xDFFF) {
+                    *problem = "unpaired surrogate in a string";
+                    return false;
+                }
+                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+            } else if (code >= 0xDC00 && code <= 0xDFFF) {
+                *problem = "unpaired surrogate in a string";
+                return false;
+            }
+            if (!append_utf8(text, code)) {
+                *problem = "out of memory";
+                return false;
+            }
+            continue;
+        }
+        default:
+            *problem = "bad escape in a string";
+            return false;
+        }
+        if (!text_append(text, &plain, 1)) {
+            *problem = "out of memory";
+            return false;
+        }
+    }
+    *problem = "unterminated string";
+    return false;
+}
+
+/*
+ * Parses the configuration object. On success `*prefix` is a malloc'd NUL-terminated string
+ * (empty when there is no prefix) and its length is in `*prefix_length`.
+ */
+static bool parse_config(sy_bytes config, char **prefix, size_t *prefix_length, char *message, size_t message_size) {
+    json_cursor cursor = {config.data, config.data + config.length};
+    text_buffer value = {NULL, 0, 0};
+    bool have_prefix = false;
+    const char *problem = NULL;
+
+    if (config.length == 0 || config.data == NULL) {
+        /* No configuration at all: same as {}. */
+        goto done;
+    }
+    skip_space(&cursor);
+    if (cursor.at >= cursor.end || *cursor.at != '{') {
+        snprintf(message, message_size, "upper: configuration must be a JSON object");
+        goto fail;
+    }
+    cursor.at++;
+    skip_space(&cursor);
+    if (cursor.at < cursor.end && *cursor.at == '}') {
+        cursor.at++;
+    } else {
+        for (;;) {
+            text_buffer key = {NULL, 0, 0};
+            skip_space(&cursor);
+            if (!read_string(&cursor, &key, &problem)) {
+                free(key.data);
+                snprintf(message, message_size, "upper: invalid configuration: %s", problem);
+                goto fail;
+            }
+            if (strlen(key.data) != key.length || strcmp(key.data, "prefix") != 0) {
+                snprintf(message, message_size, "upper: unknown configuration key '%.64s' (expected: prefix)", key.data);
+                free(key.data);
+                goto fail;
+            }
+            free(key.data);
+            if (have_prefix) {
+                snprintf(message, message_size, "upper: 'prefix' is given twice");
+                goto fail;
+            }
+            skip_space(&cursor);
+            if (cursor.at >= cursor.end || *cursor.at != ':') {
+                snprintf(message, message_size, "upper: invalid configuration: expected ':' after a key");
+                goto fail;
+            }
+            cursor.at++;
+            skip_space(&cursor);
+            if (cursor.at >= cursor.end || *cursor.at != '"') {
+                snprintf(message, message_size, "upper: 'prefix' must be a string");
+                goto fail;
+            }
+            if (!read_string(&cursor, &value, &problem)) {
+                snprintf(message, message_size, "upper: invalid configuration: %s", problem);
+                goto fail;
+            }
+            have_prefix = true;
+            skip_space(&cursor);
+            if (cursor.at < cursor.end && *cursor.at == ',') {
+                cursor.at++;
+                continue;
+            }
+            if (cursor.at < cursor.end && *cursor.at == '}') {
+                cursor.at++;
+                break;
+            }
+            snprintf(message, message_size, "upper: invalid configuration: expected ',' or '}'");
+            goto fail;
+        }
+    }
+    skip_space(&cursor);
+    if (cursor.at != cursor.end) {
+        snprintf(message, message_size, "upper: invalid configuration: text after the object");
+        goto fail;
+    }
+
+done:
+    if (value.data == NULL && !text_append(&value, "", 0)) {
+        snprintf(message, message_size, "upper: out of memory");
+        return false;
+    }
+    *prefix = value.data;
+    *prefix_length = value.length;
+    return true;
+
+fail:
+    free(value.data);
+    return false;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Instances                                                                                  */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct upper_instance {
+    sy_host_context *context;
+    const sy_host_api_v1 *host;
+    char *prefix;          /* immutable after create() */
+    size_t prefix_length;
+    atomic_bool stopped;
+} upper_instance;
+
+static int32_t upper_create(sy_host_context *context, sy_bytes instance_name, sy_bytes config, void **instance,
+                            sy_error_buffer error) {
+    (void)instance_name;
+    const sy_host_api_v1 *host = atomic_load(&host_api);
+    if (host == NULL || instance == NULL) {
+        set_error(error, "upper: create() called before negotiation");
+        return SY_ERR_FAILED;
+    }
+    char message[256];
+    char *prefix = NULL;
+    size_t prefix_length = 0;
+    if (!parse_config(config, &prefix, &prefix_length, message, sizeof message)) {
+        set_error(error, message);
+        return SY_ERR_INVALID;
+    }
+    upper_instance *self = calloc(1, sizeof *self);
+    if (self == NULL) {
+        free(prefix);
+        set_error(error, "upper: out of memory");
+        return SY_ERR_FAILED;
+    }
+    self->context = context;
+    self->host = host;
+    self->prefix = prefix;
+    self->prefix_length = prefix_length;
+    atomic_init(&self->stopped, false);
+    *instance = self;
+    return SY_OK;
+}
+
+static int32_t upper_start(void *instance, sy_error_buffer error) {
+    (void)error;
+    upper_instance *self = instance;
+    self->host->log(self->context, SY_LOG_DEBUG, bytes_of("upper started"));
+    return SY_OK;
+}
+
+static void ack(upper_instance *self, uint64_t delivery_id, int32_t outcome, const char *reason) {
+    self->host->ack(self->context, delivery_id, outcome, bytes_of(reason));
+}
+
+static int32_t upper_deliver(void *instance, sy_bytes port, const sy_envelope *envelope, uint64_t delivery_id) {
+    upper_instance *self = instance;
+    if (atomic_load(&self->stopped)) return SY_ERR_STOPPED;
+    if (!bytes_equal(port, "in")) return SY_ERR_UNKNOWN_PORT;
+    if (envelope == NULL) return SY_ERR_INVALID;
+
+    size_t body_length = envelope->body.length;
+    size_t total = self->prefix_length + body_length;
+    uint8_t *body = malloc(total > 0 ? total : 1);
+    if (body == NULL) return SY_ERR_FAILED; /* not taken, so no ack */
+    if (self->prefix_length > 0) memcpy(body, self->prefix, self->prefix_length);
+    for (size_t i = 0; i < body_length; i++) {
+        uint8_t c = envelope->body.data[i];
+        body[self->prefix_length + i] = (c >= 'a' && c <= 'z') ? (uint8_t)(c - ('a' - 'A')) : c;
+    }
+
+    /* A new envelope: everything borrowed from the delivered one (valid until we return;
+     * emit() copies), id and time left for the host. */
+    sy_envelope out;
+    memset(&out, 0, sizeof out);
+    out.type = envelope->type;
+    out.subject = envelope->subject;
+    out.headers = envelope->headers;
+    out.header_count = envelope->header_count;
+    out.content_type = envelope->content_type;
+    out.body.data = body;
+    out.body.length = total;
+    out.trace = envelope->trace;
+    out.trace_count = envelope->trace_count;
+    out.session = envelope->session;
+
+    int32_t status = self->host->emit(self->context, bytes_of("out"), &out, 0);
+    free(body);
+    switch (status) {
+    case SY_OK: ack(self, delivery_id, SY_OUTCOME_OK, ""); break;
+    case SY_ERR_FULL: ack(self, delivery_id, SY_OUTCOME_RETRY, "upper: output route is full"); break;
+    case SY_ERR_STOPPED: ack(self, delivery_id, SY_OUTCOME_REJECT, "upper: router is stopping"); break;
+    case SY_ERR_INVALID: ack(self, delivery_id, SY_OUTCOME_REJECT, "upper: host refused the envelope as invalid"); break;
+    case SY_ERR_UNKNOWN_PORT: ack(self, delivery_id, SY_OUTCOME_REJECT, "upper: host does not know port 'out'"); break;
+    default: ack(self, delivery_id, SY_OUTCOME_REJECT, "upper: emit failed"); break;
+    }
+    return SY_OK;
+}
+
+static void upper_stop(void *instance) {
+    upper_instance *self = instance;
+    atomic_store(&self->stopped, true);
+}
+
+static void upper_destroy(void *instance) {
+    upper_instance *self = instance;
+    if (self == NULL) return;
+    free(self->prefix);
+    free(self);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Negotiation: the one exported symbol.                                                      */
+/* ---------------------------------------------------------------------------------------- */
+
+UPPER_EXPORT uint32_t switchyard_plugin_entry(const sy_offer *offer, void *plugin_table, size_t plugin_table_capacity);
+
+UPPER_EXPORT uint32_t switchyard_plugin_entry(const sy_offer *offer, void *plugin_table, size_t plugin_table_capacity) {
+    if (offer == NULL || plugin_table == NULL || offer->versions == NULL || offer->host_tables == NULL) return 0;
+    if (plugin_table_capacity < sizeof(sy_plugin_api_v1)) return 0;
+    for (uint32_t i = 0; i < offer->version_count; i++) {
+        if (offer->versions[i] != SY_ABI_VERSION_1) continue;
+        const sy_host_api_v1 *host = offer->host_tables[i];
+        if (host == NULL || host->struct_size < sizeof(sy_host_api_v1)) return 0;
+        atomic_store(&host_api, host);
+
+        sy_plugin_api_v1 *table = plugin_table;
+        memset(table, 0, sizeof *table);
+        table->struct_size = (uint32_t)sizeof *table;
+        table->manifest.data = (const uint8_t *)manifest_json;
+        table->manifest.length = sizeof manifest_json - 1;
+        table->create = upper_create;
+        table->start = upper_start;
+        table->deliver = upper_deliver;
+        table->stop = upper_stop;
+        table->destroy = upper_destroy;
+        /* quiesce, resume, settled: not needed — `out` only ever emits inside deliver(). */
+        return SY_ABI_VERSION_1;
+    }
+    return 0;
+}
