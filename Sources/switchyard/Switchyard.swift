@@ -174,7 +174,13 @@ struct Run: ParsableCommand {
             adminServer = server
         }
         defer { adminServer?.stop() }
-        if watch { RouteFileWatcher(path: options.routes).start() }
+        if watch {
+            do {
+                try RouteFileWatcher(path: options.routes).start()
+            } catch {
+                logger.error("\(error); route files are not watched (SIGHUP still reloads)")
+            }
+        }
         var received: Int32 = 0
         while true {
             sigwait(&signals, &received)
