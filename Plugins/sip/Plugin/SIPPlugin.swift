@@ -1,6 +1,7 @@
 import SIPCodec
 import SwitchyardCore
 import SwitchyardPluginKit
+import Synchronization
 
 /// The exported entry point of `libsip.so`.
 @_cdecl("switchyard_plugin_entry")
@@ -125,13 +126,35 @@ final class SIPPlugin: SwitchyardPlugin {
     )
 
     private let context: PluginContext
-    private let configuration: SIPConfiguration
+    /// The configuration as given and as parsed; a reconfigure replaces both (read by deliveries
+    /// on route threads).
+    private let current: Mutex<(config: JSONValue, configuration: SIPConfiguration)>
     private let agent: SIPAgent
+
+    /// The settings that shape the sockets: a change in any of them needs new sockets, so a
+    /// new instance.
+    static let socketKeys = ["transport", "listen", "tls", "limits", "max_body_bytes"]
+    /// The settings whose change needs a new registration.
+    static let registrationKeys = ["identity", "register", "proxy"]
 
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
-        configuration = try SIPConfiguration(config: config)
+        let configuration = try SIPConfiguration(config: config)
+        current = Mutex((config, configuration))
         agent = SIPAgent(configuration: configuration, context: context)
+    }
+
+    private var configuration: SIPConfiguration { current.withLock { $0.configuration } }
+
+    /// Adopts everything but a change of the sockets (``socketKeys``): the listening sockets
+    /// and connections stay; a changed identity or registrar registers again.
+    func reconfigure(_ config: JSONValue) throws -> Bool {
+        let old = current.withLock { $0.config }
+        guard Self.socketKeys.allSatisfy({ config[$0] == old[$0] }) else { return false }
+        let configuration = try SIPConfiguration(config: config)
+        agent.adopt(configuration, registrationChanged: Self.registrationKeys.contains { config[$0] != old[$0] })
+        current.withLock { $0 = (config, configuration) }
+        return true
     }
 
     func start() throws { try agent.start() }

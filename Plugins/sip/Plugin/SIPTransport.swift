@@ -44,7 +44,8 @@ enum SIPTransportLimit: Sendable {
 /// loop, the owner's.
 final class SIPTransport: @unchecked Sendable {
     let eventLoop: any EventLoop
-    private let configuration: SIPConfiguration
+    /// On `eventLoop` only, like every other field; replaced by ``adopt(_:)``.
+    private var configuration: SIPConfiguration
     weak var delegate: (any SIPTransportDelegate)?
 
     private var udp: (any Channel)?
@@ -65,6 +66,12 @@ final class SIPTransport: @unchecked Sendable {
     init(configuration: SIPConfiguration, eventLoop: any EventLoop) {
         self.configuration = configuration
         self.eventLoop = eventLoop
+    }
+
+    /// Takes a configuration with the same sockets (listen, TLS, limits); it applies to what comes next.
+    func adopt(_ configuration: SIPConfiguration) {
+        eventLoop.assertInEventLoop()
+        self.configuration = configuration
     }
 
     /// Binds the sockets. Port 0 binds UDP on a free port and TCP on the same number.
