@@ -4,6 +4,7 @@ import Logging
 import PushTokens
 import SwitchyardCore
 import SwitchyardPluginKit
+import Synchronization
 
 /// The exported entry point of `libpush.so`.
 @_cdecl("switchyard_plugin_entry")
@@ -97,16 +98,21 @@ final class PushPlugin: SwitchyardPlugin {
 
     private let context: PluginContext
     private let name: String
-    private let configuration: PushConfiguration
     private let registry: PushTokenRegistry?
-    private let client: HTTPClient?
-    private let sender: FCMSender?
     private let webhook: WebhookServer?
 
+    /// The configuration as given and the FCM sender made from it, replaced by a reconfigure
+    /// (read by deliveries on route threads); senders a reconfigure replaced finish their
+    /// sends and are stopped with the instance.
+    private let current: Mutex<(config: JSONValue, sender: FCMSender?, senders: [FCMSender], clients: [HTTPClient])>
+
+    /// The settings that shape the webhook's listening socket and the files opened at create:
+    /// a change in any of them needs a new instance.
+    static let restartKeys = ["listen", "tls", "max_connections", "header_timeout", "body_timeout", "idle_timeout", "registry"]
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
         self.name = name
-        configuration = try PushConfiguration(config: config)
+        let configuration = try PushConfiguration(config: config)
         if let path = configuration.registryPath {
             do {
                 registry = try PushTokenRegistry(path: path)
@@ -116,38 +122,65 @@ final class PushPlugin: SwitchyardPlugin {
         } else {
             registry = nil
         }
-        if let settings = configuration.sender {
-            var logger = Logger(label: "push.\(name).fcm") { _ in PluginLogHandler(context: context) }
-            logger.logLevel = .warning
-            let client = HTTPClient(
-                eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(), backgroundActivityLogger: logger)
-            do {
-                sender = try FCMSender(settings: settings, client: client, registry: registry, context: context)
-            } catch {
-                try? client.syncShutdown()
-                throw error
-            }
-            self.client = client
-        } else {
-            sender = nil
-            client = nil
-        }
+        let sender = try Self.makeSender(configuration.sender, name: name, registry: registry, context: context)
+        current = Mutex((config, sender?.sender, sender.map { [$0.sender] } ?? [], sender.map { [$0.client] } ?? []))
         let registry = registry
         webhook = configuration.webhook.map { WebhookServer(settings: $0, instance: name, context: context, registry: registry) }
     }
 
     func start() throws {
+    /// An FCM sender with its own HTTP client, when `settings` asks for one.
+    private static func makeSender(
+        _ settings: PushConfiguration.Sender?, name: String, registry: PushTokenRegistry?, context: PluginContext
+    ) throws -> (sender: FCMSender, client: HTTPClient)? {
+        guard let settings else { return nil }
+        var logger = Logger(label: "push.\(name).fcm") { _ in PluginLogHandler(context: context) }
+        logger.logLevel = .warning
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(), backgroundActivityLogger: logger)
+        do {
+            return (try FCMSender(settings: settings, client: client, registry: registry, context: context), client)
+        } catch {
+            try? client.syncShutdown()
+            throw error
+        }
+    }
+
+    private var sender: FCMSender? { current.withLock { $0.sender } }
+
         _ = try webhook?.start()
     }
 
     func quiesce() { webhook?.quiesce() }
+    /// Adopts new authentication, projects, limits and FCM settings in place; the webhook keeps
+    /// its socket. A change of ``restartKeys`` (or adding or removing the webhook) needs a new
+    /// instance.
+    func reconfigure(_ config: JSONValue) throws -> Bool {
+        let old = current.withLock { $0.config }
+        guard Self.restartKeys.allSatisfy({ config[$0] == old[$0] }) else { return false }
+        let configuration = try PushConfiguration(config: config)
+        let sender =
+            config["fcm"] == old["fcm"] ? nil : try Self.makeSender(configuration.sender, name: name, registry: registry, context: context)
+        if let settings = configuration.webhook { webhook?.adopt(settings) }
+        current.withLock { current in
+            current.config = config
+            guard config["fcm"] != old["fcm"] else { return }
+            current.sender = sender?.sender
+            if let sender {
+                current.senders.append(sender.sender)
+                current.clients.append(sender.client)
+            }
+        }
+        return true
+    }
+
 
     func stop() {
         let done = DispatchSemaphore(value: 0)
-        Task { [webhook, sender, client] in
+        let (senders, clients) = current.withLock { ($0.senders, $0.clients) }
+        Task { [webhook] in
             await webhook?.stop()
-            await sender?.stop()
-            try? await client?.shutdown()
+            for sender in senders { await sender.stop() }
+            for client in clients { try? await client.shutdown() }
             done.signal()
         }
         if done.wait(timeout: .now() + 15) == .timedOut {

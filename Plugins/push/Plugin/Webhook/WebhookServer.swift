@@ -16,11 +16,12 @@ import Synchronization
 /// The instance's HTTP side: the FCM HTTP v1 send endpoint, the plain `/push` endpoint and the
 /// token registry endpoints, behind the configured authentication.
 final class WebhookServer: Sendable {
-    private let settings: PushConfiguration.Webhook
+    /// The settings and the replay guard of the signing secret; ``adopt(_:)`` replaces them
+    /// while requests are served.
+    private let current: Mutex<(settings: PushConfiguration.Webhook, replayGuard: WebhookReplayGuard)>
     private let instance: String
     private let context: PluginContext
     private let registry: PushTokenRegistry?
-    private let replayGuard: WebhookReplayGuard
     let waiters = SettlementWaiters()
     private let accepting = Atomic<Bool>(true)
     private let running = Mutex(Running())
@@ -30,23 +31,36 @@ final class WebhookServer: Sendable {
         var group: ServiceGroup?
         var task: Task<Void, Never>?
         var sweeper: Task<Void, Never>?
-        var retry: Task<Void, Never>?
     }
 
     init(settings: PushConfiguration.Webhook, instance: String, context: PluginContext, registry: PushTokenRegistry?) {
-        self.settings = settings
+        current = Mutex((settings, WebhookReplayGuard(tolerance: settings.signature?.tolerance ?? .seconds(300))))
         self.instance = instance
         self.context = context
         self.registry = registry
-        replayGuard = WebhookReplayGuard(tolerance: settings.signature?.tolerance ?? .seconds(300))
     }
 
-    /// Binds and serves; returns the bound port once listening, or throws why it cannot. A port
-    /// that is in use is not fatal: on a reload that changed this instance, the instance it
-    /// replaces holds the port until the router stops it, after this start. Then the webhook
-    /// reports itself not ready (gauge `ready` 0, so `/readyz` fails), logs it, and binds as
-    /// soon as the port is free.
-    func start() throws -> Int? {
+    private var settings: PushConfiguration.Webhook { current.withLock { $0.settings } }
+    private var replayGuard: WebhookReplayGuard { current.withLock { $0.replayGuard } }
+
+    /// Takes changed settings while serving: the authentication (bearer token, signing secret),
+    /// projects, body limit and acknowledgement timeout apply to the next request. The listen
+    /// address, TLS and connection limits shape the listening socket and must be unchanged
+    /// (the plugin checks). The replay memory is kept unless the signature tolerance changed.
+    func adopt(_ settings: PushConfiguration.Webhook) {
+        current.withLock { current in
+            let tolerance = settings.signature?.tolerance ?? .seconds(300)
+            if tolerance != (current.settings.signature?.tolerance ?? .seconds(300)) {
+                current.replayGuard = WebhookReplayGuard(tolerance: tolerance)
+            }
+            current.settings = settings
+        }
+    }
+
+    /// Binds and serves; returns the bound port once listening, or throws why it cannot (a
+    /// reload stops the instance this one replaces before it starts this one, so a port in
+    /// use is someone else's).
+    func start() throws -> Int {
         let router = Router()
         router.post("/v1/projects/:project/messages:send") { request, context in
             await self.fcmSend(request, project: context.parameters.get("project") ?? "")
@@ -84,34 +98,10 @@ final class WebhookServer: Sendable {
             }
         }
         running.withLock { $0.sweeper = sweeper }
-        let bound = launch(router: router, server: server)
-        switch bound.wait(timeout: .seconds(10)) {
+        switch launch(router: router, server: server).wait(timeout: .seconds(10)) {
         case .success(let port):
             listening(on: port)
             return port
-        case .failure(let error) where error.addressInUse:
-            context.metric(.gauge, "ready", 0)
-            context.log(
-                .warning,
-                "\(settings.host):\(settings.port) is in use (on a reload: by the instance this one replaces); the webhook binds once it is free"
-            )
-            let retry = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(250))
-                    if Task.isCancelled { return }
-                    switch await self.launch(router: router, server: server).value() {
-                    case .success(let port):
-                        self.listening(on: port)
-                        return
-                    case .failure(let error) where error.addressInUse: continue
-                    case .failure(let error):
-                        self.context.log(.error, "the webhook cannot listen: \(error)")
-                        return
-                    }
-                }
-            }
-            running.withLock { $0.retry = retry }
-            return nil
         case .failure(let error):
             throw error
         }
@@ -162,15 +152,10 @@ final class WebhookServer: Sendable {
             defer { running = Running() }
             return running
         }
-        stopping.retry?.cancel()
-        await stopping.retry?.value
         waiters.resolveAll(.refused(.stopped))
-        // The retry may have launched a server just before it was cancelled.
-        let group = running.withLock { $0.group } ?? stopping.group
-        let task = running.withLock { $0.task } ?? stopping.task
-        await group?.triggerGracefulShutdown()
+        await stopping.group?.triggerGracefulShutdown()
         stopping.sweeper?.cancel()
-        await task?.value
+        await stopping.task?.value
     }
 
     // MARK: Endpoints
@@ -394,51 +379,4 @@ final class WebhookServer: Sendable {
     }
 
     static func error(_ error: FCMError) -> Response { json(error.httpStatus, error.body) }
-}
-
-/// The port the server bound, handed from the server task to `start()` (which waits on a
-/// semaphore, on the router's thread) or to the bind retry (which awaits it).
-private final class BoundPort: Sendable {
-    private struct State {
-        var result: Result<Int, PluginError>?
-        var waiting: [CheckedContinuation<Result<Int, PluginError>, Never>] = []
-    }
-
-    private let state = Mutex(State())
-    private let signal = DispatchSemaphore(value: 0)
-
-    func set(_ value: Result<Int, PluginError>) {
-        let waiting = state.withLock { state -> [CheckedContinuation<Result<Int, PluginError>, Never>]? in
-            guard state.result == nil else { return nil }
-            state.result = value
-            defer { state.waiting = [] }
-            return state.waiting
-        }
-        guard let waiting else { return }
-        signal.signal()
-        for continuation in waiting { continuation.resume(returning: value) }
-    }
-
-    func value() async -> Result<Int, PluginError> {
-        await withCheckedContinuation { continuation in
-            let known = state.withLock { state in
-                if state.result == nil { state.waiting.append(continuation) }
-                return state.result
-            }
-            if let known { continuation.resume(returning: known) }
-        }
-    }
-
-    func wait(timeout: Duration) -> Result<Int, PluginError> {
-        let seconds = Double(timeout.components.seconds)
-        guard signal.wait(timeout: .now() + seconds) == .success else {
-            return .failure(PluginError("the webhook server did not start within \(timeout)"))
-        }
-        return state.withLock { $0.result } ?? .failure(PluginError("the webhook server did not start"))
-    }
-}
-
-extension PluginError {
-    /// Whether the bind failed because the address is taken (errno EADDRINUSE).
-    fileprivate var addressInUse: Bool { message.contains("Address already in use") || message.contains("errno: 98") }
 }
