@@ -16,6 +16,7 @@ let package = Package(
     products: [
         .executable(name: "switchyard", targets: ["switchyard"]),
         .library(name: "SwitchyardPluginKit", targets: ["SwitchyardPluginKit"]),
+        .library(name: "SwitchyardPluginCommands", targets: ["SwitchyardPluginCommands"]),
         .library(name: "SwitchyardABI", targets: ["SwitchyardABI"]),
         .library(name: "SwitchyardRuntime", targets: ["SwitchyardRuntime"]),
         .library(name: "SwitchyardSpool", targets: ["SwitchyardSpool"]),
@@ -95,6 +96,12 @@ let package = Package(
             dependencies: ["SwitchyardABI", "SwitchyardBridge", "SwitchyardCore"],
             swiftSettings: strict
         ),
+        // Plugin commands parsed with swift-argument-parser, for plugins that want it.
+        .target(
+            name: "SwitchyardPluginCommands",
+            dependencies: ["SwitchyardPluginKit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
         // The admin HTTP port: metrics, health, readiness, the JSON API the CLI uses.
         .target(
             name: "SwitchyardAdmin",
@@ -108,10 +115,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The router executable. It links no target under Plugins/ (a test checks): plugin
+        // commands come from the plugins at run time.
         .executableTarget(
             name: "switchyard",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardAdmin", "PushTokens", "QeoRealm",
+                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardAdmin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -152,13 +161,13 @@ let package = Package(
             path: "Plugins/push/Message",
             swiftSettings: strict
         ),
-        // The FCM token registry in SQLite, shared by the plugin and `switchyard push tokens`.
+        // The FCM token registry in SQLite, of the plugin and its `switchyard push tokens` command.
         .target(name: "PushTokens", dependencies: ["SwitchyardSQLite"], path: "Plugins/push/Tokens", swiftSettings: strict),
         // The push plugin: a Hummingbird webhook per instance, an FCM HTTP v1 sender.
         .target(
             name: "PushPlugin",
             dependencies: [
-                "PushMessage", "PushTokens", "SwitchyardPluginKit",
+                "PushMessage", "PushTokens", "SwitchyardPluginKit", "SwitchyardPluginCommands",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -221,7 +230,7 @@ let package = Package(
         // The qeo plugin: one DDS participant per instance.
         .target(
             name: "QeoPlugin",
-            dependencies: ["QeoDDS", "QeoQDM", "QeoRealm", "SwitchyardPluginKit"],
+            dependencies: ["QeoDDS", "QeoQDM", "QeoRealm", "SwitchyardPluginKit", "SwitchyardPluginCommands"],
             path: "Plugins/qeo/Plugin",
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings

@@ -23,7 +23,7 @@ struct Switchyard: ParsableCommand {
         abstract: "A plugin-based message router: YAML routes between protocol plugins.",
         version: "switchyard \(version) (plugin ABI \(PluginLoader.supportedVersions.map(String.init).joined(separator: ", ")))",
         subcommands: [
-            Run.self, Validate.self, Plugins.self, Graph.self, DeadLetters.self, SpoolCommand.self, Iiideas.self, Push.self, Realm.self,
+            Run.self, Validate.self, Plugins.self, Graph.self, DeadLetters.self, SpoolCommand.self, Iiideas.self,
         ],
         defaultSubcommand: Run.self
     )
@@ -34,7 +34,7 @@ struct GraphOptions: ParsableArguments {
     @Argument(help: "A route file, or a directory whose *.yaml files are merged.")
     var routes: String = "Routes"
 
-    @Option(name: .long, help: "The plugin directory (overrides plugins.dir in the YAML; default Plugins).")
+    @Option(name: .long, help: "The plugin directory (overrides SWITCHYARD_PLUGINS and plugins.dir in the YAML; default Plugins).")
     var plugins: String?
 
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
@@ -69,7 +69,9 @@ struct GraphOptions: ParsableArguments {
     func loadPlan(logger: Logger) -> GraphPlan? {
         let (config, configProblems) = ConfigLoader(environment: ProcessEnvironment.current).load(path: routes)
         Redaction.register(config.secrets.union([ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"]].compactMap { $0 }))
-        let directory = plugins ?? config.pluginsDirectory?.value ?? "Plugins"
+        let directory =
+            plugins ?? ProcessEnvironment.current[PluginCommandLine.directoryVariable] ?? config.pluginsDirectory?.value
+            ?? PluginCommandLine.defaultDirectory
         let (loaded, refused) = PluginLoader.loadDirectory(directory)
         for plugin in loaded {
             logger.info(

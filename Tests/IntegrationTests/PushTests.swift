@@ -197,7 +197,8 @@ struct PushTests {
         #expect(tokens.map { $0["token"] as? String } == ["fcm-token-A"])
         #expect(tokens.first?["user"] as? String == "u-7")
 
-        let cli = try RouterProcess.runToExit(["push", "tokens", "list", "--registry", registry], in: sandbox.root)
+        let plugins = ["--plugins", sandbox.plugins.path]
+        let cli = try RouterProcess.runToExit(plugins + ["push", "tokens", "list", "--registry", registry], in: sandbox.root)
         #expect(cli.status == 0, "\(cli.errors)")
         let rows = cli.output.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
         #expect(Set(rows.map { $0.first ?? "" }) == ["fcm-token-A", "fcm-token-B"])
@@ -206,9 +207,12 @@ struct PushTests {
         let dropped = try HTTPExchange.send(webhook + "/v1/tokens/fcm-token-A", method: "DELETE", headers: Self.signed(""))
         #expect(dropped.status == 200, "\(dropped.body)")
         #expect(try HTTPExchange.send(webhook + "/v1/tokens/fcm-token-A", method: "DELETE", headers: Self.signed("")).status == 404)
-        let cliDrop = try RouterProcess.runToExit(["push", "tokens", "drop", "fcm-token-B", "--registry", registry], in: sandbox.root)
+        let cliDrop = try RouterProcess.runToExit(
+            plugins + ["push", "tokens", "drop", "fcm-token-B", "--registry", registry], in: sandbox.root)
         #expect(cliDrop.status == 0, "\(cliDrop.errors)")
-        let empty = try RouterProcess.runToExit(["push", "tokens", "list", "--registry", registry, "--json"], in: sandbox.root)
+        #expect(cliDrop.output == "dropped fcm-token-B\n")
+        let empty = try RouterProcess.runToExit(plugins + ["push", "tokens", "list", "--registry", registry, "--json"], in: sandbox.root)
+        #expect(empty.status == 0, "\(empty.errors)")
         #expect(empty.output.isEmpty)
         #expect(router.stop() == 0)
     }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Secured realms: routers with certificates from `switchyard realm` exchange Qeo data over DDS
+/// Secured realms: routers with certificates from `switchyard qeo realm` exchange Qeo data over DDS
 /// Security; a router of another realm hears nothing and is not heard; the policy decides who
 /// may write. (Python's cyclonedds wheel has no DDS Security, so every peer here is a router.)
 @Suite(.serialized, .timeLimit(.minutes(3)))
@@ -9,11 +9,15 @@ struct QeoRealmTests {
     static let chat = QeoTests.qdm.appendingPathComponent("QSimpleChat_ChatMessage.xml").path
     static let domain = 135
 
-    /// Runs `switchyard realm ARGUMENTS` and returns its standard output's last line.
+    /// Runs `switchyard qeo realm ARGUMENTS` (the qeo plugin's command) and returns its standard
+    /// output's last line.
     @discardableResult
     static func realm(_ arguments: [String], in sandbox: Sandbox) throws -> String {
-        let result = try RouterProcess.runToExit(["realm"] + arguments, in: sandbox.root)
-        guard result.status == 0 else { throw SandboxError("switchyard realm \(arguments): \(result.errors)") }
+        if !FileManager.default.fileExists(atPath: sandbox.plugins.appendingPathComponent("libqeo.so").path) {
+            try sandbox.installPlugin("qeo")
+        }
+        let result = try RouterProcess.runToExit(["--plugins", sandbox.plugins.path, "qeo", "realm"] + arguments, in: sandbox.root)
+        guard result.status == 0 else { throw SandboxError("switchyard qeo realm \(arguments): \(result.errors)") }
         return result.output.split(separator: "\n").last.map(String.init) ?? ""
     }
 

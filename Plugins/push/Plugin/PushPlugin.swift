@@ -93,7 +93,8 @@ final class PushPlugin: SwitchyardPlugin {
                     ],
                 ],
             ],
-        ]
+        ],
+        commands: commands
     )
 
     private let context: PluginContext

@@ -70,13 +70,14 @@ final class QeoPlugin: SwitchyardPlugin {
                 "write": ["type": "array", "items": ["type": "string"]],
                 "security": [
                     "description":
-                        "a secured realm: the device credentials directory of `switchyard realm add-device`, or {credentials, libraries}",
+                        "a secured realm: the device credentials directory of `switchyard qeo realm add-device`, or {credentials, libraries}",
                     "type": ["string", "object"],
                     "additionalProperties": false,
                     "properties": ["credentials": ["type": "string"], "libraries": ["type": "string"]],
                 ],
             ],
-        ]
+        ],
+        commands: commands
     )
 
     private let context: PluginContext

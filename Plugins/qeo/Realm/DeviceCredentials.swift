@@ -2,7 +2,7 @@ import Foundation
 
 /// What one realm device needs to join its realm's secured DDS domain: the realm CA, its key and
 /// certificate, the signed governance and permissions, and `device.json` with its ids — the
-/// directory `switchyard realm add-device` writes.
+/// directory `switchyard qeo realm add-device` writes.
 public struct DeviceCredentials: Sendable {
     static let authorityFile = "ca.pem"
     static let certificateFile = "device.pem"
@@ -68,7 +68,7 @@ public struct DeviceCredentials: Sendable {
             throw RealmError("\(identityFile.path): not a device identity (\(error))")
         } catch {
             throw RealmError(
-                "\(directory) holds no device credentials: \(identityFile.path) cannot be read (\(error.localizedDescription); `switchyard realm add-device` writes them)"
+                "\(directory) holds no device credentials: \(identityFile.path) cannot be read (\(error.localizedDescription); `switchyard qeo realm add-device` writes them)"
             )
         }
         for file in [Self.authorityFile, Self.certificateFile, Self.keyFile, Self.governanceFile, Self.permissionsFile]

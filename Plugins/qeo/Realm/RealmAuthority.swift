@@ -25,7 +25,7 @@ public struct RealmAuthority: Sendable {
             throw RealmError("\(file.path): not a realm registry (\(error))")
         } catch {
             throw RealmError(
-                "\(directory) is not a realm directory: \(file.path) cannot be read (\(error.localizedDescription); `switchyard realm init` makes one)"
+                "\(directory) is not a realm directory: \(file.path) cannot be read (\(error.localizedDescription); `switchyard qeo realm init` makes one)"
             )
         }
     }
