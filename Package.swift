@@ -64,7 +64,7 @@ let package = Package(
         // YAML route files with source positions, `${VAR}` resolution.
         .target(
             name: "SwitchyardConfig",
-            dependencies: ["SwitchyardCore", "QeoQDM", .product(name: "Yams", package: "Yams")],
+            dependencies: ["SwitchyardCore", .product(name: "Yams", package: "Yams")],
             swiftSettings: strict
         ),
         // The SQLite C API, from Debian's libsqlite3-dev.

@@ -602,35 +602,3 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
         #expect(policy.pause(afterFailures: 500, random: 1) == 1000)
     }
 }
-
-/// `types: - qdm: FILES`: Qeo Data Model structs become types.
-@Suite struct QDMTypesTests {
-    static let qdm = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("QeoQDMTests/QDM")
-
-    @Test func everyStructOfTheFilesBecomesAType() {
-        let (config, diagnostics) = load(
-            """
-            types:
-              - qdm: [\(Self.qdm.path)/QSimpleChat_ChatParticipant.xml, \(Self.qdm.path)/QGauge_NetStatMessage.xml]
-            """)
-        #expect(diagnostics.isEmpty, "\(diagnostics)")
-        #expect(
-            config.types.map(\.name).sorted() == [
-                "org.qeo.sample.gauge.NetStatMessage", "org.qeo.sample.simplechat.ChatParticipant", "org.qeo.system.DeviceId",
-            ])
-        let participant = config.types.first { $0.name == "org.qeo.sample.simplechat.ChatParticipant" }
-        #expect(participant?.schema["required"] == ["name", "state"])
-    }
-
-    @Test func aBadQDMFileIsReportedWithItsLineAndTheYAMLPosition() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).xml")
-        defer { try? FileManager.default.removeItem(at: file) }
-        try "<types>\n<module name=\"m\">\n<struct name=\"S\"><member name=\"x\" type=\"int128\"/></struct></module></types>"
-            .write(to: file, atomically: true, encoding: .utf8)
-        let (_, diagnostics) = load("types:\n  - qdm: \(file.path)\n")
-        #expect(diagnostics.count == 1)
-        #expect(diagnostics.first?.message.contains("\(file.path):3: member x: type \"int128\"") == true, "\(diagnostics)")
-        #expect(diagnostics.first?.location?.line == 2)
-    }
-}

@@ -27,9 +27,17 @@ public struct GraphPlan: Sendable {
     /// Runs kept per iiidea.
     public var iiideaHistory: Int = 1000
 
+    /// Remarks that are not errors (the graph runs as written), such as an at-least-once
+    /// route whose source confirms upstream before the router has the envelope durably.
+    /// `switchyard validate` prints them as notes.
+    public var notes: [Diagnostic] = []
+
     /// Whether the spool database is needed: at-least-once routes keep envelopes there,
-    /// iiideas their state and run history.
-    public var needsSpool: Bool { routes.contains { $0.declaration.delivery == .atLeastOnce } || !iiideas.isEmpty }
+    /// iiideas their state and run history; and a route file that names it (`spool.path`)
+    /// wants it for plugins' durable state (the host's state service).
+    public var needsSpool: Bool {
+        routes.contains { $0.declaration.delivery == .atLeastOnce } || !iiideas.isEmpty || spoolPath != nil
+    }
 }
 
 /// An instance with its plugin and the ports its configuration enables.
@@ -42,6 +50,12 @@ public struct PlannedInstance: Sendable {
     public var config: JSONValue
     /// The ports this configuration enables.
     public var ports: [PortDeclaration]
+    /// Every port its description declares, enabled or not (the manifest's when the plugin
+    /// does not describe instances): what a route's error names.
+    public var declaredPorts: [PortDeclaration]
+    /// Source ports that confirm upstream only once the router has settled what they emitted
+    /// (the description's `settles`).
+    public var settles: Set<String> = []
     /// Its own log level, if the YAML set one.
     public var logLevel: String?
     /// Where it was declared.

@@ -1,0 +1,73 @@
+internal import SwitchyardCore
+
+extension ConfigLoader {
+    /// `plugins: { dir: ... }` and `spool: { path: ... }`: a section with one path setting,
+    /// which every route file that sets it must set to the same value.
+    func mergePathSetting(
+        _ node: ConfigNode, section: String, key: String, example: String, what: String,
+        into setting: WritableKeyPath<GraphConfig, Located<String>?>, config: inout GraphConfig, diagnostics: inout [Diagnostic],
+        otherKeys: [String] = []
+    ) {
+        guard let members = node.members else {
+            diagnostics.append(Diagnostic("'\(section)' must be a mapping such as { \(key): \(example) }", at: node.location))
+            return
+        }
+        for member in members {
+            guard member.key == key else {
+                let expected = ([key] + otherKeys).joined(separator: ", ")
+                diagnostics.append(Diagnostic("unknown key '\(member.key)' in \(section) (expected: \(expected))", at: member.keyLocation))
+                continue
+            }
+            guard let value = member.value.string, !value.isEmpty else {
+                diagnostics.append(Diagnostic("\(section).\(key) must be \(what)", at: member.value.location))
+                continue
+            }
+            if let previous = config[keyPath: setting], previous.value != value {
+                diagnostics.append(
+                    Diagnostic(
+                        "\(section).\(key) is set to '\(previous.value)' at \(previous.location) and to '\(value)' here",
+                        at: member.value.location))
+                continue
+            }
+            config[keyPath: setting] = Located(value, at: member.value.location)
+        }
+    }
+
+    func mergeAdmin(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
+        guard let members = node.members else {
+            diagnostics.append(Diagnostic("'admin' must be a mapping such as { listen: 127.0.0.1:9180 }", at: node.location))
+            return
+        }
+        for member in members {
+            if member.key == "allowed_hosts" {
+                let names = member.value.elements?.compactMap(\.scalarText).filter { !$0.isEmpty }
+                guard let names, names.count == member.value.elements?.count else {
+                    diagnostics.append(
+                        Diagnostic(
+                            "admin.allowed_hosts must be a list of host names, such as [router.example.net]", at: member.value.location))
+                    continue
+                }
+                config.adminAllowedHosts = names.map { $0.lowercased() }
+                continue
+            }
+            guard let value = member.value.scalarText, member.value.members == nil, member.value.elements == nil, !value.isEmpty else {
+                diagnostics.append(Diagnostic("admin.\(member.key) must be a string", at: member.value.location))
+                continue
+            }
+            switch member.key {
+            case "listen":
+                let port = value.split(separator: ":").last.flatMap { Int($0) }
+                guard let port, (0...65535).contains(port) else {
+                    diagnostics.append(Diagnostic("admin.listen must be host:port, such as 127.0.0.1:9180", at: member.value.location))
+                    continue
+                }
+                config.adminListen = Located(value, at: member.value.location)
+            case "token":
+                config.adminToken = Located(value, at: member.value.location)
+            default:
+                diagnostics.append(
+                    Diagnostic("unknown key '\(member.key)' in admin (expected: listen, token, allowed_hosts)", at: member.keyLocation))
+            }
+        }
+    }
+}

@@ -1,0 +1,161 @@
+internal import SwitchyardConfig
+internal import SwitchyardCore
+internal import SwitchyardRouting
+
+extension GraphValidator {
+    /// Checks an iiidea as the routes it runs on (trigger → action, remote → action) and
+    /// compiles its service piece.
+    func check(
+        _ iiidea: IiideaDeclaration,
+        config: GraphConfig,
+        instances: [PlannedInstance],
+        registry: TypeRegistry,
+        diagnostics: inout [Diagnostic]
+    ) -> PlannedIiidea? {
+        let before = diagnostics.count
+        let preferences = iiidea.servicePreferences
+        func preference(_ key: String) -> ConfigNode? { preferences?[key] }
+        func require(_ key: String, _ what: String) -> ConfigNode? {
+            guard let node = preference(key) else {
+                diagnostics.append(
+                    Diagnostic("service piece '\(iiidea.piece.value)' needs preferences.\(key) (\(what))", at: iiidea.piece.location))
+                return nil
+            }
+            return node
+        }
+        var map: ConfigNode?
+        var service = PlannedIiidea.Service.pass
+        switch iiidea.piece.value {
+        case "pass":
+            service = .pass
+        case "template":
+            guard let text = require("text", "a template") else { return nil }
+            map = ConfigNode(kind: .mapping([(key: "text", keyLocation: text.location, value: text)]), location: text.location)
+            service = .template
+        case "map":
+            guard let node = require("map", "a mapping of output fields to templates") else { return nil }
+            guard node.members != nil else {
+                diagnostics.append(Diagnostic("preferences.map must be a mapping", at: node.location))
+                return nil
+            }
+            map = node
+            service = .map
+        case "delay":
+            guard let node = require("duration", "such as 2s") else { return nil }
+            guard let nanos = DurationText.nanoseconds(node.json) else {
+                diagnostics.append(Diagnostic("preferences.duration must be a duration such as 500ms or 2s", at: node.location))
+                return nil
+            }
+            service = .delay(nanos)
+        case "http":
+            guard let url = require("url", "a URL template"), url.string != nil, let preferences else {
+                if preference("url") != nil {
+                    diagnostics.append(
+                        Diagnostic("preferences.url must be a string", at: preference("url")?.location ?? iiidea.piece.location))
+                }
+                return nil
+            }
+            var timeout: UInt64 = 10_000_000_000
+            var policy = HTTPPiecePolicy()
+            var request: [(key: String, keyLocation: SourceLocation, value: ConfigNode)] = []
+            for member in preferences.members ?? [] {
+                switch member.key {
+                case "allow_private":
+                    guard case .bool(let allowed) = member.value.json else {
+                        diagnostics.append(Diagnostic("preferences.allow_private must be true or false", at: member.value.location))
+                        continue
+                    }
+                    policy.allowPrivate = allowed
+                case "max_redirects":
+                    guard let count = member.value.json.intValue, (0...HTTPPiecePolicy.redirectLimit).contains(count) else {
+                        diagnostics.append(
+                            Diagnostic(
+                                "preferences.max_redirects must be a whole number from 0 to \(HTTPPiecePolicy.redirectLimit)",
+                                at: member.value.location))
+                        continue
+                    }
+                    policy.maximumRedirects = count
+                case "timeout":
+                    guard let nanos = DurationText.nanoseconds(member.value.json), nanos > 0 else {
+                        diagnostics.append(Diagnostic("preferences.timeout must be a duration such as 5s", at: member.value.location))
+                        continue
+                    }
+                    timeout = nanos
+                case "method":
+                    let methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+                    if let method = member.value.string, methods.contains(method) {
+                        request.append(member)
+                    } else {
+                        diagnostics.append(
+                            Diagnostic("preferences.method must be one of \(methods.joined(separator: ", "))", at: member.value.location))
+                    }
+                case "url", "headers", "body": request.append(member)
+                default:
+                    diagnostics.append(
+                        Diagnostic(
+                            "unknown key '\(member.key)' in http preferences (expected: method, url, headers, body, timeout, allow_private, max_redirects)",
+                            at: member.keyLocation))
+                }
+            }
+            let node = ConfigNode(kind: .mapping(request), location: preferences.location)
+            guard case .object(var members)? = compileMap(node, diagnostics: &diagnostics, readProblems: { _, _, _ in [] }) else {
+                return nil
+            }
+            // Values inserted into the URL are percent-encoded: an envelope cannot add a path,
+            // a query or another host.
+            do {
+                let template = try Template(parsing: url.string ?? "", at: url.location, escaping: .percentEncoded)
+                members = members.map { $0.0 == "url" ? ("url", .template(template)) : $0 }
+            } catch {
+                diagnostics.append(error)
+                return nil
+            }
+            service = .http(request: .object(members), timeout: timeout, policy: policy)
+            // The response is JSON of any shape: typed like what a map builds.
+            map = ConfigNode(kind: .mapping([]), location: iiidea.piece.location)
+        default:
+            guard let reference = PortReference(iiidea.piece.value) else {
+                diagnostics.append(
+                    Diagnostic(
+                        "unknown service piece '\(iiidea.piece.value)' (built in: pass, template, map, delay, http; or instance.port of a plugin's service port)",
+                        at: iiidea.piece.location))
+                return nil
+            }
+            guard
+                resolve(
+                    Located(reference, at: iiidea.piece.location), direction: .service, config: config, instances: instances,
+                    diagnostics: &diagnostics) != nil
+            else { return nil }
+            var timeout: UInt64 = 30_000_000_000
+            if let node = preference("timeout") {
+                if let nanos = DurationText.nanoseconds(node.json), nanos > 0 {
+                    timeout = nanos
+                } else {
+                    diagnostics.append(Diagnostic("preferences.timeout must be a duration such as 5s", at: node.location))
+                }
+            }
+            service = .plugin(reference, preferences: preferences?.json ?? .object([:]), timeout: timeout)
+            // What the plugin returns is JSON of its own making: typed like what a map builds.
+            map = ConfigNode(kind: .mapping([]), location: iiidea.piece.location)
+        }
+        guard
+            let route = check(
+                iiidea.route(remote: false, map: map, when: iiidea.when), config: config, instances: instances,
+                registry: registry, diagnostics: &diagnostics)
+        else { return nil }
+        var remoteRoute: PlannedRoute?
+        if let remote = iiidea.remote {
+            let condition = Located("body.notification_id == \"\(iiidea.id)\"", at: remote.location)
+            remoteRoute = check(
+                iiidea.route(remote: true, map: nil, when: condition), config: config, instances: instances, registry: registry,
+                diagnostics: &diagnostics)
+        }
+        var actionPreferences: MapNode?
+        if let node = iiidea.actionPreferences {
+            actionPreferences = compileMap(node, diagnostics: &diagnostics, readProblems: { _, _, _ in [] })
+        }
+        guard diagnostics.count == before else { return nil }
+        return PlannedIiidea(
+            declaration: iiidea, route: route, remoteRoute: remoteRoute, service: service, actionPreferences: actionPreferences)
+    }
+}

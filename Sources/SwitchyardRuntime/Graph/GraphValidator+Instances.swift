@@ -1,0 +1,164 @@
+internal import SwitchyardConfig
+internal import SwitchyardCore
+
+extension GraphValidator {
+    /// The types every instance sees: the built-in ones, each loaded plugin's manifest types,
+    /// and the YAML `types:`.
+    func sharedTypes(of config: GraphConfig, diagnostics: inout [Diagnostic]) -> TypeRegistry {
+        var registry = BuiltinTypes.registry
+        for plugin in plugins.values.sorted(by: { $0.manifest.name < $1.manifest.name }) {
+            for (name, schemaJSON) in plugin.manifest.types.sorted(by: { $0.key < $1.key }) {
+                guard let schema = try? Schema(json: schemaJSON) else { continue }  // checked at load
+                do {
+                    try registry.register(TypeDefinition(name: name, schema: schema, origin: "plugin \(plugin.manifest.name)"))
+                } catch {
+                    diagnostics.append(Diagnostic("\(error)", at: nil))
+                }
+            }
+        }
+        for declaration in config.types {
+            do {
+                let schema = try Schema(json: declaration.schema)
+                try registry.register(TypeDefinition(name: declaration.name, schema: schema, origin: "\(declaration.location)"))
+            } catch let error as TypeRegistryError {
+                diagnostics.append(Diagnostic("\(error)", at: declaration.location))
+            } catch {
+                diagnostics.append(Diagnostic("type '\(declaration.name)': \(error)", at: declaration.location))
+            }
+        }
+        return registry
+    }
+
+    /// Plans every instance: checks its configuration against the plugin's schema, asks the
+    /// plugin to describe it, and registers the types the description adds.
+    func planInstances(_ config: GraphConfig, registry: inout TypeRegistry, diagnostics: inout [Diagnostic]) -> [PlannedInstance] {
+        // Types added by instances, by name: two instances of one plugin may add the same type
+        // (two Qeo instances reading one QDM file) as long as they agree on its schema.
+        var added: [String: JSONValue] = [:]
+        var instances: [PlannedInstance] = []
+        for declaration in config.instances {
+            guard let plugin = plugins[declaration.plugin.value] else {
+                let known = plugins.keys.sorted().joined(separator: ", ")
+                diagnostics.append(
+                    Diagnostic(
+                        "instance '\(declaration.name)': unknown plugin '\(declaration.plugin.value)' (loaded: \(known.isEmpty ? "none" : known))",
+                        at: declaration.plugin.location
+                    )
+                )
+                continue
+            }
+            let json = declaration.config.json
+            let before = diagnostics.count
+            for violation in plugin.configSchema.violations(of: json)
+            where !declaration.config.node(atPath: violation.path).hasUnsetVariable {
+                diagnostics.append(
+                    Diagnostic(
+                        "instance '\(declaration.name)' (plugin \(plugin.manifest.name)): \(violation)",
+                        at: violation.path.isEmpty ? declaration.location : declaration.config.location(ofPath: violation.path)
+                    )
+                )
+            }
+            // A configuration the schema refuses (or one with an unset variable) is not
+            // described: the plugin would only repeat what is already reported.
+            var description = InstanceDescription()
+            if diagnostics.count == before, !Self.hasUnsetVariable(declaration.config) {
+                description =
+                    describe(declaration, plugin: plugin, config: json, diagnostics: &diagnostics)
+                    ?? InstanceDescription()
+            }
+            let subject = "instance '\(declaration.name)' (plugin \(plugin.manifest.name))"
+            for (name, schemaJSON) in (description.types ?? [:]).sorted(by: { $0.key < $1.key }) {
+                guard name.hasPrefix(plugin.manifest.name + "."), name.count > plugin.manifest.name.count + 1 else {
+                    diagnostics.append(
+                        Diagnostic(
+                            "\(subject): type '\(name)' does not start with '\(plugin.manifest.name).': the types an instance adds are named after its plugin",
+                            at: declaration.location))
+                    continue
+                }
+                if let previous = added[name] {
+                    if previous != schemaJSON {
+                        diagnostics.append(
+                            Diagnostic(
+                                "\(subject): type '\(name)' is also added by another instance, with a different schema",
+                                at: declaration.location))
+                    }
+                    continue
+                }
+                // The manifest's own type, described again, adds nothing.
+                if plugin.manifest.types[name] == schemaJSON { continue }
+                do {
+                    // Checked by InstanceDescription(parsing:) already.
+                    let schema = try Schema(json: schemaJSON)
+                    try registry.register(TypeDefinition(name: name, schema: schema, origin: subject))
+                    added[name] = schemaJSON
+                } catch {
+                    diagnostics.append(Diagnostic("\(error)", at: declaration.location))
+                }
+            }
+            let declaredPorts = description.ports ?? plugin.manifest.ports
+            for port in declaredPorts {
+                for typeName in port.types where typeName != "*" && registry[typeName] == nil {
+                    diagnostics.append(
+                        Diagnostic(
+                            "\(subject): port '\(port.name)' carries type '\(typeName)', which neither the plugins nor the route files define",
+                            at: declaration.location))
+                }
+            }
+            for port in description.settles where !declaredPorts.contains(where: { $0.name == port && $0.direction == .source }) {
+                diagnostics.append(
+                    Diagnostic("\(subject): 'settles' names '\(port)', which is not a source port", at: declaration.location))
+            }
+            let ports = declaredPorts.filter { port in port.requires.map { json[$0] != nil } ?? true }
+            instances.append(
+                PlannedInstance(
+                    name: declaration.name, plugin: plugin, config: json, ports: ports, declaredPorts: declaredPorts,
+                    settles: Set(description.settles), logLevel: declaration.logLevel?.value, location: declaration.location))
+        }
+        return instances
+    }
+
+    /// The plugin's description of one instance; a refusal is reported at the configuration
+    /// value its message points at (`/qdm/0: …`), or at the instance.
+    private func describe(
+        _ declaration: InstanceDeclaration, plugin: LoadedPlugin, config: JSONValue, diagnostics: inout [Diagnostic]
+    ) -> InstanceDescription? {
+        do {
+            return try plugin.describe(instance: declaration.name, config: config)
+        } catch {
+            let place = ConfigNode.pointerPrefix(of: error.message).map { declaration.config.location(ofPointer: $0.pointer) }
+            let what = error.fromPlugin ? "" : "plugin \(plugin.manifest.name) cannot describe it: "
+            diagnostics.append(
+                Diagnostic(
+                    "instance '\(declaration.name)' (plugin \(plugin.manifest.name)): \(what)\(error.message)",
+                    at: place ?? declaration.location))
+            return nil
+        }
+    }
+
+    private static func hasUnsetVariable(_ node: ConfigNode) -> Bool {
+        if node.hasUnsetVariable { return true }
+        switch node.kind {
+        case .scalar: return false
+        case .sequence(let elements): return elements.contains(where: hasUnsetVariable)
+        case .mapping(let members): return members.contains { hasUnsetVariable($0.value) }
+        }
+    }
+
+    /// One note per at-least-once route whose source port does not settle: the source
+    /// confirms upstream (or has nothing to confirm) without waiting for the spool, so
+    /// at-least-once starts at the router, not at the far side.
+    func settlementNotes(_ routes: [PlannedRoute], instances: [PlannedInstance]) -> [Diagnostic] {
+        var notes: [Diagnostic] = []
+        for route in routes where route.declaration.delivery == .atLeastOnce {
+            let source = route.declaration.from
+            guard let instance = instances.first(where: { $0.name == source.value.instance }),
+                !instance.settles.contains(source.value.port)
+            else { continue }
+            notes.append(
+                Diagnostic(
+                    "route '\(route.name)' is at-least-once from the spool on, but \(source.value) (plugin \(instance.plugin.manifest.name)) does not settle: it does not wait for the spool before its upstream counts an envelope as delivered",
+                    at: source.location))
+        }
+        return notes
+    }
+}

@@ -1,0 +1,185 @@
+internal import SwitchyardConfig
+internal import SwitchyardCore
+internal import SwitchyardRouting
+
+extension GraphValidator {
+    func check(
+        _ route: RouteDeclaration,
+        config: GraphConfig,
+        instances: [PlannedInstance],
+        registry: TypeRegistry,
+        diagnostics: inout [Diagnostic]
+    ) -> PlannedRoute? {
+        let before = diagnostics.count
+        let source = resolve(route.from, direction: .source, config: config, instances: instances, diagnostics: &diagnostics)
+        var sinks: [(Located<PortReference>, PortDeclaration)] = []
+        for target in route.to {
+            if let (_, port) = resolve(target, direction: .sink, config: config, instances: instances, diagnostics: &diagnostics) {
+                sinks.append((target, port))
+            }
+        }
+        let sourceTypes = source.map { $0.1.isUntyped ? [] : $0.1.types } ?? []
+        func readProblems(_ reads: [(field: EnvelopeField, offset: Int)], _ location: SourceLocation, _ what: String) -> [Diagnostic] {
+            var problems: [Diagnostic] = []
+            for read in reads {
+                guard case .body(let path) = read.field, !path.isEmpty else { continue }
+                // A port that emits several types is a union: the read is wrong only when none
+                // of them has the field.
+                var missing: [Diagnostic] = []
+                var checked = 0
+                for typeName in sourceTypes {
+                    guard let definition = registry[typeName] else { continue }
+                    checked += 1
+                    if case .missing(let component, let known) = definition.schema.lookup(path) {
+                        let fields = known.isEmpty ? "" : " (fields: \(known.joined(separator: ", ")))"
+                        missing.append(
+                            Diagnostic(
+                                "\(what) reads \(read.field), but type \(typeName) has no field '\(component)'\(fields)",
+                                at: location.advanced(by: read.offset)
+                            )
+                        )
+                    }
+                }
+                if missing.count == checked { problems += missing }
+            }
+            return problems
+        }
+
+        var condition: Condition?
+        if let when = route.when {
+            do {
+                let parsed = try Condition(parsing: when.value, at: when.location)
+                diagnostics += readProblems(parsed.fieldReads, when.location, "condition")
+                condition = parsed
+            } catch {
+                diagnostics.append(error)
+            }
+        }
+
+        var transform: Transform?
+        var outputTypes = sourceTypes
+        if let outputType = route.outputType {
+            if registry[outputType.value] == nil, outputType.value != "*" {
+                diagnostics.append(
+                    Diagnostic(
+                        "unknown type '\(outputType.value)'\(Self.namespacedHint(outputType.value, registry))", at: outputType.location))
+            }
+            outputTypes = [outputType.value]
+        } else if route.map != nil || route.template != nil {
+            // A reshaped envelope takes the one type its sinks accept when they agree on one,
+            // else the built-in open type of what it builds.
+            let accepted = Set(sinks.filter { !$0.1.isUntyped }.flatMap(\.1.types))
+            outputTypes = accepted.count == 1 ? Array(accepted) : [route.map != nil ? BuiltinTypes.json : BuiltinTypes.text]
+        }
+        if let map = route.map {
+            if let node = compileMap(map, diagnostics: &diagnostics, readProblems: readProblems) {
+                let typeName = outputTypes.count == 1 ? outputTypes[0] : nil
+                if let typeName, let definition = registry[typeName] {
+                    for violation in mapShapeViolations(map, schema: definition.schema) {
+                        diagnostics.append(
+                            Diagnostic(
+                                "map does not build a \(typeName): \(violation.description)", at: map.location(ofPath: violation.path)))
+                    }
+                }
+                transform = Transform(
+                    body: .map(node),
+                    outputType: typeName,
+                    contentType: route.contentType?.value ?? "application/json"
+                )
+            }
+        } else if let template = route.template {
+            do {
+                let parsed = try Template(parsing: template.value, at: template.location)
+                diagnostics += readProblems(parsed.fieldReads, template.location, "template")
+                transform = Transform(
+                    body: .template(parsed),
+                    outputType: outputTypes.count == 1 ? outputTypes[0] : nil,
+                    contentType: route.contentType?.value ?? "text/plain"
+                )
+            } catch {
+                diagnostics.append(error)
+            }
+        } else if route.outputType != nil || route.contentType != nil {
+            transform = nil
+            if route.outputType != nil {
+                diagnostics.append(
+                    Diagnostic(
+                        "'type' sets the type a map or template produces; this route has neither",
+                        at: route.outputType?.location ?? route.location))
+            }
+        }
+
+        for (target, port) in sinks where !port.isUntyped {
+            for typeName in outputTypes where !port.types.contains(typeName) && typeName != "*" {
+                diagnostics.append(
+                    Diagnostic(
+                        "\(target.value) accepts \(port.types.joined(separator: ", ")), but route '\(route.name)' delivers \(typeName)",
+                        at: target.location
+                    )
+                )
+            }
+        }
+        guard diagnostics.count == before else { return nil }
+        return PlannedRoute(declaration: route, condition: condition, transform: transform)
+    }
+
+    func compileMap(
+        _ node: ConfigNode,
+        diagnostics: inout [Diagnostic],
+        readProblems: ([(field: EnvelopeField, offset: Int)], SourceLocation, String) -> [Diagnostic]
+    ) -> MapNode? {
+        switch node.kind {
+        case .scalar(.string(let text)):
+            do {
+                let template = try Template(parsing: text, at: node.location)
+                diagnostics += readProblems(template.fieldReads, node.location, "map")
+                return .template(template)
+            } catch {
+                diagnostics.append(error)
+                return nil
+            }
+        case .scalar:
+            return .literal(node.json)
+        case .sequence(let elements):
+            var compiled: [MapNode] = []
+            for element in elements {
+                guard let child = compileMap(element, diagnostics: &diagnostics, readProblems: readProblems) else { return nil }
+                compiled.append(child)
+            }
+            return .array(compiled)
+        case .mapping(let members):
+            var compiled: [(String, MapNode)] = []
+            for member in members {
+                guard let child = compileMap(member.value, diagnostics: &diagnostics, readProblems: readProblems) else { return nil }
+                compiled.append((member.key, child))
+            }
+            return .object(compiled)
+        }
+    }
+
+    /// Top-level field names a map writes that the output type does not have, and required
+    /// fields it does not write.
+    private func mapShapeViolations(_ map: ConfigNode, schema: Schema) -> [SchemaViolation] {
+        guard let members = map.members else { return [] }
+        var violations: [SchemaViolation] = []
+        for member in members {
+            if case .missing(_, let known) = schema.lookup([member.key]) {
+                violations.append(
+                    SchemaViolation(path: member.key, reason: "is not a field of it (fields: \(known.joined(separator: ", ")))"))
+            }
+        }
+        for name in schema.required where !members.contains(where: { $0.key == name }) {
+            violations.append(SchemaViolation(path: "", reason: "required field '\(name)' is not set"))
+        }
+        return violations
+    }
+
+    /// ` (did you mean 'qeo.X'?)` when `name` is unknown but a plugin's instance added it
+    /// under its plugin's name: route files written before instance types were namespaced
+    /// used the bare name.
+    static func namespacedHint(_ name: String, _ registry: TypeRegistry) -> String {
+        let matches = registry.definitions.keys.filter { $0.hasSuffix("." + name) }.sorted()
+        guard let first = matches.first, matches.count == 1 else { return "" }
+        return " (did you mean '\(first)'?)"
+    }
+}

@@ -1,0 +1,136 @@
+import SwitchyardConfig
+import SwitchyardCore
+import Testing
+
+@testable import SwitchyardRuntime
+
+private func validate(_ yaml: String) throws -> (GraphPlan?, [Diagnostic]) {
+    let (config, loadProblems) = ConfigLoader(environment: [:]).load(sources: [(file: "d.yaml", text: yaml)])
+    try #require(loadProblems.isEmpty, "configuration should load: \(loadProblems)")
+    return GraphValidator(plugins: [try loadFakePlugin(), try loadDescribingPlugin()]).validate(config)
+}
+
+private func at(_ line: Int, _ column: Int) -> SwitchyardCore.SourceLocation {
+    SwitchyardCore.SourceLocation(file: "d.yaml", line: line, column: column)
+}
+
+/// `validate` asks each instance's plugin to describe it (ABI section 6) before anything starts.
+@Suite struct InstanceDescriptionTests {
+    @Test func anErrorThatStartsWithAPointerIsReportedAtThatValue() throws {
+        let (plan, diagnostics) = try validate(
+            """
+            instances:
+              d:
+                plugin: desc
+                fail: "/settings/ports/1: 70000 is not in 0-65535"
+                settings: { ports: [80, 70000] }
+            """)
+        #expect(plan == nil)
+        #expect(diagnostics.count == 1, "\(diagnostics)")
+        #expect(diagnostics.first?.message == "instance 'd' (plugin desc): /settings/ports/1: 70000 is not in 0-65535")
+        #expect(diagnostics.first?.location == at(5, 29))
+    }
+
+    @Test func anErrorWithoutAPointerIsReportedAtTheInstance() throws {
+        let (_, diagnostics) = try validate("instances:\n  d: { plugin: desc, fail: \"no realm here\" }\n")
+        #expect(diagnostics.map(\.message) == ["instance 'd' (plugin desc): no realm here"])
+        #expect(diagnostics.first?.location == at(2, 3))
+    }
+
+    @Test func describedPortsAndTypesAreWhatRoutesAreCheckedAgainst() throws {
+        let describe = """
+            { ports: [ { name: out, direction: source, types: [desc.Reading] }, { name: in, direction: sink, types: [desc.Reading] } ],
+                          types: { desc.Reading: { type: object, additionalProperties: false, properties: { value: { type: integer } } } } }
+            """
+        let good = """
+            instances:
+              d: { plugin: desc, describe: \(describe) }
+            routes:
+              - { from: d.out, when: "body.value > 3", to: d.in }
+            """
+        let (plan, problems) = try validate(good)
+        #expect(problems.isEmpty, "\(problems)")
+        #expect(plan?.types["desc.Reading"]?.origin == "instance 'd' (plugin desc)")
+        #expect(plan?.instances.first?.ports.map(\.types) == [["desc.Reading"], ["desc.Reading"]])
+
+        let (_, diagnostics) = try validate(good.replacingOccurrences(of: "body.value", with: "body.valeu"))
+        #expect(diagnostics.map(\.message) == ["condition reads body.valeu, but type desc.Reading has no field 'valeu' (fields: value)"])
+    }
+
+    @Test func aTypeOutsideThePluginsNameIsRefused() throws {
+        let (_, diagnostics) = try validate(
+            """
+            instances:
+              d: { plugin: desc, describe: { types: { t.Mine: { type: object } } } }
+            """)
+        #expect(
+            diagnostics.map(\.message) == [
+                "instance 'd' (plugin desc): type 't.Mine' does not start with 'desc.': the types an instance adds are named after its plugin"
+            ])
+        #expect(diagnostics.first?.location == at(2, 3))
+    }
+
+    @Test func twoInstancesMayAddOneTypeOnlyWithOneSchema() throws {
+        let same = """
+            instances:
+              a: { plugin: desc, describe: { types: { desc.T: { type: object } } } }
+              b: { plugin: desc, describe: { types: { desc.T: { type: object } } } }
+            """
+        #expect(try validate(same).1.isEmpty)
+        let (_, diagnostics) = try validate(
+            same.replacingOccurrences(
+                of: "b: { plugin: desc, describe: { types: { desc.T: { type: object",
+                with: "b: { plugin: desc, describe: { types: { desc.T: { type: string"))
+        #expect(
+            diagnostics.map(\.message) == [
+                "instance 'b' (plugin desc): type 'desc.T' is also added by another instance, with a different schema"
+            ])
+    }
+
+    @Test func aPortTypeNobodyDefinesIsRefused() throws {
+        let (_, diagnostics) = try validate(
+            "instances:\n  d: { plugin: desc, describe: { ports: [ { name: out, direction: source, types: [desc.Nowhere] } ] } }\n")
+        #expect(
+            diagnostics.map(\.message) == [
+                "instance 'd' (plugin desc): port 'out' carries type 'desc.Nowhere', which neither the plugins nor the route files define"
+            ])
+    }
+
+    @Test func anOversizedOrMalformedDescriptionIsRefused() throws {
+        let (_, huge) = try validate("instances:\n  d: { plugin: desc, huge: true }\n")
+        #expect(
+            huge.map(\.message) == ["instance 'd' (plugin desc): plugin desc cannot describe it: its description is larger than 16 MiB"])
+        let (_, malformed) = try validate("instances:\n  d: { plugin: desc, raw: \"{\\\"ports\\\": 3\" }\n")
+        #expect(malformed.count == 1)
+        #expect(
+            malformed.first?.message.hasPrefix("instance 'd' (plugin desc): plugin desc cannot describe it: its description is unusable")
+                == true)
+    }
+
+    @Test func aVersionOnePluginHasItsManifestsPorts() throws {
+        let (plan, diagnostics) = try validate("instances:\n  a: { plugin: fake }\n")
+        #expect(diagnostics.isEmpty)
+        #expect(plan?.instances.first?.declaredPorts.map(\.name) == ["out", "in", "any", "opt", "either"])
+    }
+
+    @Test func anAtLeastOnceRouteFromAPortThatDoesNotSettleGetsANote() throws {
+        let yaml = """
+            instances:
+              d: { plugin: desc, describe: { settles: [SETTLES] } }
+              a: { plugin: fake }
+            routes:
+              - { name: durable, from: d.out, to: a.any, delivery: at-least-once }
+              - { name: quick, from: d.out, to: a.any }
+            """
+        let (unsettled, problems) = try validate(yaml.replacingOccurrences(of: "SETTLES", with: ""))
+        #expect(problems.isEmpty, "\(problems)")
+        #expect(unsettled?.notes.count == 1)
+        #expect(unsettled?.notes.first?.message.hasPrefix("route 'durable' is at-least-once from the spool on, but d.out") == true)
+        #expect(unsettled?.notes.first?.location == at(5, 28))
+        let (settled, _) = try validate(yaml.replacingOccurrences(of: "SETTLES", with: "out"))
+        #expect(settled?.notes.isEmpty == true)
+        #expect(settled?.instances.first?.settles == ["out"])
+        let (_, wrong) = try validate(yaml.replacingOccurrences(of: "SETTLES", with: "in"))
+        #expect(wrong.map(\.message) == ["instance 'd' (plugin desc): 'settles' names 'in', which is not a source port"])
+    }
+}
