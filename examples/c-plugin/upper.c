@@ -5,6 +5,7 @@
  *
  *   ports:  in  (sink, any type, feeds "out")  ->  out (source, any type)
  *   config: { prefix: "text" }   (optional; no other keys)
+ *   command: switchyard upper shout WORDS...   (prints the words uppercased)
  *
  * Every envelope delivered on `in` comes out of `out` with its body ASCII-uppercased and the
  * prefix put in front. Type, subject, headers, content type, session and trace are passed on
@@ -18,6 +19,9 @@
  * immutable after create() except for its `stopped` flag, which is atomic; the one global (the
  * host table chosen in negotiation) is an atomic pointer. Nothing here blocks.
  */
+/* write() from <unistd.h>, which strict C11 (-std=c11) does not declare by itself. */
+#define _POSIX_C_SOURCE 200809L
+
 #include "switchyard_plugin.h"
 
 #include <stdatomic.h>
@@ -25,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------------------------------- */
 /* Manifest: static storage, valid for the life of the process as the ABI requires.           */
@@ -43,7 +49,8 @@ static const char manifest_json[] =
     "],"
     "\"types\":{},"
     "\"config\":{\"type\":\"object\",\"additionalProperties\":false,"
-    "\"properties\":{\"prefix\":{\"type\":\"string\",\"description\":\"Text put in front of every body\"}}}"
+    "\"properties\":{\"prefix\":{\"type\":\"string\",\"description\":\"Text put in front of every body\"}}},"
+    "\"commands\":[{\"name\":\"shout\",\"summary\":\"Print the words given uppercased: switchyard upper shout hello\"}]"
     "}";
 
 /* The host table chosen in negotiation; set before any instance exists. */
@@ -440,6 +447,77 @@ static void upper_destroy(void *instance) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* The command: `switchyard upper shout WORDS...` (section 8 of the header)                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Exit statuses, as sysexits.h has them. */
+enum { EXIT_USAGE = 64, EXIT_IO = 74, EXIT_SOFTWARE = 70 };
+
+/* Writes all of `length` bytes to `fd`, through partial writes and interrupted ones. */
+static bool write_all(int32_t fd, const uint8_t *data, size_t length) {
+    while (length > 0) {
+        ssize_t written = write(fd, data, length);
+        if (written < 0 && errno == EINTR) continue;
+        if (written <= 0) return false;
+        data += written;
+        length -= (size_t)written;
+    }
+    return true;
+}
+
+static bool write_text(int32_t fd, const char *text) { return write_all(fd, (const uint8_t *)text, strlen(text)); }
+
+/* "USAGE: <program> WORDS..." and a line on what it does. */
+static bool write_usage(int32_t fd, sy_bytes program) {
+    return write_text(fd, "USAGE: ") && write_all(fd, program.data, program.length) &&
+           write_text(fd, " <word> ...\n\nPrints the words, uppercased, on one line.\n");
+}
+
+static int32_t upper_command(const sy_command_call *call) {
+    /* Every field up to stderr_fd must be there (a later host may pass a longer struct). */
+    if (call == NULL || call->struct_size < offsetof(sy_command_call, stderr_fd) + sizeof call->stderr_fd) return EXIT_SOFTWARE;
+    if (!bytes_equal(call->name, "shout")) {
+        write_text(call->stderr_fd, "upper: no such command\n");
+        return EXIT_USAGE;
+    }
+    size_t count = call->argument_count;
+    if (count == 1 && (bytes_equal(call->arguments[0], "--help") || bytes_equal(call->arguments[0], "-h"))) {
+        return write_usage(call->stdout_fd, call->program) ? 0 : EXIT_IO;
+    }
+    if (count == 0) {
+        write_text(call->stderr_fd, "error: give at least one word\n");
+        write_usage(call->stderr_fd, call->program);
+        return EXIT_USAGE;
+    }
+    for (size_t i = 0; i < count; i++) {
+        sy_bytes word = call->arguments[i];
+        if (word.length > 0 && word.data[0] == '-') {
+            write_text(call->stderr_fd, "error: unknown option '");
+            write_all(call->stderr_fd, word.data, word.length);
+            write_text(call->stderr_fd, "'\n");
+            write_usage(call->stderr_fd, call->program);
+            return EXIT_USAGE;
+        }
+    }
+    /* One word at a time through a fixed buffer: the arguments may be long, memory stays small. */
+    uint8_t buffer[256];
+    for (size_t i = 0; i < count; i++) {
+        sy_bytes word = call->arguments[i];
+        if (i > 0 && !write_text(call->stdout_fd, " ")) return EXIT_IO;
+        for (size_t done = 0; done < word.length;) {
+            size_t chunk = word.length - done < sizeof buffer ? word.length - done : sizeof buffer;
+            for (size_t b = 0; b < chunk; b++) {
+                uint8_t c = word.data[done + b];
+                buffer[b] = (c >= 'a' && c <= 'z') ? (uint8_t)(c - ('a' - 'A')) : c;
+            }
+            if (!write_all(call->stdout_fd, buffer, chunk)) return EXIT_IO;
+            done += chunk;
+        }
+    }
+    return write_text(call->stdout_fd, "\n") ? 0 : EXIT_IO;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Negotiation: the table, and the one exported symbol the header macro writes.             */
 /* ---------------------------------------------------------------------------------------- */
 
@@ -451,6 +529,7 @@ static void upper_fill(sy_plugin_api_v2 *table) {
     table->deliver = upper_deliver;
     table->stop = upper_stop;
     table->destroy = upper_destroy;
+    table->command = upper_command;
     /* quiesce, resume, settled: not needed — `out` only ever emits inside deliver(). */
 }
 
