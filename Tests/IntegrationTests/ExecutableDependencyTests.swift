@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+
+/// The `switchyard` executable knows no protocol: no target of its dependency closure lies under
+/// `Plugins/` (so it links neither a plugin's code nor what a plugin links, libcrypto among
+/// them). Plugin commands reach it through the ABI at run time.
+@Suite(.timeLimit(.minutes(2)))
+struct ExecutableDependencyTests {
+    /// `swift package describe --type json` of the package. Run with a scratch path of its own:
+    /// the package's `.build` is locked by the `swift test` running this test, and describing
+    /// reads only the root manifest, so nothing is fetched or built there.
+    static func describePackage(timeout: Duration = .seconds(90)) throws -> [String: Any] {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-describe-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["swift", "package", "--scratch-path", scratch.path, "describe", "--type", "json"]
+        process.currentDirectoryURL = BuildProducts.packageRoot
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        let collected = OutputBuffer()
+        let diagnostics = OutputBuffer()
+        output.fileHandleForReading.readabilityHandler = { handle in collected.append(handle.availableData) }
+        errors.fileHandleForReading.readabilityHandler = { handle in diagnostics.append(handle.availableData) }
+        try ChildProcess.start(process)
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+            throw SandboxError("swift package describe did not finish within \(timeout):\n\(diagnostics.text)")
+        }
+        process.waitUntilExit()
+        output.fileHandleForReading.readabilityHandler = nil
+        errors.fileHandleForReading.readabilityHandler = nil
+        collected.append(output.fileHandleForReading.readDataToEndOfFile())
+        diagnostics.append(errors.fileHandleForReading.readDataToEndOfFile())
+        guard process.terminationStatus == 0 else {
+            throw SandboxError("swift package describe failed (\(process.terminationStatus)):\n\(diagnostics.text)")
+        }
+        guard let package = try JSONSerialization.jsonObject(with: Data(collected.text.utf8)) as? [String: Any] else {
+            throw SandboxError("swift package describe printed no JSON object:\n\(collected.text)")
+        }
+        return package
+    }
+
+    /// Every target the product's targets depend on, directly or not, each with the chain of
+    /// dependencies that pulls it in (`switchyard → SwitchyardRuntime → …`).
+    static func closure(ofProduct product: String, in package: [String: Any]) throws -> [String: (path: String, chain: [String])] {
+        let products = package["products"] as? [[String: Any]] ?? []
+        let targets = package["targets"] as? [[String: Any]] ?? []
+        let byName = Dictionary(targets.compactMap { target in (target["name"] as? String).map { ($0, target) } }) { first, _ in first }
+        guard let roots = products.first(where: { $0["name"] as? String == product })?["targets"] as? [String] else {
+            throw SandboxError("the package has no product '\(product)'")
+        }
+        var found: [String: (path: String, chain: [String])] = [:]
+        var queue = roots.map { ($0, [$0]) }
+        while let (name, chain) = queue.first {
+            queue.removeFirst()
+            guard found[name] == nil, let target = byName[name] else { continue }
+            found[name] = (target["path"] as? String ?? "", chain)
+            for dependency in target["target_dependencies"] as? [String] ?? [] { queue.append((dependency, chain + [dependency])) }
+        }
+        return found
+    }
+
+    @Test func theSwitchyardExecutableLinksNoPluginTarget() throws {
+        let package = try Self.describePackage()
+        let closure = try Self.closure(ofProduct: "switchyard", in: package)
+        // The description is the real one: the executable and the runtime are in it.
+        #expect(closure["switchyard"]?.path == "Sources/switchyard")
+        #expect(closure["SwitchyardRuntime"] != nil)
+        let pluginTargets = closure.filter { $0.value.path == "Plugins" || $0.value.path.hasPrefix("Plugins/") }
+        #expect(
+            pluginTargets.isEmpty,
+            "the switchyard executable depends on targets under Plugins/: \(pluginTargets.sorted { $0.key < $1.key }.map { "\($0.key) (\($0.value.path)) via \($0.value.chain.joined(separator: " → "))" }.joined(separator: "; "))"
+        )
+    }
+
+    @Test func thePluginsThatOwnTheOldBuiltInCommandsStillHaveThem() throws {
+        // The commands moved into the plugins rather than away: the push and qeo plugins link
+        // the token registry and the realm authority the commands use.
+        let package = try Self.describePackage()
+        #expect(try Self.closure(ofProduct: "push", in: package)["PushTokens"] != nil)
+        #expect(try Self.closure(ofProduct: "qeo", in: package)["QeoRealm"] != nil)
+    }
+}
