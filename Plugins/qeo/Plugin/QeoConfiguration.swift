@@ -52,12 +52,12 @@ struct QeoConfiguration: Sendable {
         }
     }
 
-    /// Reads `security:` — a device directory from `switchyard realm add-device`, or
+    /// Reads `security:` — a device directory from `switchyard qeo realm add-device`, or
     /// `{credentials: DIR, libraries: DIR}` — and takes the realm, user, device and domain from it;
     /// ids also given in the configuration must agree.
     private mutating func secure(_ security: JSONValue, config: JSONValue) throws {
         guard let directory = security.stringValue ?? security["credentials"]?.stringValue else {
-            throw PluginError("security: give the device credentials directory (`switchyard realm add-device` prints it)")
+            throw PluginError("security: give the device credentials directory (`switchyard qeo realm add-device` prints it)")
         }
         let credentials: DeviceCredentials
         do {
