@@ -6,7 +6,7 @@ public import SwitchyardCore
 /// ```yaml
 /// tls: { ca_file: ca.pem, cert_file: client.pem, key_file: client.key, server_name: broker.example.org, verify: true }
 /// ```
-public struct TLSSettings: Sendable, Equatable {
+public struct TLSSettings: Decodable, Sendable, Equatable {
     /// PEM file of the CA that signs the far end's certificate; the system's roots when nil.
     public var caFile: String?
     /// PEM file of this end's certificate (a client certificate, or a listener's).
@@ -18,15 +18,29 @@ public struct TLSSettings: Sendable, Equatable {
     /// Whether the far end's certificate is checked (default true).
     public var verify: Bool
 
+    private enum CodingKeys: String, CodingKey {
+        case caFile = "ca_file", certificateFile = "cert_file", keyFile = "key_file", serverName = "server_name", verify
+    }
+
     /// Reads a `tls:` section; `cert_file` and `key_file` must come together.
-    public init(_ section: JSONValue) throws(PluginError) {
-        caFile = section["ca_file"]?.stringValue
-        certificateFile = section["cert_file"]?.stringValue
-        keyFile = section["key_file"]?.stringValue
-        serverName = section["server_name"]?.stringValue
-        verify = section["verify"]?.boolValue ?? true
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        caFile = try container.decodeIfPresent(String.self, forKey: .caFile)
+        certificateFile = try container.decodeIfPresent(String.self, forKey: .certificateFile)
+        keyFile = try container.decodeIfPresent(String.self, forKey: .keyFile)
+        serverName = try container.decodeIfPresent(String.self, forKey: .serverName)
+        verify = try container.decode(.verify, default: true)
         guard (certificateFile == nil) == (keyFile == nil) else {
-            throw PluginError("tls: give both cert_file and key_file, or neither")
+            throw ConfigurationError(decoder, "give both cert_file and key_file, or neither")
+        }
+    }
+
+    /// Reads a `tls:` section outside a ``PluginConfiguration`` (errors name `/tls`).
+    public init(_ section: JSONValue) throws(PluginError) {
+        do {
+            self = try Self(from: ConfigurationDecoder(value: section, codingPath: [ConfigurationKey(stringValue: "tls")]))
+        } catch {
+            throw PluginError("\(error)")
         }
     }
 

@@ -1,0 +1,114 @@
+public import SwitchyardCore
+
+/// A configuration value that states its own JSON Schema instead of having it derived: the
+/// escape hatch for values whose shape is a union (`"host:port"` or `{ host, port }`), a
+/// duration written as text or a number, or a checked string like a UUID.
+public protocol ConfigurationValue: Decodable {
+    /// The schema of the value (`["type": ["string", "integer"]]`).
+    static var configurationSchema: JSONValue { get }
+    /// Any valid value: what the schema derivation hands to the type holding this one.
+    static var schemaPlaceholder: Self { get }
+}
+
+/// A setting that takes one of a fixed set of names; the schema lists them as an `enum`.
+///
+/// ```swift
+/// enum Transport: String, ConfigurationEnum { case udp, tcp, tls }
+/// ```
+public protocol ConfigurationEnum: ConfigurationValue, RawRepresentable, CaseIterable where RawValue == String {}
+
+extension ConfigurationEnum {
+    public static var configurationSchema: JSONValue { ["enum": .array(allCases.map { .string($0.rawValue) })] }
+
+    public static var schemaPlaceholder: Self {
+        guard let first = allCases.first else { preconditionFailure("\(Self.self) has no cases") }
+        return first
+    }
+
+    /// Reads the name; an error lists the allowed ones (`'sctp' is not udp, tcp or tls`).
+    public init(from decoder: any Decoder) throws {
+        let name = try decoder.singleValueContainer().decode(String.self)
+        guard let value = Self(rawValue: name) else {
+            let names = Self.allCases.map(\.rawValue)
+            let list = names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + (names.last ?? "") : names.joined()
+            throw ConfigurationError(decoder, "'\(name)' is not \(list)")
+        }
+        self = value
+    }
+}
+
+/// A duration setting: `500ms`, `10s`, `5m`, or a number of milliseconds.
+public struct ConfigurationDuration: ConfigurationValue, Sendable, Hashable, CustomStringConvertible {
+    /// The duration.
+    public var duration: Duration
+    /// How the configuration wrote it (how a default appears in the schema).
+    public var text: String
+
+    /// A default given as a `Duration`.
+    public init(_ duration: Duration) {
+        self.duration = duration
+        let (seconds, attoseconds) = duration.components
+        text = attoseconds == 0 ? "\(seconds)s" : "\(seconds * 1000 + attoseconds / 1_000_000_000_000_000)ms"
+    }
+
+    /// The duration in whole nanoseconds (0 for a negative one, which configuration cannot write).
+    public var nanoseconds: UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000)).partialValue
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let value = try ConfigurationJSON(from: decoder).value
+        guard let nanoseconds = DurationText.nanoseconds(value) else {
+            throw ConfigurationError(decoder, "'\(value.text)' is not a duration like 500ms, 10s or 5m")
+        }
+        duration = .nanoseconds(Int64(clamping: nanoseconds))
+        text = value.text
+    }
+
+    public static var configurationSchema: JSONValue { ["type": ["string", "integer"]] }
+    public static var schemaPlaceholder: Self { Self(.seconds(1)) }
+    public var description: String { text }
+}
+
+/// Any JSON value, taken as written: a section the plugin reads itself (the schema allows
+/// anything there unless a description of it is added).
+public struct ConfigurationJSON: ConfigurationValue, Sendable, Hashable {
+    /// The value.
+    public var value: JSONValue
+
+    public init(_ value: JSONValue) { self.value = value }
+
+    public init(from decoder: any Decoder) throws {
+        // Deriving a schema: the value is unknown, so a reader that branches on it takes its
+        // structured branch and so has it recorded.
+        if decoder is SchemaRecorder {
+            value = .null
+            return
+        }
+        guard let decoder = decoder as? ConfigurationDecoder else {
+            throw ConfigurationError(decoder, "a JSON value can only be read from a plugin configuration")
+        }
+        guard let value = decoder.value else { throw ConfigurationError(decoder, "is required") }
+        self.value = value
+    }
+
+    public static var configurationSchema: JSONValue { [:] }
+    public static var schemaPlaceholder: Self { Self(.null) }
+}
+
+/// A secret setting (a password): a string the schema marks `secret`, so the router redacts it
+/// wherever it shows configuration.
+public struct ConfigurationSecret: ConfigurationValue, Sendable, Hashable {
+    /// The secret.
+    public var value: String
+
+    public init(_ value: String) { self.value = value }
+
+    public init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(String.self) }
+
+    public static var configurationSchema: JSONValue { ["type": "string", "secret": true] }
+    public static var schemaPlaceholder: Self { Self("") }
+}

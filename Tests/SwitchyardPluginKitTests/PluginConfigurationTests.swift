@@ -1,0 +1,112 @@
+import SwitchyardCore
+import SwitchyardPluginKit
+import Testing
+
+/// A configuration with every shape the derivation handles: nesting, arrays, maps, defaults,
+/// bounds, named values, durations and a union-shaped value.
+private struct SampleConfiguration: PluginConfiguration {
+    enum Write: String, ConfigurationEnum { case request, command }
+
+    struct Listen: Decodable, Sendable {
+        var host: String
+        var port: UInt16
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            host = try container.decode(.host, default: "0.0.0.0")
+            port = try container.decode(.port, default: 5060)
+        }
+
+        private enum CodingKeys: CodingKey { case host, port }
+    }
+
+    struct Button: Decodable, Sendable {
+        var characteristic: String
+        var button: Int?
+    }
+
+    var listen: Listen
+    var buttons: [Button]
+    var pressKinds: [String: String]
+    var write: Write
+    var maxInFlight: Int
+    var scanTimeout: Duration
+    var tls: TLSSettings?
+
+    static let descriptions = ["/listen/port": "the port to listen on"]
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        listen = try container.decode(Listen.self, forKey: .listen)
+        buttons = try container.decode(.buttons, default: [])
+        pressKinds = try container.decode(.pressKinds, default: [:])
+        write = try container.decode(.write, default: .request)
+        maxInFlight = try container.decode(.maxInFlight, default: 256, in: 1...65536)
+        scanTimeout = try container.decode(.scanTimeout, default: .seconds(20), atLeast: .milliseconds(10))
+        tls = try container.decodeIfPresent(TLSSettings.self, forKey: .tls)
+    }
+
+    func validate() throws {
+        guard write == .request || buttons.isEmpty else { throw ConfigurationError(at: "/write", "command writes take no buttons") }
+    }
+
+    private enum CodingKeys: CodingKey { case listen, buttons, pressKinds, write, maxInFlight, scanTimeout, tls }
+}
+
+@Suite struct PluginConfigurationTests {
+    private func error(_ config: JSONValue) -> String? {
+        do {
+            _ = try SampleConfiguration(config: config)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
+    @Test func decodesWithDefaults() throws {
+        let config = try SampleConfiguration(config: ["listen": ["port": 5070], "press_kinds": ["1": "short"], "scan_timeout": "500ms"])
+        #expect(config.listen.host == "0.0.0.0")
+        #expect(config.listen.port == 5070)
+        #expect(config.pressKinds == ["1": "short"])
+        #expect(config.write == .request)
+        #expect(config.maxInFlight == 256)
+        #expect(config.scanTimeout == .milliseconds(500))
+        #expect(config.tls == nil)
+    }
+
+    @Test func errorsStartWithTheJSONPointerOfTheValue() {
+        #expect(error(["listen": ["port": 70000]]) == "/listen/port: 70000 is not in 0-65535")
+        #expect(error(["listen": ["port": "x"]]) == "/listen/port: expected integer, found string")
+        #expect(error([:]) == "/listen: is required")
+        #expect(error(["listen": [:], "buttons": [["characteristic": "a"], ["button": 2]]]) == "/buttons/1/characteristic: is required")
+        #expect(error(["listen": [:], "write": "reliable"]) == "/write: 'reliable' is not request or command")
+        #expect(error(["listen": [:], "max_in_flight": 0]) == "/max_in_flight: 0 is not in 1-65536")
+        #expect(error(["listen": [:], "scan_timeout": "soon"]) == "/scan_timeout: 'soon' is not a duration like 500ms, 10s or 5m")
+        #expect(error(["listen": [:], "scan_timeout": "1ms"]) == "/scan_timeout: at least 10ms")
+        #expect(error(["listen": [:], "tls": ["cert_file": "a.pem"]]) == "/tls: give both cert_file and key_file, or neither")
+        #expect(
+            error(["listen": [:], "write": "command", "buttons": [["characteristic": "a"]]]) == "/write: command writes take no buttons")
+    }
+
+    @Test func theSchemaIsDerivedFromTheSameType() throws {
+        let schema = SampleConfiguration.jsonSchema
+        #expect(schema["type"] == "object")
+        #expect(schema["additionalProperties"] == false)
+        #expect(schema["required"] == ["listen"])
+        let properties = try #require(schema["properties"])
+        #expect(
+            properties["listen"]?["properties"]?["port"] == [
+                "type": "integer", "minimum": 0, "maximum": 65535, "default": 5060, "description": "the port to listen on",
+            ])
+        #expect(properties["listen"]?["required"] == nil)
+        #expect(properties["buttons"]?["items"]?["required"] == ["characteristic"])
+        #expect(properties["buttons"]?["items"]?["properties"]?["button"] == ["type": "integer"])
+        #expect(properties["press_kinds"] == ["type": "object", "additionalProperties": ["type": "string"], "default": [:]])
+        #expect(properties["write"] == ["enum": ["request", "command"], "default": "request"])
+        #expect(properties["max_in_flight"] == ["type": "integer", "minimum": 1, "maximum": 65536, "default": 256])
+        #expect(properties["scan_timeout"] == ["type": ["string", "integer"], "default": "20s"])
+        #expect(properties["tls"]?["properties"]?["verify"] == ["type": "boolean", "default": true])
+        // The router compiles it like any manifest's schema.
+        _ = try Schema(json: schema)
+    }
+}
