@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-/// The command line: version, `validate` diagnostics, `graph` and `plugins list`.
+/// The command line: version, `validate` diagnostics, `graph` and `plugins list` (plugin commands:
+/// PluginCommandLineTests).
 @Suite(.timeLimit(.minutes(2)))
 struct CLITests {
     /// A graph with one problem of each kind the validator reports with a position.
@@ -52,7 +53,16 @@ struct CLITests {
         let result = try RouterProcess.runToExit(["--version"], in: sandbox.root)
         #expect(result.status == 0)
         #expect(result.output.contains("switchyard"))
-        #expect(result.output.contains("plugin ABI 1"))
+        #expect(result.output.contains("plugin ABI 2, 1"))
+    }
+
+    @Test func aRouteDirectoryAsTheFirstWordRunsTheDefaultCommand() throws {
+        // `routes` could be a plugin's name; it is a directory here, so `run` gets it.
+        let (sandbox, _) = try Self.sandbox(with: Self.brokenYAML)
+        let result = try RouterProcess.runToExit(["routes", "--plugins", sandbox.plugins.path], in: sandbox.root)
+        #expect(result.status == 1)
+        #expect(result.errors.contains("routes/main.yaml:"), "\(result.errors)")
+        #expect(!result.errors.contains("neither a switchyard command"))
     }
 
     @Test func validateReportsEveryProblemWithItsPosition() throws {
@@ -142,7 +152,7 @@ struct CLITests {
         #expect(fields.count == 5)
         #expect(fields.first == "core")
         #expect(fields.dropFirst().first == "1.0.0")
-        #expect(fields.dropFirst(2).first == "abi 1")
+        #expect(fields.dropFirst(2).first == "abi 2")
         #expect(fields.dropFirst(3).first == sandbox.plugins.appendingPathComponent("libcore.so").path)
         #expect(fields.last?.contains("tick(source)") == true)
         #expect(fields.last?.contains("write(sink)") == true)
