@@ -163,7 +163,9 @@
  * The manifest may declare commands: "commands": [ { "name": "realm", "summary": "..." } ].
  * `switchyard PLUGIN NAME ARGS...` loads the plugin and calls command() with NAME and ARGS
  * (no router runs). The plugin reads and writes the given descriptors, prints its own help
- * for --help, and returns the process exit status (0 success, 64 usage error, as sysexits).
+ * for --help, and returns the process exit status (0 success, 64 usage error, as sysexits;
+ * the host ends with 70 for a status outside 0-255). `switchyard PLUGIN --help` and unknown
+ * command names are answered by the host from the manifest, without calling command().
  *
  * ----------------------------------------------------------------------------------------
  * 9. Version 1
