@@ -2,7 +2,8 @@ import SwitchyardCore
 import SwitchyardPluginKit
 
 /// One ble instance's settings: which board, and where on it the buttons and the display are.
-struct BLEConfiguration: Sendable {
+/// The manifest's schema is derived from this type (``PluginConfiguration``).
+struct BLEConfiguration: PluginConfiguration {
     /// A characteristic that notifies presses of one button.
     struct Button: Sendable {
         var characteristic: String
@@ -10,11 +11,23 @@ struct BLEConfiguration: Sendable {
     }
 
     /// The characteristic the display text is written to.
-    struct Display: Sendable {
+    struct Display: Decodable, Sendable {
+        /// How the text is written: a Write Request (acknowledged by the board) or a Write Command.
+        enum Write: String, ConfigurationEnum { case request, command }
+
         var characteristic: String
         /// `request` (Write Request, acknowledged by the board) or `command` (Write Command).
         var withResponse: Bool
         var maximumLength: Int
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            characteristic = try container.decode(BluetoothUUID.self, forKey: .characteristic).text
+            withResponse = try container.decode(.write, default: Write.request) == .request
+            maximumLength = try container.decode(.maxLength, default: 20, in: 1...512)
+        }
+
+        private enum CodingKeys: CodingKey { case characteristic, write, maxLength }
     }
 
     var adapter: String
@@ -30,68 +43,127 @@ struct BLEConfiguration: Sendable {
     var initialDelay: Duration
     var maximumDelay: Duration
 
-    init(config: JSONValue) throws {
-        adapter = config["adapter"]?.stringValue ?? "hci0"
-        let device = config["device"]
-        address = device?["address"]?.stringValue?.uppercased()
-        name = device?["name"]?.stringValue
-        guard address != nil || name != nil else { throw PluginError("device needs an address or a name") }
-        if let address, address.split(separator: ":").count != 6 || address.count != 17 {
-            throw PluginError("device.address '\(address)' is not a Bluetooth address like AA:BB:CC:DD:EE:FF")
-        }
-        guard let service = config["service"]?.stringValue else { throw PluginError("service (the GATT service UUID) is required") }
-        self.service = try Self.uuid(service, "service")
-        buttons = try (config["buttons"]?.arrayValue ?? []).enumerated().map { index, entry in
-            guard let characteristic = entry["characteristic"]?.stringValue else {
-                throw PluginError("buttons[\(index)].characteristic is required")
-            }
-            return Button(
-                characteristic: try Self.uuid(characteristic, "buttons[\(index)].characteristic"),
-                number: entry["button"]?.intValue ?? index + 1)
+    static let descriptions = [
+        "/adapter": "BlueZ adapter, default hci0",
+        "/service": "the GATT service UUID",
+    ]
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        adapter = try container.decode(.adapter, default: "hci0")
+        let device = try container.nestedContainer(keyedBy: DeviceKeys.self, forKey: .device)
+        address = try device.decodeIfPresent(BluetoothAddress.self, forKey: .address)?.text
+        name = try device.decodeIfPresent(String.self, forKey: .name)
+        service = try container.decode(BluetoothUUID.self, forKey: .service).text
+        buttons = try container.decode(.buttons, default: [ButtonEntry]()).enumerated().map { index, entry in
+            Button(characteristic: entry.characteristic.text, number: entry.button ?? index + 1)
         }
         var kinds: [UInt8: String] = [:]
-        for (key, value) in config["press_kinds"]?.objectValue ?? [:] {
-            guard let byte = UInt8(key), let kind = value.stringValue else {
-                throw PluginError("press_kinds: keys are byte values 0-255 and values names, like { \"1\": short, \"2\": long }")
+        for (key, kind) in try container.decode(.pressKinds, default: [String: String]()) {
+            guard let byte = UInt8(key) else {
+                throw ConfigurationError(
+                    codingPath: container.codingPath + [CodingKeys.pressKinds],
+                    "keys are byte values 0-255 and values names, like { \"1\": short, \"2\": long }")
             }
             kinds[byte] = kind
         }
         pressKinds = kinds
-        if let display = config["display"] {
-            guard let characteristic = display["characteristic"]?.stringValue else {
-                throw PluginError("display.characteristic is required")
-            }
-            self.display = Display(
-                characteristic: try Self.uuid(characteristic, "display.characteristic"),
-                withResponse: (display["write"]?.stringValue ?? "request") == "request",
-                maximumLength: display["max_length"]?.intValue ?? 20)
-        }
-        guard !buttons.isEmpty || display != nil else { throw PluginError("nothing to do: give buttons, a display, or both") }
-        scanTimeout = try PluginError.duration(config["scan_timeout"], "scan_timeout", default: .seconds(20))
-        connectTimeout = try PluginError.duration(config["connect_timeout"], "connect_timeout", default: .seconds(20))
-        initialDelay = try PluginError.duration(config["reconnect"]?["initial_delay"], "reconnect.initial_delay", default: .seconds(1))
-        maximumDelay = try PluginError.duration(config["reconnect"]?["max_delay"], "reconnect.max_delay", default: .seconds(30))
+        display = try container.decodeIfPresent(Display.self, forKey: .display)
         // A zero wait would retry a missing bus or board in a tight loop.
-        for (name, value) in [
-            ("scan_timeout", scanTimeout), ("connect_timeout", connectTimeout), ("reconnect.initial_delay", initialDelay),
-        ] where value < .milliseconds(10) {
-            throw PluginError("\(name): at least 10ms")
-        }
-        guard maximumDelay >= initialDelay else { throw PluginError("reconnect.max_delay: not less than reconnect.initial_delay") }
+        scanTimeout = try container.decode(.scanTimeout, default: .seconds(20), atLeast: .milliseconds(10))
+        connectTimeout = try container.decode(.connectTimeout, default: .seconds(20), atLeast: .milliseconds(10))
+        let reconnect = try container.decode(.reconnect, default: Reconnect())
+        initialDelay = reconnect.initialDelay
+        maximumDelay = reconnect.maxDelay
     }
 
-    /// A 128-bit UUID in BlueZ's form (lower case); 16-bit ones (`180f`) are expanded with the
-    /// Bluetooth base UUID.
-    static func uuid(_ text: String, _ name: String) throws -> String {
-        let lower = text.lowercased()
-        if lower.count == 4, lower.allSatisfy(\.isHexDigit) { return "0000\(lower)-0000-1000-8000-00805f9b34fb" }
-        let groups = lower.split(separator: "-", omittingEmptySubsequences: false).map(\.count)
-        guard groups == [8, 4, 4, 4, 12], lower.filter({ $0 != "-" }).allSatisfy(\.isHexDigit) else {
-            throw PluginError("\(name): '\(text)' is not a UUID like 0000180f-0000-1000-8000-00805f9b34fb or 180f")
+    func validate() throws {
+        guard address != nil || name != nil else { throw ConfigurationError(at: "/device", "needs an address or a name") }
+        guard !buttons.isEmpty || display != nil else {
+            throw ConfigurationError(at: "", "nothing to do: give buttons, a display, or both")
         }
-        return lower
+        guard maximumDelay >= initialDelay else {
+            throw ConfigurationError(at: "/reconnect/max_delay", "not less than reconnect.initial_delay")
+        }
     }
 
     /// How the device is named in messages.
     var deviceDescription: String { [address, name.map { "\"\($0)\"" }].compactMap { $0 }.joined(separator: " ") }
+
+    private enum CodingKeys: CodingKey {
+        case adapter, device, service, buttons, pressKinds, display, scanTimeout, connectTimeout, reconnect
+    }
+    private enum DeviceKeys: CodingKey { case address, name }
+
+    /// One entry of `buttons:`; the button number defaults to its place in the list.
+    private struct ButtonEntry: Decodable {
+        var characteristic: BluetoothUUID
+        var button: Int?
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            characteristic = try container.decode(BluetoothUUID.self, forKey: .characteristic)
+            button = try container.decodeIfPresent(.button, in: 1...Int(Int32.max))
+        }
+
+        private enum CodingKeys: CodingKey { case characteristic, button }
+    }
+
+    /// The `reconnect:` section: the backoff between attempts.
+    private struct Reconnect: Decodable {
+        var initialDelay: Duration = .seconds(1)
+        var maxDelay: Duration = .seconds(30)
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            initialDelay = try container.decode(.initialDelay, default: initialDelay, atLeast: .milliseconds(10))
+            maxDelay = try container.decode(.maxDelay, default: maxDelay)
+        }
+
+        private enum CodingKeys: CodingKey { case initialDelay, maxDelay }
+    }
+}
+
+/// A GATT UUID in BlueZ's form (lower case); 16-bit ones (`180f`) are expanded with the
+/// Bluetooth base UUID.
+struct BluetoothUUID: ConfigurationValue {
+    var text: String
+
+    static let configurationSchema: JSONValue = ["type": "string"]
+    static var schemaPlaceholder: Self { Self(text: "0000180f-0000-1000-8000-00805f9b34fb") }
+
+    private init(text: String) { self.text = text }
+
+    init(from decoder: any Decoder) throws {
+        let written = try decoder.singleValueContainer().decode(String.self)
+        let lower = written.lowercased()
+        if lower.count == 4, lower.allSatisfy(\.isHexDigit) {
+            text = "0000\(lower)-0000-1000-8000-00805f9b34fb"
+            return
+        }
+        let groups = lower.split(separator: "-", omittingEmptySubsequences: false).map(\.count)
+        guard groups == [8, 4, 4, 4, 12], lower.filter({ $0 != "-" }).allSatisfy(\.isHexDigit) else {
+            throw ConfigurationError(decoder, "'\(written)' is not a UUID like 0000180f-0000-1000-8000-00805f9b34fb or 180f")
+        }
+        text = lower
+    }
+}
+
+/// A Bluetooth device address (`AA:BB:CC:DD:EE:FF`), upper case.
+struct BluetoothAddress: ConfigurationValue {
+    var text: String
+
+    static let configurationSchema: JSONValue = ["type": "string"]
+    static var schemaPlaceholder: Self { Self(text: "00:00:00:00:00:00") }
+
+    private init(text: String) { self.text = text }
+
+    init(from decoder: any Decoder) throws {
+        text = try decoder.singleValueContainer().decode(String.self).uppercased()
+        guard text.split(separator: ":").count == 6, text.count == 17 else {
+            throw ConfigurationError(decoder, "'\(text)' is not a Bluetooth address like AA:BB:CC:DD:EE:FF")
+        }
+    }
 }

@@ -36,40 +36,7 @@ final class BLEPlugin: SwitchyardPlugin {
                 ],
             ]
         ],
-        config: [
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["device", "service"],
-            "properties": [
-                "adapter": ["type": "string", "description": "BlueZ adapter, default hci0"],
-                "device": [
-                    "type": "object", "additionalProperties": false,
-                    "properties": ["address": ["type": "string"], "name": ["type": "string"]],
-                ],
-                "service": ["type": "string", "description": "the GATT service UUID"],
-                "buttons": [
-                    "type": "array",
-                    "items": [
-                        "type": "object", "additionalProperties": false, "required": ["characteristic"],
-                        "properties": ["characteristic": ["type": "string"], "button": ["type": "integer", "minimum": 1]],
-                    ],
-                ],
-                "press_kinds": ["type": "object", "additionalProperties": ["type": "string"]],
-                "display": [
-                    "type": "object", "additionalProperties": false, "required": ["characteristic"],
-                    "properties": [
-                        "characteristic": ["type": "string"], "write": ["enum": ["request", "command"]],
-                        "max_length": ["type": "integer", "minimum": 1, "maximum": 512],
-                    ],
-                ],
-                "scan_timeout": ["type": ["string", "integer"]],
-                "connect_timeout": ["type": ["string", "integer"]],
-                "reconnect": [
-                    "type": "object", "additionalProperties": false,
-                    "properties": ["initial_delay": ["type": ["string", "integer"]], "max_delay": ["type": ["string", "integer"]]],
-                ],
-            ],
-        ]
+        config: BLEConfiguration.jsonSchema
     )
 
     private let context: PluginContext
