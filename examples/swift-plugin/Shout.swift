@@ -7,6 +7,23 @@ public func entry(_ offer: UnsafeRawPointer?, _ table: UnsafeMutableRawPointer?,
     PluginExport.negotiate(Shout.self, offer: offer, table: table, capacity: capacity)
 }
 
+/// The configuration, declared once: PluginKit derives the manifest's JSON Schema from this
+/// type and decodes instance configurations with it, with errors like `/suffix: longer than 16
+/// characters`.
+struct ShoutConfiguration: PluginConfiguration {
+    /// Appended to every shouted body.
+    var suffix: String
+
+    static let descriptions = ["/suffix": "appended to every shouted body"]
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        suffix = try container.decode(.suffix, default: "", maxLength: 16)
+    }
+
+    private enum CodingKeys: CodingKey { case suffix }
+}
+
 /// An example plugin: re-emits every envelope it receives with the body in capitals (and an
 /// optional suffix), keeping type, headers and trace.
 final class Shout: SwitchyardPlugin {
@@ -18,11 +35,7 @@ final class Shout: SwitchyardPlugin {
             PortDeclaration(name: "in", direction: .sink, types: ["*"], feeds: ["out"], summary: "Envelopes to shout"),
             PortDeclaration(name: "out", direction: .source, types: ["*"], summary: "The shouted envelopes"),
         ],
-        config: [
-            "type": "object",
-            "additionalProperties": false,
-            "properties": ["suffix": ["type": "string", "maxLength": 16]],
-        ]
+        config: ShoutConfiguration.jsonSchema
     )
 
     let context: PluginContext
@@ -30,7 +43,7 @@ final class Shout: SwitchyardPlugin {
 
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
-        suffix = config["suffix"]?.stringValue ?? ""
+        suffix = try ShoutConfiguration(config: config).suffix
     }
 
     func start() throws {}
