@@ -6,7 +6,8 @@ internal import SwitchyardRouting
 internal import SwitchyardSpool
 import Synchronization
 
-/// Counters of one route.
+/// The hot-path counters of one route: atomics, so emitting and dispatching threads never
+/// share a lock. ``RouteMetric`` declares what is exported from them.
 final class RouteCounters: Sendable {
     let received = Atomic<Int>(0)
     let filtered = Atomic<Int>(0)
@@ -41,7 +42,9 @@ final class RouteCounters: Sendable {
 /// A route at run time: its queue and the worker thread that applies `when` and the
 /// transform and delivers to each sink.
 final class RouteRuntime: @unchecked Sendable {
-    // Immutable after wiring; counters atomic; the queue locks itself.
+    // No lock of its own: everything is immutable after wiring except the counters and
+    // `loopWarned` (atomics) and the queue (guarded by its own condition). `spooled` and
+    // `iiidea` are not Sendable: only the route's worker thread touches them.
     let plan: PlannedRoute
     let queue: RouteQueue
     let sinks: [SinkPort]
@@ -69,6 +72,29 @@ final class RouteRuntime: @unchecked Sendable {
     }
 
     var isAtLeastOnce: Bool { spooled != nil }
+
+    /// The value of `metric`: its atomic, or the queue's depth.
+    func value(of metric: RouteMetric) -> Int {
+        switch metric {
+        case .received: counters.received.load(ordering: .relaxed)
+        case .filtered: counters.filtered.load(ordering: .relaxed)
+        case .delivered: counters.dispatched.load(ordering: .relaxed)
+        case .droppedFull: counters.droppedFull.load(ordering: .relaxed)
+        case .droppedLoop: counters.droppedLoop.load(ordering: .relaxed)
+        case .refused: counters.refused.load(ordering: .relaxed)
+        case .sinkFull: counters.sinkFull.load(ordering: .relaxed)
+        case .queued: queue.depth
+        case .acknowledged: counters.acknowledged.load(ordering: .relaxed)
+        case .spooled: counters.spooled.load(ordering: .relaxed)
+        case .deduplicated: counters.deduplicated.load(ordering: .relaxed)
+        case .retried: counters.retried.load(ordering: .relaxed)
+        case .deadLettered: counters.deadLettered.load(ordering: .relaxed)
+        case .loadedFromSpool: counters.loadedFromSpool.load(ordering: .relaxed)
+        case .spoolFailures: counters.spoolFailures.load(ordering: .relaxed)
+        case .inFlight: counters.inFlight.load(ordering: .relaxed)
+        case .spoolBytes: counters.spoolBytes.load(ordering: .relaxed)
+        }
+    }
 
     var name: String { plan.name }
 
@@ -143,15 +169,18 @@ final class RouteRuntime: @unchecked Sendable {
         router.workerFinished()
     }
 
-    /// Delivers; while the sink answers "full", waits (1 ms, doubling to 50 ms) and tries
-    /// again. Holding the worker here is the backpressure: the route queue fills and emits on
+    /// Delivers; while the sink answers "full" (or "stopped" while its instance still runs:
+    /// ABI section 5 treats both alike), waits (1 ms, doubling to 50 ms) and tries again.
+    /// Holding the worker here is the backpressure: the route queue fills and emits on
     /// `block` routes are refused until the sink has room. Gives up only when the sink
     /// instance stops.
     func deliverWaitingForRoom(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64) -> Int32 {
         var pause = 0.001
         while true {
             let status = sink.instance.deliver(envelope, port: sink, deliveryID: deliveryID)
-            guard status == SY_ERR_FULL, sink.instance.accepting.load(ordering: .relaxed) else { return status }
+            guard status == SY_ERR_FULL || status == SY_ERR_STOPPED, sink.instance.accepting.load(ordering: .relaxed) else {
+                return status
+            }
             counters.sinkFull.add(1, ordering: .relaxed)
             Thread.sleep(forTimeInterval: pause)
             pause = min(pause * 2, 0.05)
@@ -206,7 +235,10 @@ final class RouteRuntime: @unchecked Sendable {
                     "sink refused a delivery",
                     metadata: ["route": .string(name), "sink": .string(sink.qualifiedName), "status": .stringConvertible(status)]
                 )
-                router.deliveryFinished(deliveryID, outcome: SY_OUTCOME_REJECT, reason: sy_bytes())
+                // Not taken "for now" (failed, stopping) is worth another try to the source;
+                // invalid or an unknown port never is (ABI section 5).
+                let transient = status == SY_ERR_FAILED || status == SY_ERR_STOPPED || status == SY_ERR_FULL
+                router.deliveryFinished(deliveryID, outcome: transient ? SY_OUTCOME_RETRY : SY_OUTCOME_REJECT, reason: sy_bytes())
             }
         }
         item.settlement?.complete(SY_OUTCOME_OK)

@@ -1,3 +1,4 @@
+public import CoreMetrics
 import Foundation
 public import Logging
 internal import SwitchyardABI
@@ -29,7 +30,8 @@ public final class Router: @unchecked Sendable {
     private let deliveryCounter = Atomic<UInt64>(0)
     private let tracked = Mutex<[UInt64: Settlement]>([:])
     let runningWorkers = Atomic<Int>(0)
-    private let metricsStore = Mutex<[String: Double]>([:])
+    /// Every metric the router exports; plugins' reports are kept here too.
+    public let metrics: MetricsRegistry
     /// Per instance, the last warning or error it logged since it last reported itself ready:
     /// the reason `/readyz` gives while it is not.
     private let readinessNotes = Mutex<[String: String]>([:])
@@ -46,9 +48,11 @@ public final class Router: @unchecked Sendable {
     }
 
     /// Prepares a router for `plan`; nothing runs until ``start()``. `spool` is needed when
-    /// any route is `delivery: at-least-once`.
-    public init(plan: GraphPlan, logger: Logger, spool: Spool? = nil) {
+    /// any route is `delivery: at-least-once`. The metrics go to `metricsFactory`, by default
+    /// the one the process bootstrapped.
+    public init(plan: GraphPlan, logger: Logger, spool: Spool? = nil, metricsFactory: (any MetricsFactory)? = nil) {
         self.plan = plan
+        metrics = MetricsRegistry(factory: metricsFactory)
         self.logger = logger
         openSpool = spool
     }
@@ -357,17 +361,8 @@ public final class Router: @unchecked Sendable {
     }
 
     func record(metric name: String, instance: String, kind: Int32, value: Double) {
-        let key = instance + "." + name
         if name == "ready", kind == SY_METRIC_GAUGE, value != 0 { readinessNotes.withLock { $0[instance] = nil } }
-        metricsStore.withLock { store in
-            switch kind {
-            case SY_METRIC_GAUGE: store[key] = value
-            case SY_METRIC_HISTOGRAM:
-                store[key + "_count", default: 0] += 1
-                store[key + "_sum", default: 0] += value
-            default: store[key, default: 0] += value
-            }
-        }
+        metrics.record(metric: name, instance: instance, kind: kind, value: value)
     }
 
     /// Whether every instance has started and none says it is not ready. A plugin states its
@@ -375,9 +370,8 @@ public final class Router: @unchecked Sendable {
     /// instance that never reports one is ready once started.
     public var readiness: [(instance: String, ready: Bool)] {
         let started = self.started.load(ordering: .acquiring)
-        let metrics = metricsStore.withLock { $0 }
         return instances.map { instance in
-            (instance.name, started && (metrics[instance.name + ".ready"].map { $0 != 0 } ?? true))
+            (instance.name, started && (metrics.pluginValue(instance: instance.name, name: "ready").map { $0 != 0 } ?? true))
         }
     }
 
@@ -400,149 +394,6 @@ public final class Router: @unchecked Sendable {
             return (plugin.manifest.name, plugin.manifest.version, plugin.abiVersion, plugin.path)
         }
     }
-
-    /// Counters of every route and instance, and the metrics plugins reported.
-    public var statistics: RouterStatistics {
-        let (instances, routes) = graphLock.withLock { (liveInstances, liveRoutes) }
-        return RouterStatistics(
-            routes: routes.map { route in
-                RouterStatistics.Route(
-                    name: route.name,
-                    received: route.counters.received.load(ordering: .relaxed),
-                    filtered: route.counters.filtered.load(ordering: .relaxed),
-                    dispatched: route.counters.dispatched.load(ordering: .relaxed),
-                    droppedFull: route.counters.droppedFull.load(ordering: .relaxed),
-                    droppedLoop: route.counters.droppedLoop.load(ordering: .relaxed),
-                    refused: route.counters.refused.load(ordering: .relaxed),
-                    sinkFull: route.counters.sinkFull.load(ordering: .relaxed),
-                    queued: route.queue.depth,
-                    atLeastOnce: route.isAtLeastOnce,
-                    acknowledged: route.counters.acknowledged.load(ordering: .relaxed),
-                    spooled: route.counters.spooled.load(ordering: .relaxed),
-                    deduplicated: route.counters.deduplicated.load(ordering: .relaxed),
-                    retried: route.counters.retried.load(ordering: .relaxed),
-                    deadLettered: route.counters.deadLettered.load(ordering: .relaxed),
-                    loadedFromSpool: route.counters.loadedFromSpool.load(ordering: .relaxed),
-                    spoolFailures: route.counters.spoolFailures.load(ordering: .relaxed),
-                    inFlight: route.counters.inFlight.load(ordering: .relaxed),
-                    spoolBytes: route.counters.spoolBytes.load(ordering: .relaxed)
-                )
-            },
-            instances: instances.map { instance in
-                RouterStatistics.Instance(
-                    name: instance.name,
-                    emitted: instance.counters.emitted.load(ordering: .relaxed),
-                    refusedFull: instance.counters.refusedFull.load(ordering: .relaxed),
-                    unrouted: instance.counters.unrouted.load(ordering: .relaxed),
-                    invalid: instance.counters.invalid.load(ordering: .relaxed),
-                    acknowledged: instance.counters.acknowledged.load(ordering: .relaxed),
-                    failed: instance.counters.failed.load(ordering: .relaxed),
-                    inFlight: instance.counters.inFlight.load(ordering: .relaxed),
-                    ports: instance.portCounts.map { .init(name: $0.port, direction: $0.direction, envelopes: $0.count) }
-                )
-            },
-            pluginMetrics: metricsStore.withLock { $0 }
-        )
-    }
-}
-
-/// A snapshot of the router's counters.
-public struct RouterStatistics: Sendable {
-    /// Per-route counters.
-    public struct Route: Sendable {
-        public var name: String
-        /// Envelopes handed to the route.
-        public var received: Int
-        /// Envelopes its `when:` rejected.
-        public var filtered: Int
-        /// Deliveries a sink took.
-        public var dispatched: Int
-        /// Envelopes dropped by `on_full: drop_oldest`.
-        public var droppedFull: Int
-        /// Deliveries skipped because the sink instance was already in the trace.
-        public var droppedLoop: Int
-        /// Deliveries a sink refused.
-        public var refused: Int
-        /// Times a sink answered "full" and the delivery waited for room (backpressure).
-        public var sinkFull: Int
-        /// Envelopes waiting now.
-        public var queued: Int
-        /// Whether the route is `delivery: at-least-once`; the counters below apply to those.
-        public var atLeastOnce: Bool
-        /// Deliveries the sinks acknowledged as done.
-        public var acknowledged: Int
-        /// Envelopes written to the spool.
-        public var spooled: Int
-        /// Envelopes dropped as already seen within the dedupe window.
-        public var deduplicated: Int
-        /// Failed deliveries scheduled for another attempt.
-        public var retried: Int
-        /// Deliveries given up on and moved to the dead letters.
-        public var deadLettered: Int
-        /// Envelopes read back from the spool (restart, spill, replay).
-        public var loadedFromSpool: Int
-        /// Spool writes that failed.
-        public var spoolFailures: Int
-        /// Deliveries waiting for their acknowledgement.
-        public var inFlight: Int
-        /// Bytes the route holds in the spool.
-        public var spoolBytes: Int
-
-        /// The counters by the names the log's route totals and the admin API use; the
-        /// at-least-once ones only for at-least-once routes.
-        public var namedCounters: [(name: String, value: Int)] {
-            var counters = [
-                ("received", received), ("filtered", filtered), ("delivered", dispatched), ("dropped_full", droppedFull),
-                ("dropped_loop", droppedLoop), ("refused", refused), ("sink_full", sinkFull), ("queued", queued),
-            ]
-            if atLeastOnce {
-                counters += [
-                    ("acknowledged", acknowledged), ("spooled", spooled), ("deduplicated", deduplicated), ("retried", retried),
-                    ("dead_lettered", deadLettered), ("loaded_from_spool", loadedFromSpool), ("spool_failures", spoolFailures),
-                    ("in_flight", inFlight), ("spool_bytes", spoolBytes),
-                ]
-            }
-            return counters
-        }
-    }
-
-    /// Per-instance counters.
-    public struct Instance: Sendable {
-        public var name: String
-        /// Envelopes it emitted that routes took.
-        public var emitted: Int
-        /// Emits refused because a blocking queue was full.
-        public var refusedFull: Int
-        /// Emits on ports no route reads.
-        public var unrouted: Int
-        /// Emits refused as malformed (unknown port, no type).
-        public var invalid: Int
-        /// Deliveries it acknowledged as done.
-        public var acknowledged: Int
-        /// Deliveries it acknowledged as failed.
-        public var failed: Int
-        /// Deliveries not yet acknowledged.
-        public var inFlight: Int
-        /// Per port: envelopes emitted (source) or deliveries taken (sink).
-        public var ports: [Port]
-    }
-
-    /// One port's count.
-    public struct Port: Sendable {
-        /// The port name.
-        public var name: String
-        /// `source` or `sink`.
-        public var direction: String
-        /// Envelopes emitted that routes took (source), or deliveries taken (sink).
-        public var envelopes: Int
-    }
-
-    /// Routes, in declaration order.
-    public var routes: [Route]
-    /// Instances, in declaration order.
-    public var instances: [Instance]
-    /// Metrics reported by plugins, `instance.metric` → value.
-    public var pluginMetrics: [String: Double]
 }
 
 /// An instance that could not be created or started.

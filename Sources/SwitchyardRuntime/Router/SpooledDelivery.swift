@@ -1,5 +1,3 @@
-import CoreMetrics
-import DequeModule
 import Foundation
 internal import Logging
 internal import SwitchyardABI
@@ -16,61 +14,27 @@ internal import SwitchyardSpool
 /// `on_full: spool`, or a dead-letter replay) stays on disk and is read back in order as the
 /// window empties.
 ///
-/// Order per sink and subject: while an envelope waits for a retry, later envelopes with the
-/// same subject for that sink are held back behind it, and envelopes of one subject waiting
-/// for retries are retried one at a time, oldest first. Deliveries that were already in
-/// flight when a failure came back and then succeed cannot be recalled: they overtake the
-/// retried one.
+/// Delivering, acknowledgements, retries and their order are the ``RedeliveryScheduler``'s.
 ///
 /// Everything here runs on the route's worker thread; acknowledgements reach it through the
 /// route queue's mailbox.
 final class SpooledDelivery {
-    private enum SinkState { case done, ready, inFlight, waiting, held }
-
-    private final class Entry {
-        let sequence: Int64
-        let envelope: Envelope
-        let size: Int
-        var states: [SinkState]
-        var attempts: [Int]
-        /// Per sink: when the next attempt is due, while waiting.
-        var due: [ContinuousClock.Instant?]
-        var lastError: String?
-
-        init(sequence: Int64, envelope: Envelope, size: Int, states: [SinkState], attempts: Int) {
-            self.sequence = sequence
-            self.envelope = envelope
-            self.size = size
-            self.states = states
-            self.attempts = Array(repeating: attempts, count: states.count)
-            due = Array(repeating: nil, count: states.count)
-        }
-
-        var isDone: Bool { states.allSatisfy { $0 == .done } }
-    }
-
     let spool: Spool
     unowned var route: RouteRuntime!
 
-    private var entries: [Int64: Entry] = [:]
-    private var inFlight: [UInt64: (sequence: Int64, sink: Int, since: ContinuousClock.Instant)] = [:]
-    private var ackLatency: CoreMetrics.Timer?
-    private var retries: [(due: ContinuousClock.Instant, sequence: Int64, sink: Int)] = []
-    /// Per sink: subject → envelopes of that subject waiting for a retry.
-    private var blocked: [[String: Set<Int64>]] = []
-    /// Per sink: subject → envelopes held back behind a retry, in order.
-    private var held: [[String: Deque<Int64>]] = []
+    /// Made when the worker starts (it needs the route).
+    private var scheduler: RedeliveryScheduler!
     /// Whether the spool holds envelopes of this route that are not in memory.
     private var diskBacklog = true
     /// The highest sequence number read or written by this worker.
     private var diskCursor: Int64 = 0
     private var nextReplayCheck = ContinuousClock.now
     private var nextSeenCleanup = ContinuousClock.now
-    private var batch = SpoolBatch(route: "", time: 0, deduplicate: false)
+    /// The next transaction: what was accepted, and every delivery change the scheduler made.
+    var batch = SpoolBatch(route: "", time: 0, deduplicate: false)
     private var warnedSinks: Set<String> = []
     /// Set while the spool cannot write: the route takes nothing and its sources wait.
     private var spoolOutage: (since: ContinuousClock.Instant, nextProbe: ContinuousClock.Instant, pause: Duration)?
-    private var randomState = SystemRandomNumberGenerator()
 
     init(spool: Spool) {
         self.spool = spool
@@ -83,9 +47,7 @@ final class SpooledDelivery {
     // MARK: The loop
 
     func run() {
-        blocked = Array(repeating: [:], count: route.sinks.count)
-        held = Array(repeating: [:], count: route.sinks.count)
-        ackLatency = CoreMetrics.Timer(label: "switchyard_ack_latency_seconds", dimensions: [("route", route.name)])
+        scheduler = RedeliveryScheduler(delivery: self, route: route)
         batch = SpoolBatch(route: route.name, time: 0, deduplicate: declaration.dedupeWindow != nil)
         do {
             route.counters.spoolBytes.store(try spool.backlog(route: route.name).bytes, ordering: .relaxed)
@@ -100,7 +62,7 @@ final class SpooledDelivery {
             let taken = route.queue.takeWork(into: &items, limit: takeLimit, acks: &acks, until: nextDeadline)
             for waiter in taken.resume { waiter.instance.resume(port: waiter.port) }
             let draining = route.router.isDraining
-            for ack in acks { acknowledged(ack) }
+            for ack in acks { scheduler.acknowledged(ack) }
             acks.removeAll(keepingCapacity: true)
             accept(items, deliver: !draining)
             route.counters.processed.add(items.count, ordering: .releasing)
@@ -108,7 +70,7 @@ final class SpooledDelivery {
             if taken.closed { break }
             if spoolOutage != nil { probeSpool() }
             if !draining {
-                retryDue()
+                scheduler.retryDue()
                 pageIn()
                 checkForReplays()
                 forgetOldIDs()
@@ -124,7 +86,7 @@ final class SpooledDelivery {
     private var takeLimit: Int {
         if spoolOutage != nil { return 0 }
         if route.router.isDraining { return Self.drainBatch }
-        if !diskBacklog, entries.count < windowLimit { return windowLimit - entries.count }
+        if !diskBacklog, scheduler.entries.count < windowLimit { return windowLimit - scheduler.entries.count }
         let spills = declaration.onFull == .spool && route.counters.spoolBytes.load(ordering: .relaxed) < declaration.spoolLimit
         return spills ? windowLimit : 0
     }
@@ -133,7 +95,7 @@ final class SpooledDelivery {
 
     private var nextDeadline: ContinuousClock.Instant? {
         var deadline = diskBacklog ? nil : nextReplayCheck
-        for retry in retries where deadline.map({ retry.due < $0 }) ?? true { deadline = retry.due }
+        if let retry = scheduler.nextRetry, deadline.map({ retry < $0 }) ?? true { deadline = retry }
         if let probe = spoolOutage?.nextProbe, deadline.map({ probe < $0 }) ?? true { deadline = probe }
         return deadline
     }
@@ -170,15 +132,15 @@ final class SpooledDelivery {
             }
             route.counters.spooled.add(1, ordering: .relaxed)
             route.counters.spoolBytes.add(entry.size, ordering: .relaxed)
-            guard deliver, !diskBacklog, entries.count < windowLimit else {
+            guard deliver, !diskBacklog, scheduler.entries.count < windowLimit else {
                 diskBacklog = true
                 continue
             }
-            let states = route.sinks.indices.map { entry.sinks.contains($0) ? SinkState.ready : .done }
-            let spooled = Entry(sequence: sequence, envelope: entry.envelope, size: entry.size, states: states, attempts: 0)
-            entries[sequence] = spooled
+            let states = route.sinks.indices.map { entry.sinks.contains($0) ? SpooledSinkState.ready : .done }
+            let spooled = SpooledEntry(sequence: sequence, envelope: entry.envelope, size: entry.size, states: states, attempts: 0)
+            scheduler.entries[sequence] = spooled
             diskCursor = max(diskCursor, sequence)
-            for sink in entry.sinks { offer(spooled, to: sink) }
+            for sink in entry.sinks { scheduler.offer(spooled, to: sink) }
         }
     }
 
@@ -243,164 +205,22 @@ final class SpooledDelivery {
         for waiter in route.queue.unpause() { waiter.instance.resume(port: waiter.port) }
     }
 
-    // MARK: Delivering
-
-    private func offer(_ entry: Entry, to sink: Int) {
-        if let waiting = blocked[sink][entry.envelope.subject], !waiting.isEmpty {
-            entry.states[sink] = .held
-            held[sink][entry.envelope.subject, default: []].append(entry.sequence)
-            return
-        }
-        deliver(entry, to: sink)
-    }
-
-    private func deliver(_ entry: Entry, to sink: Int) {
-        let deliveryID = route.router.nextSpooledDeliveryID(route: route.index)
-        inFlight[deliveryID] = (entry.sequence, sink, ContinuousClock.now)
-        entry.states[sink] = .inFlight
-        route.counters.inFlight.add(1, ordering: .relaxed)
-        let status = route.deliverWaitingForRoom(entry.envelope, to: route.sinks[sink], deliveryID: deliveryID)
-        guard status != SY_OK else {
-            route.counters.dispatched.add(1, ordering: .relaxed)
-            return
-        }
-        inFlight.removeValue(forKey: deliveryID)
-        route.counters.inFlight.subtract(1, ordering: .relaxed)
-        route.counters.refused.add(1, ordering: .relaxed)
-        failed(entry, sink: sink, reason: "the sink refused the delivery (status \(status))", permanently: status == SY_ERR_INVALID)
-    }
-
-    private func acknowledged(_ ack: RouteAck) {
-        guard let (sequence, sink, since) = inFlight.removeValue(forKey: ack.deliveryID) else { return }
-        route.counters.inFlight.subtract(1, ordering: .relaxed)
-        let latency = since.duration(to: .now).components
-        ackLatency?.recordNanoseconds(latency.seconds * 1_000_000_000 + latency.attoseconds / 1_000_000_000)
-        guard let entry = entries[sequence] else { return }
-        if ack.outcome == SY_OUTCOME_OK {
-            route.counters.acknowledged.add(1, ordering: .relaxed)
-            finished(entry, sink: sink)
-        } else {
-            let reason =
-                ack.reason.isEmpty ? (ack.outcome == SY_OUTCOME_REJECT ? "rejected by the sink" : "failed at the sink") : ack.reason
-            failed(entry, sink: sink, reason: reason, permanently: ack.outcome == SY_OUTCOME_REJECT)
-        }
-    }
-
-    /// One sink is done with `entry` (delivered, or given up on).
-    private func finished(_ entry: Entry, sink: Int) {
-        entry.states[sink] = .done
-        unblock(entry, sink: sink)
-        if entry.isDone {
-            batch.deletes.append(entry.sequence)
-            entries.removeValue(forKey: entry.sequence)
-            route.counters.spoolBytes.subtract(entry.size, ordering: .relaxed)
-        } else {
-            batch.updates.append(update(for: entry))
-        }
-    }
-
-    private func failed(_ entry: Entry, sink: Int, reason: String, permanently: Bool) {
-        entry.attempts[sink] += 1
-        entry.lastError = reason
-        let attempts = entry.attempts[sink]
-        let sinkName = route.sinks[sink].qualifiedName
-        guard !permanently, attempts < declaration.retry.attempts else {
-            let letters = route.counters.deadLettered.add(1, ordering: .relaxed).newValue
-            if letters <= 10 || letters.isMultiple(of: 1000) {
-                logger.warning(
-                    "delivery given up, moved to the dead letters",
-                    metadata: [
-                        "route": .string(route.name), "sink": .string(sinkName), "envelope": .string(entry.envelope.id),
-                        "attempts": .stringConvertible(attempts), "error": .string(reason),
-                    ]
-                )
-            }
-            batch.deadLetters.append(
-                .init(
-                    sink: sinkName, envelopeID: entry.envelope.id, type: entry.envelope.type, subject: entry.envelope.subject,
-                    attempts: attempts, error: reason, envelope: entry.envelope.serializedBytes()))
-            finished(entry, sink: sink)
-            return
-        }
-        route.counters.retried.add(1, ordering: .relaxed)
-        entry.states[sink] = .waiting
-        blocked[sink][entry.envelope.subject, default: []].insert(entry.sequence)
-        let pause = declaration.retry.pause(afterFailures: attempts, random: Double.random(in: 0...1, using: &randomState))
-        let due = ContinuousClock.now + .nanoseconds(Int64(clamping: pause))
-        entry.due[sink] = due
-        retries.append((due, entry.sequence, sink))
-        batch.updates.append(update(for: entry))
-    }
-
-    private func update(for entry: Entry) -> SpoolBatch.Update {
-        let pending = route.sinks.indices.filter { entry.states[$0] != .done }
-        return .init(
-            sequence: entry.sequence, pending: pending.map { route.sinks[$0].qualifiedName },
-            attempts: pending.map { entry.attempts[$0] }.max() ?? 0, lastError: entry.lastError)
-    }
-
-    /// `entry` is resolved at `sink` (delivered or given up on): the next envelope of its
-    /// subject waiting for a retry goes if it is due; when none waits any more, the envelopes
-    /// held behind them go, in order.
-    private func unblock(_ entry: Entry, sink: Int) {
-        let subject = entry.envelope.subject
-        entry.due[sink] = nil
-        guard var waiting = blocked[sink][subject], waiting.remove(entry.sequence) != nil else { return }
-        if !waiting.isEmpty {
-            blocked[sink][subject] = waiting
-            retryOldest(subject: subject, sink: sink, now: ContinuousClock.now)
-            return
-        }
-        blocked[sink][subject] = nil
-        guard var heldBack = held[sink].removeValue(forKey: subject) else { return }
-        while let sequence = heldBack.popFirst() {
-            guard let next = entries[sequence], next.states[sink] == .held else { continue }
-            deliver(next, to: sink)
-            if blocked[sink][subject] != nil {
-                // It failed at once and blocks the subject again: the rest stay held.
-                held[sink][subject, default: []].append(contentsOf: heldBack)
-                return
-            }
-        }
-    }
-
-    /// Delivers the oldest envelope of `subject` waiting for a retry at `sink`, if it is due
-    /// and no retry of that subject is in flight.
-    private func retryOldest(subject: String, sink: Int, now: ContinuousClock.Instant) {
-        guard let waiting = blocked[sink][subject], let oldest = waiting.min(), let entry = entries[oldest],
-            entry.states[sink] == .waiting, let due = entry.due[sink], due <= now
-        else { return }
-        deliver(entry, to: sink)
-    }
-
-    private func retryDue() {
-        guard !retries.isEmpty else { return }
-        let now = ContinuousClock.now
-        let due = retries.filter { $0.due <= now }
-        guard !due.isEmpty else { return }
-        retries.removeAll { $0.due <= now }
-        for retry in due {
-            guard let entry = entries[retry.sequence] else { continue }
-            retryOldest(subject: entry.envelope.subject, sink: retry.sink, now: now)
-        }
-    }
-
     // MARK: The backlog on disk
 
     /// Reads spooled envelopes beyond the window back into memory and offers them.
     private func pageIn(rescan: Bool = false) {
-        guard diskBacklog || rescan, entries.count < windowLimit, !route.router.isDraining else { return }
-        let room = windowLimit - entries.count
+        guard diskBacklog || rescan, scheduler.entries.count < windowLimit, !route.router.isDraining else { return }
+        let room = windowLimit - scheduler.entries.count
         let rows: [SpooledEnvelope]
         do {
             commit()
-            rows = try spool.load(route: route.name, after: rescan ? 0 : diskCursor, limit: rescan ? entries.count + room : room)
+            rows = try spool.load(route: route.name, after: rescan ? 0 : diskCursor, limit: rescan ? scheduler.entries.count + room : room)
         } catch {
             logger.error("spool unreadable", metadata: ["route": .string(route.name), "error": .string(error.description)])
             return
         }
         var loaded = 0
-        for row in rows where entries[row.sequence] == nil && loaded < room {
+        for row in rows where scheduler.entries[row.sequence] == nil && loaded < room {
             diskCursor = max(diskCursor, row.sequence)
             loaded += 1
             restore(row)
@@ -426,7 +246,7 @@ final class SpooledDelivery {
             route.counters.deadLettered.add(1, ordering: .relaxed)
             return
         }
-        var states = Array(repeating: SinkState.done, count: route.sinks.count)
+        var states = Array(repeating: SpooledSinkState.done, count: route.sinks.count)
         for name in row.pending {
             if let index = route.sinks.firstIndex(where: { $0.qualifiedName == name }) {
                 states[index] = .ready
@@ -436,14 +256,15 @@ final class SpooledDelivery {
                     metadata: ["route": .string(route.name), "sink": .string(name)])
             }
         }
-        let entry = Entry(sequence: row.sequence, envelope: envelope, size: row.envelope.count, states: states, attempts: row.attempts)
+        let entry = SpooledEntry(
+            sequence: row.sequence, envelope: envelope, size: row.envelope.count, states: states, attempts: row.attempts)
         guard !entry.isDone else {
             batch.deletes.append(row.sequence)
             route.counters.spoolBytes.subtract(entry.size, ordering: .relaxed)
             return
         }
-        entries[row.sequence] = entry
-        for sink in route.sinks.indices where states[sink] == .ready { offer(entry, to: sink) }
+        scheduler.entries[row.sequence] = entry
+        for sink in route.sinks.indices where states[sink] == .ready { scheduler.offer(entry, to: sink) }
     }
 
     /// Dead letters replayed while the router runs land in the spool behind its back: once a
@@ -453,7 +274,7 @@ final class SpooledDelivery {
         guard !diskBacklog, now >= nextReplayCheck else { return }
         nextReplayCheck = now + .seconds(1)
         commit()
-        guard let (count, bytes) = try? spool.backlog(route: route.name), count > entries.count else { return }
+        guard let (count, bytes) = try? spool.backlog(route: route.name), count > scheduler.entries.count else { return }
         route.counters.spoolBytes.store(bytes, ordering: .relaxed)
         pageIn(rescan: true)
     }

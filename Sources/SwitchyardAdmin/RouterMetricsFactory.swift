@@ -1,0 +1,53 @@
+import CoreMetrics
+import Prometheus
+import SwitchyardRuntime
+
+/// The swift-metrics backend of the admin port: Prometheus's, with the help text of every
+/// series the router declares (``RouterMetricNames/help(for:)``), so `/metrics` explains
+/// them. Every handle of one name gets the same help text, as the registry requires.
+struct RouterMetricsFactory: MetricsFactory {
+    let registry: PrometheusCollectorRegistry
+    /// Buckets and destruction come from Prometheus's own factory.
+    private let prometheus: PrometheusMetricsFactory
+
+    init(registry: PrometheusCollectorRegistry) {
+        self.registry = registry
+        prometheus = PrometheusMetricsFactory(registry: registry)
+    }
+
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+        registry.makeCounter(name: label, labels: dimensions, help: RouterMetricNames.help(for: label))
+    }
+
+    func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+        registry.makeCounter(name: label, labels: dimensions, help: RouterMetricNames.help(for: label))
+    }
+
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+        guard aggregate else { return makeGauge(label: label, dimensions: dimensions) }
+        let buckets = prometheus.valueHistogramBuckets[label] ?? prometheus.defaultValueHistogramBuckets
+        return registry.makeValueHistogram(name: label, labels: dimensions, buckets: buckets, help: RouterMetricNames.help(for: label))
+    }
+
+    func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
+        makeGauge(label: label, dimensions: dimensions)
+    }
+
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+        let buckets = prometheus.durationHistogramBuckets[label] ?? prometheus.defaultDurationHistogramBuckets
+        return registry.makeDurationHistogram(
+            name: label, labels: dimensions, buckets: buckets, help: RouterMetricNames.help(for: label))
+    }
+
+    private func makeGauge(label: String, dimensions: [(String, String)]) -> Prometheus.Gauge {
+        registry.makeGauge(name: label, labels: dimensions, help: RouterMetricNames.help(for: label))
+    }
+
+    func destroyCounter(_ handler: any CounterHandler) { prometheus.destroyCounter(handler) }
+    func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {
+        prometheus.destroyFloatingPointCounter(handler)
+    }
+    func destroyRecorder(_ handler: any RecorderHandler) { prometheus.destroyRecorder(handler) }
+    func destroyMeter(_ handler: any MeterHandler) { prometheus.destroyMeter(handler) }
+    func destroyTimer(_ handler: any TimerHandler) { prometheus.destroyTimer(handler) }
+}

@@ -1,0 +1,143 @@
+import CoreMetrics
+import SwitchyardABI
+import SwitchyardBridge
+import SwitchyardCore
+import Synchronization
+import Testing
+
+@testable import SwitchyardRuntime
+
+/// The router's metrics registry, seen through a swift-metrics backend that records what the
+/// handles were given (the admin port's Prometheus registry is one such backend).
+@Suite struct MetricsRegistryTests {
+    @Test func countersReachTheirHandlesOnceEachAndOnlyTheDifference() throws {
+        let source = FakeInstance.register("regSrc")
+        let sink = FakeInstance.register("regSnk")
+        let backend = RecordingMetrics()
+        let yaml = """
+            instances:
+              regSrc: { plugin: fake }
+              regSnk: { plugin: fake }
+            routes:
+              - { name: counted, from: regSrc.out, to: regSnk.any }
+            """
+        let router = Router(plan: try plan(yaml), logger: quietLogger, metricsFactory: backend)
+        try router.start()
+        defer { router.shutdown(drainTimeout: .seconds(5)) }
+        for x in 1...3 { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
+        #expect(waitUntil { sink.deliveries.count == 3 })
+        router.publishMetrics()
+        let received = "switchyard_route_received_total{route=counted}"
+        #expect(backend.value(received) == 3)
+        #expect(backend.value("switchyard_route_delivered_total{route=counted}") == 3)
+        #expect(backend.value("switchyard_route_dropped_total{route=counted,reason=full}") == 0)
+        #expect(backend.value("switchyard_route_queue_depth{route=counted}") == 0)
+        #expect(backend.value("switchyard_instance_emitted_total{instance=regSrc}") == 3)
+        #expect(backend.value("switchyard_port_envelopes_total{instance=regSrc,port=out,direction=source}") == 3)
+        #expect(backend.value("switchyard_instance_ready{instance=regSnk}") == 1)
+        // At-most-once routes have no at-least-once series.
+        #expect(backend.value("switchyard_route_spooled_total{route=counted}") == nil)
+        let made = backend.handlesMade
+
+        for x in 4...5 { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
+        #expect(waitUntil { sink.deliveries.count == 5 })
+        router.publishMetrics()
+        router.publishMetrics()
+        #expect(backend.value(received) == 5)
+        #expect(backend.value("switchyard_instance_emitted_total{instance=regSrc}") == 5)
+        // A scrape makes no handles: each series has one, made the first time.
+        #expect(backend.handlesMade == made)
+    }
+
+    @Test func pluginMetricsGoToTheirHandleAtOnce() throws {
+        let source = FakeInstance.register("regMet")
+        let backend = RecordingMetrics()
+        let router = Router(plan: try plan("instances:\n  regMet: { plugin: fake }\n"), logger: quietLogger, metricsFactory: backend)
+        try router.start()
+        defer { router.shutdown(drainTimeout: .seconds(5)) }
+        let host = hostAPI()
+        let before = backend.handlesMade
+        for (name, kind, values) in [
+            ("hits", SY_METRIC_COUNTER, [2.0, 3]), ("level", SY_METRIC_GAUGE, [7, 4]), ("wait", SY_METRIC_HISTOGRAM, [1, 2]),
+        ] {
+            var name = name
+            name.withUTF8 { bytes in
+                for value in values { host.metric?(source.context, kind, sy_bytes(bytes), value) }
+            }
+        }
+        #expect(backend.value("switchyard_plugin_metric{instance=regMet,name=hits}") == 5)
+        #expect(backend.value("switchyard_plugin_metric{instance=regMet,name=level}") == 4)
+        #expect(backend.value("switchyard_plugin_metric{instance=regMet,name=wait_count}") == 2)
+        #expect(backend.value("switchyard_plugin_metric{instance=regMet,name=wait_sum}") == 3)
+        #expect(router.statistics.pluginMetrics["regMet.hits"] == 5)
+        // One handle per series, not one per report.
+        #expect(backend.handlesMade == before + 4)
+    }
+
+    @Test func everyExportedSeriesHasHelpText() {
+        for metric in RouteMetric.allCases { #expect(!RouterMetricNames.help(for: metric.series.name).isEmpty, "\(metric)") }
+        for metric in InstanceMetric.allCases { #expect(!RouterMetricNames.help(for: metric.seriesName).isEmpty, "\(metric)") }
+        for name in [RouterMetricNames.portEnvelopes, RouterMetricNames.pluginMetric, RouterMetricNames.ackLatency] {
+            #expect(!RouterMetricNames.help(for: name).isEmpty, "\(name)")
+        }
+    }
+}
+
+/// A swift-metrics backend that keeps each series' current value (counters: their total) by
+/// `name{label=value,…}`, and counts the handles made.
+private final class RecordingMetrics: MetricsFactory, Sendable {
+    private let values = Mutex<[String: Double]>([:])
+    private let made = Atomic<Int>(0)
+
+    var handlesMade: Int { made.load(ordering: .relaxed) }
+
+    func value(_ series: String) -> Double? { values.withLock { $0[series] } }
+
+    private func handler(_ label: String, _ dimensions: [(String, String)]) -> Handler {
+        made.add(1, ordering: .relaxed)
+        let series = label + "{" + dimensions.map { "\($0.0)=\($0.1)" }.joined(separator: ",") + "}"
+        values.withLock { $0[series] = 0 }
+        return Handler(series: series, values: self)
+    }
+
+    fileprivate func update(_ series: String, _ next: (Double) -> Double) {
+        values.withLock { $0[series] = next($0[series] ?? 0) }
+    }
+
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler { handler(label, dimensions) }
+    func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+        handler(label, dimensions)
+    }
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+        handler(label, dimensions)
+    }
+    func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler { handler(label, dimensions) }
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler { handler(label, dimensions) }
+    func destroyCounter(_ handler: any CounterHandler) {}
+    func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {}
+    func destroyRecorder(_ handler: any RecorderHandler) {}
+    func destroyMeter(_ handler: any MeterHandler) {}
+    func destroyTimer(_ handler: any TimerHandler) {}
+
+    private final class Handler: CounterHandler, FloatingPointCounterHandler, RecorderHandler, MeterHandler, TimerHandler,
+        Sendable
+    {
+        let series: String
+        let values: RecordingMetrics
+
+        init(series: String, values: RecordingMetrics) {
+            self.series = series
+            self.values = values
+        }
+
+        func increment(by amount: Int64) { values.update(series) { $0 + Double(amount) } }
+        func increment(by amount: Double) { values.update(series) { $0 + amount } }
+        func decrement(by amount: Double) { values.update(series) { $0 - amount } }
+        func reset() { values.update(series) { _ in 0 } }
+        func record(_ value: Int64) { values.update(series) { _ in Double(value) } }
+        func record(_ value: Double) { values.update(series) { _ in value } }
+        func set(_ value: Int64) { values.update(series) { _ in Double(value) } }
+        func set(_ value: Double) { values.update(series) { _ in value } }
+        func recordNanoseconds(_ duration: Int64) { values.update(series) { $0 + 1 } }
+    }
+}
