@@ -34,8 +34,6 @@ struct QeoRealmTests {
         let sandbox = try Sandbox(plugins: ["core", "qeo"])
         try sandbox.writeRoutes(
             """
-            types:
-              - qdm: \(chat)
             instances:
               realm:
                 plugin: qeo
@@ -49,7 +47,7 @@ struct QeoRealmTests {
               - { from: realm.events, to: events.write }
             \(writing ? """
                   - from: in.lines
-                    type: org.qeo.sample.simplechat.ChatMessage
+                    type: qeo.org.qeo.sample.simplechat.ChatMessage
                     map: { from: \(name), message: "{{body}}" }
                     to: realm.write
                 """ : "")

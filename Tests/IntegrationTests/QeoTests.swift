@@ -55,8 +55,6 @@ struct QeoTests {
         let paths = files.map { qdm.appendingPathComponent($0).path }.joined(separator: ", ")
         try sandbox.writeRoutes(
             """
-            types:
-              - qdm: [\(paths)]
             instances:
               home:
                 plugin: qeo
@@ -76,7 +74,7 @@ struct QeoTests {
               - { from: home.changes, to: changes.write }
               - { from: home.states, to: states.write }
               - from: in.lines
-                type: org.qeo.sample.simplechat.ChatMessage
+                type: qeo.org.qeo.sample.simplechat.ChatMessage
                 map: { from: router, message: "{{body}}" }
                 to: home.write
             """)
@@ -97,7 +95,8 @@ struct QeoTests {
         let publisher = try Peer(["pub-chat", "python", "hello router"], domain: 132)
         router.waitUntil("an event from the peer") { !Self.bodies(sandbox, "events.jsonl").isEmpty }
         let first = try #require(try sandbox.jsonLines(of: "events.jsonl").first)
-        #expect(first["type"] as? String == "org.qeo.sample.simplechat.ChatMessage")
+        #expect(first["type"] as? String == "qeo.org.qeo.sample.simplechat.ChatMessage")
+        #expect(first["subject"] as? String == "org.qeo.sample.simplechat.ChatMessage")
         #expect((first["body"] as? [String: String]) == ["from": "python", "message": "hello router"])
         _ = publisher
 
@@ -141,8 +140,6 @@ struct QeoTests {
         let path = Self.qdm.appendingPathComponent("QSimpleChat_ChatMessage.xml").path
         try sandbox.writeRoutes(
             """
-            types:
-              - qdm: \(path)
             instances:
               home: { plugin: qeo, qdm: \(path), domain: 135, read: [org.qeo.sample.simplechat.ChatMessage] }
               out: { plugin: core, console: {} }
@@ -167,15 +164,13 @@ struct QeoTests {
         let path = Self.qdm.appendingPathComponent("QSimpleChat_ChatParticipant.xml").path
         try sandbox.writeRoutes(
             """
-            types:
-              - qdm: \(path)
             instances:
               home: { plugin: qeo, qdm: \(path), domain: 134, write: [org.qeo.sample.simplechat.ChatParticipant] }
               in: { plugin: core, console: {} }
             routes:
               - from: in.lines
                 when: 'body != "leave"'
-                type: org.qeo.sample.simplechat.ChatParticipant
+                type: qeo.org.qeo.sample.simplechat.ChatParticipant
                 map: { name: router, state: "{{body}}" }
                 to: home.write
               - from: in.lines
@@ -262,19 +257,17 @@ struct QeoTests {
         let path = Self.qdm.appendingPathComponent("QSimpleChat_ChatMessage.xml").path
         try sandbox.writeRoutes(
             """
-            types:
-              - qdm: \(path)
             instances:
               home: { plugin: qeo, qdm: [\(path)], write: [org.qeo.sample.simplechat.ChatMessage] }
               in: { plugin: core, console: {} }
             routes:
-              - { from: in.lines, type: org.qeo.sample.simplechat.ChatMessage, map: { from: x, text: "{{body}}" }, to: home.write }
+              - { from: in.lines, type: qeo.org.qeo.sample.simplechat.ChatMessage, map: { from: x, text: "{{body}}" }, to: home.write }
             """)
         let result = try RouterProcess.runToExit(["validate", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
         #expect(result.status != 0)
         #expect(
             result.errors.contains(
-                "map does not build a org.qeo.sample.simplechat.ChatMessage: text is not a field of it (fields: from, message)"),
+                "map does not build a qeo.org.qeo.sample.simplechat.ChatMessage: text is not a field of it (fields: from, message)"),
             "\(result.errors)")
     }
 
@@ -284,9 +277,71 @@ struct QeoTests {
         try
             "<types>\n<module name=\"m\">\n<struct name=\"S\" behavior=\"event\"><member name=\"x\" type=\"nonBasic\"/></struct></module></types>"
             .write(toFile: bad, atomically: true, encoding: .utf8)
-        try sandbox.writeRoutes("types:\n  - qdm: \(bad)\ninstances:\n  home: { plugin: qeo, qdm: \(bad), read: [m.S] }\n")
+        try sandbox.writeRoutes("instances:\n  home: { plugin: qeo, qdm: \(bad), read: [m.S] }\n")
         let result = try RouterProcess.runToExit(["validate", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
         #expect(result.status != 0)
         #expect(result.errors.contains("\(bad):3: member x has type=\"nonBasic\" but no nonBasicTypeName"), "\(result.errors)")
+    }
+
+    /// The instance's QDM files give its types through describe(): routes are checked against
+    /// them by `validate`, with no `types:` entry, and mistakes point at the route file.
+    @Test func theQDMTypesComeFromTheInstanceThroughDescribe() throws {
+        let sandbox = try Sandbox(plugins: ["core", "qeo"])
+        let path = Self.qdm.appendingPathComponent("QSimpleChat_ChatMessage.xml").path
+        let file = sandbox.routes.appendingPathComponent("main.yaml").path
+        func validate(_ yaml: String) throws -> (status: Int32, errors: String) {
+            try sandbox.writeRoutes(yaml)
+            let result = try RouterProcess.runToExit(["validate", file, "--plugins", sandbox.plugins.path], in: sandbox.root)
+            return (result.status, result.errors)
+        }
+        func routes(read: String, route: String) -> String {
+            """
+            instances:
+              home: { plugin: qeo, qdm: [\(path)], read: [\(read)], write: [org.qeo.sample.simplechat.ChatMessage] }
+              out: { plugin: core, console: {} }
+            routes:
+              - \(route)
+            """
+        }
+        let good = try validate(
+            routes(
+                read: "org.qeo.sample.simplechat.ChatMessage", route: #"{ from: home.events, template: "{{body.message}}", to: out.print }"#
+            ))
+        #expect(good.status == 0, "\(good.errors)")
+
+        // The events port carries the topics read: a field the QDM struct lacks is an error.
+        let misread = try validate(
+            routes(
+                read: "org.qeo.sample.simplechat.ChatMessage", route: #"{ from: home.events, template: "{{body.text}}", to: out.print }"#))
+        #expect(misread.status == 1)
+        #expect(misread.errors.contains("type qeo.org.qeo.sample.simplechat.ChatMessage has no field 'text'"), "\(misread.errors)")
+
+        // A topic the files do not have is reported at its entry in `read`.
+        let yaml = routes(read: "org.qeo.sample.simplechat.ChatMessage, org.qeo.Nope", route: "{ from: home.events, to: out.print }")
+        let unknown = try validate(yaml)
+        let entry = try #require(position(of: "org.qeo.Nope", in: yaml))
+        #expect(
+            unknown.errors.contains(
+                "\(file):\(entry.line):\(entry.column): error: instance 'home' (plugin qeo): /read/1: org.qeo.Nope is not a type of the QDM files"
+            ), "\(unknown.errors)")
+
+        // A route file of earlier versions: the bare QDM name is unknown, with the name to use.
+        let bare = try validate(
+            routes(
+                read: "org.qeo.sample.simplechat.ChatMessage",
+                route: "{ from: out.lines, type: org.qeo.sample.simplechat.ChatMessage, map: { from: a, message: b }, to: home.write }"))
+        #expect(
+            bare.errors.contains(
+                "error: unknown type 'org.qeo.sample.simplechat.ChatMessage' (did you mean 'qeo.org.qeo.sample.simplechat.ChatMessage'?)"),
+            "\(bare.errors)")
+
+        // … and its `types: - qdm:` entry says what to do instead.
+        let old = try validate(
+            "types:\n  - qdm: \(path)\n"
+                + routes(read: "org.qeo.sample.simplechat.ChatMessage", route: "{ from: home.events, to: out.print }"))
+        #expect(old.status == 1)
+        #expect(
+            old.errors.contains("\(file):2:10: error: 'qdm' belongs to the qeo instance, not to 'types': remove this entry"),
+            "\(old.errors)")
     }
 }

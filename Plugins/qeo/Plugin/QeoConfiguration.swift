@@ -16,13 +16,8 @@ struct QeoConfiguration: Sendable {
     var securityProperties: [(name: String, value: String)] = []
 
     init(config: JSONValue) throws {
-        let files = config["qdm"]?.stringValue.map { [$0] } ?? (config["qdm"]?.arrayValue ?? []).compactMap(\.stringValue)
-        guard !files.isEmpty else { throw PluginError("qdm: give the QDM files of the types (relative to the working directory)") }
-        do {
-            model = try QDMParser.load(files)
-        } catch {
-            throw PluginError("qdm: \(error)")
-        }
+        let topics = try QeoTopics(config: config)
+        model = topics.model
         guard let domain = UInt32(exactly: config["domain"]?.intValue ?? 128) else {
             throw PluginError("domain: \(config["domain"]?.text ?? "") is not a DDS domain id (0…232)")
         }
@@ -30,23 +25,8 @@ struct QeoConfiguration: Sendable {
         realm = try Self.identifier(config["realm"], "realm")
         user = try Self.identifier(config["user"], "user")
         device = try Self.identifier(config["device"], "device")
-        let model = model
-        func topics(_ key: String) throws -> [QDMStruct] {
-            try (config[key]?.arrayValue ?? []).map { entry in
-                guard let name = entry.stringValue else { throw PluginError("\(key): entries are QDM type names") }
-                guard let item = model.structs[name] else {
-                    let known = model.topics.map(\.name).joined(separator: ", ")
-                    throw PluginError("\(key): \(name) is not a type of the QDM files (topics there: \(known))")
-                }
-                guard item.behavior != nil else {
-                    throw PluginError("\(key): \(name) has no behavior=\"event\" or \"state\" in \(item.location): it is not a topic")
-                }
-                return item
-            }
-        }
-        read = try topics("read")
-        write = try topics("write")
-        guard !read.isEmpty || !write.isEmpty else { throw PluginError("nothing to do: list topics under read, write or both") }
+        read = topics.read
+        write = topics.write
         if let security = config["security"] {
             try secure(security, config: config)
         }

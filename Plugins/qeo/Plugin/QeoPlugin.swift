@@ -32,7 +32,7 @@ final class QeoPlugin: SwitchyardPlugin {
         ports: [
             PortDeclaration(
                 name: eventsPort, direction: .source, types: ["*"], requires: "read",
-                summary: "Each sample of the event topics read (type: the QDM type)"),
+                summary: "Each sample of the event topics read (type: qeo. and the QDM type)"),
             PortDeclaration(
                 name: changesPort, direction: .source, types: ["*", removedType], requires: "read",
                 summary: "State change reader: each new or updated instance, and qeo.Removed when one is disposed or its writer gone"),
@@ -232,7 +232,8 @@ final class QeoPlugin: SwitchyardPlugin {
     }
 
     private func envelope(_ item: QDMStruct, body: JSONValue, instance: UInt64? = nil) -> Envelope {
-        var envelope = Envelope(type: item.name, subject: item.name, contentType: "application/json", body: body.serializedBytes())
+        var envelope = Envelope(
+            type: QeoTopics.envelopeType(of: item.name), subject: item.name, contentType: "application/json", body: body.serializedBytes())
         envelope.headers.append(name: "qeo.type", value: item.name)
         if let instance { envelope.headers.append(name: "qeo.instance", value: String(instance)) }
         return envelope
@@ -263,7 +264,9 @@ final class QeoPlugin: SwitchyardPlugin {
         // Not `cond ? body : nil`: JSONValue takes nil literals, so that nil would be JSON null.
         var removal: JSONValue?
         if envelope.type == Self.removeType { removal = envelope.decodedBody() }
-        let typeName = removal.flatMap { $0["type"]?.stringValue } ?? envelope.headers["qeo.type"] ?? envelope.type
+        // The QDM name: envelope types are `qeo.` + it, and a qeo.Remove body may name either.
+        let typeName = QeoTopics.qdmName(
+            of: removal.flatMap { $0["type"]?.stringValue } ?? envelope.headers["qeo.type"] ?? envelope.type, in: configuration.model)
         guard let writer = state.withLock({ $0.writers[typeName] }) else {
             let known = configuration.write.map(\.name).joined(separator: ", ")
             return delivery.ack(.reject, reason: "\(typeName) is not a topic this instance writes (write: \(known))")
