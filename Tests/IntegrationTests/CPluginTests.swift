@@ -87,4 +87,72 @@ struct CPluginTests {
         #expect(errors.contains { $0.hasPrefix("\(file):\(prefixAt.line):\(prefixAt.column): error: ") && $0.contains("prefix") })
         #expect(errors.contains { $0.hasPrefix("\(file):\(shoutAt.line):\(shoutAt.column): error: ") && $0.contains("shout") })
     }
+
+    /// `type: upper.Shout` makes `out` emit a type the instance declares through describe():
+    /// `validate` knows it before anything runs, accepts a route that builds it, refuses one that
+    /// names a type nobody declares, and points a refused `type` at its line and column.
+    @Test func aTypeFromTheConfigurationIsDeclaredThroughDescribe() throws {
+        let sandbox = try Self.sandboxWithUpper()
+        let file = sandbox.routes.appendingPathComponent("main.yaml").path
+        func validate(_ yaml: String) throws -> (status: Int32, errors: [String]) {
+            try sandbox.writeRoutes(yaml)
+            let result = try RouterProcess.runToExit(["validate", file, "--plugins", sandbox.plugins.path], in: sandbox.root)
+            return (result.status, result.errors.split(separator: "\n").map(String.init))
+        }
+        func routes(upper: String, type: String) -> String {
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 1s } }
+              up:    { plugin: upper, type: \(upper) }
+              again: { plugin: upper }
+            routes:
+              - { name: shouted, from: up.out, type: \(type), template: "{{body}}!", to: again.in }
+              - { name: ticks, from: clock.tick, template: "tick", to: up.in }
+            """
+        }
+        let accepted = try validate(routes(upper: "upper.Shout", type: "upper.Shout"))
+        #expect(accepted.status == 0, "\(accepted.errors)")
+
+        let wrongYAML = routes(upper: "upper.Shout", type: "upper.Whisper")
+        let wrong = try validate(wrongYAML)
+        #expect(wrong.status == 1)
+        let whisperAt = try #require(position(of: "upper.Whisper", in: wrongYAML))
+        #expect(
+            wrong.errors.contains { $0 == "\(file):\(whisperAt.line):\(whisperAt.column): error: unknown type 'upper.Whisper'" },
+            "\(wrong.errors)")
+
+        // The plugin's own refusal starts with the JSON Pointer /type: the host reports it at
+        // that setting in the route file.
+        let foreignYAML = routes(upper: "Shout", type: "text")
+        let foreign = try validate(foreignYAML)
+        #expect(foreign.status == 1)
+        let shoutAt = try #require(position(of: "type: Shout", in: foreignYAML))
+        #expect(
+            foreign.errors.contains {
+                $0.hasPrefix("\(file):\(shoutAt.line):\(shoutAt.column): error: instance 'up' (plugin upper): /type: ")
+                    && $0.contains("write upper.NAME")
+            }, "\(foreign.errors)")
+    }
+
+    /// What `out` emits at run time carries the configured type.
+    @Test func theConfiguredTypeIsWhatOutEmits() throws {
+        let sandbox = try Self.sandboxWithUpper()
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 20ms, count: 2 } }
+              up:    { plugin: upper, type: upper.Shout }
+              out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+            routes:
+              - { name: ticks, from: clock.tick, template: "tick", to: up.in }
+              - { name: shouted, from: up.out, when: 'type == "upper.Shout"', to: out.write }
+            """
+        )
+        let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        router.waitUntil("two envelopes in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 2 }
+        #expect(router.stop() == 0)
+        let lines = try sandbox.jsonLines(of: "out.jsonl")
+        #expect(lines.count == 2)
+        #expect(lines.allSatisfy { $0["type"] as? String == "upper.Shout" && $0["body"] as? String == "TICK" })
+    }
 }

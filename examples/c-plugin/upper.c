@@ -4,12 +4,16 @@
  * It proves the plugin ABI is language-neutral: no Swift, no SDK, just the header.
  *
  *   ports:  in  (sink, any type, feeds "out")  ->  out (source, any type)
- *   config: { prefix: "text" }   (optional; no other keys)
+ *   config: { prefix: "text", type: "upper.Shout" }   (both optional; no other keys)
  *   command: switchyard upper shout WORDS...   (prints the words uppercased)
  *
  * Every envelope delivered on `in` comes out of `out` with its body ASCII-uppercased and the
  * prefix put in front. Type, subject, headers, content type, session and trace are passed on
  * (the host appends this instance to the trace); id and time are left for the host to assign.
+ *
+ * With `type`, `out` emits every envelope as that type instead: a type this instance adds,
+ * declared to the host with its schema (a text body) through describe() before anything
+ * starts, so `switchyard validate` checks routes against it (section 6 of the header).
  *
  * Build (from the repository root):
  *   cc -std=c11 -Wall -Wextra -Werror -shared -fPIC -O2 -I Sources/SwitchyardABI/include \
@@ -49,7 +53,8 @@ static const char manifest_json[] =
     "],"
     "\"types\":{},"
     "\"config\":{\"type\":\"object\",\"additionalProperties\":false,"
-    "\"properties\":{\"prefix\":{\"type\":\"string\",\"description\":\"Text put in front of every body\"}}},"
+    "\"properties\":{\"prefix\":{\"type\":\"string\",\"description\":\"Text put in front of every body\"},"
+    "\"type\":{\"type\":\"string\",\"description\":\"The type out emits, upper.NAME (default: the type delivered)\"}}},"
     "\"commands\":[{\"name\":\"shout\",\"summary\":\"Print the words given uppercased: switchyard upper shout hello\"}]"
     "}";
 
@@ -245,13 +250,46 @@ static bool read_string(json_cursor *cursor, text_buffer *text, const char **pro
     return false;
 }
 
+/* The longest `type`: a type name is a name, not a payload. */
+enum { MAX_TYPE_LENGTH = 128 };
+
+/* Whether `name` is "upper." followed by letters, digits, '.', '-' and '_': a type this
+ * plugin may add (the host refuses others), and one that needs no escaping in JSON. */
+static bool is_own_type_name(const char *name, size_t length) {
+    static const char own[] = "upper.";
+    if (length <= sizeof own - 1 || length > MAX_TYPE_LENGTH || strncmp(name, own, sizeof own - 1) != 0) return false;
+    for (size_t i = sizeof own - 1; i < length; i++) {
+        char c = name[i];
+        bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                       c == '_';
+        if (!allowed) return false;
+    }
+    return true;
+}
+
+/* An instance's configuration: malloc'd NUL-terminated strings; `type` is NULL when unset. */
+typedef struct upper_config {
+    char *prefix;
+    size_t prefix_length;
+    char *type;
+    size_t type_length;
+} upper_config;
+
+static void free_config(upper_config *config) {
+    free(config->prefix);
+    free(config->type);
+    config->prefix = NULL;
+    config->type = NULL;
+}
+
 /*
- * Parses the configuration object. On success `*prefix` is a malloc'd NUL-terminated string
- * (empty when there is no prefix) and its length is in `*prefix_length`.
+ * Parses the configuration object into `out` (prefix empty when absent). Messages about one
+ * value start with its JSON Pointer ("/type: ..."), so the host can point at the route file.
  */
-static bool parse_config(sy_bytes config, char **prefix, size_t *prefix_length, char *message, size_t message_size) {
+static bool parse_config(sy_bytes config, upper_config *out, char *message, size_t message_size) {
     json_cursor cursor = {config.data, config.data + config.length};
     text_buffer value = {NULL, 0, 0};
+    text_buffer type = {NULL, 0, 0};
     bool have_prefix = false;
     const char *problem = NULL;
 
@@ -277,14 +315,16 @@ static bool parse_config(sy_bytes config, char **prefix, size_t *prefix_length, 
                 snprintf(message, message_size, "upper: invalid configuration: %s", problem);
                 goto fail;
             }
-            if (strlen(key.data) != key.length || strcmp(key.data, "prefix") != 0) {
-                snprintf(message, message_size, "upper: unknown configuration key '%.64s' (expected: prefix)", key.data);
+            bool is_prefix = strlen(key.data) == key.length && strcmp(key.data, "prefix") == 0;
+            bool is_type = strlen(key.data) == key.length && strcmp(key.data, "type") == 0;
+            if (!is_prefix && !is_type) {
+                snprintf(message, message_size, "upper: unknown configuration key '%.64s' (expected: prefix, type)", key.data);
                 free(key.data);
                 goto fail;
             }
             free(key.data);
-            if (have_prefix) {
-                snprintf(message, message_size, "upper: 'prefix' is given twice");
+            if ((is_prefix && have_prefix) || (is_type && type.data != NULL)) {
+                snprintf(message, message_size, "/%s: upper: given twice", is_prefix ? "prefix" : "type");
                 goto fail;
             }
             skip_space(&cursor);
@@ -295,14 +335,21 @@ static bool parse_config(sy_bytes config, char **prefix, size_t *prefix_length, 
             cursor.at++;
             skip_space(&cursor);
             if (cursor.at >= cursor.end || *cursor.at != '"') {
-                snprintf(message, message_size, "upper: 'prefix' must be a string");
+                snprintf(message, message_size, "/%s: upper: must be a string", is_prefix ? "prefix" : "type");
                 goto fail;
             }
-            if (!read_string(&cursor, &value, &problem)) {
+            if (!read_string(&cursor, is_prefix ? &value : &type, &problem)) {
                 snprintf(message, message_size, "upper: invalid configuration: %s", problem);
                 goto fail;
             }
-            have_prefix = true;
+            if (is_type && (strlen(type.data) != type.length || !is_own_type_name(type.data, type.length))) {
+                snprintf(message, message_size,
+                         "/type: upper: '%.64s' is not a type name this plugin may add: write upper.NAME (letters, digits, "
+                         "'.', '-', '_'; at most %d characters)",
+                         type.data, MAX_TYPE_LENGTH);
+                goto fail;
+            }
+            have_prefix = have_prefix || is_prefix;
             skip_space(&cursor);
             if (cursor.at < cursor.end && *cursor.at == ',') {
                 cursor.at++;
@@ -325,14 +372,17 @@ static bool parse_config(sy_bytes config, char **prefix, size_t *prefix_length, 
 done:
     if (value.data == NULL && !text_append(&value, "", 0)) {
         snprintf(message, message_size, "upper: out of memory");
-        return false;
+        goto fail;
     }
-    *prefix = value.data;
-    *prefix_length = value.length;
+    out->prefix = value.data;
+    out->prefix_length = value.length;
+    out->type = type.data;
+    out->type_length = type.length;
     return true;
 
 fail:
     free(value.data);
+    free(type.data);
     return false;
 }
 
@@ -343,8 +393,7 @@ fail:
 typedef struct upper_instance {
     sy_host_context *context;
     const sy_host_api_v2 *host;
-    char *prefix;          /* immutable after create() */
-    size_t prefix_length;
+    upper_config config;   /* immutable after create() */
     atomic_bool stopped;
 } upper_instance;
 
@@ -357,22 +406,20 @@ static int32_t upper_create(sy_host_context *context, sy_bytes instance_name, sy
         return SY_ERR_FAILED;
     }
     char message[256];
-    char *prefix = NULL;
-    size_t prefix_length = 0;
-    if (!parse_config(config, &prefix, &prefix_length, message, sizeof message)) {
+    upper_config parsed = {NULL, 0, NULL, 0};
+    if (!parse_config(config, &parsed, message, sizeof message)) {
         set_error(error, message);
         return SY_ERR_INVALID;
     }
     upper_instance *self = calloc(1, sizeof *self);
     if (self == NULL) {
-        free(prefix);
+        free_config(&parsed);
         set_error(error, "upper: out of memory");
         return SY_ERR_FAILED;
     }
     self->context = context;
     self->host = host;
-    self->prefix = prefix;
-    self->prefix_length = prefix_length;
+    self->config = parsed;
     atomic_init(&self->stopped, false);
     *instance = self;
     return SY_OK;
@@ -396,13 +443,15 @@ static int32_t upper_deliver(void *instance, sy_bytes port, const sy_envelope *e
     if (envelope == NULL) return SY_ERR_INVALID;
 
     size_t body_length = envelope->body.length;
-    size_t total = self->prefix_length + body_length;
+    size_t prefix_length = self->config.prefix_length;
+    if (body_length > SIZE_MAX - prefix_length) return SY_ERR_INVALID;
+    size_t total = prefix_length + body_length;
     uint8_t *body = malloc(total > 0 ? total : 1);
     if (body == NULL) return SY_ERR_FAILED; /* not taken, so no ack */
-    if (self->prefix_length > 0) memcpy(body, self->prefix, self->prefix_length);
+    if (prefix_length > 0) memcpy(body, self->config.prefix, prefix_length);
     for (size_t i = 0; i < body_length; i++) {
         uint8_t c = envelope->body.data[i];
-        body[self->prefix_length + i] = (c >= 'a' && c <= 'z') ? (uint8_t)(c - ('a' - 'A')) : c;
+        body[prefix_length + i] = (c >= 'a' && c <= 'z') ? (uint8_t)(c - ('a' - 'A')) : c;
     }
 
     /* A new envelope: everything borrowed from the delivered one (valid until we return;
@@ -411,6 +460,10 @@ static int32_t upper_deliver(void *instance, sy_bytes port, const sy_envelope *e
     memset(&out, 0, sizeof out);
     out.struct_size = (uint32_t)sizeof out;
     out.type = envelope->type;
+    if (self->config.type != NULL) {
+        out.type.data = (const uint8_t *)self->config.type;
+        out.type.length = self->config.type_length;
+    }
     out.subject = envelope->subject;
     out.headers = envelope->headers;
     out.header_count = envelope->header_count;
@@ -442,8 +495,43 @@ static void upper_stop(void *instance) {
 static void upper_destroy(void *instance) {
     upper_instance *self = instance;
     if (self == NULL) return;
-    free(self->prefix);
+    free_config(&self->config);
     free(self);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Describe: the instance's `out` port and its type, from `type` (section 6 of the header)    */
+/* ---------------------------------------------------------------------------------------- */
+
+static int32_t write_bytes(sy_writer writer, const char *text) { return writer.write(writer.target, bytes_of(text)); }
+
+static int32_t upper_describe(sy_bytes instance_name, sy_bytes config, sy_writer description, sy_error_buffer error) {
+    (void)instance_name;
+    char message[256];
+    upper_config parsed = {NULL, 0, NULL, 0};
+    if (!parse_config(config, &parsed, message, sizeof message)) {
+        set_error(error, message);
+        return SY_ERR_INVALID;
+    }
+    if (parsed.type == NULL) {
+        /* No type of its own: the manifest's ports and types. */
+        free_config(&parsed);
+        return write_bytes(description, "{}");
+    }
+    /* The type name was checked to hold only name characters: it needs no JSON escaping. */
+    int32_t status = SY_OK;
+    const char *parts[] = {
+        "{\"ports\":[{\"name\":\"in\",\"direction\":\"sink\",\"types\":[\"*\"],\"feeds\":[\"out\"]},"
+        "{\"name\":\"out\",\"direction\":\"source\",\"types\":[\"",
+        parsed.type,
+        "\"]}],\"types\":{\"",
+        parsed.type,
+        "\":{\"type\":\"string\",\"description\":\"An uppercased text body\"}}}",
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0] && status == SY_OK; i++) status = write_bytes(description, parts[i]);
+    free_config(&parsed);
+    if (status != SY_OK) set_error(error, "upper: the host refused the description");
+    return status;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -530,6 +618,7 @@ static void upper_fill(sy_plugin_api_v2 *table) {
     table->stop = upper_stop;
     table->destroy = upper_destroy;
     table->command = upper_command;
+    table->describe = upper_describe;
     /* quiesce, resume, settled: not needed — `out` only ever emits inside deliver(). */
 }
 
