@@ -161,6 +161,11 @@ struct CommandPipe: ~Copyable {
         #expect(variable.words == ["qeo", "--plugins", "/x"])
         #expect(PluginCommandLine(arguments: ["qeo"], environment: [:]).directory == "Plugins")
         #expect(PluginCommandLine(arguments: ["qeo"], environment: [PluginCommandLine.directoryVariable: ""]).directory == "Plugins")
+        // A route file's plugins.dir comes after the option and the variable.
+        #expect(PluginCommandLine.directory(option: "/p", environment: environment, configured: "/yaml") == "/p")
+        #expect(PluginCommandLine.directory(option: nil, environment: environment, configured: "/yaml") == "/opt/plugins")
+        #expect(PluginCommandLine.directory(option: nil, environment: [:], configured: "/yaml") == "/yaml")
+        #expect(PluginCommandLine.directory(option: nil, environment: [:]) == "Plugins")
         // A trailing `--plugins` is the default command's problem, not a directory.
         #expect(PluginCommandLine(arguments: ["--plugins"], environment: [:]).words == ["--plugins"])
     }

@@ -54,8 +54,15 @@ public struct PluginCommandLine: Sendable {
                 words = words.dropFirst()
             }
         }
-        self.directory = directory ?? environment[Self.directoryVariable].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultDirectory
+        self.directory = Self.directory(option: directory, environment: environment)
         self.words = Array(words)
+    }
+
+    /// The plugin directory every command uses: `option` (`--plugins`), else the variable
+    /// ``directoryVariable``, else `configured` (a route file's `plugins.dir`), else
+    /// ``defaultDirectory``.
+    public static func directory(option: String?, environment: [String: String], configured: String? = nil) -> String {
+        option ?? environment[directoryVariable].flatMap { $0.isEmpty ? nil : $0 } ?? configured ?? defaultDirectory
     }
 
     /// Decides what the command line asks for. `builtInCommands` are the executable's own
