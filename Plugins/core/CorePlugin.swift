@@ -41,53 +41,7 @@ final class CorePlugin: SwitchyardPlugin {
             ],
             "core.Line": ["type": "string"],
         ],
-        config: [
-            "type": "object",
-            "additionalProperties": false,
-            "properties": [
-                "timer": [
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["interval"],
-                    "properties": [
-                        "interval": ["type": ["string", "integer"], "description": "250ms, 1s, 2m… or milliseconds"],
-                        "count": ["type": "integer", "minimum": 0, "description": "Stop after this many ticks (0: never)"],
-                    ],
-                ],
-                "console": [
-                    "type": "object",
-                    "additionalProperties": false,
-                    "properties": ["format": ["enum": ["body", "envelope"], "description": "What 'print' writes per line"]],
-                ],
-                "file": [
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["path"],
-                    "properties": [
-                        "path": ["type": "string", "minLength": 1],
-                        "format": ["enum": ["envelope", "body"]],
-                        "fsync": ["type": "boolean", "description": "fsync after every line before acking"],
-                    ],
-                ],
-                "relay": ["type": "object", "additionalProperties": false],
-                "subprocess": [
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["command"],
-                    "properties": [
-                        "command": [
-                            "type": "array", "items": ["type": "string"], "minItems": 1,
-                            "description": "The program and its arguments (looked up on PATH)",
-                        ],
-                        "codec": ["enum": ["lines", "json"], "description": "lines: core.Line text; json: each line one JSON value"],
-                        "restart": [
-                            "type": ["string", "integer"],
-                            "description": "Wait before restarting after it exits (default 1s, at least 100ms)",
-                        ],
-                    ],
-                ],
-            ],
-        ]
+        config: CoreConfiguration.jsonSchema
     )
 
     let context: PluginContext
@@ -101,45 +55,13 @@ final class CorePlugin: SwitchyardPlugin {
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
         self.name = name
-        if let timerConfig = config["timer"] {
-            guard let interval = timerConfig["interval"].flatMap(DurationText.nanoseconds), interval > 0 else {
-                throw PluginError("timer.interval must be a positive duration such as 250ms or 1s")
-            }
-            timer = Ticker(context: context, interval: interval, limit: timerConfig["count"]?.intValue ?? 0)
-        } else {
-            timer = nil
-        }
-        console = config["console"].map { Console(context: context, printsEnvelopes: $0["format"]?.stringValue == "envelope") }
-        if let fileConfig = config["file"] {
-            guard let path = fileConfig["path"]?.stringValue else { throw PluginError("file.path must be a path") }
-            file = try JSONLinesFile(
-                path: path,
-                writesEnvelopes: fileConfig["format"]?.stringValue != "body",
-                syncs: fileConfig["fsync"]?.boolValue ?? false
-            )
-        } else {
-            file = nil
-        }
-        relays = config["relay"] != nil
-        if let subprocessConfig = config["subprocess"] {
-            let command = (subprocessConfig["command"]?.arrayValue ?? []).compactMap(\.stringValue)
-            guard !command.isEmpty else { throw PluginError("subprocess.command must list the program and its arguments") }
-            let codecName = subprocessConfig["codec"]?.stringValue ?? "lines"
-            guard let codec = Subprocess.Codec(rawValue: codecName) else {
-                throw PluginError("subprocess.codec '\(codecName)': expected lines or json")
-            }
-            var restart: UInt64 = 1_000_000_000
-            if let text = subprocessConfig["restart"] {
-                guard let parsed = DurationText.nanoseconds(text) else {
-                    throw PluginError("subprocess.restart must be a duration such as 500ms or 5s")
-                }
-                restart = parsed
-            }
-            // At least 100 ms, so a program that cannot start is not retried in a busy loop.
-            subprocess = Subprocess(
-                context: context, command: command, codec: codec, restartDelay: max(Double(restart) / 1e9, 0.1))
-        } else {
-            subprocess = nil
+        let configuration = try CoreConfiguration(config: config)
+        timer = configuration.timer.map { Ticker(context: context, interval: $0.interval.nanoseconds, limit: $0.count) }
+        console = configuration.console.map { Console(context: context, printsEnvelopes: $0.format == .envelope) }
+        file = try configuration.file.map { try JSONLinesFile(path: $0.path, writesEnvelopes: $0.format == .envelope, syncs: $0.fsync) }
+        relays = configuration.relay != nil
+        subprocess = configuration.subprocess.map {
+            Subprocess(context: context, command: $0.command, codec: $0.codec, restartDelay: $0.restartDelay)
         }
     }
 
