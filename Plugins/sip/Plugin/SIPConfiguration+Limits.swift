@@ -20,40 +20,34 @@ struct SIPResourceLimits: Sendable {
     /// The largest size setting taken (16 MiB): a sip peer has no business sending more.
     static let maximumBytes = 16 << 20
 
-    init(config: JSONValue) throws(PluginError) {
-        let section = config["limits"]
-        parser = SIPLimits(
-            bodyBytes: try Self.count(config["max_body_bytes"], "max_body_bytes", default: 65536, maximum: Self.maximumBytes),
-            messageBytes: try Self.count(
-                section?["max_message_bytes"], "limits.max_message_bytes", default: 81920, maximum: Self.maximumBytes))
-        serverTransactions = try Self.count(
-            section?["max_server_transactions"], "limits.max_server_transactions", default: 1024, maximum: 1 << 20)
-        connectionsPerListener = try Self.count(section?["max_connections"], "limits.max_connections", default: 256, maximum: 1 << 20)
-        idleTimeout = try PluginError.duration(section?["idle_timeout"], "limits.idle_timeout", default: .seconds(120))
-        tlsHandshakeTimeout = try PluginError.duration(
-            section?["tls_handshake_timeout"], "limits.tls_handshake_timeout", default: .seconds(10))
-        guard idleTimeout > .zero, tlsHandshakeTimeout > .zero else {
-            throw PluginError("limits.idle_timeout and limits.tls_handshake_timeout must be positive")
+    /// The `limits:` section as written.
+    struct Section: Decodable {
+        var maxMessageBytes = 81920
+        var maxServerTransactions = 1024
+        var maxConnections = 256
+        var idleTimeout: Duration = .seconds(120)
+        var tlsHandshakeTimeout: Duration = .seconds(10)
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            maxMessageBytes = try container.decode(.maxMessageBytes, default: maxMessageBytes, in: 1...maximumBytes)
+            maxServerTransactions = try container.decode(.maxServerTransactions, default: maxServerTransactions, in: 1...(1 << 20))
+            maxConnections = try container.decode(.maxConnections, default: maxConnections, in: 1...(1 << 20))
+            idleTimeout = try container.decode(.idleTimeout, default: idleTimeout, atLeast: .nanoseconds(1))
+            tlsHandshakeTimeout = try container.decode(.tlsHandshakeTimeout, default: tlsHandshakeTimeout, atLeast: .nanoseconds(1))
         }
+
+        private enum CodingKeys: CodingKey { case maxMessageBytes, maxServerTransactions, maxConnections, idleTimeout, tlsHandshakeTimeout }
     }
 
-    private static func count(_ value: JSONValue?, _ name: String, default fallback: Int, maximum: Int) throws(PluginError) -> Int {
-        guard let value else { return fallback }
-        guard let number = value.intValue, (1...maximum).contains(number) else {
-            throw PluginError("\(name): '\(value.text)' is not a whole number in 1-\(maximum)")
-        }
-        return number
+    /// The limits of `max_body_bytes` and the `limits:` section.
+    init(bodyBytes: Int, section: Section) {
+        parser = SIPLimits(bodyBytes: bodyBytes, messageBytes: section.maxMessageBytes)
+        serverTransactions = section.maxServerTransactions
+        connectionsPerListener = section.maxConnections
+        idleTimeout = section.idleTimeout
+        tlsHandshakeTimeout = section.tlsHandshakeTimeout
     }
-
-    /// The schema of the `limits:` section.
-    static let schema: JSONValue = [
-        "type": "object", "additionalProperties": false,
-        "properties": [
-            "max_message_bytes": ["type": "integer", "minimum": 1, "maximum": .int(maximumBytes)],
-            "max_server_transactions": ["type": "integer", "minimum": 1],
-            "max_connections": ["type": "integer", "minimum": 1],
-            "idle_timeout": ["type": ["string", "integer"]],
-            "tls_handshake_timeout": ["type": ["string", "integer"]],
-        ],
-    ]
 }

@@ -3,7 +3,7 @@ import SwitchyardCore
 import SwitchyardPluginKit
 
 /// A SIP transport.
-enum SIPTransportKind: String, Sendable, CaseIterable {
+enum SIPTransportKind: String, Sendable, CaseIterable, ConfigurationEnum {
     case udp, tcp, tls
 
     /// The Via transport token.
@@ -72,8 +72,9 @@ struct SIPTarget: Sendable, Hashable, CustomStringConvertible {
     var description: String { "\(transport.rawValue):\(host.contains(":") ? "[\(host)]" : host):\(port)" }
 }
 
-/// One sip instance's settings.
-struct SIPConfiguration: Sendable {
+/// One sip instance's settings. The manifest's schema is derived from this type; the sections
+/// are read in SIPConfiguration+Sections.swift.
+struct SIPConfiguration: PluginConfiguration {
     /// Who the instance is (the IMS names iDoubs uses: IMPI for authentication, IMPU as address).
     struct Identity: Sendable {
         /// The public identity, the address of record: `sip:alice@example.org`.
@@ -96,7 +97,6 @@ struct SIPConfiguration: Sendable {
         var maximumRetryDelay: Duration
     }
 
-    /// TLS settings: a server certificate for the TLS listener, trust for outgoing connections.
     var identity: Identity
     var transport: SIPTransportKind
     var listenHost: String
@@ -107,6 +107,7 @@ struct SIPConfiguration: Sendable {
     /// Every request goes here first when set (RFC 3261 §8.1.2's outbound proxy).
     var outboundProxy: SIPTarget?
     var registration: Registration?
+    /// TLS settings: a server certificate for the TLS listener, trust for outgoing connections.
     var tls: TLSSettings?
     var timers: SIPTimers
     /// Content types accepted for incoming MESSAGE (`type/subtype`, `type/*` or `*/*`).
@@ -125,97 +126,55 @@ struct SIPConfiguration: Sendable {
     /// How long the router may take to settle an incoming MESSAGE before it is answered 503.
     var answerTimeout: Duration
 
-    init(config: JSONValue) throws {
-        guard let impu = config["identity"]?["impu"]?.stringValue ?? config["impu"]?.stringValue else {
-            throw PluginError("identity.impu (the public identity, like sip:alice@example.org) is required")
-        }
-        guard impu.lowercased().hasPrefix("sip:") || impu.lowercased().hasPrefix("sips:"), impu.contains("@") else {
-            throw PluginError("identity.impu '\(impu)' is not a SIP address like sip:alice@example.org")
-        }
-        let user = Self.userPart(of: impu)
-        let domain = Self.domainPart(of: impu)
-        let identityConfig = config["identity"]
-        identity = Identity(
-            impu: impu,
-            impi: identityConfig?["impi"]?.stringValue ?? user,
-            realm: identityConfig?["realm"]?.stringValue,
-            password: identityConfig?["password"]?.stringValue,
-            displayName: identityConfig?["display_name"]?.stringValue)
+    static let descriptions = [
+        "/identity/impu": "public identity, sip:alice@example.org",
+        "/identity/impi": "private identity (digest user name), default the IMPU's user part",
+        "/proxy": "outbound proxy, sip:host:port;transport=tcp",
+        "/send/allow_envelope_destination": "let envelopes send elsewhere than send.to (default false)",
+    ]
 
-        let transportName = config["transport"]?.stringValue ?? "udp"
-        guard let transport = SIPTransportKind(rawValue: transportName.lowercased()) else {
-            throw PluginError("transport '\(transportName)' is not udp, tcp or tls")
-        }
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let identity = try container.decode(IdentitySection.self, forKey: .identity)
+        self.identity = identity.identity
+        let transport = try container.decode(.transport, default: SIPTransportKind.udp)
         self.transport = transport
-        var listen = config["listen"]
-        // `listen: "127.0.0.1:5070"` is short for `{ host: 127.0.0.1, port: 5070 }`.
-        if let text = listen?.stringValue {
-            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else {
-                throw PluginError("listen '\(text)' is not host:port")
-            }
-            let host = String(text[..<colon]).trimmingCharacters(in: "[").trimmingCharacters(in: "]")
-            listen = ["host": .string(host), "port": .int(port)]
-        }
-        listenHost = listen?["host"]?.stringValue ?? "0.0.0.0"
-        listenPort = listen?["port"]?.intValue ?? 5060
-        tlsPort = listen?["tls_port"]?.intValue
-        guard (0...65535).contains(listenPort) else { throw PluginError("listen.port \(listenPort) is not in 0-65535") }
-        if let tlsPort, !(0...65535).contains(tlsPort) { throw PluginError("listen.tls_port \(tlsPort) is not in 0-65535") }
+        let listen = try container.decode(.listen, default: ListenSection())
+        (listenHost, listenPort, tlsPort) = (listen.host, listen.port, listen.tlsPort)
         advertisedHost =
-            listen?["advertise"]?.stringValue
-            ?? (["0.0.0.0", "::"].contains(listenHost) ? (listenHost == "::" ? "::1" : "127.0.0.1") : listenHost)
+            listen.advertise ?? (["0.0.0.0", "::"].contains(listenHost) ? (listenHost == "::" ? "::1" : "127.0.0.1") : listenHost)
+        outboundProxy = try container.decodeIfPresent(SIPURIText.self, forKey: .proxy).map {
+            try SIPTarget(uri: $0.text, fallback: transport)
+        }
+        registration = try container.decode(.register, default: RegisterSection.off).registration(
+            domain: Self.domainPart(of: identity.identity.impu))
+        tls = try container.decodeIfPresent(TLSSettings.self, forKey: .tls)
+        timers = try container.decode(.timers, default: TimersSection()).timers
+        let receive = try container.decode(.receive, default: ReceiveSection())
+        (accept, answerStatus) = (receive.accept.map { $0.lowercased() }, receive.answer.status)
+        (duplicateWindow, answerTimeout) = (receive.duplicateWindow, receive.answerTimeout)
+        let send = try container.decode(.send, default: SendSection())
+        (defaultTo, allowEnvelopeDestination) = (send.to, send.allowEnvelopeDestination)
+        (defaultContentType, maximumInFlight) = (send.contentType, send.maxInFlight)
+        limits = try SIPResourceLimits(
+            bodyBytes: container.decode(.maxBodyBytes, default: 65536, in: 1...SIPResourceLimits.maximumBytes),
+            section: container.decode(.limits, default: SIPResourceLimits.Section()))
+    }
 
-        if let proxy = config["proxy"]?.stringValue {
-            outboundProxy = try SIPTarget(uri: proxy, fallback: transport)
-        }
-        if let register = config["register"], register != .bool(false) {
-            let registrar = register["registrar"]?.stringValue ?? "sip:\(domain)"
-            registration = Registration(
-                registrarURI: registrar,
-                expires: register["expires"]?.intValue ?? 600,
-                initialRetryDelay: try PluginError.duration(
-                    register["retry"]?["initial_delay"], "register.retry.initial_delay", default: .seconds(1)),
-                maximumRetryDelay: try PluginError.duration(
-                    register["retry"]?["max_delay"], "register.retry.max_delay", default: .seconds(60)))
-            if let expires = registration?.expires, expires < 10 {
-                throw PluginError("register.expires \(expires) is too short: registrars refuse under 10 s, most under 60 s")
-            }
-            if let expires = registration?.expires, expires > SIPDeltaSeconds.maximum {
-                throw PluginError("register.expires \(expires) is over \(SIPDeltaSeconds.maximum) s (2^31-1)")
-            }
-            if identity.password == nil { throw PluginError("register needs identity.password (use \"${SIP_PASSWORD}\")") }
-        }
-        if let tls = config["tls"] {
-            self.tls = try TLSSettings(tls)
+    func validate() throws {
+        if registration != nil, identity.password == nil {
+            throw ConfigurationError(at: "/register", "register needs identity.password (use \"${SIP_PASSWORD}\")")
         }
         if transport == .tls || outboundProxy?.transport == .tls, tls == nil {
-            throw PluginError("transport tls needs a tls: section (at least ca_file, or verify: false)")
+            throw ConfigurationError(at: "", "transport tls needs a tls: section (at least ca_file, or verify: false)")
         }
-
-        let timerConfig = config["timers"]
-        timers = SIPTimers(
-            t1: try PluginError.duration(timerConfig?["t1"], "timers.t1", default: .milliseconds(500)),
-            t2: try PluginError.duration(timerConfig?["t2"], "timers.t2", default: .seconds(4)),
-            t4: try PluginError.duration(timerConfig?["t4"], "timers.t4", default: .seconds(5)))
-        guard timers.t1 > .zero, timers.t2 >= timers.t1 else { throw PluginError("timers: t1 must be positive and t2 at least t1") }
-
-        let receive = config["receive"]
-        accept = receive?["accept"]?.arrayValue?.compactMap(\.stringValue).map { $0.lowercased() } ?? ["text/plain", "application/json"]
-        switch receive?["answer"]?.intValue ?? 200 {
-        case 200: answerStatus = 200
-        case 202: answerStatus = 202
-        case let other: throw PluginError("receive.answer \(other) is neither 200 nor 202 (store-and-forward)")
+        guard timers.t1 > .zero, timers.t2 >= timers.t1 else {
+            throw ConfigurationError(at: "/timers", "t1 must be positive and t2 at least t1")
         }
-        duplicateWindow = try PluginError.duration(receive?["duplicate_window"], "receive.duplicate_window", default: .seconds(32))
-        answerTimeout = try PluginError.duration(receive?["answer_timeout"], "receive.answer_timeout", default: .seconds(8))
+    }
 
-        let send = config["send"]
-        defaultTo = send?["to"]?.stringValue
-        allowEnvelopeDestination = send?["allow_envelope_destination"]?.boolValue ?? false
-        defaultContentType = send?["content_type"]?.stringValue ?? "text/plain"
-        maximumInFlight = send?["max_in_flight"]?.intValue ?? 256
-        guard maximumInFlight >= 1 else { throw PluginError("send.max_in_flight must be at least 1") }
-        limits = try SIPResourceLimits(config: config)
+    private enum CodingKeys: CodingKey {
+        case identity, transport, listen, proxy, register, tls, timers, receive, send, maxBodyBytes, limits
     }
 
     /// `alice` of `sip:alice@example.org`.

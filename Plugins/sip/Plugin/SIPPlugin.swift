@@ -17,8 +17,6 @@ final class SIPPlugin: SwitchyardPlugin {
     static let sendPort = "send"
     static let registrationPort = "registration"
 
-    private static let duration: JSONValue = ["type": ["string", "integer"]]
-
     static let manifest = PluginManifest(
         name: "sip",
         version: "0.1.0",
@@ -57,72 +55,7 @@ final class SIPPlugin: SwitchyardPlugin {
                 ],
             ],
         ],
-        config: [
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["identity"],
-            "properties": [
-                "identity": [
-                    "type": "object", "additionalProperties": false, "required": ["impu"],
-                    "properties": [
-                        "impu": ["type": "string", "description": "public identity, sip:alice@example.org"],
-                        "impi": ["type": "string", "description": "private identity (digest user name)"],
-                        "realm": ["type": "string"],
-                        "password": ["type": "string", "secret": true],
-                        "display_name": ["type": "string"],
-                    ],
-                ],
-                "transport": ["enum": ["udp", "tcp", "tls"]],
-                "listen": [
-                    "type": ["object", "string"], "additionalProperties": false,
-                    "properties": [
-                        "host": ["type": "string"], "port": ["type": "integer", "minimum": 0, "maximum": 65535],
-                        "tls_port": ["type": "integer", "minimum": 0, "maximum": 65535], "advertise": ["type": "string"],
-                    ],
-                ],
-                "proxy": ["type": "string", "description": "outbound proxy, sip:host:port;transport=tcp"],
-                "register": [
-                    "type": ["object", "boolean"],
-                    "additionalProperties": false,
-                    "properties": [
-                        "registrar": ["type": "string"], "expires": ["type": "integer", "minimum": 10],
-                        "retry": [
-                            "type": "object", "additionalProperties": false,
-                            "properties": ["initial_delay": duration, "max_delay": duration],
-                        ],
-                    ],
-                ],
-                "tls": [
-                    "type": "object", "additionalProperties": false,
-                    "properties": [
-                        "cert_file": ["type": "string"], "key_file": ["type": "string"], "ca_file": ["type": "string"],
-                        "verify": ["type": "boolean"], "server_name": ["type": "string"],
-                    ],
-                ],
-                "timers": [
-                    "type": "object", "additionalProperties": false, "properties": ["t1": duration, "t2": duration, "t4": duration],
-                ],
-                "receive": [
-                    "type": "object", "additionalProperties": false,
-                    "properties": [
-                        "accept": ["type": "array", "items": ["type": "string"]], "answer": ["enum": [200, 202]],
-                        "duplicate_window": duration, "answer_timeout": duration,
-                    ],
-                ],
-                "send": [
-                    "type": "object", "additionalProperties": false,
-                    "properties": [
-                        "to": ["type": "string"], "content_type": ["type": "string"],
-                        "max_in_flight": ["type": "integer", "minimum": 1],
-                        "allow_envelope_destination": [
-                            "type": "boolean", "description": "let envelopes send elsewhere than send.to (default false)",
-                        ],
-                    ],
-                ],
-                "max_body_bytes": ["type": "integer", "minimum": 1, "maximum": .int(SIPResourceLimits.maximumBytes)],
-                "limits": SIPResourceLimits.schema,
-            ],
-        ]
+        config: SIPConfiguration.jsonSchema
     )
 
     private let context: PluginContext

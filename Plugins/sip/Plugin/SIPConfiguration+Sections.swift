@@ -1,0 +1,225 @@
+import SIPCodec
+import SwitchyardCore
+import SwitchyardPluginKit
+
+/// The sections of a sip instance's configuration as written; ``SIPConfiguration`` turns them
+/// into its settings.
+extension SIPConfiguration {
+    /// `identity:`; the IMPI defaults to the IMPU's user part.
+    struct IdentitySection: Decodable {
+        var identity: Identity
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            let impu = try container.decode(SIPAddressText.self, forKey: .impu).text
+            identity = Identity(
+                impu: impu,
+                impi: try container.decodeIfPresent(String.self, forKey: .impi) ?? SIPConfiguration.userPart(of: impu),
+                realm: try container.decodeIfPresent(String.self, forKey: .realm),
+                password: try container.decodeIfPresent(ConfigurationSecret.self, forKey: .password)?.value,
+                displayName: try container.decodeIfPresent(String.self, forKey: .displayName))
+        }
+
+        private enum CodingKeys: CodingKey { case impu, impi, realm, password, displayName }
+    }
+
+    /// `listen:`, an object or its short form `"host:port"` (`"[::1]:5070"`).
+    struct ListenSection: ConfigurationValue {
+        var host = "0.0.0.0"
+        var port = 5060
+        var tlsPort: Int?
+        var advertise: String?
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            if let text = try ConfigurationJSON(from: decoder).value.stringValue {
+                guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else {
+                    throw ConfigurationError(decoder, "'\(text)' is not host:port")
+                }
+                guard (0...65535).contains(port) else { throw ConfigurationError(decoder, "\(port) is not in 0-65535") }
+                host = String(text[..<colon]).trimmingCharacters(in: "[").trimmingCharacters(in: "]")
+                self.port = port
+                return
+            }
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            host = try container.decode(.host, default: host)
+            port = try container.decode(.port, default: port, in: 0...65535)
+            tlsPort = try container.decodeIfPresent(.tlsPort, in: 0...65535)
+            advertise = try container.decodeIfPresent(String.self, forKey: .advertise)
+        }
+
+        private enum CodingKeys: CodingKey { case host, port, tlsPort, advertise }
+
+        static var configurationSchema: JSONValue { ConfigurationSchema.of(Self.self, orAlso: "string") }
+        static var schemaPlaceholder: Self { Self() }
+    }
+
+    /// `register:`, a section or `false` (no registration; `true` registers with the defaults).
+    struct RegisterSection: ConfigurationValue {
+        var enabled = true
+        var registrar: String?
+        var expires = 600
+        var retry = RetrySection()
+
+        static let off: Self = {
+            var section = Self()
+            section.enabled = false
+            return section
+        }()
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            if let flag = try ConfigurationJSON(from: decoder).value.boolValue {
+                enabled = flag
+                return
+            }
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            registrar = try container.decodeIfPresent(String.self, forKey: .registrar)
+            // Registrars refuse under 10 s (most under 60 s); Expires is a 31-bit delta.
+            expires = try container.decode(.expires, default: expires, in: 10...SIPDeltaSeconds.maximum)
+            retry = try container.decode(.retry, default: retry)
+        }
+
+        /// The registration, nil when off; the registrar defaults to the IMPU's domain.
+        func registration(domain: String) -> Registration? {
+            guard enabled else { return nil }
+            return Registration(
+                registrarURI: registrar ?? "sip:\(domain)", expires: expires, initialRetryDelay: retry.initialDelay,
+                maximumRetryDelay: retry.maxDelay)
+        }
+
+        private enum CodingKeys: CodingKey { case registrar, expires, retry }
+
+        static var configurationSchema: JSONValue { ConfigurationSchema.of(Self.self, orAlso: "boolean") }
+        static var schemaPlaceholder: Self { Self() }
+    }
+
+    /// `register.retry:`: the backoff after a failed registration.
+    struct RetrySection: Decodable {
+        var initialDelay: Duration = .seconds(1)
+        var maxDelay: Duration = .seconds(60)
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            initialDelay = try container.decode(.initialDelay, default: initialDelay)
+            maxDelay = try container.decode(.maxDelay, default: maxDelay)
+        }
+
+        private enum CodingKeys: CodingKey { case initialDelay, maxDelay }
+    }
+
+    /// `timers:`, RFC 3261's T1, T2 and T4.
+    struct TimersSection: Decodable {
+        var timers = SIPTimers()
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            timers = SIPTimers(
+                t1: try container.decode(.t1, default: timers.t1), t2: try container.decode(.t2, default: timers.t2),
+                t4: try container.decode(.t4, default: timers.t4))
+        }
+
+        private enum CodingKeys: CodingKey { case t1, t2, t4 }
+    }
+
+    /// `receive:`: what incoming MESSAGEs are taken and how they are answered.
+    struct ReceiveSection: Decodable {
+        var accept = ["text/plain", "application/json"]
+        var answer = AnswerStatus.ok
+        var duplicateWindow: Duration = .seconds(32)
+        var answerTimeout: Duration = .seconds(8)
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            accept = try container.decode(.accept, default: accept)
+            answer = try container.decode(.answer, default: answer)
+            duplicateWindow = try container.decode(.duplicateWindow, default: duplicateWindow)
+            answerTimeout = try container.decode(.answerTimeout, default: answerTimeout)
+        }
+
+        private enum CodingKeys: CodingKey { case accept, answer, duplicateWindow, answerTimeout }
+    }
+
+    /// `send:`: the defaults of the `send` port.
+    struct SendSection: Decodable {
+        var to: String?
+        var allowEnvelopeDestination = false
+        var contentType = "text/plain"
+        var maxInFlight = 256
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            to = try container.decodeIfPresent(String.self, forKey: .to)
+            allowEnvelopeDestination = try container.decode(.allowEnvelopeDestination, default: allowEnvelopeDestination)
+            contentType = try container.decode(.contentType, default: contentType)
+            maxInFlight = try container.decode(.maxInFlight, default: maxInFlight, atLeast: 1)
+        }
+
+        private enum CodingKeys: CodingKey { case to, allowEnvelopeDestination, contentType, maxInFlight }
+    }
+}
+
+/// `receive.answer:`: 200, or 202 for a store-and-forward endpoint.
+struct AnswerStatus: ConfigurationValue, Sendable {
+    var status: Int
+
+    static let ok = Self(status: 200)
+
+    private init(status: Int) { self.status = status }
+
+    init(from decoder: any Decoder) throws {
+        status = try decoder.singleValueContainer().decode(Int.self)
+        guard status == 200 || status == 202 else {
+            throw ConfigurationError(decoder, "\(status) is neither 200 nor 202 (store-and-forward)")
+        }
+    }
+
+    static let configurationSchema: JSONValue = ["enum": [200, 202]]
+    static var schemaPlaceholder: Self { .ok }
+}
+
+/// A SIP address of record: `sip:alice@example.org`.
+struct SIPAddressText: ConfigurationValue, Sendable {
+    var text: String
+
+    private init(text: String) { self.text = text }
+
+    init(from decoder: any Decoder) throws {
+        text = try decoder.singleValueContainer().decode(String.self)
+        guard text.lowercased().hasPrefix("sip:") || text.lowercased().hasPrefix("sips:"), text.contains("@") else {
+            throw ConfigurationError(decoder, "'\(text)' is not a SIP address like sip:alice@example.org")
+        }
+    }
+
+    static let configurationSchema: JSONValue = ["type": "string"]
+    static var schemaPlaceholder: Self { Self(text: "sip:user@example.org") }
+}
+
+/// A SIP URI naming where to send (`sip:proxy.example.org;transport=tcp`), checked when read.
+struct SIPURIText: ConfigurationValue, Sendable {
+    var text: String
+
+    private init(text: String) { self.text = text }
+
+    init(from decoder: any Decoder) throws {
+        text = try decoder.singleValueContainer().decode(String.self)
+        do {
+            _ = try SIPTarget(uri: text, fallback: .udp)
+        } catch {
+            throw ConfigurationError(decoder, error.message)
+        }
+    }
+
+    static let configurationSchema: JSONValue = ["type": "string"]
+    static var schemaPlaceholder: Self { Self(text: "sip:example.org") }
+}
