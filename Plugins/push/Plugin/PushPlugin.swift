@@ -40,60 +40,7 @@ final class PushPlugin: SwitchyardPlugin {
             ),
         ],
         types: [PushEnvelopes.dataMessageType: PushEnvelopes.dataMessageSchema],
-        config: [
-            "type": "object",
-            "additionalProperties": false,
-            "properties": [
-                "listen": ["type": "string", "description": "HOST:PORT of the webhook (port 0 picks a free one)"],
-                "tls": [
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["cert_file", "key_file"],
-                    "properties": ["cert_file": ["type": "string"], "key_file": ["type": "string"]],
-                ],
-                "auth": [
-                    "type": "object",
-                    "additionalProperties": false,
-                    "properties": [
-                        "bearer_token": ["type": "string", "secret": true],
-                        "signing_secret": ["type": "string", "secret": true],
-                        "tolerance": ["type": ["string", "integer"]],
-                    ],
-                ],
-                "projects": ["type": "array", "items": ["type": "string"]],
-                "max_body": ["type": ["string", "integer"]],
-                "ack_timeout": ["type": ["string", "integer"]],
-                "max_connections": ["type": "integer", "minimum": 1, "description": "open webhook connections (default 256)"],
-                "header_timeout": ["type": ["string", "integer"], "description": "time to send a request head (default 10s)"],
-                "body_timeout": ["type": ["string", "integer"], "description": "time to send a request body (default 30s)"],
-                "idle_timeout": ["type": ["string", "integer"], "description": "a connection with no traffic closes (default 60s)"],
-                "registry": ["type": "string", "description": "SQLite file of the FCM tokens apps registered"],
-                "fcm": [
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["service_account"],
-                    "properties": [
-                        "service_account": ["type": "string", "description": "a service-account key file (JSON)"],
-                        "project": ["type": "string"],
-                        "base_url": ["type": "string", "pattern": "^https?://"],
-                        "token_url": ["type": "string", "pattern": "^https?://"],
-                        "audience": ["type": "string"],
-                        "timeout": ["type": ["string", "integer"]],
-                        "max_in_flight": ["type": "integer", "minimum": 1],
-                        "validate_only": ["type": "boolean"],
-                        "retry": [
-                            "type": "object",
-                            "additionalProperties": false,
-                            "properties": [
-                                "attempts": ["type": "integer", "minimum": 1],
-                                "backoff": ["type": ["string", "integer"]],
-                                "max_backoff": ["type": ["string", "integer"]],
-                            ],
-                        ],
-                    ],
-                ],
-            ],
-        ],
+        config: PushConfiguration.jsonSchema,
         commands: commands
     )
 

@@ -1,0 +1,137 @@
+import PushMessage
+import SwitchyardCore
+import SwitchyardPluginKit
+
+extension String {
+    fileprivate func trimmingSuffix(_ suffix: Character) -> Substring {
+        var text = self[...]
+        while text.last == suffix { text = text.dropLast() }
+        return text
+    }
+}
+
+extension PushConfiguration {
+    /// The webhook's `tls:`: its certificate and key.
+    struct WebhookTLS: Decodable {
+        var certFile: String
+        var keyFile: String
+    }
+
+    /// `auth:`: who may call the webhook.
+    struct Auth: Decodable {
+        var bearerToken: String?
+        var signature: WebhookSignature?
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            bearerToken = try container.decodeIfPresent(ConfigurationSecret.self, forKey: .bearerToken)?.value
+            let secret = try container.decodeIfPresent(ConfigurationSecret.self, forKey: .signingSecret)?.value
+            let tolerance = try container.decode(.tolerance, default: .seconds(300))
+            guard !decoder.isDerivingConfigurationSchema else { return }
+            if bearerToken?.isEmpty == true {
+                throw ConfigurationError(codingPath: decoder.codingPath + [CodingKeys.bearerToken], "is empty (an unset ${VAR}?)")
+            }
+            do {
+                signature = try secret.map { try WebhookSignature(secret: $0, tolerance: tolerance) }
+            } catch {
+                throw ConfigurationError(codingPath: decoder.codingPath + [CodingKeys.signingSecret], "\(error)")
+            }
+        }
+
+        private enum CodingKeys: CodingKey { case bearerToken, signingSecret, tolerance }
+    }
+
+    /// `fcm:`: the FCM HTTP v1 sender.
+    struct FCMSection: Decodable {
+        var sender: Sender
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            let retry = try container.decode(.retry, default: Retry())
+            sender = Sender(
+                serviceAccountFile: try container.decode(String.self, forKey: .serviceAccount),
+                project: try container.decodeIfPresent(String.self, forKey: .project),
+                baseURL: String(
+                    (try container.decodeIfPresent(.baseURL, matching: "^https?://") ?? "https://fcm.googleapis.com").trimmingSuffix("/")),
+                tokenURL: try container.decodeIfPresent(.tokenURL, matching: "^https?://"),
+                audience: try container.decode(.audience, default: ServiceAccount.googleTokenAudience),
+                requestTimeout: try container.decode(.timeout, default: .seconds(10)),
+                maximumInFlight: try container.decode(.maxInFlight, default: 64, atLeast: 1),
+                attempts: retry.attempts, initialBackoff: retry.backoff, maximumBackoff: retry.maxBackoff,
+                validateOnly: try container.decode(.validateOnly, default: false))
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case serviceAccount, project, baseURL = "base_url", tokenURL = "token_url", audience, timeout, maxInFlight, validateOnly, retry
+        }
+    }
+
+    /// `fcm.retry:`: how often and how patiently a send is retried.
+    struct Retry: Decodable {
+        var attempts = 5
+        var backoff: Duration = .milliseconds(500)
+        var maxBackoff: Duration = .seconds(30)
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            attempts = try container.decode(.attempts, default: attempts, atLeast: 1)
+            backoff = try container.decode(.backoff, default: backoff)
+            maxBackoff = try container.decode(.maxBackoff, default: maxBackoff)
+        }
+
+        private enum CodingKeys: CodingKey { case attempts, backoff, maxBackoff }
+    }
+
+    /// `max_body:`, a size like `64KiB` or a number of bytes; at least 4 KiB.
+    struct BodySize: ConfigurationValue {
+        var bytes: Int
+
+        static let `default` = Self(bytes: 65536)
+
+        private init(bytes: Int) { self.bytes = bytes }
+
+        init(from decoder: any Decoder) throws {
+            guard let bytes = ByteSizeText.bytes(try ConfigurationJSON(from: decoder).value), bytes >= 4096 else {
+                throw ConfigurationError(decoder, "must be a size of at least 4KiB, like 64KiB")
+            }
+            self.bytes = bytes
+        }
+
+        static let configurationSchema: JSONValue = ["type": ["string", "integer"]]
+        static var schemaPlaceholder: Self { .default }
+    }
+
+    /// `listen:`, `HOST:PORT` (`[::1]:8080`); port 0 picks a free one.
+    struct HostPort: ConfigurationValue {
+        var host: String
+        var port: Int
+
+        init(from decoder: any Decoder) throws {
+            let listen = try decoder.singleValueContainer().decode(String.self)
+            let host: Substring
+            let port: Substring
+            if listen.hasPrefix("["), let close = listen.firstIndex(of: "]") {
+                host = listen[listen.index(after: listen.startIndex)..<close]
+                port = listen[listen.index(after: close)...].dropFirst()
+            } else if let colon = listen.lastIndex(of: ":") {
+                host = listen[..<colon]
+                port = listen[listen.index(after: colon)...]
+            } else {
+                throw ConfigurationError(decoder, "'\(listen)' is not HOST:PORT")
+            }
+            guard !host.isEmpty, let number = Int(port), (0...65535).contains(number) else {
+                throw ConfigurationError(decoder, "'\(listen)' is not HOST:PORT (port 0 picks a free one)")
+            }
+            (self.host, self.port) = (String(host), number)
+        }
+
+        private init(host: String, port: Int) { (self.host, self.port) = (host, port) }
+
+        static let configurationSchema: JSONValue = ["type": "string"]
+        static var schemaPlaceholder: Self { Self(host: "127.0.0.1", port: 0) }
+    }
+}
