@@ -32,6 +32,13 @@ public struct GraphPlan: Sendable {
     /// `switchyard validate` prints them as notes.
     public var notes: [Diagnostic] = []
 
+    /// The notes as `file:line:column: note: message` lines, the form compilers use.
+    public var noteLines: [String] {
+        Diagnostics(notes).items.map { note in
+            (note.location.map { "\($0): " } ?? "") + "note: \(note.message)"
+        }
+    }
+
     /// Whether the spool database is needed: at-least-once routes keep envelopes there,
     /// iiideas their state and run history; and a route file that names it (`spool.path`)
     /// wants it for plugins' durable state (the host's state service).
