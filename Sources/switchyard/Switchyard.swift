@@ -69,9 +69,8 @@ struct GraphOptions: ParsableArguments {
     func loadPlan(logger: Logger) -> GraphPlan? {
         let (config, configProblems) = ConfigLoader(environment: ProcessEnvironment.current).load(path: routes)
         Redaction.register(config.secrets.union([ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"]].compactMap { $0 }))
-        let directory =
-            plugins ?? ProcessEnvironment.current[PluginCommandLine.directoryVariable] ?? config.pluginsDirectory?.value
-            ?? PluginCommandLine.defaultDirectory
+        let directory = PluginCommandLine.directory(
+            option: plugins, environment: ProcessEnvironment.current, configured: config.pluginsDirectory?.value)
         let (loaded, refused) = PluginLoader.loadDirectory(directory)
         for plugin in loaded {
             logger.info(
@@ -253,11 +252,12 @@ struct Plugins: ParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the plugins a directory holds, and any it refuses.")
 
-        @Option(name: .long, help: "The plugin directory.")
-        var plugins: String = "Plugins"
+        @Option(name: .long, help: "The plugin directory (default: SWITCHYARD_PLUGINS, else Plugins).")
+        var plugins: String?
 
         func run() throws {
-            let (loaded, refused) = PluginLoader.loadDirectory(plugins)
+            let directory = PluginCommandLine.directory(option: plugins, environment: ProcessEnvironment.current)
+            let (loaded, refused) = PluginLoader.loadDirectory(directory)
             for plugin in loaded {
                 let ports = plugin.manifest.ports.map { "\($0.name)(\($0.direction.rawValue))" }.joined(separator: " ")
                 print("\(plugin.manifest.name)\t\(plugin.manifest.version)\tabi \(plugin.abiVersion)\t\(plugin.path)\t\(ports)")
