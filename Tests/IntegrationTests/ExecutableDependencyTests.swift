@@ -6,16 +6,13 @@ import Testing
 /// them). Plugin commands reach it through the ABI at run time.
 @Suite(.timeLimit(.minutes(2)))
 struct ExecutableDependencyTests {
-    /// `swift package describe --type json` of the package. Run with a scratch path of its own:
-    /// the package's `.build` is locked by the `swift test` running this test, and describing
-    /// reads only the root manifest, so nothing is fetched or built there.
-    static func describePackage(timeout: Duration = .seconds(90)) throws -> [String: Any] {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-describe-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: scratch) }
+    /// Runs `arguments` (through `env`, so from PATH) in `directory` and returns its standard
+    /// output; throws with its standard error when it fails or outlasts `timeout`.
+    static func output(of arguments: [String], in directory: URL? = nil, timeout: Duration) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["swift", "package", "--scratch-path", scratch.path, "describe", "--type", "json"]
-        process.currentDirectoryURL = BuildProducts.packageRoot
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output
@@ -30,7 +27,7 @@ struct ExecutableDependencyTests {
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()
-            throw SandboxError("swift package describe did not finish within \(timeout):\n\(diagnostics.text)")
+            throw SandboxError("\(arguments.joined(separator: " ")) did not finish within \(timeout):\n\(diagnostics.text)")
         }
         process.waitUntilExit()
         output.fileHandleForReading.readabilityHandler = nil
@@ -38,10 +35,22 @@ struct ExecutableDependencyTests {
         collected.append(output.fileHandleForReading.readDataToEndOfFile())
         diagnostics.append(errors.fileHandleForReading.readDataToEndOfFile())
         guard process.terminationStatus == 0 else {
-            throw SandboxError("swift package describe failed (\(process.terminationStatus)):\n\(diagnostics.text)")
+            throw SandboxError("\(arguments.joined(separator: " ")) failed (\(process.terminationStatus)):\n\(diagnostics.text)")
         }
-        guard let package = try JSONSerialization.jsonObject(with: Data(collected.text.utf8)) as? [String: Any] else {
-            throw SandboxError("swift package describe printed no JSON object:\n\(collected.text)")
+        return collected.text
+    }
+
+    /// `swift package describe --type json` of the package. Run with a scratch path of its own:
+    /// the package's `.build` is locked by the `swift test` running this test, and describing
+    /// reads only the root manifest, so nothing is fetched or built there.
+    static func describePackage() throws -> [String: Any] {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-describe-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let text = try output(
+            of: ["swift", "package", "--scratch-path", scratch.path, "describe", "--type", "json"], in: BuildProducts.packageRoot,
+            timeout: .seconds(90))
+        guard let package = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw SandboxError("swift package describe printed no JSON object:\n\(text)")
         }
         return package
     }
@@ -77,6 +86,25 @@ struct ExecutableDependencyTests {
             pluginTargets.isEmpty,
             "the switchyard executable depends on targets under Plugins/: \(pluginTargets.sorted { $0.key < $1.key }.map { "\($0.key) (\($0.value.path)) via \($0.value.chain.joined(separator: " → "))" }.joined(separator: "; "))"
         )
+    }
+
+    /// The shared libraries `file` names as NEEDED (its direct dependencies), from `readelf -d`.
+    static func neededLibraries(of file: URL) throws -> [String] {
+        // "0x0000000000000001 (NEEDED)  Shared library: [libc.so.6]"
+        try output(of: ["readelf", "-d", file.path], timeout: .seconds(30)).split(separator: "\n").filter { $0.contains("(NEEDED)") }
+            .compactMap { line in
+                guard let open = line.lastIndex(of: "["), let close = line.lastIndex(of: "]"), open < close else { return nil }
+                return String(line[line.index(after: open)..<close])
+            }
+    }
+
+    @Test func theBuiltExecutableLinksNoCryptoLibrary() throws {
+        let executable = try Self.neededLibraries(of: BuildProducts.switchyard)
+        #expect(executable.contains { $0.hasPrefix("libswiftCore") }, "\(executable)")
+        #expect(!executable.contains { $0.hasPrefix("libcrypto") || $0.hasPrefix("libssl") }, "\(executable)")
+        // The qeo plugin, which holds the realm authority, is where libcrypto is linked.
+        let qeo = try Self.neededLibraries(of: BuildProducts.plugin("qeo"))
+        #expect(qeo.contains { $0.hasPrefix("libcrypto") }, "\(qeo)")
     }
 
     @Test func thePluginsThatOwnTheOldBuiltInCommandsStillHaveThem() throws {
