@@ -8,15 +8,61 @@ import SwitchyardPluginKit
 /// them, and held unconfirmed — then offered again — when the router answers retry (an
 /// at-least-once route whose spool cannot write, a sink that is down on an at-most-once route).
 /// Nothing is confirmed to the broker that the router did not take.
-extension MQTTLink {
+///
+/// Every mutable field is only touched on the link's event loop (as the link's own); the
+/// entry points for the router's threads hop onto it, and settlements come through a
+/// ``Handoff`` (which locks itself).
+final class MQTTInbound: @unchecked Sendable {
+    /// An inbound publish waiting for room in the router, or for its settlement.
+    struct Inbound {
+        var publish: MQTTPublish
+        /// Arrival order: a publish the router hands back goes in front of later ones.
+        var sequence: UInt64
+        /// The connection (``MQTTLink/connectionNumber``) it arrived on: its packet id can be
+        /// confirmed on that connection only.
+        var connection: UInt64
+        /// The router settled it with retry once already (it is being offered again).
+        var handedBack = false
+    }
+
     /// First pause before a handed-back publish is offered again, and the ceiling it doubles to.
     static let redeliveryBackoff = TimeAmount.milliseconds(100)...TimeAmount.seconds(5)
+
+    unowned let link: MQTTLink
+    /// Inbound publishes the router could not take yet (`on_full: block`).
+    var blockedInbound: Deque<Inbound> = []
+    /// Settle tokens of inbound QoS ≥ 1 publishes → the publish, kept until the router
+    /// settles it: confirmed then, or offered again when the router answers retry. Kept
+    /// across reconnects, so a late settlement still finds its publish (the router holds at
+    /// most its queues' worth, and the broker's receive maximum bounds what it sends unconfirmed).
+    private var nextSettleToken: UInt64 = 0
+    private var unsettled: [UInt64: Inbound] = [:]
+    /// Numbers inbound publishes in arrival order.
+    private var inboundSequence: UInt64 = 0
+    /// Offers the oldest handed-back publish to the router again.
+    private var redeliveryTimer: Scheduled<Void>?
+    /// The pause before the next offer: doubles from ``redeliveryBackoff`` up to its ceiling.
+    private var redeliveryDelay = MQTTInbound.redeliveryBackoff.lowerBound
+    /// The token of a handed-back publish offered again alone, as a probe: when it is
+    /// taken, the others follow.
+    private var probeToken: UInt64?
+    /// QoS 2 packet ids received and acknowledged with PUBREC, awaiting PUBREL.
+    private var receivedQoS2: Set<UInt16> = []
+    /// MQTT 3.1.1 has no no-local: what this link published lately, so the broker's echo of
+    /// it through the link's own subscriptions can be recognised and dropped.
+    private var recentPublishes = EchoMemory()
+    /// Settle tokens of inbound publishes the router has finished with, waiting for the event loop.
+    private let settledTokens = Handoff<(token: UInt64, outcome: DeliveryOutcome)>()
+
+    init(link: MQTTLink) {
+        self.link = link
+    }
 
     // MARK: Entry points (any thread)
 
     /// The router has room again on the `messages` port: everything held is offered again.
     func resume() {
-        eventLoop.execute {
+        link.eventLoop.execute {
             self.redeliveryTimer?.cancel()
             self.redeliveryTimer = nil
             self.offerHeld(probing: false)
@@ -28,10 +74,41 @@ extension MQTTLink {
     /// unconfirmed and offered again (`mqtt_redelivered_to_router_total`).
     func settled(token: UInt64, outcome: DeliveryOutcome) {
         // Settlements are handed to the event loop in batches, like publishes.
-        if settledTokens.add((token, outcome)) { eventLoop.execute { self.takeSettlements() } }
+        if settledTokens.add((token, outcome)) { link.eventLoop.execute { self.takeSettlements() } }
     }
 
     // MARK: Event loop
+
+    /// Shutting down: what is held stays unconfirmed, the broker's (kept for the session).
+    func quiesce() {
+        blockedInbound.removeAll()
+        redeliveryTimer?.cancel()
+        redeliveryTimer = nil
+    }
+
+    func stop() {
+        redeliveryTimer?.cancel()
+    }
+
+    /// The connection is gone: QoS 2 packet ids awaiting PUBREL mean nothing on the next one.
+    func connectionLost() {
+        receivedQoS2.removeAll()
+    }
+
+    /// PUBREL: the QoS 2 exchange of `packetID` is over.
+    func released(_ packetID: UInt16) {
+        receivedQoS2.remove(packetID)
+    }
+
+    var suppressesEchoes: Bool {
+        link.configuration.version == .v3_1_1 && link.configuration.echoSuppression && !link.configuration.subscriptions.isEmpty
+    }
+
+    /// Remembers a publish the link sends, to recognise the broker's echo of it.
+    func remember(_ publish: MQTTPublish) {
+        guard suppressesEchoes else { return }
+        recentPublishes.insert(topic: publish.topic, payload: publish.payload, at: .now())
+    }
 
     /// Whether inbound publishes wait in the link (the socket is not read meanwhile).
     var holdingInbound: Bool { !blockedInbound.isEmpty || probeToken != nil }
@@ -39,19 +116,19 @@ extension MQTTLink {
     func receivedPublish(_ publish: MQTTPublish, on channel: any Channel) {
         // After quiesce nothing more is taken: unacknowledged, the broker keeps it for the
         // session (or drops it with a clean start), and nothing accepted is lost.
-        guard reading else { return }
+        guard link.reading else { return }
         if suppressesEchoes, recentPublishes.remove(topic: publish.topic, payload: publish.payload, now: .now()) {
-            context.metric(.counter, "mqtt_echoes_dropped_total", 1)
+            link.context.metric(.counter, "mqtt_echoes_dropped_total", 1)
             confirmWithoutTaking(publish, on: channel)
             return
         }
         if publish.qos == .exactlyOnce, let id = publish.packetID, receivedQoS2.contains(id) {
             // A resend before PUBREL: already taken once, only acknowledge again.
-            write(.pubrec(MQTTAck(packetID: id)), on: channel)
+            link.output.write(.pubrec(MQTTAck(packetID: id)), on: channel)
             return
         }
         inboundSequence &+= 1
-        let inbound = Inbound(publish: publish, sequence: inboundSequence, connection: connectionNumber)
+        let inbound = Inbound(publish: publish, sequence: inboundSequence, connection: link.connectionNumber)
         // Later publishes wait behind held ones, so the router sees them in arrival order.
         if holdingInbound {
             blockedInbound.append(inbound)
@@ -68,7 +145,7 @@ extension MQTTLink {
     private func emit(_ inbound: Inbound) -> UInt64? {
         let publish = inbound.publish
         // A packet id means something only on the connection it came with.
-        let confirmable = publish.qos != .atMostOnce && publish.packetID != nil && inbound.connection == connectionNumber
+        let confirmable = publish.qos != .atMostOnce && publish.packetID != nil && inbound.connection == link.connectionNumber
         var token: UInt64 = 0
         if confirmable, let id = publish.packetID {
             nextSettleToken &+= 1
@@ -77,11 +154,11 @@ extension MQTTLink {
             if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
         }
         // MQTT Connect hook: the profile types a phone's payload and takes its session object.
-        let envelope = MQTTEnvelopes.envelope(for: publish, version: configuration.version, connect: configuration.connect)
-        if let forgotten = configuration.connect?.takeForgotten(), forgotten > 0 {
-            context.metric(.counter, "mqttconnect_sessions_forgotten_total", Double(forgotten))
+        let envelope = MQTTEnvelopes.envelope(for: publish, version: link.configuration.version, connect: link.configuration.connect)
+        if let forgotten = link.configuration.connect?.takeForgotten(), forgotten > 0 {
+            link.context.metric(.counter, "mqttconnect_sessions_forgotten_total", Double(forgotten))
         }
-        let result = context.emit(envelope, on: "messages", settleToken: token)
+        let result = link.context.emit(envelope, on: "messages", settleToken: token)
         if result != .ok, token != 0 {
             // Not taken: unconfirmed, so the broker sends it again (a QoS 2 resend must then
             // be taken, not only answered).
@@ -90,7 +167,7 @@ extension MQTTLink {
         }
         switch result {
         case .ok:
-            if inbound.handedBack { context.metric(.counter, "mqtt_redelivered_to_router_total", 1) }
+            if inbound.handedBack { link.context.metric(.counter, "mqtt_redelivered_to_router_total", 1) }
             return token
         case .full:
             return nil
@@ -100,9 +177,9 @@ extension MQTTLink {
         case let refusal:
             // Refused for good: confirmed like a failed delivery, or the broker would send it
             // again after every reconnect.
-            context.metric(.counter, "mqtt_unconfirmed_deliveries_total", 1)
-            context.log(.error, "router refused a publish on \(publish.topic): \(refusal); confirmed to the broker anyway")
-            if confirmable, let channel { confirmWithoutTaking(publish, on: channel) }
+            link.context.metric(.counter, "mqtt_unconfirmed_deliveries_total", 1)
+            link.context.log(.error, "router refused a publish on \(publish.topic): \(refusal); confirmed to the broker anyway")
+            if confirmable, let channel = link.channel { confirmWithoutTaking(publish, on: channel) }
             return 0
         }
     }
@@ -113,7 +190,7 @@ extension MQTTLink {
         guard let id = publish.packetID, publish.qos != .atMostOnce else { return }
         let ack = MQTTAck(packetID: id)
         if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
-        write(publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
+        link.output.write(publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
     }
 
     /// Offers held publishes to the router, oldest first, until it is full. `probing` offers
@@ -129,8 +206,8 @@ extension MQTTLink {
             }
         }
         guard probeToken == nil else { return }
-        _ = channel?.setOption(ChannelOptions.autoRead, value: true)
-        channel?.read()
+        _ = link.channel?.setOption(ChannelOptions.autoRead, value: true)
+        link.channel?.read()
     }
 
     private func takeSettlements() {
@@ -145,8 +222,8 @@ extension MQTTLink {
             if outcome == .ok {
                 redeliveryDelay = Self.redeliveryBackoff.lowerBound
             } else {
-                context.metric(.counter, "mqtt_unconfirmed_deliveries_total", 1)
-                context.log(
+                link.context.metric(.counter, "mqtt_unconfirmed_deliveries_total", 1)
+                link.context.log(
                     .warning, "an inbound publish on \(inbound.publish.topic) was refused for good (\(outcome)); confirmed to the broker")
             }
             confirm(inbound)
@@ -158,39 +235,40 @@ extension MQTTLink {
     /// PUBACK or PUBREC, on the connection the publish came with (on another one its packet
     /// id means something else: the broker redelivers it there, unconfirmed, if it kept the session).
     private func confirm(_ inbound: Inbound) {
-        guard connected, inbound.connection == connectionNumber, let channel, let id = inbound.publish.packetID else { return }
+        guard link.connected, inbound.connection == link.connectionNumber, let channel = link.channel, let id = inbound.publish.packetID
+        else { return }
         let ack = MQTTAck(packetID: id)
-        write(inbound.publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
+        link.output.write(inbound.publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
     }
 
     /// The router settled an inbound publish with retry: it is not confirmed, and it goes back
     /// in front of later publishes, to be offered again after a pause (or at once when the
     /// router calls resume()).
     private func handBack(_ inbound: Inbound) {
-        let current = inbound.connection == connectionNumber
+        let current = inbound.connection == link.connectionNumber
         if current, inbound.publish.qos == .exactlyOnce, let id = inbound.publish.packetID { receivedQoS2.remove(id) }
         // Shutting down: unconfirmed, it stays the broker's.
-        guard reading else { return }
+        guard link.reading else { return }
         // From an earlier connection into a resumed session: the broker sends it again itself.
-        if !current, connected, sessionResumed { return }
+        if !current, link.connected, link.sessionResumed { return }
         var held = inbound
         held.handedBack = true
         let index = blockedInbound.firstIndex { $0.sequence > held.sequence } ?? blockedInbound.endIndex
         blockedInbound.insert(held, at: index)
-        _ = channel?.setOption(ChannelOptions.autoRead, value: false)
-        context.metric(.counter, "mqtt_handed_back_total", 1)
+        _ = link.channel?.setOption(ChannelOptions.autoRead, value: false)
+        link.context.metric(.counter, "mqtt_handed_back_total", 1)
         if redeliveryTimer == nil, probeToken == nil {
             let delay = redeliveryDelay
             redeliveryDelay = min(Self.redeliveryBackoff.upperBound, redeliveryDelay * 2)
             // Jitter over the upper half, as for reconnects.
             let jittered = TimeAmount.nanoseconds(delay.nanoseconds / 2 + Int64.random(in: 0...(delay.nanoseconds / 2)))
             if delay == Self.redeliveryBackoff.lowerBound {
-                context.log(
+                link.context.log(
                     .notice,
                     "the router could not take a publish on \(inbound.publish.topic) yet (retry): held unconfirmed, offered again with backoff"
                 )
             }
-            redeliveryTimer = eventLoop.scheduleTask(in: jittered) {
+            redeliveryTimer = link.eventLoop.scheduleTask(in: jittered) {
                 self.redeliveryTimer = nil
                 self.offerHeld(probing: true)
             }
@@ -201,8 +279,8 @@ extension MQTTLink {
     /// session was resumed (the broker sends them again), and otherwise offered without a
     /// confirmation (the broker forgot them; they are the only copy).
     func heldAcrossReconnect(on channel: any Channel) {
-        if sessionResumed {
-            blockedInbound.removeAll { $0.connection != connectionNumber && $0.publish.qos != .atMostOnce }
+        if link.sessionResumed {
+            blockedInbound.removeAll { $0.connection != link.connectionNumber && $0.publish.qos != .atMostOnce }
         }
         guard !blockedInbound.isEmpty else { return }
         _ = channel.setOption(ChannelOptions.autoRead, value: false)

@@ -1,0 +1,75 @@
+import MQTTCodec
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// Frames bytes from the broker into packets with ``MQTTCodec`` and hands each to the link
+/// directly: sending packets down the pipeline would box every one in an `NIOAny`.
+struct MQTTPacketDecoder: ByteToMessageDecoder {
+    typealias InboundOut = Never
+
+    let version: MQTTVersion
+    let maximumPacketSize: Int
+    let link: MQTTLink
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let packet = try MQTTCodec.decode(from: &buffer, version: version, maximumPacketSize: maximumPacketSize) else {
+            return .needMoreData
+        }
+        link.received(packet)
+        return .continue
+    }
+
+    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        return .needMoreData
+    }
+}
+
+/// Hands connection events to the link (``MQTTPacketDecoder`` hands it the packets).
+final class MQTTLinkHandler: ChannelInboundHandler {
+    typealias InboundIn = Never
+
+    let link: MQTTLink
+
+    init(link: MQTTLink) { self.link = link }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        link.channelInactive()
+        context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        link.writabilityChanged(context.channel.isWritable)
+        context.fireChannelWritabilityChanged()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        link.failed(error)
+        context.close(promise: nil)
+    }
+
+    /// A client bootstrap for `link`'s broker: TLS when configured, the packet decoder and
+    /// this handler, and the send buffer's water marks (see ``MQTTOutput``).
+    static func bootstrap(for link: MQTTLink, sslContext: NIOSSLContext?) -> ClientBootstrap {
+        let configuration = link.configuration
+        return ClientBootstrap(group: link.eventLoop)
+            .connectTimeout(.seconds(10))
+            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(ChannelOptions.writeBufferWaterMark, value: MQTTOutput.writeBufferWaterMark)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let sslContext {
+                        let serverName = configuration.tls?.serverName(connectingTo: configuration.host)
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
+                    }
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(
+                            MQTTPacketDecoder(
+                                version: configuration.version, maximumPacketSize: configuration.maximumPacketSize, link: link))
+                    )
+                    try channel.pipeline.syncOperations.addHandler(MQTTLinkHandler(link: link))
+                }
+            }
+    }
+}
