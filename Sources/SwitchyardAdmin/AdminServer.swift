@@ -78,7 +78,7 @@ public final class AdminServer: Sendable {
         return registry
     }
 
-    /// Prepares a server; nothing listens until ``start(router:spool:)``.
+    /// Prepares a server; nothing listens until ``start(router:spool:reload:)``.
     public init(configuration: Configuration, registry: PrometheusCollectorRegistry, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
@@ -86,8 +86,11 @@ public final class AdminServer: Sendable {
     }
 
     /// Binds and serves; returns the bound `host:port` once listening. Throws when the
-    /// address cannot be bound.
-    public func start(router: SwitchyardRuntime.Router, spool: Spool?) throws(AdminError) -> String {
+    /// address cannot be bound. `reload` serves `POST /reload` (re-read the route files, as
+    /// SIGHUP does); without it the path answers 404.
+    public func start(
+        router: SwitchyardRuntime.Router, spool: Spool?, reload: (@Sendable () -> SwitchyardRuntime.Router.ReloadSummary)? = nil
+    ) throws(AdminError) -> String {
         try configuration.validate()
         let routes = Hummingbird.Router()
         routes.add(middleware: AdminRequestGuard(configuration: configuration))
@@ -95,6 +98,7 @@ public final class AdminServer: Sendable {
         addDeadLetterRoutes(to: routes, spool: spool)
         addStatusRoutes(to: routes, router: router)
         addIiideaRoutes(to: routes, router: router, spool: spool)
+        addReloadRoute(to: routes, reload: reload)
 
         let outcome = StartOutcome()
         let application = Application(

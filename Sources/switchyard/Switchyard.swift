@@ -23,7 +23,7 @@ struct Switchyard: ParsableCommand {
         abstract: "A plugin-based message router: YAML routes between protocol plugins.",
         version: "switchyard \(version) (plugin ABI \(PluginLoader.supportedVersions.map(String.init).joined(separator: ", ")))",
         subcommands: [
-            Run.self, Validate.self, Plugins.self, Graph.self, DeadLetters.self, SpoolCommand.self, Iiideas.self,
+            Run.self, Validate.self, Reload.self, Plugins.self, Graph.self, DeadLetters.self, SpoolCommand.self, Iiideas.self,
         ],
         defaultSubcommand: Run.self
     )
@@ -65,8 +65,8 @@ struct GraphOptions: ParsableArguments {
     }
 
     /// Loads the routes and plugins and validates them; prints every problem to standard
-    /// error. Returns the plan, or nil when anything is wrong.
-    func loadPlan(logger: Logger) -> GraphPlan? {
+    /// error (and to `report`). Returns the plan, or nil when anything is wrong.
+    func loadPlan(logger: Logger, reportingProblemsTo report: ((String) -> Void)? = nil) -> GraphPlan? {
         let (config, configProblems) = ConfigLoader(environment: ProcessEnvironment.current).load(path: routes)
         Redaction.register(config.secrets.union([ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"]].compactMap { $0 }))
         let directory = PluginCommandLine.directory(
@@ -84,7 +84,10 @@ struct GraphOptions: ParsableArguments {
         for error in refused { printError("error: \(error)") }
         let (plan, problems) = GraphValidator(plugins: loaded).validate(config)
         let all = configProblems + problems
-        for problem in Diagnostics(all).items { printError(problem.description) }
+        for problem in Diagnostics(all).items {
+            printError(problem.description)
+            report?(problem.description)
+        }
         for note in plan?.noteLines ?? [] { printError(note) }
         return all.isEmpty ? plan : nil
     }
@@ -163,11 +166,13 @@ struct Run: ParsableCommand {
             printError("error: \(error)")
             throw ExitCode(1)
         }
+        let reloader = RouteReloader(
+            options: options, spoolPath: spool, spool: openSpool, router: router, logger: logger, drainTimeout: .nanoseconds(Int64(timeout)))
         var adminServer: AdminServer?
         if let adminConfiguration, let registry {
             let server = AdminServer(configuration: adminConfiguration, registry: registry, logger: logger)
             do {
-                _ = try server.start(router: router, spool: openSpool)
+                _ = try server.start(router: router, spool: openSpool, reload: reloader.reload)
             } catch {
                 printError("error: admin: \(error)")
                 router.shutdown(drainTimeout: .nanoseconds(Int64(timeout)))
@@ -187,7 +192,7 @@ struct Run: ParsableCommand {
         while true {
             sigwait(&signals, &received)
             guard received == SIGHUP else { break }
-            reload(router, spool: &openSpool, logger: logger, drainTimeout: .nanoseconds(Int64(timeout)))
+            _ = reloader.reload()
         }
         logger.info("shutting down", metadata: ["signal": .string(received == SIGINT ? "SIGINT" : "SIGTERM")])
         let left = router.shutdown(drainTimeout: .nanoseconds(Int64(timeout)))
@@ -197,34 +202,6 @@ struct Run: ParsableCommand {
             logger.info("route totals", metadata: metadata)
         }
         if left > 0 { throw ExitCode(3) }
-    }
-}
-
-extension Run {
-    /// Re-reads and validates the routes; a valid graph replaces the running one, an invalid
-    /// one is reported and changes nothing.
-    func reload(_ router: Router, spool: inout Spool?, logger: Logger, drainTimeout: Duration) {
-        logger.notice("reloading routes", metadata: ["routes": .string(options.routes)])
-        guard let plan = options.loadPlan(logger: logger) else {
-            logger.error("reload rejected: the route files have the errors listed above; the running graph is unchanged")
-            return
-        }
-        if plan.needsSpool, spool == nil {
-            let path = self.spool ?? plan.spoolPath ?? ConfigLoader.defaultSpoolPath
-            do {
-                let opened = try Spool(path: path, sync: plan.spoolSync, owner: true)
-                router.attach(spool: opened)
-                spool = opened
-            } catch {
-                logger.error("reload rejected: spool '\(path)': \(error); the running graph is unchanged")
-                return
-            }
-        }
-        do {
-            _ = try router.reload(to: plan, drainTimeout: drainTimeout)
-        } catch {
-            logger.error("reload rejected: \(error); the running graph is unchanged")
-        }
     }
 }
 

@@ -433,36 +433,6 @@ struct PushTests {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    /// A reload that changes the instance: the new one binds the same fixed port as soon as the
-    /// old one lets go of it, and then applies the new settings.
-    @Test func aReloadThatChangesTheInstanceRebindsItsPort() throws {
-        let sandbox = try Sandbox()
-        let port = try Self.freePort()
-        let routes = { (token: String) in
-            """
-              push: { plugin: push, listen: "127.0.0.1:\(port)", auth: { bearer_token: "\(token)" } }
-              out:  { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
-            """
-        }
-        let (router, webhook, admin) = try Self.start(
-            sandbox, instances: routes("before"), routes: "routes:\n  - { from: push.messages, to: out.write }")
-        #expect(webhook == "http://127.0.0.1:\(port)")
-        let body = #"{"topic": "news"}"#
-        #expect(
-            try HTTPExchange.send(webhook + "/push", method: "POST", headers: ["Authorization": "Bearer before"], body: body).status == 200)
-        try sandbox.writeRoutes("instances:\n" + routes("after") + "\nroutes:\n  - { from: push.messages, to: out.write }")
-        router.send(signal: SIGHUP)
-        router.waitUntil("the new instance to listen") { router.occurrences(of: "webhook listening on http://127.0.0.1:\(port)") == 2 }
-        #expect(router.occurrences(of: "is in use (on a reload: by the instance this one replaces)") == 1)
-        #expect(
-            try HTTPExchange.send(webhook + "/push", method: "POST", headers: ["Authorization": "Bearer after"], body: body).status == 200)
-        #expect(
-            try HTTPExchange.send(webhook + "/push", method: "POST", headers: ["Authorization": "Bearer before"], body: body).status == 401)
-        #expect(try HTTPExchange.send(admin + "/readyz").status == 200)
-        #expect(sandbox.lines(of: "out.jsonl").count == 2)
-        #expect(router.stop() == 0)
-    }
-
     /// A 200 on an at-least-once route means the message is on disk: a crash right after it
     /// (kill -9, with the sink down) loses nothing.
     @Test func acceptedMessagesSurviveACrashOnAnAtLeastOnceRoute() throws {

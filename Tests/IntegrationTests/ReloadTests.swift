@@ -43,7 +43,7 @@ struct ReloadTests {
         #expect(sandbox.lines(of: "first.jsonl") == ["\"one\""])
         #expect(sandbox.lines(of: "second.jsonl") == ["\"two\""])
         let log = router.standardError
-        #expect(log.contains("instances kept 1, started [\"second\"], stopped [\"first\"]"), "\(log)")
+        #expect(log.contains("instances kept 1, reconfigured [], started [\"second\"], stopped [\"first\"]"), "\(log)")
 
         // A broken file: rejected with its position, the running graph untouched.
         try sandbox.writeRoutes(

@@ -50,12 +50,17 @@ final class InstanceRuntime: @unchecked Sendable {
     // is immutable; counters are atomic.
     let name: String
     let plugin: LoadedPlugin
-    let config: JSONValue
+    /// The configuration it runs with; a reload that the plugin's reconfigure() adopted
+    /// replaces it (on the control thread, under the router's reload lock, which is also the
+    /// only reader).
+    var config: JSONValue
     var handle: UnsafeMutableRawPointer?
     var sources: [SourcePort] = []
     let counters = InstanceCounters()
     let accepting = Atomic<Bool>(true)
     let logger: Logger
+    /// Signalled when the last unacknowledged delivery is acknowledged (a reload waits on it).
+    let drained = DrainSignal()
     /// Bounds the lines the plugin's `log` calls may write (a flood of peer errors).
     let logThrottle = Mutex(LogThrottle())
     unowned let router: Router
@@ -188,8 +193,8 @@ final class InstanceRuntime: @unchecked Sendable {
         }
         if status == SY_OK {
             port.counter.taken.add(1, ordering: .relaxed)
-        } else {
-            counters.inFlight.subtract(1, ordering: .relaxed)
+        } else if counters.inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 {
+            drained.signal()
         }
         return status
     }
@@ -199,7 +204,7 @@ final class InstanceRuntime: @unchecked Sendable {
         // The in-flight count drops last, after the source is told (settled): a shutdown that
         // sees it reach zero and stops the source must find the source's confirmation already
         // handed over (an MQTT PUBACK queued before the DISCONNECT).
-        defer { counters.inFlight.subtract(1, ordering: .releasing) }
+        defer { if counters.inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 { drained.signal() } }
         if outcome == SY_OUTCOME_OK {
             counters.acknowledged.add(1, ordering: .relaxed)
         } else {

@@ -4,98 +4,134 @@ internal import SwitchyardConfig
 internal import SwitchyardCore
 
 extension Router {
-    /// What a reload changed.
-    public struct ReloadSummary: Sendable, CustomStringConvertible {
-        /// Instances whose plugin and configuration did not change: they kept running.
-        public var keptInstances: [String]
-        /// Instances created and started.
-        public var startedInstances: [String]
-        /// Instances stopped.
-        public var stoppedInstances: [String]
-        /// Routes that kept their queue and worker.
-        public var keptRoutes: [String]
-        /// Routes started.
-        public var startedRoutes: [String]
-        /// Routes retired.
-        public var retiredRoutes: [String]
-
-        public var description: String {
-            "instances kept \(keptInstances.count), started \(startedInstances), stopped \(stoppedInstances); "
-                + "routes kept \(keptRoutes.count), started \(startedRoutes), retired \(retiredRoutes)"
-        }
-    }
-
-    /// Swaps the running graph for `newPlan` (already validated).
+    /// Swaps the running graph for `newPlan` (already validated) and says what it did.
     ///
-    /// An instance with the same name, plugin file and configuration is kept as it is — its
-    /// connections stay up. A route whose declaration and endpoints are unchanged keeps its
-    /// queue and worker. New instances are created first, new routes wired, then every
-    /// source port is switched to its new routes, then the new instances start. Retired
-    /// routes finish what they queued; removed instances are quiesced, given up to
-    /// `drainTimeout` for their deliveries, then stopped.
+    /// An instance with the same name, plugin file, log level and configuration is kept as it
+    /// is — its connections stay up. One whose configuration changed is offered the new one
+    /// (the plugin's reconfigure, ABI section 7): adopted, it keeps running; refused as
+    /// unsupported, it is replaced; refused as wrong, the reload rolls back. A route whose
+    /// declaration and endpoints are unchanged keeps its queue and worker.
     ///
-    /// If a new instance cannot be created nothing changes and the error says why.
-    public func reload(to newPlan: GraphPlan, drainTimeout: Duration) throws(RouterError) -> ReloadSummary {
+    /// The order: create the new instances (no I/O yet) and routes, switch every source port to
+    /// its new routes, retire the old routes (they finish what they queued; at-least-once ones
+    /// leave the rest in the spool), quiesce the instances going away and wait (until
+    /// `drainTimeout`) for their deliveries, stop them — so their ports are free — and only
+    /// then start the new instances. If one of those does not start, the same steps run back
+    /// to the previous graph: the old configurations are created and started again.
+    public func reload(to newPlan: GraphPlan, drainTimeout: Duration) -> ReloadSummary {
         reloadLock.lock()
         defer { reloadLock.unlock() }
-        let (oldInstances, oldRoutes) = graphLock.withLock { (liveInstances, liveRoutes) }
+        let previousPlan = graphLock.withLock { plan }
+        var (summary, switched) = apply(newPlan, deadline: .now + drainTimeout)
+        switch summary.outcome {
+        case .applied:
+            logger.notice("routes reloaded: \(summary)")
+        case .rejected:
+            logger.error("reload rejected: \(summary.reason ?? "unknown"); the running graph is unchanged")
+        case .rolledBack where !switched:
+            // Undone before the switch: the instances a plugin had reconfigured took their
+            // previous configuration back.
+            logger.error("reload \(summary)")
+        case .rolledBack:
+            logger.error("reload failed: \(summary.reason ?? "unknown"); restoring the previous graph")
+            let (restored, _) = apply(previousPlan, deadline: .now + drainTimeout)
+            if restored.outcome != .applied {
+                summary.reason = (summary.reason ?? "") + "; restoring the previous graph failed too: \(restored.reason ?? "unknown")"
+            }
+            logger.error("reload \(summary)", metadata: ["restored": .string("\(restored)")])
+        }
+        return summary
+    }
 
-        var kept: [InstanceRuntime] = []
-        var fresh: [InstanceRuntime] = []
+    /// One pass of ``reload(to:drainTimeout:)`` towards `newPlan`. Fails as rejected when
+    /// nothing changed, as rolled back when a plugin refused its configuration (undone here) or
+    /// an instance did not start; `switched` then says the running graph changed, and the
+    /// caller restores the previous one.
+    private func apply(_ newPlan: GraphPlan, deadline: ContinuousClock.Instant) -> (summary: ReloadSummary, switched: Bool) {
+        let (oldInstances, oldRoutes) = graphLock.withLock { (liveInstances, liveRoutes) }
+        var summary = ReloadSummary()
         var instances: [InstanceRuntime] = []
+        var unchanged: [InstanceRuntime] = []
+        var fresh: [InstanceRuntime] = []
+        /// Reconfigured instances with the configuration they had, to offer back on failure.
+        var reconfigured: [(instance: InstanceRuntime, previous: JSONValue)] = []
+        var created: [InstanceRuntime] = []
+        var startedRoutes: [RouteRuntime] = []
+        /// Undoes everything done before the switch; `reason` says why.
+        func abandon(_ reason: String) -> (summary: ReloadSummary, switched: Bool) {
+            for route in startedRoutes { route.queue.close() }
+            for instance in created { supervisor.stopAndDestroy(instance) }
+            for (instance, previous) in reconfigured.reversed() where supervisor.reconfigure(instance, to: previous) != .adopted {
+                logger.error("reload: instance '\(instance.name)' could not take its previous configuration back")
+            }
+            var failed = summary
+            failed.outcome = reconfigured.isEmpty ? .rejected : .rolledBack
+            failed.reason = reason
+            return (failed, false)
+        }
+
         for planned in newPlan.instances {
             if let old = oldInstances.first(where: { $0.name == planned.name }), old.plugin.path == planned.plugin.path,
-                old.config == planned.config,
                 old.logger.logLevel == (planned.logLevel.flatMap(Logger.Level.init(rawValue:)) ?? logger.logLevel),
                 old.handle != nil
             {
-                kept.append(old)
-                instances.append(old)
-            } else {
-                let instance = makeInstance(planned)
-                fresh.append(instance)
-                instances.append(instance)
+                if old.config == planned.config {
+                    summary.keptInstances.append(old.name)
+                    unchanged.append(old)
+                    instances.append(old)
+                    continue
+                }
+                let previous = old.config
+                switch supervisor.reconfigure(old, to: planned.config) {
+                case .adopted:
+                    summary.reconfiguredInstances.append(old.name)
+                    reconfigured.append((old, previous))
+                    unchanged.append(old)
+                    instances.append(old)
+                    continue
+                case .needsRestart:
+                    break
+                case .refused(let reason):
+                    var failed = abandon("instance '\(old.name)': \(reason)")
+                    failed.summary.outcome = .rolledBack
+                    return failed
+                }
             }
+            let instance = makeInstance(planned)
+            fresh.append(instance)
+            instances.append(instance)
         }
-        var created: [InstanceRuntime] = []
         do {
             for instance in fresh {
-                try create(instance)
+                try supervisor.create(instance)
                 created.append(instance)
             }
         } catch {
-            for instance in created { stopAndDestroy(instance) }
-            throw error
+            return abandon("\(error)")
         }
 
-        let keptNames = Set(kept.map(\.name))
+        let unchangedNames = Set(unchanged.map(\.name))
         var routes: [RouteRuntime] = []
-        var startedRoutes: [RouteRuntime] = []
-        var keptRoutes: [RouteRuntime] = []
         for planned in newPlan.routes {
             let endpoints = [planned.declaration.from.value.instance] + planned.declaration.to.map(\.value.instance)
-            if endpoints.allSatisfy(keptNames.contains),
+            if endpoints.allSatisfy(unchangedNames.contains),
                 let old = oldRoutes.first(where: {
                     $0.name == planned.name && $0.plan.declaration.fingerprint == planned.declaration.fingerprint
                 })
             {
-                keptRoutes.append(old)
+                summary.keptRoutes.append(old.name)
                 routes.append(old)
                 continue
             }
-            let route: RouteRuntime
             do {
-                route = try makeRoute(planned, instances: instances)
+                let route = try makeRoute(planned, instances: instances)
+                startWorker(route)
+                startedRoutes.append(route)
+                routes.append(route)
             } catch {
-                for started in startedRoutes { started.queue.close() }
-                for instance in created { stopAndDestroy(instance) }
-                throw error
+                return abandon("\(error)")
             }
-            startWorker(route)
-            startedRoutes.append(route)
-            routes.append(route)
         }
-
         do {
             for route in try makeIiideaRoutes(newPlan, instances: instances) {
                 startWorker(route)
@@ -103,10 +139,9 @@ extension Router {
                 routes.append(route)
             }
         } catch {
-            for started in startedRoutes { started.queue.close() }
-            for instance in created { stopAndDestroy(instance) }
-            throw error
+            return abandon("\(error)")
         }
+        summary.startedRoutes = startedRoutes.map(\.name)
 
         // The switch: from here on emits go to the new routes.
         graphLock.withLock {
@@ -115,39 +150,52 @@ extension Router {
             plan = newPlan
         }
         wire(instances, to: routes)
-        let removedInstances = oldInstances.filter { old in !instances.contains { $0 === old } }
-        for instance in removedInstances {
+        let removed = oldInstances.filter { old in !instances.contains { $0 === old } }
+        for instance in removed {
             for port in instance.sources { port.routes = [] }
-            if let handle = instance.handle { instance.plugin.table.api.quiesce?(handle) }
+            supervisor.quiesce(instance)
         }
-        do {
-            try startInOrder(fresh)
-        } catch {
-            logger.error("reload: \(error)")
-        }
-        activateEnabledIiideas()
-
         let retired = oldRoutes.filter { old in !routes.contains { $0 === old } }
-        let deadline = ContinuousClock.now + drainTimeout
-        for route in retired { route.queue.close() }
-        for route in retired {
-            let left = ContinuousClock.now.duration(to: deadline)
-            let (seconds, attoseconds) = max(left, .zero).components
+        summary.retiredRoutes = retired.map(\.name)
+        retire(retired, until: deadline)
+        for instance in supervisor.awaitIdle(removed, until: deadline) {
+            logger.warning(
+                "reload: instance still has unacknowledged deliveries at the drain timeout; stopping it anyway",
+                metadata: [
+                    "instance": .string(instance.name),
+                    "in_flight": .stringConvertible(instance.counters.inFlight.load(ordering: .relaxed)),
+                ])
+        }
+        // Stopped before the new instances start: a replacement may need the same port.
+        for instance in removed { supervisor.stopAndDestroy(instance) }
+        summary.stoppedInstances = removed.map(\.name)
+
+        var started: [InstanceRuntime] = []
+        do {
+            try supervisor.startInOrder(fresh, started: &started)
+        } catch {
+            // Not started, so never stopped by the way back: stop and free them here.
+            for instance in fresh where !started.contains(where: { $0 === instance }) { supervisor.stopAndDestroy(instance) }
+            summary.startedInstances = started.map(\.name)
+            summary.outcome = .rolledBack
+            summary.reason = "\(error)"
+            return (summary, true)
+        }
+        summary.startedInstances = fresh.map(\.name)
+        activateEnabledIiideas()
+        return (summary, true)
+    }
+
+    /// Closes the queues of `routes` and waits (until `deadline`) for their workers to finish
+    /// what they hold; at-least-once routes leave what they could not deliver in the spool.
+    private func retire(_ routes: [RouteRuntime], until deadline: ContinuousClock.Instant) {
+        for route in routes { route.queue.close() }
+        for route in routes {
+            let (seconds, attoseconds) = max(ContinuousClock.now.duration(to: deadline), .zero).components
             if route.finished.wait(timeout: .now() + Double(seconds) + Double(attoseconds) * 1e-18) == .timedOut {
                 logger.warning("reload: retired route still busy at the drain timeout", metadata: ["route": .string(route.name)])
             }
         }
-        // Polling (not an event): the in-flight count is updated lock-free on the hot path.
-        while removedInstances.contains(where: { $0.counters.inFlight.load(ordering: .acquiring) > 0 }), ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        for instance in removedInstances { stopAndDestroy(instance) }
-
-        let summary = ReloadSummary(
-            keptInstances: kept.map(\.name), startedInstances: fresh.map(\.name), stoppedInstances: removedInstances.map(\.name),
-            keptRoutes: keptRoutes.map(\.name), startedRoutes: startedRoutes.map(\.name), retiredRoutes: retired.map(\.name))
-        logger.notice("routes reloaded: \(summary)")
-        return summary
     }
 }
 

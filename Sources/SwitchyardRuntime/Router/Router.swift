@@ -14,6 +14,8 @@ public final class Router: @unchecked Sendable {
     // `graphLock` and replaced whole by a reload; readers take a snapshot. Everything else
     // touched concurrently is atomic or locked.
     let logger: Logger
+    /// Creates, starts, reconfigures and stops the instances.
+    let supervisor: InstanceSupervisor
     let graphLock = NSLock()
     var liveInstances: [InstanceRuntime] = []
     var liveRoutes: [RouteRuntime] = []
@@ -54,6 +56,7 @@ public final class Router: @unchecked Sendable {
         self.plan = plan
         metrics = MetricsRegistry(factory: metricsFactory)
         self.logger = logger
+        supervisor = InstanceSupervisor(logger: logger)
         openSpool = spool
     }
 
@@ -79,14 +82,15 @@ public final class Router: @unchecked Sendable {
         var created: [InstanceRuntime] = []
         do {
             for instance in instances {
-                try create(instance)
+                try supervisor.create(instance)
                 created.append(instance)
             }
             for route in routes { startWorker(route) }
-            try startInOrder(instances)
+            var started: [InstanceRuntime] = []
+            try supervisor.startInOrder(instances, started: &started)
         } catch {
             for route in routes { route.queue.close() }
-            for instance in created { stopAndDestroy(instance) }
+            for instance in created { supervisor.stopAndDestroy(instance) }
             throw error
         }
         started.store(true, ordering: .releasing)
@@ -203,68 +207,6 @@ public final class Router: @unchecked Sendable {
         route.startWorker()
     }
 
-    /// Starts instances that only receive first, so early emits find their sinks ready.
-    func startInOrder(_ instances: [InstanceRuntime]) throws(RouterError) {
-        let order =
-            instances.filter { $0.sources.allSatisfy { $0.routes.isEmpty } }
-            + instances.filter { $0.sources.contains { !$0.routes.isEmpty } }
-        for instance in order { try startInstance(instance) }
-    }
-
-    func stopAndDestroy(_ instance: InstanceRuntime) {
-        instance.accepting.store(false, ordering: .relaxed)
-        if let handle = instance.handle {
-            instance.plugin.table.api.stop?(handle)
-            instance.plugin.table.api.destroy?(handle)
-        }
-        instance.handle = nil
-    }
-
-    func create(_ instance: InstanceRuntime) throws(RouterError) {
-        guard let create = instance.plugin.table.api.create else {
-            throw RouterError(instance: instance.name, reason: "plugin has no create")
-        }
-        var configBytes = instance.config.serializedBytes()
-        var name = instance.name
-        var handle: UnsafeMutableRawPointer?
-        var errorBytes = [UInt8](repeating: 0, count: 1024)
-        var errorLength = 0
-        let status = configBytes.withUnsafeBufferPointer { configBuffer in
-            name.withUTF8 { nameBuffer in
-                errorBytes.withUnsafeMutableBufferPointer { errorBuffer in
-                    withUnsafeMutablePointer(to: &errorLength) { lengthPointer in
-                        create(
-                            instance.hostContext, sy_bytes(nameBuffer), sy_bytes(configBuffer), &handle,
-                            sy_error_buffer(data: errorBuffer.baseAddress, capacity: errorBuffer.count, length: lengthPointer)
-                        )
-                    }
-                }
-            }
-        }
-        configBytes.removeAll()
-        guard status == SY_OK, let handle else {
-            let message = String(decoding: errorBytes.prefix(min(errorLength, errorBytes.count)), as: UTF8.self)
-            throw RouterError(instance: instance.name, reason: "create failed: \(message.isEmpty ? "status \(status)" : message)")
-        }
-        instance.handle = handle
-    }
-
-    func startInstance(_ instance: InstanceRuntime) throws(RouterError) {
-        guard let handle = instance.handle, let start = instance.plugin.table.api.start else { return }
-        var errorBytes = [UInt8](repeating: 0, count: 1024)
-        var errorLength = 0
-        let status = errorBytes.withUnsafeMutableBufferPointer { errorBuffer in
-            withUnsafeMutablePointer(to: &errorLength) { lengthPointer in
-                start(handle, sy_error_buffer(data: errorBuffer.baseAddress, capacity: errorBuffer.count, length: lengthPointer))
-            }
-        }
-        guard status == SY_OK else {
-            let message = String(decoding: errorBytes.prefix(min(errorLength, errorBytes.count)), as: UTF8.self)
-            throw RouterError(instance: instance.name, reason: "start failed: \(message.isEmpty ? "status \(status)" : message)")
-        }
-        logger.debug("instance started", metadata: ["instance": .string(instance.name), "plugin": .string(instance.plugin.manifest.name)])
-    }
-
     /// Graceful shutdown: quiesce every source, wait up to `drainTimeout` for queued envelopes
     /// and unacknowledged deliveries, then stop and destroy every instance. At-least-once
     /// routes stop retrying and spool what is still queued. Returns how many envelopes were
@@ -304,15 +246,8 @@ public final class Router: @unchecked Sendable {
             logger.warning(
                 "drain timed out", metadata: ["outstanding": .stringConvertible(left), "not_spooled": .stringConvertible(lost)])
         }
-        for instance in instances {
-            guard let handle = instance.handle else { continue }
-            instance.plugin.table.api.stop?(handle)
-        }
-        for instance in instances {
-            guard let handle = instance.handle else { continue }
-            instance.plugin.table.api.destroy?(handle)
-            instance.handle = nil
-        }
+        for instance in instances { instance.stopPlugin() }
+        for instance in instances { instance.destroyPlugin() }
         logger.info("router stopped", metadata: ["drained": .stringConvertible(left == 0)])
         return lost
     }

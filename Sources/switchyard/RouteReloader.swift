@@ -1,0 +1,114 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SwitchyardAdmin
+import SwitchyardConfig
+import SwitchyardCore
+import SwitchyardRuntime
+import SwitchyardSpool
+
+/// Re-reads the route files and applies them to the running router: what SIGHUP, `run --watch`
+/// and the admin port's `POST /reload` do. One reload at a time.
+final class RouteReloader: @unchecked Sendable {
+    // `lock` guards `spool` and serialises reloads; `options` (a parsed command line) and the
+    // other fields are immutable.
+    private let lock = NSLock()
+    private let options: GraphOptions
+    private let spoolPath: String?
+    private var spool: Spool?
+    private let router: Router
+    private let logger: Logger
+    private let drainTimeout: Duration
+
+    init(options: GraphOptions, spoolPath: String?, spool: Spool?, router: Router, logger: Logger, drainTimeout: Duration) {
+        self.options = options
+        self.spoolPath = spoolPath
+        self.spool = spool
+        self.router = router
+        self.logger = logger
+        self.drainTimeout = drainTimeout
+    }
+
+    /// Validates the route files and, when they are valid, swaps the running graph for theirs
+    /// (see ``Router/reload(to:drainTimeout:)``). Invalid files change nothing; the summary
+    /// then carries their problems.
+    @Sendable func reload() -> Router.ReloadSummary {
+        lock.withLock {
+            logger.notice("reloading routes", metadata: ["routes": .string(options.routes)])
+            var problems: [String] = []
+            guard let plan = options.loadPlan(logger: logger, reportingProblemsTo: { problems.append($0) }) else {
+                let summary = Router.ReloadSummary.rejected("the route files have errors: " + problems.joined(separator: "; "))
+                logger.error("reload rejected: the route files have the errors listed above; the running graph is unchanged")
+                return summary
+            }
+            if plan.needsSpool, spool == nil {
+                let path = spoolPath ?? plan.spoolPath ?? ConfigLoader.defaultSpoolPath
+                do {
+                    let opened = try Spool(path: path, sync: plan.spoolSync, owner: true)
+                    router.attach(spool: opened)
+                    spool = opened
+                } catch {
+                    logger.error("reload rejected: spool '\(path)': \(error); the running graph is unchanged")
+                    return .rejected("spool '\(path)': \(error)")
+                }
+            }
+            return router.reload(to: plan, drainTimeout: drainTimeout)
+        }
+    }
+}
+
+/// `switchyard reload --admin URL`: asks a running router to re-read its route files (as
+/// SIGHUP does) and prints what the reload did.
+struct Reload: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Reload a running router's route files through its admin port and print the summary.",
+        discussion: """
+            Exits 0 when the new routes run, 1 when the reload was rejected (the route files have \
+            errors; nothing changed) or rolled back (an instance failed; the previous routes run \
+            again), 2 when the admin port could not be reached.
+            """
+    )
+
+    @Option(help: "The router's admin address: http://host:port or host:port.")
+    var admin: String
+
+    @Option(help: "The admin bearer token (default: SWITCHYARD_ADMIN_TOKEN).")
+    var token: String?
+
+    @Flag(help: "Print the summary as the admin port's JSON instead of lines of text.")
+    var json = false
+
+    func run() throws {
+        let answer: AdminClient.Answer
+        do {
+            let client = try AdminClient(address: admin, token: token ?? ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"])
+            answer = try client.post("/reload")
+        } catch {
+            printError("error: \(error)")
+            throw ExitCode(2)
+        }
+        guard let summary = try? JSONValue(parsing: answer.body), summary["outcome"]?.stringValue != nil else {
+            printError("error: the admin port answered \(answer.status): \(String(decoding: answer.body.prefix(500), as: UTF8.self))")
+            throw ExitCode(answer.status == 401 || answer.status == 403 || answer.status == 421 ? 2 : 1)
+        }
+        if json {
+            print(summary.serialized())
+        } else {
+            print(Self.text(of: summary))
+        }
+        if !(200..<300).contains(answer.status) || summary["outcome"]?.stringValue != "applied" { throw ExitCode(1) }
+    }
+
+    /// The summary as lines: the outcome (and why), then each list that is not empty.
+    static func text(of summary: JSONValue) -> String {
+        var lines = ["reload " + (summary["outcome"]?.stringValue ?? "?").replacingOccurrences(of: "_", with: " ")]
+        if let reason = summary["reason"]?.stringValue { lines[0] += ": " + reason }
+        for section in ["instances", "routes"] {
+            for (name, names) in (summary[section]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+                let list = names.arrayValue?.compactMap(\.stringValue) ?? []
+                if !list.isEmpty { lines.append("\(section) \(name): \(list.joined(separator: ", "))") }
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import SwitchyardRuntime
+
+/// The event a reload waits on for a removed instance's last acknowledgement, instead of
+/// polling the in-flight count.
+struct DrainSignalTests {
+    @Test func aWaiterWakesWhenTheLastDeliveryIsAcknowledged() {
+        let signal = DrainSignal()
+        let inFlight = Atomic<Int>(3)
+        let acknowledger = Thread {
+            for _ in 0..<3 {
+                if inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 { signal.signal() }
+            }
+        }
+        let started = ContinuousClock.now
+        acknowledger.start()
+        let drained = signal.wait(until: .now + .seconds(10)) { inFlight.load(ordering: .sequentiallyConsistent) > 0 }
+        #expect(drained)
+        #expect(inFlight.load(ordering: .relaxed) == 0)
+        // Woken by the signal, long before the deadline.
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
+    @Test func aWaiterGivesUpAtTheDeadline() {
+        let signal = DrainSignal()
+        let started = ContinuousClock.now
+        #expect(!signal.wait(until: .now + .milliseconds(50)) { true })
+        #expect(ContinuousClock.now - started >= .milliseconds(50))
+    }
+
+    @Test func nothingToWaitForReturnsAtOnce() {
+        #expect(DrainSignal().wait(until: .now) { false })
+    }
+}
