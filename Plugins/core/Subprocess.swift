@@ -19,6 +19,14 @@ final class Subprocess: @unchecked Sendable {
     private let gate: SourceGate
     // Guarded by the gate's lock, so a stop never misses a program being started.
     private var child: pid_t = 0
+    /// Signalled once when the reader thread has returned: stop() waits for it, so the thread
+    /// makes no host call after stop() (ABI section 4). Set by start() and cleared by stop(),
+    /// both on the router's control thread.
+    private var readerFinished: DispatchSemaphore?
+    /// Written to by stop(): wakes a reader blocked on the program's output (a program that
+    /// left a child holding the pipe open would otherwise keep it there). Both ends are
+    /// close-on-exec and non-blocking; closed in deinit.
+    private let wake: (read: Int32, write: Int32)
     private let context: PluginContext
     private let command: [String]
     private let codec: Codec
@@ -30,29 +38,52 @@ final class Subprocess: @unchecked Sendable {
         self.codec = codec
         self.restartDelay = restartDelay
         gate = SourceGate(context: context, port: "stdout")
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) == 0 {
+            for end in ends {
+                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            }
+        }
+        wake = (ends[0], ends[1])
+    }
+
+    deinit {
+        if wake.read >= 0 { close(wake.read) }
+        if wake.write >= 0 { close(wake.write) }
     }
 
     func start() {
-        let thread = Thread { [self] in run() }
+        let finished = DispatchSemaphore(value: 0)
+        readerFinished = finished
+        let thread = Thread { [self] in
+            defer { finished.signal() }
+            run()
+        }
         thread.name = "core.subprocess"
         thread.start()
     }
 
-    /// Stops reading and ends the program's process group (SIGTERM).
+    /// Stops reading, ends the program's process group (SIGTERM, SIGKILL after
+    /// ``killGrace``) and waits for the reader thread to return.
     func stop() {
         var pid: pid_t = 0
         gate.stop {
             pid = child
             if pid > 0 { kill(-pid, SIGTERM) }
         }
-        guard pid > 0 else { return }
-        // A program that ignores SIGTERM does not outlive the router.
-        let stoppedPid = pid
-        DispatchQueue.global().asyncAfter(deadline: .now() + Self.killGrace) { [self] in
-            gate.withLock { _ in
-                if child == stoppedPid { kill(-stoppedPid, SIGKILL) }
+        if wake.write >= 0 { _ = write(wake.write, "x", 1) }
+        if pid > 0 {
+            // A program that ignores SIGTERM does not outlive the router (nor hold up stop).
+            let stoppedPid = pid
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.killGrace) { [self] in
+                gate.withLock { _ in
+                    if child == stoppedPid { kill(-stoppedPid, SIGKILL) }
+                }
             }
         }
+        readerFinished?.wait()
+        readerFinished = nil
     }
 
     /// Held from creating a pipe to spawning, so no two subprocess sources interleave there.
@@ -73,6 +104,7 @@ final class Subprocess: @unchecked Sendable {
                 if gate.isStopped { return }
                 context.log(.warning, "subprocess '\(display)' exited (\(status)); restarting in \(restartDelay) s")
             } catch {
+                if gate.isStopped { return }
                 context.log(.error, "subprocess '\(display)': \(error); retrying in \(restartDelay) s")
             }
             context.metric(.counter, "subprocess_restarts_total", 1)
@@ -156,6 +188,7 @@ final class Subprocess: @unchecked Sendable {
             return gate.emit(envelope)
         }
         while true {
+            guard waitForOutput(descriptor) else { return }
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
             guard count > 0 else {
@@ -184,6 +217,17 @@ final class Subprocess: @unchecked Sendable {
                 pending.removeAll(keepingCapacity: true)
                 skipping = true
             }
+        }
+    }
+
+    /// Waits until `descriptor` can be read; false when stop() woke the reader instead.
+    private func waitForOutput(_ descriptor: Int32) -> Bool {
+        var watched = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+        while true {
+            let ready = poll(&watched, nfds_t(watched.count), -1)
+            if ready < 0, errno == EINTR { continue }
+            if ready < 0 || watched[1].revents != 0 { return false }
+            return true
         }
     }
 

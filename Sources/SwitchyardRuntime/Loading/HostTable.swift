@@ -20,32 +20,30 @@ enum HostTable {
                 struct_size: UInt32(MemoryLayout<sy_host_api_v2>.size),
                 reserved: 0,
                 emit: { context, port, envelope, token in
-                    guard let context, let envelope else { return SY_ERR_INVALID }
-                    return InstanceRuntime.from(context).emit(port: port, settleToken: token) { EnvelopeBridge.envelope(from: envelope) }
+                    guard let envelope else { return SY_ERR_INVALID }
+                    return HostTable.call(context, refused: SY_ERR_STOPPED) {
+                        $0.emit(port: port, settleToken: token) { EnvelopeBridge.envelope(from: envelope) }
+                    }
                 },
                 ack: { context, deliveryID, outcome, reason in HostTable.ack(context, deliveryID, outcome, reason) },
                 log: { context, level, message in HostTable.log(context, level, message) },
                 metric: { context, kind, name, value in HostTable.metric(context, kind, name, value) },
                 piece_done: { context, token, status, output in HostTable.pieceDone(context, token, status, output) },
                 log_enabled: { context, level in
-                    guard let context else { return 0 }
-                    return InstanceRuntime.from(context).logger.logLevel <= HostTable.logLevel(level) ? 1 : 0
+                    HostTable.call(context, refused: 0, invalid: 0) { $0.logger.logLevel <= HostTable.logLevel(level) ? 1 : 0 }
                 },
                 state_get: { context, key, value in
-                    guard let context else { return SY_ERR_INVALID }
-                    return InstanceRuntime.from(context).stateGet(key: key, into: value)
+                    HostTable.call(context, refused: SY_ERR_STOPPED) { $0.stateGet(key: key, into: value) }
                 },
                 state_put: { context, key, value in
-                    guard let context else { return SY_ERR_INVALID }
-                    return InstanceRuntime.from(context).statePut(key: key, value: value)
+                    HostTable.call(context, refused: SY_ERR_STOPPED) { $0.statePut(key: key, value: value) }
                 },
                 state_delete: { context, key in
-                    guard let context else { return SY_ERR_INVALID }
-                    return InstanceRuntime.from(context).stateDelete(key: key)
+                    HostTable.call(context, refused: SY_ERR_STOPPED) { $0.stateDelete(key: key) }
                 },
                 state_scan: { context, prefix, visit, user in
-                    guard let context, let visit else { return SY_ERR_INVALID }
-                    return InstanceRuntime.from(context).stateScan(prefix: prefix, visit: visit, user: user)
+                    guard let visit else { return SY_ERR_INVALID }
+                    return HostTable.call(context, refused: SY_ERR_STOPPED) { $0.stateScan(prefix: prefix, visit: visit, user: user) }
                 }
             ))
         let versionOne = UnsafeMutablePointer<sy_host_api_v1>.allocate(capacity: 1)
@@ -54,8 +52,10 @@ enum HostTable {
                 struct_size: UInt32(MemoryLayout<sy_host_api_v1>.size),
                 reserved: 0,
                 emit: { context, port, envelope, token in
-                    guard let context, let envelope else { return SY_ERR_INVALID }
-                    return InstanceRuntime.from(context).emit(port: port, settleToken: token) { EnvelopeBridge.envelope(fromV1: envelope) }
+                    guard let envelope else { return SY_ERR_INVALID }
+                    return HostTable.call(context, refused: SY_ERR_STOPPED) {
+                        $0.emit(port: port, settleToken: token) { EnvelopeBridge.envelope(fromV1: envelope) }
+                    }
                 },
                 ack: { context, deliveryID, outcome, reason in HostTable.ack(context, deliveryID, outcome, reason) },
                 log: { context, level, message in HostTable.log(context, level, message) },
@@ -77,16 +77,37 @@ enum HostTable {
         return Offer(pointer: offer)
     }()
 
+    /// Runs `body` with the live instance `context` names (see ``HostContextTable``): a call
+    /// after the instance's stop() returned gets `refused` and is counted, a null or malformed
+    /// handle `invalid`.
+    @inline(__always)
+    static func call<Result>(
+        _ context: OpaquePointer?, refused: Result, invalid: Result, _ body: (InstanceRuntime) -> Result
+    ) -> Result {
+        HostContextTable.shared.withInstance(context, stopped: refused, invalid: invalid, body)
+    }
+
+    @inline(__always)
+    static func call(_ context: OpaquePointer?, refused: Int32, _ body: (InstanceRuntime) -> Int32) -> Int32 {
+        call(context, refused: refused, invalid: SY_ERR_INVALID, body)
+    }
+
+    @inline(__always)
+    static func call(_ context: OpaquePointer?, _ body: (InstanceRuntime) -> Void) {
+        call(context, refused: (), invalid: (), body)
+    }
+
     // The entries both versions share.
 
     static func ack(_ context: OpaquePointer?, _ deliveryID: UInt64, _ outcome: Int32, _ reason: sy_bytes) {
-        guard let context else { return }
-        InstanceRuntime.from(context).acknowledge(deliveryID: deliveryID, outcome: outcome, reason: reason)
+        call(context) { $0.acknowledge(deliveryID: deliveryID, outcome: outcome, reason: reason) }
     }
 
     static func log(_ context: OpaquePointer?, _ level: Int32, _ message: sy_bytes) {
-        guard let context else { return }
-        let instance = InstanceRuntime.from(context)
+        call(context) { log(instance: $0, level, message) }
+    }
+
+    private static func log(instance: InstanceRuntime, _ level: Int32, _ message: sy_bytes) {
         let text = message.string
         let logLevel = HostTable.logLevel(level)
         guard instance.logger.logLevel <= logLevel else { return }
@@ -106,14 +127,11 @@ enum HostTable {
     }
 
     static func metric(_ context: OpaquePointer?, _ kind: Int32, _ name: sy_bytes, _ value: Double) {
-        guard let context else { return }
-        let instance = InstanceRuntime.from(context)
-        instance.router.record(metric: name.string, instance: instance.name, kind: kind, value: value)
+        call(context) { $0.router.record(metric: name.string, instance: $0.name, kind: kind, value: value) }
     }
 
     static func pieceDone(_ context: OpaquePointer?, _ token: UInt64, _ status: Int32, _ output: sy_bytes) {
-        guard let context else { return }
-        InstanceRuntime.from(context).router.pieceDone(token: token, status: status, output: output.array)
+        call(context) { $0.router.pieceDone(token: token, status: status, output: output.array) }
     }
 
     static func logLevel(_ level: Int32) -> Logger.Level {

@@ -41,10 +41,12 @@ final class InstanceCounters: Sendable {
     let acknowledged = Atomic<Int>(0)
     let failed = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
+    /// State service calls the store failed.
+    let stateFailures = Atomic<Int>(0)
 }
 
-/// One plugin instance at run time; its address is the `sy_host_context` the plugin passes
-/// back on every host call.
+/// One plugin instance at run time. The plugin names it on host calls with a generation-checked
+/// handle (``hostContext``), never its address.
 final class InstanceRuntime: @unchecked Sendable {
     // `handle` and `sources` are set before start and read-only afterwards; the plugin table
     // is immutable; counters are atomic.
@@ -57,10 +59,12 @@ final class InstanceRuntime: @unchecked Sendable {
     var handle: UnsafeMutableRawPointer?
     var sources: [SourcePort] = []
     let counters = InstanceCounters()
-    let accepting = Atomic<Bool>(true)
-    let logger: Logger
     /// Signalled when the last unacknowledged delivery is acknowledged (a reload waits on it).
     let drained = DrainSignal()
+    let accepting = Atomic<Bool>(true)
+    /// Whether the log already says this instance's state calls fail for want of a store.
+    let stateUnavailableLogged = Atomic<Bool>(false)
+    let logger: Logger
     /// Bounds the lines the plugin's `log` calls may write (a flood of peer errors).
     let logThrottle = Mutex(LogThrottle())
     unowned let router: Router
@@ -76,10 +80,36 @@ final class InstanceRuntime: @unchecked Sendable {
         self.logger = logger
     }
 
-    var hostContext: OpaquePointer { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
+    /// The handle the plugin passes back on host calls (see ``HostContextTable``); set by
+    /// ``openHostContext()`` before create and read-only afterwards.
+    private(set) var hostContext: OpaquePointer?
 
-    static func from(_ context: OpaquePointer) -> InstanceRuntime {
-        Unmanaged<InstanceRuntime>.fromOpaque(UnsafeRawPointer(context)).takeUnretainedValue()
+    /// Registers the instance for host calls; the handle to give the plugin's create(), or
+    /// nil when the table of live instances is full.
+    func openHostContext() -> OpaquePointer? {
+        if let hostContext { return hostContext }
+        hostContext = HostContextTable.shared.register(self, record: LateCallRecord(name: name, router: router))
+        return hostContext
+    }
+
+    /// Refuses every later host call of the plugin for this instance (they return
+    /// SY_ERR_STOPPED and are counted) and waits for the calls in progress to end.
+    func retireHostContext() {
+        if let hostContext { HostContextTable.shared.retire(hostContext) }
+    }
+
+    /// Calls the plugin's stop() and then retires the host context: from then on the plugin
+    /// may not call the host for this instance (ABI section 4).
+    func stopPlugin() {
+        accepting.store(false, ordering: .relaxed)
+        if let handle { plugin.table.api.stop?(handle) }
+        retireHostContext()
+    }
+
+    /// Calls the plugin's destroy() (after ``stopPlugin()``).
+    func destroyPlugin() {
+        if let handle { plugin.table.api.destroy?(handle) }
+        handle = nil
     }
 
     func sourcePort(matching bytes: sy_bytes) -> SourcePort? {

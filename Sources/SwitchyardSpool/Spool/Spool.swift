@@ -109,6 +109,7 @@ public final class Spool: @unchecked Sendable {
             """
         )
         try Self.createIiideaTables(in: database)
+        try Self.createStateTables(in: database)
     }
 
     /// Commits one small write: whether the spool can take writes again after it could not

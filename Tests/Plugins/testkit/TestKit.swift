@@ -44,6 +44,14 @@ final class TestKit: SwitchyardPlugin {
                         "state": ["type": "string"],
                     ],
                 ],
+                "late_calls": [
+                    "type": "object", "additionalProperties": false, "required": ["path"],
+                    "properties": ["path": ["type": "string"]],
+                ],
+                "state_check": [
+                    "type": "object", "additionalProperties": false, "required": ["path"],
+                    "properties": ["path": ["type": "string"]],
+                ],
                 "collect": [
                     "type": "object", "additionalProperties": false, "required": ["path"],
                     "properties": [
@@ -59,16 +67,27 @@ final class TestKit: SwitchyardPlugin {
     private let context: PluginContext
     private let source: NumberSource?
     private let sink: CollectSink?
+    private let lateCaller: LateCaller?
+    private let stateCheckPath: String?
 
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
         source = try config["numbers"].map { try NumberSource(context: context, config: $0) }
         sink = try config["collect"].map { try CollectSink(config: $0) }
+        lateCaller = config["late_calls"]?["path"]?.stringValue.map { LateCaller(context: context, path: $0) }
+        stateCheckPath = config["state_check"]?["path"]?.stringValue
     }
 
-    func start() throws { source?.start() }
+    func start() throws {
+        source?.start()
+        lateCaller?.start()
+        if let stateCheckPath { StateCheck(state: context.state).run(writingTo: stateCheckPath) }
+    }
     func quiesce() { source?.stop() }
-    func stop() { source?.stop() }
+    func stop() {
+        source?.stop()
+        lateCaller?.stopWithoutWaiting()
+    }
     func resume(port: String) { source?.resume() }
     func settled(token: UInt64, outcome: DeliveryOutcome) { source?.settled(token: token, outcome: outcome) }
     func canAccept(on port: String) -> Bool { sink?.canAccept ?? true }
@@ -95,6 +114,7 @@ final class TestKit: SwitchyardPlugin {
     }
 
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
+        lateCaller?.keep(delivery)
         guard let sink else { return delivery.ack(.reject, reason: "no collect config") }
         sink.deliver(envelope, delivery: delivery)
     }

@@ -1,0 +1,186 @@
+import DequeModule
+import Foundation
+internal import Logging
+internal import SwitchyardABI
+import Synchronization
+
+/// The `sy_host_context` handles plugins hold: a handle names a slot of one process-wide
+/// table and the generation of the slot's owner, never an address. A host call looks the
+/// instance up without a lock; once the instance's `stop()` has returned, its slot is retired
+/// and every call with the handle is refused and counted (a late call can no longer reach an
+/// instance that may have been freed).
+///
+/// Each slot has one atomic word: the calls in progress (low 32 bits), a retired bit and the
+/// generation (high 31 bits). A call adds one to the word and reads the owner only when the
+/// generation matches and the slot is not retired; it subtracts one when done. Retiring sets
+/// the bit and waits for the calls in progress to end before the owner is released, so no
+/// call holds an instance the table no longer keeps alive. Slots are used once each until
+/// the table is full, then reused oldest retired first with the next generation.
+final class HostContextTable: @unchecked Sendable {
+    // `words` are atomic. `owners[i]` and `records[i]` are written only by the control thread
+    // while no call can read them: a call reads `owners[i]` only while its increment shows the
+    // slot live with its generation, and `records[i]` only with its generation; `register`
+    // writes both while the generation is one no handle carries yet (between a compare-and-swap
+    // that requires no call in progress and the releasing store that makes the slot live), and
+    // `retire` clears `owners[i]` only after the calls that saw the slot live have ended.
+    // `allocation` is guarded by its mutex.
+    private let words: UnsafeMutablePointer<Atomic<UInt64>>
+    private let owners: UnsafeMutablePointer<Unmanaged<InstanceRuntime>?>
+    private let records: UnsafeMutablePointer<Unmanaged<LateCallRecord>?>
+    private let capacity: Int
+    private let allocation = Mutex(Allocation())
+    /// Signalled (broadcast) when the last call in progress on a retired slot ends.
+    private let drained = NSCondition()
+    /// Late calls whose slot was reused since (the instance can no longer be named).
+    let unattributedLateCalls = Atomic<Int>(0)
+
+    private struct Allocation {
+        /// Slots below it have been used.
+        var nextUnused = 0
+        /// Retired slots whose owner was released, oldest first.
+        var reusable: Deque<Int> = []
+    }
+
+    static let countMask: UInt64 = 0xFFFF_FFFF
+    static let retiredBit: UInt64 = 1 << 32
+    static let generationShift: UInt64 = 33
+    static let generationLimit: UInt64 = 1 << 31
+    /// A handle is `generation << slotBits | (slot + 1)`: never 0, never an address a plugin
+    /// could read through by mistake.
+    static let slotBits = 20
+
+    /// The table every router's instances share.
+    static let shared = HostContextTable(capacity: 1 << 14)
+
+    init(capacity: Int) {
+        precondition(capacity > 0 && capacity < 1 << Self.slotBits)
+        self.capacity = capacity
+        words = .allocate(capacity: capacity)
+        owners = .allocate(capacity: capacity)
+        records = .allocate(capacity: capacity)
+        for index in 0..<capacity {
+            (words + index).initialize(to: Atomic(0))
+            (owners + index).initialize(to: nil)
+            (records + index).initialize(to: nil)
+        }
+    }
+
+    // The table lives as long as the process (`shared`); tests make small ones and leak them.
+
+    /// A handle for `instance`, live until ``retire(_:)``; nil when every slot is taken by a
+    /// live instance or a call in progress.
+    func register(_ instance: InstanceRuntime, record: LateCallRecord) -> OpaquePointer? {
+        allocation.withLock { allocation -> OpaquePointer? in
+            var candidates = allocation.reusable.count
+            while true {
+                let slot: Int
+                if allocation.nextUnused < capacity {
+                    slot = allocation.nextUnused
+                    allocation.nextUnused += 1
+                } else if candidates > 0, let reused = allocation.reusable.popFirst() {
+                    candidates -= 1
+                    slot = reused
+                } else {
+                    return nil
+                }
+                let word = words[slot].load(ordering: .acquiring)
+                var generation = (word >> Self.generationShift) + 1
+                if generation >= Self.generationLimit { generation = 1 }
+                // Only with no call in progress: a stale call of the old generation may still
+                // be reading the old record.
+                let claimed = words[slot].compareExchange(
+                    expected: word & ~Self.countMask, desired: generation << Self.generationShift | Self.retiredBit,
+                    ordering: .acquiringAndReleasing
+                ).exchanged
+                guard claimed else {
+                    allocation.reusable.append(slot)
+                    continue
+                }
+                records[slot]?.release()
+                records[slot] = .passRetained(record)
+                owners[slot] = .passRetained(instance)
+                words[slot].bitwiseAnd(~Self.retiredBit, ordering: .releasing)
+                return OpaquePointer(bitPattern: UInt(generation) << Self.slotBits | UInt(slot + 1))
+            }
+        }
+    }
+
+    /// Refuses every later call with `handle` and waits for the calls in progress to end;
+    /// then the table lets go of the instance.
+    func retire(_ handle: OpaquePointer) {
+        guard let (slot, generation) = decode(handle) else { return }
+        let word = words[slot].load(ordering: .acquiring)
+        guard word >> Self.generationShift == generation, word & Self.retiredBit == 0 else { return }
+        words[slot].bitwiseOr(Self.retiredBit, ordering: .acquiringAndReleasing)
+        drained.lock()
+        while words[slot].load(ordering: .acquiring) & Self.countMask != 0 { drained.wait() }
+        drained.unlock()
+        owners[slot]?.release()
+        owners[slot] = nil
+        allocation.withLock { $0.reusable.append(slot) }
+    }
+
+    /// Runs `body` with the instance `handle` names while it is live; a retired handle gives
+    /// `stopped` (and is counted), a malformed one `invalid`.
+    @inline(__always)
+    func withInstance<Result>(_ handle: OpaquePointer?, stopped: Result, invalid: Result, _ body: (InstanceRuntime) -> Result) -> Result {
+        guard let handle, let (slot, generation) = decode(handle) else { return invalid }
+        let entered = words[slot].add(1, ordering: .acquiringAndReleasing).newValue
+        defer { leave(slot) }
+        guard entered >> Self.generationShift == generation else {
+            unattributedLateCalls.add(1, ordering: .relaxed)
+            return stopped
+        }
+        guard entered & Self.retiredBit == 0, let owner = owners[slot] else {
+            records[slot]?.takeUnretainedValue().count()
+            return stopped
+        }
+        return body(owner.takeUnretainedValue())
+    }
+
+    @inline(__always)
+    private func leave(_ slot: Int) {
+        let left = words[slot].subtract(1, ordering: .acquiringAndReleasing).newValue
+        guard left & Self.retiredBit != 0, left & Self.countMask == 0 else { return }
+        // A retire may be waiting for this, the last call in progress.
+        drained.lock()
+        drained.broadcast()
+        drained.unlock()
+    }
+
+    @inline(__always)
+    private func decode(_ handle: OpaquePointer) -> (slot: Int, generation: UInt64)? {
+        let bits = UInt(bitPattern: handle)
+        let slot = Int(bits & (1 << Self.slotBits - 1)) - 1
+        let generation = UInt64(bits >> Self.slotBits)
+        guard slot >= 0, slot < capacity, generation != 0, generation < Self.generationLimit else { return nil }
+        return (slot, generation)
+    }
+}
+
+/// What a retired handle still knows of its instance: where to count the calls made after
+/// its `stop()` returned (`plugin_calls_after_stop_total`), and to say so once in the log.
+final class LateCallRecord: @unchecked Sendable {
+    // `name` and `logger` are immutable; `router` is weak (loading it is thread-safe) and
+    // set only in init; `calls` is atomic.
+    let name: String
+    private weak var router: Router?
+    let calls = Atomic<Int>(0)
+
+    init(name: String, router: Router) {
+        self.name = name
+        self.router = router
+    }
+
+    /// Counts one late call; the first is logged.
+    func count() {
+        let calls = calls.add(1, ordering: .relaxed).newValue
+        guard let router else { return }
+        router.record(metric: "plugin_calls_after_stop_total", instance: name, kind: SY_METRIC_COUNTER, value: 1)
+        if calls == 1 {
+            router.logger.warning(
+                "the plugin called the host after its stop() returned; such calls are refused (SY_ERR_STOPPED) and counted",
+                metadata: ["instance": .string(name)])
+        }
+    }
+}

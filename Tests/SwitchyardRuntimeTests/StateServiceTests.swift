@@ -1,0 +1,58 @@
+import Foundation
+import SwitchyardSpool
+import Testing
+
+@testable import SwitchyardRuntime
+
+/// The host's state service (ABI version 2) through a real plugin: the testkit's
+/// `state_check` runs put/get/scan/delete and the limits at start and writes the answers.
+@Suite struct StateServiceTests {
+    /// Starts and stops a router with one testkit instance named `instance` running the check;
+    /// the check's answers.
+    private func runCheck(instance: String, directory: String, spool: Bool) throws -> [String: String] {
+        let output = "\(directory)/check-\(UUID().uuidString).txt"
+        let plan = try planWithTestKit(
+            """
+            \(spool ? "spool: { path: \"\(directory)/state/spool.db\" }" : "")
+            instances:
+              \(instance): { plugin: testkit, state_check: { path: "\(output)" } }
+            """)
+        let store = try plan.spoolPath.map { path throws -> Spool in try Spool(path: path, owner: true) }
+        let router = Router(plan: plan, logger: quietLogger, spool: store)
+        try router.start()
+        router.shutdown(drainTimeout: .seconds(5))
+        return try #require(answers(in: output))
+    }
+
+    @Test func putGetScanDeleteAndTheLimits() throws {
+        let directory = try temporaryDirectory("state")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try runCheck(instance: "stateA", directory: directory, spool: true)
+        #expect(first["persisted"] == "nil")
+        #expect(first["put"] == "ok")
+        #expect(first["get"] == "one")
+        #expect(first["missing"] == "nil")
+        #expect(first["scan"] == "a/1:one,a/2:two,a/3:")
+        #expect(first["delete"] == "nil")
+        #expect(first["long_key"]?.hasSuffix("the key or value is over the router's limit") == true)
+        #expect(first["long_value"]?.hasSuffix("the key or value is over the router's limit") == true)
+        #expect(first["largest_value"] == "1048576")
+        let mode = try FileManager.default.attributesOfItem(atPath: "\(directory)/state/spool.db")[.posixPermissions] as? Int
+        #expect(mode.map { $0 & 0o777 } == 0o600)
+
+        // A restart finds what the first run stored; another instance name has its own keys.
+        let second = try runCheck(instance: "stateA", directory: directory, spool: true)
+        #expect(second["persisted"] == "run")
+        let other = try runCheck(instance: "stateB", directory: directory, spool: true)
+        #expect(other["persisted"] == "nil")
+    }
+
+    @Test func withoutAStoreEveryCallFails() throws {
+        let directory = try temporaryDirectory("nostate")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let answers = try runCheck(instance: "stateNone", directory: directory, spool: false)
+        #expect(answers["persisted"]?.contains("the router's store failed (status 5)") == true)
+        #expect(answers["put"]?.contains("the router's store failed (status 5)") == true)
+        #expect(!FileManager.default.fileExists(atPath: "\(directory)/state"))
+    }
+}
