@@ -48,7 +48,13 @@ public struct ConfigurationDuration: ConfigurationValue, Sendable, Hashable, Cus
     public init(_ duration: Duration) {
         self.duration = duration
         let (seconds, attoseconds) = duration.components
-        text = attoseconds == 0 ? "\(seconds)s" : "\(seconds * 1000 + attoseconds / 1_000_000_000_000_000)ms"
+        text =
+            switch (seconds, attoseconds) {
+            case (let seconds, 0) where seconds != 0 && seconds % 3600 == 0: "\(seconds / 3600)h"
+            case (let seconds, 0) where seconds != 0 && seconds % 60 == 0: "\(seconds / 60)m"
+            case (let seconds, 0): "\(seconds)s"
+            default: "\(seconds * 1000 + attoseconds / 1_000_000_000_000_000)ms"
+            }
     }
 
     /// The duration in whole nanoseconds (0 for a negative one, which configuration cannot write).
@@ -111,4 +117,30 @@ public struct ConfigurationSecret: ConfigurationValue, Sendable, Hashable {
 
     public static var configurationSchema: JSONValue { ["type": "string", "secret": true] }
     public static var schemaPlaceholder: Self { Self("") }
+}
+
+/// A size setting: `64KiB`, `16MiB`, or a number of bytes.
+public struct ConfigurationByteSize: ConfigurationValue, Sendable, Hashable {
+    /// The size in bytes.
+    public var bytes: Int
+
+    public init(bytes: Int) { self.bytes = bytes }
+
+    public init(from decoder: any Decoder) throws {
+        let value = try ConfigurationJSON(from: decoder).value
+        guard let bytes = ByteSizeText.bytes(value) else { throw ConfigurationError(decoder, "'\(value.text)' is not a size like 64KiB") }
+        self.bytes = bytes
+    }
+
+    /// The size as configuration writes it: `16MiB`, `4KiB`, or the number of bytes.
+    public var text: String {
+        switch bytes {
+        case let size where size != 0 && size % (1 << 20) == 0: "\(size >> 20)MiB"
+        case let size where size != 0 && size % (1 << 10) == 0: "\(size >> 10)KiB"
+        case let size: "\(size)"
+        }
+    }
+
+    public static var configurationSchema: JSONValue { ["type": ["string", "integer"]] }
+    public static var schemaPlaceholder: Self { Self(bytes: 1 << 20) }
 }

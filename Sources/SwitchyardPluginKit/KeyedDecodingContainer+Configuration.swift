@@ -38,25 +38,46 @@ extension KeyedDecodingContainer {
     }
 
     /// The duration `key`, or `fallback`; refused when shorter than `minimum` (a minimum under a
-    /// millisecond reads `must be positive`).
-    public func decode(_ key: Key, default fallback: Duration, atLeast minimum: Duration = .zero) throws -> Duration {
+    /// millisecond reads `must be positive`) or longer than `maximum`.
+    public func decode(_ key: Key, default fallback: Duration, atLeast minimum: Duration = .zero, atMost maximum: Duration? = nil)
+        throws -> Duration
+    {
         let recording = try noteSchema(key) { _ in }
         let value = try decode(key, default: ConfigurationDuration(fallback)).duration
-        guard value >= minimum || recording else {
+        guard !recording else { return value }
+        guard value >= minimum else {
             let rule = minimum < .milliseconds(1) ? "must be positive" : "at least \(ConfigurationDuration(minimum).text)"
             throw ConfigurationError(codingPath: codingPath + [key], rule)
+        }
+        if let maximum, value > maximum {
+            throw ConfigurationError(codingPath: codingPath + [key], "at most \(ConfigurationDuration(maximum).text)")
         }
         return value
     }
 
+    /// The size `key` in bytes (`64KiB`, `16MiB` or a number), or `fallback`; refused under
+    /// `minimum` (`must be a size of at least 4KiB, like 64KiB`).
+    public func decode(_ key: Key, defaultBytes fallback: Int, atLeastBytes minimum: Int) throws -> Int {
+        let recording = try noteSchema(key) { $0.keywords["default"] = .string(ConfigurationByteSize(bytes: fallback).text) }
+        let bytes = try decodeIfPresent(ConfigurationByteSize.self, forKey: key)?.bytes ?? fallback
+        guard bytes >= minimum || recording else {
+            let (least, like) = (ConfigurationByteSize(bytes: minimum).text, ConfigurationByteSize(bytes: fallback).text)
+            throw ConfigurationError(codingPath: codingPath + [key], "must be a size of at least \(least), like \(like)")
+        }
+        return bytes
+    }
+
     /// The string `key`, or `fallback`; refused when longer than `maxLength` characters.
     public func decode(_ key: Key, default fallback: String, maxLength: Int) throws -> String {
+        try decodeIfPresent(key, maxLength: maxLength) ?? fallback
+    }
+
+    /// The string `key` when present; refused when longer than `maxLength` characters.
+    public func decodeIfPresent(_ key: Key, maxLength: Int) throws -> String? {
         let recording = try noteSchema(key) { $0.keywords["maxLength"] = .int(maxLength) }
-        let value = try decode(key, default: fallback)
-        guard value.count <= maxLength || recording else {
-            throw ConfigurationError(codingPath: codingPath + [key], "longer than \(maxLength) characters")
-        }
-        return value
+        let value = try decodeIfPresent(String.self, forKey: key)
+        guard let value, value.count > maxLength, !recording else { return value }
+        throw ConfigurationError(codingPath: codingPath + [key], "longer than \(maxLength) characters")
     }
 
     /// The string `key` when present, refused unless the regular expression `pattern` matches

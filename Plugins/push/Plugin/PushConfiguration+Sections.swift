@@ -86,25 +86,6 @@ extension PushConfiguration {
         private enum CodingKeys: CodingKey { case attempts, backoff, maxBackoff }
     }
 
-    /// `max_body:`, a size like `64KiB` or a number of bytes; at least 4 KiB.
-    struct BodySize: ConfigurationValue {
-        var bytes: Int
-
-        static let `default` = Self(bytes: 65536)
-
-        private init(bytes: Int) { self.bytes = bytes }
-
-        init(from decoder: any Decoder) throws {
-            guard let bytes = ByteSizeText.bytes(try ConfigurationJSON(from: decoder).value), bytes >= 4096 else {
-                throw ConfigurationError(decoder, "must be a size of at least 4KiB, like 64KiB")
-            }
-            self.bytes = bytes
-        }
-
-        static let configurationSchema: JSONValue = ["type": ["string", "integer"]]
-        static var schemaPlaceholder: Self { .default }
-    }
-
     /// `listen:`, `HOST:PORT` (`[::1]:8080`); port 0 picks a free one.
     struct HostPort: ConfigurationValue {
         var host: String

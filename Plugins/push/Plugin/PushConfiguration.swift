@@ -69,7 +69,7 @@ struct PushConfiguration: PluginConfiguration {
                 host: listen.host, port: listen.port, certificateFile: tls?.certFile, keyFile: tls?.keyFile,
                 bearerToken: auth.bearerToken, signature: auth.signature,
                 projects: Set(try container.decode(.projects, default: [String]())),
-                maximumBodySize: try container.decode(.maxBody, default: BodySize.default).bytes,
+                maximumBodySize: try container.decode(.maxBody, defaultBytes: 65536, atLeastBytes: 4096),
                 acknowledgeTimeout: try container.decode(.ackTimeout, default: .seconds(30)),
                 maximumConnections: try container.decode(.maxConnections, default: 256, atLeast: 1),
                 headerTimeout: try container.decode(.headerTimeout, default: .seconds(10), atLeast: positive),
