@@ -2,10 +2,9 @@ import MQTTCodec
 import SwitchyardCore
 import SwitchyardPluginKit
 
-/// One instance's broker link settings, read from its YAML configuration (already checked
-/// against the manifest's schema by the router; the checks here are the ones a schema cannot
-/// express).
-struct MQTTLinkConfiguration: Sendable {
+/// One instance's broker link settings. The manifest's schema is derived from this type; the
+/// sections and checked values are read in MQTTLinkConfiguration+Sections.swift.
+struct MQTTLinkConfiguration: PluginConfiguration {
     struct Subscription: Sendable {
         var filter: String
         var qos: MQTTQoS
@@ -22,6 +21,7 @@ struct MQTTLinkConfiguration: Sendable {
     var port: Int
     var tls: TLSSettings?
     var version: MQTTVersion
+    /// `client_id`; ``init(instance:config:)`` makes it `switchyard-<instance>` when absent.
     var clientID: String
     var username: String?
     var password: [UInt8]?
@@ -39,127 +39,76 @@ struct MQTTLinkConfiguration: Sendable {
     var echoSuppression: Bool
     /// MQTT Connect profile (`mqtt_connect: true`): see MQTTConnectProfile.swift; nil when off.
     var connect: MQTTConnectProfile?
+    /// Whether the configuration names the client; `clientID` is empty otherwise until
+    /// ``init(instance:config:)`` names it after the instance.
+    private var namesItsClient: Bool
+    /// Whether the url is `mqtts://`.
+    private var secure: Bool
 
-    init(instance: String, config: JSONValue) throws {
-        guard let url = config["url"]?.stringValue else { throw PluginError("url is required, e.g. mqtt://127.0.0.1:1883") }
-        let secure: Bool
-        let rest: Substring
-        if url.hasPrefix("mqtts://") {
-            secure = true
-            rest = url.dropFirst("mqtts://".count)
-        } else if url.hasPrefix("mqtt://") {
-            secure = false
-            rest = url.dropFirst("mqtt://".count)
-        } else {
-            throw PluginError("url must start with mqtt:// or mqtts://")
-        }
-        let authority = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? rest
-        // Credentials in the URL would end up in every connection error; they have their own
-        // keys. The message does not repeat the URL, so it does not repeat the password.
-        guard !authority.contains("@") else {
-            throw PluginError("url must not carry credentials (user@ or user:password@): use username and password")
-        }
-        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
-            host = String(authority[authority.index(after: authority.startIndex)..<close])
-            let after = authority[authority.index(after: close)...]
-            port = after.hasPrefix(":") ? Int(after.dropFirst()) ?? -1 : (secure ? 8883 : 1883)
-        } else if let colon = authority.lastIndex(of: ":") {
-            host = String(authority[..<colon])
-            port = Int(authority[authority.index(after: colon)...]) ?? -1
-        } else {
-            host = String(authority)
-            port = secure ? 8883 : 1883
-        }
-        guard !host.isEmpty, (1...65535).contains(port) else { throw PluginError("url '\(url)' has no valid host and port") }
+    static let descriptions = [
+        "/url": "mqtt://host:port or mqtts://host:port",
+        "/echo_suppression": "MQTT 3.1.1: drop the broker's echo of this link's own publishes (MQTT 5 uses no-local)",
+        "/mqtt_connect": "MQTT Connect (iOS app): type phone payloads, keep each phone's SessionObject, attach it when sending",
+        "/mqtt_connect_memory": "bytes of SessionObjects kept for MQTT Connect phones (default 16MiB; least recently used forgotten first)",
+        "/client_id": "default switchyard-<instance>",
+    ]
 
-        let tlsConfig = config["tls"]
-        if secure || tlsConfig != nil {
-            guard secure else { throw PluginError("tls settings need an mqtts:// url") }
-            tls = try TLSSettings(tlsConfig ?? [:])
-        } else {
-            tls = nil
-        }
+    /// The settings of instance `instance`.
+    init(instance: String, config: JSONValue) throws(PluginError) {
+        self = try Self(config: config)
+        if !namesItsClient { clientID = "switchyard-\(instance)" }
+    }
 
-        switch config["version"] {
-        case nil, .int(5)?, .string("5")?: version = .v5
-        case .string("3.1.1")?: version = .v3_1_1
-        default: throw PluginError("version must be 5 or \"3.1.1\"")
-        }
-        clientID = config["client_id"]?.stringValue ?? "switchyard-\(instance)"
-        username = config["username"]?.stringValue
-        password = config["password"]?.stringValue.map { Array($0.utf8) }
-        if password != nil, username == nil, version == .v3_1_1 {
-            throw PluginError("MQTT 3.1.1 needs a username with a password")
-        }
-        cleanStart = config["clean_start"]?.boolValue ?? true
-        sessionExpiry = UInt32(clamping: config["session_expiry"]?.intValue ?? 0)
-        keepAlive = UInt16(clamping: config["keep_alive"]?.intValue ?? 30)
-
-        func qos(_ value: JSONValue?, _ what: String) throws -> MQTTQoS {
-            guard let value else { return .atMostOnce }
-            guard let number = value.intValue, let qos = MQTTQoS(rawValue: UInt8(clamping: number)), number >= 0 else {
-                throw PluginError("\(what) must be 0, 1 or 2")
-            }
-            return qos
-        }
-        var subscriptions: [Subscription] = []
-        for (index, entry) in (config["subscriptions"]?.arrayValue ?? []).enumerated() {
-            guard let filter = entry["topic"]?.stringValue else { throw PluginError("subscriptions[\(index)].topic is required") }
-            if let problem = MQTTTopic.problem(withTopicFilter: filter) {
-                throw PluginError("subscriptions[\(index)].topic '\(filter)': \(problem)")
-            }
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let url = try container.decode(BrokerURL.self, forKey: .url)
+        (host, port, secure) = (url.host, url.port, url.secure)
+        tls = try container.decodeIfPresent(TLSSettings.self, forKey: .tls) ?? (secure ? TLSSettings([:]) : nil)
+        let version = try container.decode(.version, default: VersionSetting.v5).version
+        self.version = version
+        namesItsClient = container.contains(.clientID)
+        clientID = try container.decodeIfPresent(.clientID, maxLength: 65535) ?? ""
+        username = try container.decodeIfPresent(String.self, forKey: .username)
+        password = try container.decodeIfPresent(ConfigurationSecret.self, forKey: .password).map { Array($0.value.utf8) }
+        cleanStart = try container.decode(.cleanStart, default: true)
+        sessionExpiry = try container.decode(.sessionExpiry, default: 0)
+        keepAlive = try container.decode(.keepAlive, default: 30)
+        subscriptions = try container.decode(.subscriptions, default: [SubscriptionEntry]()).enumerated().map { index, entry in
             // A bridge must not hear its own publishes: MQTT 5 can say so, except on a shared
             // subscription, where the protocol forbids no-local.
-            let shared = filter.hasPrefix("$share/")
-            let noLocal = entry["no_local"]?.boolValue ?? (version == .v5 && !shared)
+            let shared = entry.topic.hasPrefix("$share/")
+            let noLocal = entry.noLocal ?? (version == .v5 && !shared)
             if noLocal, shared {
-                throw PluginError("subscriptions[\(index)]: no_local cannot be set on a shared subscription ('\(filter)')")
+                throw ConfigurationError(
+                    at: "/subscriptions/\(index)/no_local", "no_local cannot be set on a shared subscription ('\(entry.topic)')")
             }
-            subscriptions.append(Subscription(filter: filter, qos: try qos(entry["qos"], "subscriptions[\(index)].qos"), noLocal: noLocal))
+            return Subscription(filter: entry.topic, qos: entry.qos.qos, noLocal: noLocal)
         }
-        self.subscriptions = subscriptions
-
-        let publishConfig = config["publish"]
-        if let topic = publishConfig?["topic"]?.stringValue, let problem = MQTTTopic.problem(withTopicName: topic) {
-            throw PluginError("publish.topic '\(topic)': \(problem)")
-        }
-        publish = PublishDefaults(
-            topic: publishConfig?["topic"]?.stringValue,
-            qos: try qos(publishConfig?["qos"], "publish.qos"),
-            retain: publishConfig?["retain"]?.boolValue ?? false
-        )
-
-        if let willConfig = config["will"] {
-            guard let topic = willConfig["topic"]?.stringValue else { throw PluginError("will.topic is required") }
-            will = MQTTWill(
-                topic: topic,
-                payload: Array((willConfig["payload"]?.stringValue ?? "").utf8),
-                qos: try qos(willConfig["qos"], "will.qos"),
-                retain: willConfig["retain"]?.boolValue ?? false
-            )
-        } else {
-            will = nil
-        }
-
-        let reconnect = config["reconnect"]
-        // A malformed duration is refused naming the setting, not replaced by the default.
-        let initial = try PluginError.duration(reconnect?["initial_delay"], "reconnect.initial_delay", default: .milliseconds(500))
-        let maximum = try PluginError.duration(reconnect?["max_delay"], "reconnect.max_delay", default: .seconds(30))
-        // Bounded so the backoff arithmetic stays far from overflowing (and a day is plenty).
-        for (value, name) in [(initial, "reconnect.initial_delay"), (maximum, "reconnect.max_delay")] where value > .seconds(86_400) {
-            throw PluginError("\(name): at most 24h")
-        }
-        initialReconnectDelay = UInt64(max(0, initial / .nanoseconds(1)))
-        maximumReconnectDelay = max(initialReconnectDelay, UInt64(max(0, maximum / .nanoseconds(1))))
+        publish = try container.decode(.publish, default: PublishSection()).defaults
+        will = try container.decodeIfPresent(WillSection.self, forKey: .will)?.will
+        let reconnect = try container.decode(.reconnect, default: ReconnectSection())
+        initialReconnectDelay = UInt64(max(0, reconnect.initialDelay / .nanoseconds(1)))
+        maximumReconnectDelay = max(initialReconnectDelay, UInt64(max(0, reconnect.maxDelay / .nanoseconds(1))))
         // At most 65,534 publishes await the broker, so a packet id is always free for the next
         // one, or for SUBSCRIBE and UNSUBSCRIBE.
-        inflightWindow = min(65_534, max(1, config["inflight"]?.intValue ?? 64))
-        maximumPacketSize = max(1024, config["maximum_packet_size"]?.intValue ?? 1 << 20)
-        maximumPending = max(1, config["max_pending"]?.intValue ?? 10_000)
-        echoSuppression = config["echo_suppression"]?.boolValue ?? true
+        inflightWindow = try container.decode(.inflight, default: 64, in: 1...65_534)
+        maximumPacketSize = try container.decode(.maximumPacketSize, default: 1 << 20, atLeast: 1024)
+        maximumPending = try container.decode(.maxPending, default: 10_000, atLeast: 1)
+        echoSuppression = try container.decode(.echoSuppression, default: true)
         // MQTT Connect hook: one profile (with its memory of session objects) per instance.
-        let memory = config["mqtt_connect_memory"].map { ByteSizeText.bytes($0) } ?? MQTTConnectProfile.defaultByteCapacity
-        guard let memory, memory >= 1024 else { throw PluginError("mqtt_connect_memory must be a size of at least 1KiB, like 16MiB") }
-        connect = config["mqtt_connect"]?.boolValue == true ? MQTTConnectProfile(byteCapacity: memory) : nil
+        let memory = try container.decode(.mqttConnectMemory, defaultBytes: MQTTConnectProfile.defaultByteCapacity, atLeastBytes: 1024)
+        connect = try container.decode(.mqttConnect, default: false) ? MQTTConnectProfile(byteCapacity: memory) : nil
+    }
+
+    func validate() throws {
+        if !secure, tls != nil { throw ConfigurationError(at: "/tls", "tls settings need an mqtts:// url") }
+        if password != nil, username == nil, version == .v3_1_1 {
+            throw ConfigurationError(at: "/password", "MQTT 3.1.1 needs a username with a password")
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case url, tls, version, clientID = "client_id", username, password, cleanStart, sessionExpiry, keepAlive, subscriptions, publish
+        case will, reconnect, inflight, maximumPacketSize, maxPending, echoSuppression, mqttConnect, mqttConnectMemory
     }
 }
