@@ -48,7 +48,6 @@ final class PushPlugin: SwitchyardPlugin {
     private let name: String
     private let registry: PushTokenRegistry?
     private let webhook: WebhookServer?
-
     /// The configuration as given and the FCM sender made from it, replaced by a reconfigure
     /// (read by deliveries on route threads); senders a reconfigure replaced finish their
     /// sends and are stopped with the instance.
@@ -57,6 +56,7 @@ final class PushPlugin: SwitchyardPlugin {
     /// The settings that shape the webhook's listening socket and the files opened at create:
     /// a change in any of them needs a new instance.
     static let restartKeys = ["listen", "tls", "max_connections", "header_timeout", "body_timeout", "idle_timeout", "registry"]
+
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
         self.name = name
@@ -76,7 +76,6 @@ final class PushPlugin: SwitchyardPlugin {
         webhook = configuration.webhook.map { WebhookServer(settings: $0, instance: name, context: context, registry: registry) }
     }
 
-    func start() throws {
     /// An FCM sender with its own HTTP client, when `settings` asks for one.
     private static func makeSender(
         _ settings: PushConfiguration.Sender?, name: String, registry: PushTokenRegistry?, context: PluginContext
@@ -95,10 +94,10 @@ final class PushPlugin: SwitchyardPlugin {
 
     private var sender: FCMSender? { current.withLock { $0.sender } }
 
+    func start() throws {
         _ = try webhook?.start()
     }
 
-    func quiesce() { webhook?.quiesce() }
     /// Adopts new authentication, projects, limits and FCM settings in place; the webhook keeps
     /// its socket. A change of ``restartKeys`` (or adding or removing the webhook) needs a new
     /// instance.
@@ -121,6 +120,7 @@ final class PushPlugin: SwitchyardPlugin {
         return true
     }
 
+    func quiesce() { webhook?.quiesce() }
 
     func stop() {
         let done = DispatchSemaphore(value: 0)
