@@ -49,6 +49,36 @@ import Testing
         #expect(backend.handlesMade == made)
     }
 
+    @Test func aRouteThatReplacedAnotherCountsOnInTheSameSeries() throws {
+        let backend = RecordingMetrics()
+        var routes: [RouteRuntime] = []
+        var routers: [Router] = []
+        defer { for router in routers { router.shutdown(drainTimeout: .seconds(5)) } }
+        // The same route twice, as a reload that replaces it: the second counts from zero.
+        for (generation, count) in [(1, 2), (2, 3)] {
+            let source = FakeInstance.register("regRe\(generation)")
+            let sink = FakeInstance.register("regReSnk\(generation)")
+            let yaml = """
+                instances:
+                  regRe\(generation): { plugin: fake }
+                  regReSnk\(generation): { plugin: fake }
+                routes:
+                  - { name: replaced, from: regRe\(generation).out, to: regReSnk\(generation).any }
+                """
+            let router = Router(plan: try plan(yaml), logger: quietLogger)
+            try router.start()
+            routers.append(router)
+            for x in 0..<count { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
+            #expect(waitUntil { sink.deliveries.count == count })
+            routes += router.routes
+        }
+        let registry = MetricsRegistry(factory: backend)
+        registry.publish(routes: [routes[0]], instances: [], ready: [], plugins: [])
+        #expect(backend.value("switchyard_route_received_total{route=replaced}") == 2)
+        registry.publish(routes: [routes[1]], instances: [], ready: [], plugins: [])
+        #expect(backend.value("switchyard_route_received_total{route=replaced}") == 5)
+    }
+
     @Test func pluginMetricsGoToTheirHandleAtOnce() throws {
         let source = FakeInstance.register("regMet")
         let backend = RecordingMetrics()
