@@ -83,9 +83,10 @@ struct BoundedOutput {
             output.pointee.bytes = []  // discarded, as the header says
             return SY_ERR_TOO_LARGE
         }
-        if let data = chunk.data, chunk.length > 0 {
-            output.pointee.bytes.append(contentsOf: UnsafeBufferPointer(start: data, count: chunk.length))
-        }
+        guard chunk.length > 0 else { return SY_OK }
+        // A length without bytes is a plugin bug: refused, not read.
+        guard let data = chunk.data else { return SY_ERR_INVALID }
+        output.pointee.bytes.append(contentsOf: UnsafeBufferPointer(start: data, count: chunk.length))
         return SY_OK
     }
 }
