@@ -68,15 +68,17 @@ public final class MetricsRegistry: Sendable {
         _ series: inout [String: PluginSeries], instance: String, name: String, _ next: (Double) -> Double
     ) {
         let key = instance + "." + name
-        if series[key] == nil {
-            let meter = Meter(
-                label: RouterMetricNames.pluginMetric, dimensions: [("instance", instance), ("name", name)], factory: handleFactory)
-            series[key] = PluginSeries(value: 0, meter: meter)
+        // One hash on the usual path: the series exists and is updated in place.
+        if let index = series.index(forKey: key) {
+            series.values[index].value = next(series.values[index].value)
+            series.values[index].meter.set(series.values[index].value)
+            return
         }
-        guard var entry = series[key] else { return }
-        entry.value = next(entry.value)
-        entry.meter.set(entry.value)
-        series[key] = entry
+        let meter = Meter(
+            label: RouterMetricNames.pluginMetric, dimensions: [("instance", instance), ("name", name)], factory: handleFactory)
+        let value = next(0)
+        meter.set(value)
+        series[key] = PluginSeries(value: value, meter: meter)
     }
 
     /// The value plugin instance `instance` last reported for `name`, if any.
