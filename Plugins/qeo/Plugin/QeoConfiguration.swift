@@ -15,51 +15,46 @@ struct QeoConfiguration: Sendable {
     /// The `dds.sec.*` participant properties of a secured realm; empty on an open domain.
     var securityProperties: [(name: String, value: String)] = []
 
+    /// Decodes the settings (``QeoSettings``), then loads the QDM files (``QeoTopics``).
     init(config: JSONValue) throws {
+        let settings = try QeoSettings(config: config)
         let topics = try QeoTopics(config: config)
-        model = topics.model
-        guard let domain = UInt32(exactly: config["domain"]?.intValue ?? 128) else {
-            throw PluginError("domain: \(config["domain"]?.text ?? "") is not a DDS domain id (0…232)")
-        }
-        self.domain = domain
-        realm = try Self.identifier(config["realm"], "realm")
-        user = try Self.identifier(config["user"], "user")
-        device = try Self.identifier(config["device"], "device")
-        read = topics.read
-        write = topics.write
-        if let security = config["security"] {
-            try secure(security, config: config)
-        }
+        (model, read, write) = (topics.model, topics.read, topics.write)
+        domain = settings.domain ?? 128
+        realm = settings.realm?.value ?? 0
+        user = settings.user?.value ?? 0
+        device = settings.device?.value ?? 0
+        if let security = settings.security { try secure(security, settings: settings) }
     }
 
     /// Reads `security:` — a device directory from `switchyard qeo realm add-device`, or
     /// `{credentials: DIR, libraries: DIR}` — and takes the realm, user, device and domain from it;
     /// ids also given in the configuration must agree.
-    private mutating func secure(_ security: JSONValue, config: JSONValue) throws {
-        guard let directory = security.stringValue ?? security["credentials"]?.stringValue else {
-            throw PluginError("security: give the device credentials directory (`switchyard qeo realm add-device` prints it)")
-        }
+    private mutating func secure(_ security: QeoSettings.Security, settings: QeoSettings) throws {
+        let directory = security.credentials
         let credentials: DeviceCredentials
         do {
             credentials = try DeviceCredentials(directory: directory)
         } catch {
-            throw PluginError("security: \(error)")
+            throw PluginError("/security: \(error)")
         }
         let identity = credentials.identity
         for (name, configured, actual) in [
-            ("realm", realm, identity.realm), ("user", user, identity.user), ("device", device, identity.device),
-        ] where config[name] != nil && configured != actual {
-            throw PluginError(
-                "\(name): 0x\(QeoIdentifier.hex(configured)) differs from 0x\(QeoIdentifier.hex(actual)) of the credentials in \(directory)"
-            )
+            ("realm", settings.realm, identity.realm), ("user", settings.user, identity.user), ("device", settings.device, identity.device),
+        ] {
+            if let configured, configured.value != actual {
+                throw PluginError(
+                    "/\(name): 0x\(QeoIdentifier.hex(configured.value)) differs from 0x\(QeoIdentifier.hex(actual)) of the credentials in \(directory)"
+                )
+            }
         }
-        if config["domain"] != nil, domain != identity.domain {
-            throw PluginError("domain: \(domain) differs from the realm's domain \(identity.domain) (credentials in \(directory))")
+        if let domain = settings.domain, domain != identity.domain {
+            throw PluginError("/domain: \(domain) differs from the realm's domain \(identity.domain) (credentials in \(directory))")
         }
         (realm, user, device, domain) = (identity.realm, identity.user, identity.device, identity.domain)
-        guard let libraries = security["libraries"]?.stringValue ?? DeviceCredentials.defaultLibraryDirectory() else {
+        guard let libraries = security.libraries ?? DeviceCredentials.defaultLibraryDirectory() else {
             throw PluginError(
-                "security: Cyclone DDS's security plugins (libdds_security_auth.so) are not installed; install libddsc0debian or set security.libraries"
+                "/security: Cyclone DDS's security plugins (libdds_security_auth.so) are not installed; install libddsc0debian or set security.libraries"
             )
         }
         securityProperties = credentials.participantProperties(libraries: libraries)
@@ -69,18 +64,105 @@ struct QeoConfiguration: Sendable {
     var participantName: String {
         "<rid:\(QeoIdentifier.hex(realm))><did:\(QeoIdentifier.hex(device))><uid:\(QeoIdentifier.hex(user))>"
     }
+}
+
+/// A qeo instance's configuration as written; the manifest's schema is derived from it. The QDM
+/// files and the topics of `read` and `write` are resolved by ``QeoTopics``.
+struct QeoSettings: PluginConfiguration {
+    /// `qdm:`, one file or a list.
+    var qdm: QDMFiles
+    var domain: UInt32?
+    var realm: Identifier?
+    var user: Identifier?
+    var device: Identifier?
+    var read: [String]
+    var write: [String]
+    var security: Security?
+
+    static let descriptions = [
+        "/qdm": "QDM files, relative to the working directory",
+        "/security":
+            "a secured realm: the device credentials directory of `switchyard qeo realm add-device`, or {credentials, libraries}",
+    ]
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        qdm = try container.decode(QDMFiles.self, forKey: .qdm)
+        domain = try container.decodeIfPresent(.domain, in: 0...232)
+        realm = try container.decodeIfPresent(Identifier.self, forKey: .realm)
+        user = try container.decodeIfPresent(Identifier.self, forKey: .user)
+        device = try container.decodeIfPresent(Identifier.self, forKey: .device)
+        read = try container.decode(.read, default: [])
+        write = try container.decode(.write, default: [])
+        security = try container.decodeIfPresent(Security.self, forKey: .security)
+    }
+
+    private enum CodingKeys: CodingKey { case qdm, domain, realm, user, device, read, write, security }
+
+    /// `qdm:`: a file, or a list of files.
+    struct QDMFiles: ConfigurationValue {
+        var files: [String]
+
+        init(from decoder: any Decoder) throws {
+            let value = try ConfigurationJSON(from: decoder).value
+            let files = value.stringValue.map { [$0] } ?? value.arrayValue?.compactMap(\.stringValue)
+            guard let files, files.count == value.arrayValue?.count ?? 1 else {
+                throw ConfigurationError(decoder, "give a QDM file or a list of them")
+            }
+            self.files = files
+        }
+
+        private init(files: [String]) { self.files = files }
+
+        static let configurationSchema: JSONValue = ["type": ["string", "array"], "items": ["type": "string"]]
+        static var schemaPlaceholder: Self { Self(files: []) }
+    }
 
     /// A 64-bit id: a number, or a string in decimal or 0x-hex.
-    static func identifier(_ value: JSONValue?, _ name: String) throws -> UInt64 {
-        switch value {
-        case nil: return 0
-        case .int(let number)? where number >= 0: return UInt64(number)
-        case .string(let text)?:
-            guard let parsed = QeoIdentifier.parse(text) else {
-                throw PluginError("\(name): '\(text)' is not a 64-bit number (decimal or 0x-hex)")
+    struct Identifier: ConfigurationValue {
+        var value: UInt64
+
+        init(from decoder: any Decoder) throws {
+            switch try ConfigurationJSON(from: decoder).value {
+            case .int(let number) where number >= 0: value = UInt64(number)
+            case .string(let text):
+                guard let parsed = QeoIdentifier.parse(text) else {
+                    throw ConfigurationError(decoder, "'\(text)' is not a 64-bit number (decimal or 0x-hex)")
+                }
+                value = parsed
+            case let other: throw ConfigurationError(decoder, "\(other.text) is not a 64-bit number (decimal or 0x-hex)")
             }
-            return parsed
-        case let other?: throw PluginError("\(name): \(other.text) is not a 64-bit number (decimal or 0x-hex)")
         }
+
+        private init(value: UInt64) { self.value = value }
+
+        static let configurationSchema: JSONValue = ["type": ["integer", "string"]]
+        static var schemaPlaceholder: Self { Self(value: 0) }
+    }
+
+    /// `security:`, a credentials directory or `{credentials, libraries}`.
+    struct Security: ConfigurationValue {
+        var credentials = ""
+        var libraries: String?
+
+        init(from decoder: any Decoder) throws {
+            if let directory = try ConfigurationJSON(from: decoder).value.stringValue {
+                credentials = directory
+                return
+            }
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            guard let directory = try container.decodeIfPresent(String.self, forKey: .credentials) else {
+                throw ConfigurationError(decoder, "give the device credentials directory (`switchyard qeo realm add-device` prints it)")
+            }
+            credentials = directory
+            libraries = try container.decodeIfPresent(String.self, forKey: .libraries)
+        }
+
+        private init() {}
+
+        private enum CodingKeys: CodingKey { case credentials, libraries }
+
+        static var configurationSchema: JSONValue { ConfigurationSchema.of(Self.self, orAlso: "string") }
+        static var schemaPlaceholder: Self { Self() }
     }
 }

@@ -57,26 +57,7 @@ final class QeoPlugin: SwitchyardPlugin {
                 "properties": ["type": ["type": "string"], "instances": ["type": "array"]],
             ],
         ],
-        config: [
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["qdm"],
-            "properties": [
-                "qdm": ["type": ["string", "array"], "description": "QDM files, relative to the working directory"],
-                "domain": ["type": "integer", "minimum": 0, "maximum": 232],
-                "realm": ["type": ["integer", "string"]], "user": ["type": ["integer", "string"]],
-                "device": ["type": ["integer", "string"]],
-                "read": ["type": "array", "items": ["type": "string"]],
-                "write": ["type": "array", "items": ["type": "string"]],
-                "security": [
-                    "description":
-                        "a secured realm: the device credentials directory of `switchyard qeo realm add-device`, or {credentials, libraries}",
-                    "type": ["string", "object"],
-                    "additionalProperties": false,
-                    "properties": ["credentials": ["type": "string"], "libraries": ["type": "string"]],
-                ],
-            ],
-        ],
+        config: QeoSettings.jsonSchema,
         commands: commands
     )
 
