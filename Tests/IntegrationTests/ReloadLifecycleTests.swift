@@ -202,6 +202,51 @@ struct ReloadLifecycleTests {
         #expect(router.stop() == 0)
     }
 
+    /// At-least-once envelopes waiting for a sink that is down survive a reload that retires
+    /// their route, replaces the sink and then rolls back: once the sink is up, every accepted
+    /// message is delivered.
+    @Test func aRolledBackReloadLosesNoAtLeastOnceEnvelope() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("testkit")
+        let down = sandbox.path("sink-down")
+        #expect(FileManager.default.createFile(atPath: down, contents: nil))
+        let foreign = try ForeignListener()
+        func instances(sinkLogLevel: String?, second: Bool) -> String {
+            """
+              push: { plugin: push, listen: "127.0.0.1:0", auth: { bearer_token: "${PUSH_BEARER}" } }
+              sink: { plugin: testkit, collect: { path: "\(sandbox.path("collected.txt"))", fail_while: "\(down)" }\(sinkLogLevel.map { ", log_level: \($0)" } ?? "") }
+            """ + (second ? "\n  second: { plugin: push, listen: \"127.0.0.1:\(foreign.port)\" }" : "")
+        }
+        let routes = """
+            routes:
+              - { from: push.messages, to: sink.collect, delivery: at-least-once, retry: { attempts: 1000, backoff: 20ms, max_backoff: 100ms } }
+            """
+        let (router, webhook, admin) = try PushTests.start(sandbox, instances: instances(sinkLogLevel: nil, second: false), routes: routes)
+        var accepted: Set<String> = []
+        for index in 0..<20 {
+            let answer = try HTTPExchange.send(
+                webhook + "/push", method: "POST", headers: ["Authorization": "Bearer \(PushTests.bearer)"],
+                body: #"{"topic": "news", "data": {"n": "\#(index)"}}"#)
+            #expect(answer.status == 200, "\(answer.body)")
+            if let id = answer.json["id"] as? String { accepted.insert(id) }
+        }
+        #expect(accepted.count == 20)
+
+        // A log level of its own replaces the sink (so the route is retired too); the second
+        // instance cannot bind: rolled back.
+        try sandbox.writeRoutes("instances:\n" + instances(sinkLogLevel: "debug", second: true) + "\n" + routes)
+        let answer = try HTTPExchange.send(admin + "/reload", method: "POST")
+        #expect(answer.json["outcome"] as? String == "rolled_back", "\(answer.body)")
+        #expect((answer.json["routes"] as? [String: [String]])?["retired"]?.isEmpty == false, "\(answer.body)")
+        #expect(sandbox.lines(of: "collected.txt").isEmpty, "the sink is still down")
+
+        try FileManager.default.removeItem(atPath: down)
+        router.waitUntil("every accepted message delivered") {
+            Set(sandbox.lines(of: "collected.txt").compactMap { $0.split(separator: " ").first.map(String.init) }).isSuperset(of: accepted)
+        }
+        #expect(router.stop() == 0)
+    }
+
     @Test func switchyardReloadPrintsTheSummaryAndFailsOnARejectedFile() throws {
         let sandbox = try Sandbox()
         let port = try PushTests.freePort()
