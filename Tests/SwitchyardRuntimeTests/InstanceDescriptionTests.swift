@@ -107,6 +107,23 @@ private func at(_ line: Int, _ column: Int) -> SwitchyardCore.SourceLocation {
                 == true)
     }
 
+    @Test func aWriteWithALengthAndNoBytesIsRefused() throws {
+        let (_, diagnostics) = try validate("instances:\n  d: { plugin: desc, lengthWithoutBytes: true }\n")
+        #expect(diagnostics.map(\.message) == ["instance 'd' (plugin desc): describe failed with status 1"])
+    }
+
+    @Test func aBareNameOfATypeAnInstanceAddedIsReportedWithItsFullName() throws {
+        let (_, diagnostics) = try validate(
+            """
+            instances:
+              d: { plugin: desc, describe: { types: { desc.Reading: { type: object } } } }
+            routes:
+              - { from: d.out, type: Reading, map: { a: 1 }, to: d.in }
+            """)
+        #expect(diagnostics.map(\.message) == ["unknown type 'Reading' (did you mean 'desc.Reading'?)"])
+        #expect(diagnostics.first?.location == at(4, 26))
+    }
+
     @Test func aVersionOnePluginHasItsManifestsPorts() throws {
         let (plan, diagnostics) = try validate("instances:\n  a: { plugin: fake }\n")
         #expect(diagnostics.isEmpty)

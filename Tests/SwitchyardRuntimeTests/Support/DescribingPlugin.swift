@@ -10,6 +10,7 @@ import SwitchyardCore
 //   describe: {...}     writes that description
 //   raw: "TEXT"         writes TEXT as it is (not necessarily JSON)
 //   huge: true          writes until the host refuses (more than the host's bound)
+//   lengthWithoutBytes  writes a view with a length and no bytes
 // Its instances are the fake plugin's (deliveries are not used with it).
 
 nonisolated(unsafe) let describingManifest = processLifetimeBytes(
@@ -33,6 +34,7 @@ func describeFromConfig(_ config: sy_bytes, _ writer: sy_writer, _ error: sy_err
     }
     if let description = json["describe"] { return emit(description.serializedBytes()) }
     if let raw = json["raw"]?.stringValue { return emit(Array(raw.utf8)) }
+    if json["lengthWithoutBytes"] != nil { return write(writer.target, sy_bytes(data: nil, length: 5)) }
     if json["huge"] != nil {
         let chunk = [UInt8](repeating: 0x20, count: 1 << 20)
         for _ in 0..<64 {
