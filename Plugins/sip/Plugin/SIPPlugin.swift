@@ -94,7 +94,9 @@ final class SIPPlugin: SwitchyardPlugin {
 
     func stop() { agent.stop() }
 
-    func canAccept(on port: String) -> Bool { agent.outstanding.load(ordering: .relaxed) < configuration.maximumInFlight }
+    func canAccept(on port: String) -> Bool {
+        agent.outstanding.load(ordering: .relaxed) < current.withLock { $0.configuration.maximumInFlight }
+    }
 
     func settled(token: UInt64, outcome: DeliveryOutcome) { agent.settled(token: token, outcome: outcome) }
 
