@@ -109,8 +109,9 @@ extension KeyedDecodingContainer {
     /// Notes `range` in the schema; whether this container is deriving a schema.
     private func noteBounds<T: FixedWidthInteger>(_ key: Key, _ range: ClosedRange<T>) throws -> Bool {
         try noteSchema(key) { node in
-            node.keywords["minimum"] = .int(Int(clamping: range.lowerBound))
-            node.keywords["maximum"] = .int(Int(clamping: range.upperBound))
+            // `1...Int.max` says "at least 1": the type's own limit is no constraint worth stating.
+            if range.lowerBound != T.min { node.keywords["minimum"] = .int(Int(clamping: range.lowerBound)) }
+            if range.upperBound != T.max { node.keywords["maximum"] = .int(Int(clamping: range.upperBound)) }
         }
     }
 

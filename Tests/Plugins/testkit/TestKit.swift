@@ -32,36 +32,7 @@ final class TestKit: SwitchyardPlugin {
             PortDeclaration(name: "double", direction: .service, types: ["*"], summary: "An iiidea service piece: {doubled: 2 × count}"),
         ],
         types: ["test.Number": ["type": "object", "properties": ["n": ["type": "integer"]]]],
-        config: [
-            "type": "object",
-            "additionalProperties": false,
-            "properties": [
-                "numbers": [
-                    "type": "object", "additionalProperties": false, "required": ["count", "state"],
-                    "properties": [
-                        "count": ["type": "integer", "minimum": 1], "prefix": ["type": "string"],
-                        "subjects": ["type": "integer", "minimum": 1],
-                        "state": ["type": "string"],
-                    ],
-                ],
-                "late_calls": [
-                    "type": "object", "additionalProperties": false, "required": ["path"],
-                    "properties": ["path": ["type": "string"]],
-                ],
-                "state_check": [
-                    "type": "object", "additionalProperties": false, "required": ["path"],
-                    "properties": ["path": ["type": "string"]],
-                ],
-                "collect": [
-                    "type": "object", "additionalProperties": false, "required": ["path"],
-                    "properties": [
-                        "path": ["type": "string"], "fail_first": ["type": "integer", "minimum": 0], "reject": ["type": "boolean"],
-                        "fail_while": ["type": "string"], "delay_ms": ["type": "integer", "minimum": 0],
-                        "max_in_flight": ["type": "integer", "minimum": 1],
-                    ],
-                ],
-            ],
-        ]
+        config: TestKitConfiguration.jsonSchema
     )
 
     private let context: PluginContext
@@ -72,10 +43,11 @@ final class TestKit: SwitchyardPlugin {
 
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
-        source = try config["numbers"].map { try NumberSource(context: context, config: $0) }
-        sink = try config["collect"].map { try CollectSink(config: $0) }
-        lateCaller = config["late_calls"]?["path"]?.stringValue.map { LateCaller(context: context, path: $0) }
-        stateCheckPath = config["state_check"]?["path"]?.stringValue
+        let configuration = try TestKitConfiguration(config: config)
+        source = configuration.numbers.map { NumberSource(context: context, config: $0) }
+        sink = try configuration.collect.map { try CollectSink(config: $0) }
+        lateCaller = configuration.lateCalls.map { LateCaller(context: context, path: $0.path) }
+        stateCheckPath = configuration.stateCheck?.path
     }
 
     func start() throws {
@@ -139,12 +111,12 @@ final class NumberSource: @unchecked Sendable {
     private var state = State()
     private let room = DispatchSemaphore(value: 0)
 
-    init(context: PluginContext, config: JSONValue) throws {
+    init(context: PluginContext, config: TestKitConfiguration.Numbers) {
         self.context = context
-        count = config["count"]?.intValue ?? 0
-        prefix = config["prefix"]?.stringValue ?? "n"
-        subjects = config["subjects"]?.intValue ?? 1
-        statePath = config["state"]?.stringValue ?? ""
+        count = config.count
+        prefix = config.prefix
+        subjects = config.subjects
+        statePath = config.state
         let saved = (try? String(contentsOfFile: statePath, encoding: .utf8)).flatMap {
             Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
         }
@@ -238,15 +210,14 @@ final class CollectSink: Sendable {
     private let inFlight = Atomic<Int>(0)
     private let queue = DispatchQueue(label: "collect")
 
-    init(config: JSONValue) throws {
-        let path = config["path"]?.stringValue ?? ""
-        descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        guard descriptor >= 0 else { throw PluginError("cannot open \(path)") }
-        failFirst = config["fail_first"]?.intValue ?? 0
-        reject = config["reject"]?.boolValue ?? false
-        failWhile = config["fail_while"]?.stringValue
-        delay = config["delay_ms"]?.intValue ?? 0
-        maxInFlight = config["max_in_flight"]?.intValue ?? Int.max
+    init(config: TestKitConfiguration.Collect) throws {
+        descriptor = open(config.path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        guard descriptor >= 0 else { throw PluginError("/collect/path: cannot open \(config.path)") }
+        failFirst = config.failFirst
+        reject = config.reject
+        failWhile = config.failWhile
+        delay = config.delayMs
+        maxInFlight = config.maxInFlight
     }
 
     var canAccept: Bool { inFlight.load(ordering: .relaxed) < maxInFlight }
