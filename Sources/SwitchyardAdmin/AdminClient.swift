@@ -51,6 +51,11 @@ public struct AdminClient: Sendable {
         try exchange(method: "POST", path: path)
     }
 
+    /// Sends `GET path` and reads the answer.
+    public func get(_ path: String) throws(AdminError) -> Answer {
+        try exchange(method: "GET", path: path)
+    }
+
     private func exchange(method: String, path: String) throws(AdminError) -> Answer {
         let place = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         let socket = try connect(place: place)

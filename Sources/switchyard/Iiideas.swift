@@ -1,10 +1,6 @@
 import ArgumentParser
-import Foundation
+import SwitchyardAdmin
 import SwitchyardCore
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// `switchyard iiidea list|enable ID|disable ID|runs [ID]`: acts on a running router through its
 /// admin port (`run --admin`). Enabling and disabling is stored in the router's database and
@@ -23,45 +19,24 @@ struct Iiideas: ParsableCommand {
         @Flag(help: "Print the API's JSON instead of columns.")
         var json = false
 
-        /// Calls the admin API; the bearer token comes from SWITCHYARD_ADMIN_TOKEN.
+        /// Calls the admin API (GET or POST); the bearer token comes from SWITCHYARD_ADMIN_TOKEN.
+        /// AdminClient speaks plain HTTP over a socket, so this command pulls in no TLS library.
         func call(_ method: String, _ path: String) throws -> JSONValue {
-            let base = admin.hasPrefix("http://") || admin.hasPrefix("https://") ? admin : "http://" + admin
-            guard let url = URL(string: base + path) else { throw ValidationError("--admin must be host:port") }
-            var request = URLRequest(url: url, timeoutInterval: 10)
-            request.httpMethod = method
-            if let token = ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"] {
-                request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            }
-            let answer = Answer()
-            let done = DispatchSemaphore(value: 0)
-            URLSession.shared.dataTask(with: request) { data, response, error in
-                answer.set((response as? HTTPURLResponse)?.statusCode, data, error.map { "\($0.localizedDescription)" })
-                done.signal()
-            }.resume()
-            guard done.wait(timeout: .now() + 15) == .success, let status = answer.status else {
-                printError(
-                    "error: no answer from the admin port at \(base)\(answer.error.map { ": " + $0 } ?? "") — is the router running with --admin?"
-                )
+            let answer: AdminClient.Answer
+            do {
+                var client = try AdminClient(address: admin, token: ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"])
+                client.timeout = .seconds(15)
+                answer = try method == "POST" ? client.post(path) : client.get(path)
+            } catch {
+                printError("error: \(error) — is the router running with --admin?")
                 throw ExitCode(1)
             }
-            let body = (try? JSONValue(parsing: answer.data)) ?? .null
-            guard (200..<300).contains(status) else {
-                printError("error: \(body["error"]?.stringValue ?? "the admin port answered \(status)")")
+            let body = (try? JSONValue(parsing: answer.body)) ?? .null
+            guard (200..<300).contains(answer.status) else {
+                printError("error: \(body["error"]?.stringValue ?? "the admin port answered \(answer.status)")")
                 throw ExitCode(1)
             }
             return body
-        }
-    }
-
-    private final class Answer: @unchecked Sendable {
-        // Written once by the session callback before the semaphore is signalled.
-        private(set) var status: Int?
-        private(set) var data: [UInt8] = []
-        private(set) var error: String?
-        func set(_ status: Int?, _ data: Data?, _ error: String?) {
-            self.status = status
-            self.data = data.map { Array($0) } ?? []
-            self.error = error
         }
     }
 
@@ -93,7 +68,7 @@ struct Iiideas: ParsableCommand {
         @Argument(help: "The iiidea's id.") var id: String
 
         func run() throws {
-            let answer = try options.call("POST", "/v1/iiideas/\(id)/enable")
+            let answer = try options.call("POST", "/v1/iiideas/\(pathSegment(id))/enable")
             if let reason = answer["inactive_reason"]?.stringValue {
                 print("enabled \(id), but inactive: \(reason)")
             } else {
@@ -108,7 +83,7 @@ struct Iiideas: ParsableCommand {
         @Argument(help: "The iiidea's id.") var id: String
 
         func run() throws {
-            _ = try options.call("POST", "/v1/iiideas/\(id)/disable")
+            _ = try options.call("POST", "/v1/iiideas/\(pathSegment(id))/disable")
             print("disabled \(id)")
         }
     }
@@ -121,7 +96,7 @@ struct Iiideas: ParsableCommand {
         @Option(help: "How many runs.") var limit = 20
 
         func run() throws {
-            let runs = try options.call("GET", id.map { "/v1/iiideas/\($0)/runs?limit=\(limit)" } ?? "/v1/runs?limit=\(limit)")
+            let runs = try options.call("GET", id.map { "/v1/iiideas/\(pathSegment($0))/runs?limit=\(limit)" } ?? "/v1/runs?limit=\(limit)")
             guard !options.json else { return print(runs.serialized()) }
             for run in runs.arrayValue ?? [] {
                 let outcome = run["error"]?.stringValue.map { "error: " + $0 } ?? (run["ended_piece"] == nil ? "running" : "ok")
@@ -133,4 +108,20 @@ struct Iiideas: ParsableCommand {
             }
         }
     }
+}
+
+/// `text` as one URL path segment: everything but RFC 3986's unreserved characters is
+/// percent-encoded, so an id with a slash, a space or a line break stays one segment of one
+/// request line.
+func pathSegment(_ text: String) -> String {
+    var encoded = ""
+    for byte in text.utf8 {
+        let scalar = Unicode.Scalar(byte)
+        if scalar.isASCII, scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-._~".unicodeScalars.contains(scalar) {
+            encoded.unicodeScalars.append(scalar)
+        } else {
+            encoded += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
+        }
+    }
+    return encoded
 }
