@@ -274,6 +274,8 @@ final class WebhookServer: Sendable {
     }
 
     private func authenticatedBody(_ request: Request) async -> Gate {
+        // One snapshot for the whole request: a reconfigure in between changes the next one.
+        let (settings, replayGuard) = current.withLock { ($0.settings, $0.replayGuard) }
         guard accepting.load(ordering: .relaxed) else { return .refuse(Self.error(.unavailable("the router is stopping"))) }
         // The token first: a stranger's body is never read (the connection guard closes the
         // connection after the answer instead of reading the rest).
