@@ -35,14 +35,9 @@ public struct TLSSettings: Decodable, Sendable, Equatable {
         }
     }
 
-    /// Reads a `tls:` section outside a ``PluginConfiguration`` (errors name `/tls`).
-    public init(_ section: JSONValue) throws(PluginError) {
-        do {
-            self = try Self(from: ConfigurationDecoder(value: section, codingPath: [ConfigurationKey(stringValue: "tls")]))
-        } catch {
-            throw PluginError("\(error)")
-        }
-    }
+    /// The settings of an absent `tls:` section: the system's roots, no certificate of this end's,
+    /// verification on.
+    public init() { verify = true }
 
     /// The name to send as SNI and check the certificate against when connecting to `host`:
     /// `server_name`, else the host itself unless it is an IP literal (SNI carries names only).

@@ -63,7 +63,7 @@ struct MQTTLinkConfiguration: PluginConfiguration {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let url = try container.decode(BrokerURL.self, forKey: .url)
         (host, port, secure) = (url.host, url.port, url.secure)
-        tls = try container.decodeIfPresent(TLSSettings.self, forKey: .tls) ?? (secure ? TLSSettings([:]) : nil)
+        tls = try container.decodeIfPresent(TLSSettings.self, forKey: .tls) ?? (secure ? TLSSettings() : nil)
         let version = try container.decode(.version, default: VersionSetting.v5).version
         self.version = version
         namesItsClient = container.contains(.clientID)
