@@ -6,10 +6,11 @@ import SwitchyardRuntime
 extension AdminServer {
     /// `POST /reload`: re-reads the route files as SIGHUP does and answers the summary (see
     /// ``SwitchyardRuntime/Router/ReloadSummary/json``): 200 applied, 422 rejected (nothing
-    /// changed), 500 rolled back (the previous graph runs again). A POST, behind the same guard
+    /// changed), 500 rolled back (the previous graph runs again), 409 while another reload
+    /// runs. A POST, behind the same guard
     /// as every other change: the token, the Host check and the cross-site check.
     func addReloadRoute(
-        to routes: Hummingbird.Router<BasicRequestContext>, reload: (@Sendable () -> SwitchyardRuntime.Router.ReloadSummary)?
+        to routes: Hummingbird.Router<BasicRequestContext>, reload: (@Sendable () -> SwitchyardRuntime.Router.ReloadSummary?)?
     ) {
         routes.post("reload") { _, _ -> Response in
             guard let reload else {
@@ -17,8 +18,12 @@ extension AdminServer {
             }
             // A reload blocks (it waits for deliveries and for plugins to start): on its own
             // thread, not on the server's executor.
-            let summary = await withCheckedContinuation { continuation in
+            let answer = await withCheckedContinuation { continuation in
                 Thread.detachNewThread { continuation.resume(returning: reload()) }
+            }
+            guard let summary = answer else {
+                let busy = JSONValue.object(["error": "a reload is already running; try again when it is done"])
+                return .json(busy.serializedBytes(), status: .conflict)
             }
             let status: HTTPResponse.Status =
                 switch summary.outcome {

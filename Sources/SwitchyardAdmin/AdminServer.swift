@@ -87,9 +87,9 @@ public final class AdminServer: Sendable {
 
     /// Binds and serves; returns the bound `host:port` once listening. Throws when the
     /// address cannot be bound. `reload` serves `POST /reload` (re-read the route files, as
-    /// SIGHUP does); without it the path answers 404.
+    /// SIGHUP does; nil while another reload runs); without it the path answers 404.
     public func start(
-        router: SwitchyardRuntime.Router, spool: Spool?, reload: (@Sendable () -> SwitchyardRuntime.Router.ReloadSummary)? = nil
+        router: SwitchyardRuntime.Router, spool: Spool?, reload: (@Sendable () -> SwitchyardRuntime.Router.ReloadSummary?)? = nil
     ) throws(AdminError) -> String {
         try configuration.validate()
         let routes = Hummingbird.Router()

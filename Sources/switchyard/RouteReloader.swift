@@ -33,7 +33,19 @@ final class RouteReloader: @unchecked Sendable {
     /// (see ``Router/reload(to:drainTimeout:)``). Invalid files change nothing; the summary
     /// then carries their problems.
     @Sendable func reload() -> Router.ReloadSummary {
-        lock.withLock {
+        lock.withLock { reloadLocked() }
+    }
+
+    /// ``reload()`` unless one is already running (then nil): an admin request does not queue
+    /// behind another, so requests cannot pile up threads.
+    @Sendable func reloadUnlessBusy() -> Router.ReloadSummary? {
+        guard lock.try() else { return nil }
+        defer { lock.unlock() }
+        return reloadLocked()
+    }
+
+    private func reloadLocked() -> Router.ReloadSummary {
+        do {
             logger.notice("reloading routes", metadata: ["routes": .string(options.routes)])
             var problems: [String] = []
             guard let plan = options.loadPlan(logger: logger, reportingProblemsTo: { problems.append($0) }) else {

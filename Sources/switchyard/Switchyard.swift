@@ -167,12 +167,13 @@ struct Run: ParsableCommand {
             throw ExitCode(1)
         }
         let reloader = RouteReloader(
-            options: options, spoolPath: spool, spool: openSpool, router: router, logger: logger, drainTimeout: .nanoseconds(Int64(timeout)))
+            options: options, spoolPath: spool, spool: openSpool, router: router, logger: logger,
+            drainTimeout: .nanoseconds(Int64(timeout)))
         var adminServer: AdminServer?
         if let adminConfiguration, let registry {
             let server = AdminServer(configuration: adminConfiguration, registry: registry, logger: logger)
             do {
-                _ = try server.start(router: router, spool: openSpool, reload: reloader.reload)
+                _ = try server.start(router: router, spool: openSpool, reload: reloader.reloadUnlessBusy)
             } catch {
                 printError("error: admin: \(error)")
                 router.shutdown(drainTimeout: .nanoseconds(Int64(timeout)))
