@@ -93,7 +93,11 @@ final class RedeliveryScheduler {
         inFlight.removeValue(forKey: deliveryID)
         route.counters.inFlight.subtract(1, ordering: .relaxed)
         route.counters.refused.add(1, ordering: .relaxed)
-        failed(entry, sink: sink, reason: "the sink refused the delivery (status \(status))", permanently: status == SY_ERR_INVALID)
+        // ABI section 5: invalid and an unknown port are never retried; "stopped" (the sink is
+        // being replaced) waits in the spool for the next instance without using an attempt.
+        failed(
+            entry, sink: sink, reason: "the sink refused the delivery (status \(status))",
+            permanently: status == SY_ERR_INVALID || status == SY_ERR_UNKNOWN_PORT, countsAsAttempt: status != SY_ERR_STOPPED)
     }
 
     func acknowledged(_ ack: RouteAck) {
@@ -125,8 +129,8 @@ final class RedeliveryScheduler {
         }
     }
 
-    private func failed(_ entry: SpooledEntry, sink: Int, reason: String, permanently: Bool) {
-        entry.attempts[sink] += 1
+    private func failed(_ entry: SpooledEntry, sink: Int, reason: String, permanently: Bool, countsAsAttempt: Bool = true) {
+        if countsAsAttempt { entry.attempts[sink] += 1 }
         entry.lastError = reason
         let attempts = entry.attempts[sink]
         let sinkName = route.sinks[sink].qualifiedName
