@@ -134,6 +134,31 @@ struct PluginCommandLineTests {
         #expect(noFile.errors.contains("error: \(sandbox.path("missing.ini")): No such file or directory"))
     }
 
+    @Test func tokenListingSurvivesAHostileRegistry() throws {
+        // A registry whose values an app chose (control characters in a token) or a damaged file
+        // wrote (a time no clock can show) is listed, not trapped on or echoed raw.
+        let sandbox = try Self.sandbox()
+        let registry = sandbox.path("tokens.db")
+        let script = """
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            db.execute("CREATE TABLE push_tokens (token TEXT PRIMARY KEY NOT NULL, device TEXT, user TEXT, platform TEXT, "
+                       "registered_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)")
+            db.execute("INSERT INTO push_tokens VALUES (?, ?, NULL, NULL, ?, ?)",
+                       ("tok\\t\\x1b[2Jen", "dev\\nice", 9223372036854775807, 1700000000))
+            db.commit()
+            """
+        _ = try ExecutableDependencyTests.output(of: ["python3", "-c", script, registry], timeout: .seconds(30))
+        let columns = try Self.run(["push", "tokens", "list", "--registry", registry], in: sandbox)
+        #expect(columns.status == 0, "\(columns.errors)")
+        #expect(columns.output == "tok??[2Jen\tdev?ice\t-\t-\t9223372036854775807\t2023-11-14T22:13:20.000Z\n")
+        let json = try Self.run(["push", "tokens", "list", "--registry", registry, "--json"], in: sandbox)
+        #expect(json.status == 0, "\(json.errors)")
+        let object = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
+        #expect(object?["token"] as? String == "tok\t\u{1b}[2Jen")
+        #expect(object?["registered_at"] as? String == "9223372036854775807")
+    }
+
     @Test func tokenCommandsKeepTheirOptionsAndStatuses() throws {
         let sandbox = try Self.sandbox()
         let noRegistry = try Self.run(["push", "tokens", "list"], in: sandbox)
