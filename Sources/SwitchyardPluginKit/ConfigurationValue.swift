@@ -144,3 +144,76 @@ public struct ConfigurationByteSize: ConfigurationValue, Sendable, Hashable {
     public static var configurationSchema: JSONValue { ["type": ["string", "integer"]] }
     public static var schemaPlaceholder: Self { Self(bytes: 1 << 20) }
 }
+
+/// What a ``CheckedString`` setting must be: a check that may also normalize the text (upper
+/// case, an expanded short form), and a valid text for the schema derivation.
+public protocol ConfigurationStringRule {
+    /// The text as the plugin uses it; throws a ``PluginError`` saying what is wrong, which
+    /// the decoder prefixes with the setting's JSON Pointer.
+    static func checked(_ text: String) throws(PluginError) -> String
+    /// A text the rule accepts.
+    static var placeholder: String { get }
+    /// The schema of the setting; `{"type": "string"}` unless given.
+    static var schema: JSONValue { get }
+}
+
+extension ConfigurationStringRule {
+    public static var schema: JSONValue { ["type": "string"] }
+}
+
+/// A string setting checked by `Rule` when it is read: a UUID, an address, a URI.
+public struct CheckedString<Rule: ConfigurationStringRule>: ConfigurationValue, Sendable, Hashable {
+    /// The text, as `Rule` normalized it.
+    public var text: String
+
+    private init(text: String) { self.text = text }
+
+    public init(from decoder: any Decoder) throws {
+        let written = try decoder.singleValueContainer().decode(String.self)
+        do {
+            text = try Rule.checked(written)
+        } catch {
+            throw ConfigurationError(decoder, error.message)
+        }
+    }
+
+    public static var configurationSchema: JSONValue { Rule.schema }
+    public static var schemaPlaceholder: Self { Self(text: Rule.placeholder) }
+}
+
+/// The defaults and bounds of a ``BackoffSettings`` section.
+public protocol BackoffPolicy {
+    /// The first wait.
+    static var initialDelay: Duration { get }
+    /// The longest wait.
+    static var maxDelay: Duration { get }
+    /// The shortest first wait taken (a zero wait would retry in a tight loop); zero unless given.
+    static var shortest: Duration { get }
+    /// The longest wait taken; none unless given.
+    static var longest: Duration? { get }
+}
+
+extension BackoffPolicy {
+    public static var shortest: Duration { .zero }
+    public static var longest: Duration? { nil }
+}
+
+/// A `reconnect:` or `retry:` section: `{ initial_delay, max_delay }`, the waits between
+/// attempts, doubling from the first to the longest.
+public struct BackoffSettings<Policy: BackoffPolicy>: Decodable, Sendable {
+    /// The first wait.
+    public var initialDelay: Duration
+    /// The longest wait.
+    public var maxDelay: Duration
+
+    /// The policy's defaults, for an absent section.
+    public init() { (initialDelay, maxDelay) = (Policy.initialDelay, Policy.maxDelay) }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        initialDelay = try container.decode(.initialDelay, default: Policy.initialDelay, atLeast: Policy.shortest, atMost: Policy.longest)
+        maxDelay = try container.decode(.maxDelay, default: Policy.maxDelay, atMost: Policy.longest)
+    }
+
+    private enum CodingKeys: CodingKey { case initialDelay, maxDelay }
+}

@@ -22,7 +22,7 @@ struct BLEConfiguration: PluginConfiguration {
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            characteristic = try container.decode(BluetoothUUID.self, forKey: .characteristic).text
+            characteristic = try container.decode(CheckedString<GATTUUID>.self, forKey: .characteristic).text
             withResponse = try container.decode(.write, default: Write.request) == .request
             maximumLength = try container.decode(.maxLength, default: 20, in: 1...512)
         }
@@ -52,9 +52,9 @@ struct BLEConfiguration: PluginConfiguration {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         adapter = try container.decode(.adapter, default: "hci0")
         let device = try container.nestedContainer(keyedBy: DeviceKeys.self, forKey: .device)
-        address = try device.decodeIfPresent(BluetoothAddress.self, forKey: .address)?.text
+        address = try device.decodeIfPresent(CheckedString<BluetoothAddress>.self, forKey: .address)?.text
         name = try device.decodeIfPresent(String.self, forKey: .name)
-        service = try container.decode(BluetoothUUID.self, forKey: .service).text
+        service = try container.decode(CheckedString<GATTUUID>.self, forKey: .service).text
         buttons = try container.decode(.buttons, default: [ButtonEntry]()).enumerated().map { index, entry in
             Button(characteristic: entry.characteristic.text, number: entry.button ?? index + 1)
         }
@@ -72,7 +72,7 @@ struct BLEConfiguration: PluginConfiguration {
         // A zero wait would retry a missing bus or board in a tight loop.
         scanTimeout = try container.decode(.scanTimeout, default: .seconds(20), atLeast: .milliseconds(10))
         connectTimeout = try container.decode(.connectTimeout, default: .seconds(20), atLeast: .milliseconds(10))
-        let reconnect = try container.decode(.reconnect, default: Reconnect())
+        let reconnect = try container.decode(.reconnect, default: BackoffSettings<Reconnect>())
         initialDelay = reconnect.initialDelay
         maximumDelay = reconnect.maxDelay
     }
@@ -97,73 +97,52 @@ struct BLEConfiguration: PluginConfiguration {
 
     /// One entry of `buttons:`; the button number defaults to its place in the list.
     private struct ButtonEntry: Decodable {
-        var characteristic: BluetoothUUID
+        var characteristic: CheckedString<GATTUUID>
         var button: Int?
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            characteristic = try container.decode(BluetoothUUID.self, forKey: .characteristic)
+            characteristic = try container.decode(CheckedString<GATTUUID>.self, forKey: .characteristic)
             button = try container.decodeIfPresent(.button, in: 1...Int(Int32.max))
         }
 
         private enum CodingKeys: CodingKey { case characteristic, button }
     }
 
-    /// The `reconnect:` section: the backoff between attempts.
-    private struct Reconnect: Decodable {
-        var initialDelay: Duration = .seconds(1)
-        var maxDelay: Duration = .seconds(30)
-
-        init() {}
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            initialDelay = try container.decode(.initialDelay, default: initialDelay, atLeast: .milliseconds(10))
-            maxDelay = try container.decode(.maxDelay, default: maxDelay)
-        }
-
-        private enum CodingKeys: CodingKey { case initialDelay, maxDelay }
+    /// The `reconnect:` section's defaults; a zero first wait would retry a missing bus or
+    /// board in a tight loop.
+    private enum Reconnect: BackoffPolicy {
+        static let initialDelay: Duration = .seconds(1)
+        static let maxDelay: Duration = .seconds(30)
+        static let shortest: Duration = .milliseconds(10)
     }
 }
 
 /// A GATT UUID in BlueZ's form (lower case); 16-bit ones (`180f`) are expanded with the
 /// Bluetooth base UUID.
-struct BluetoothUUID: ConfigurationValue {
-    var text: String
+enum GATTUUID: ConfigurationStringRule {
+    static let placeholder = "0000180f-0000-1000-8000-00805f9b34fb"
 
-    static let configurationSchema: JSONValue = ["type": "string"]
-    static var schemaPlaceholder: Self { Self(text: "0000180f-0000-1000-8000-00805f9b34fb") }
-
-    private init(text: String) { self.text = text }
-
-    init(from decoder: any Decoder) throws {
-        let written = try decoder.singleValueContainer().decode(String.self)
-        let lower = written.lowercased()
-        if lower.count == 4, lower.allSatisfy(\.isHexDigit) {
-            text = "0000\(lower)-0000-1000-8000-00805f9b34fb"
-            return
-        }
+    static func checked(_ text: String) throws(PluginError) -> String {
+        let lower = text.lowercased()
+        if lower.count == 4, lower.allSatisfy(\.isHexDigit) { return "0000\(lower)-0000-1000-8000-00805f9b34fb" }
         let groups = lower.split(separator: "-", omittingEmptySubsequences: false).map(\.count)
         guard groups == [8, 4, 4, 4, 12], lower.filter({ $0 != "-" }).allSatisfy(\.isHexDigit) else {
-            throw ConfigurationError(decoder, "'\(written)' is not a UUID like 0000180f-0000-1000-8000-00805f9b34fb or 180f")
+            throw PluginError("'\(text)' is not a UUID like 0000180f-0000-1000-8000-00805f9b34fb or 180f")
         }
-        text = lower
+        return lower
     }
 }
 
 /// A Bluetooth device address (`AA:BB:CC:DD:EE:FF`), upper case.
-struct BluetoothAddress: ConfigurationValue {
-    var text: String
+enum BluetoothAddress: ConfigurationStringRule {
+    static let placeholder = "00:00:00:00:00:00"
 
-    static let configurationSchema: JSONValue = ["type": "string"]
-    static var schemaPlaceholder: Self { Self(text: "00:00:00:00:00:00") }
-
-    private init(text: String) { self.text = text }
-
-    init(from decoder: any Decoder) throws {
-        text = try decoder.singleValueContainer().decode(String.self).uppercased()
-        guard text.split(separator: ":").count == 6, text.count == 17 else {
-            throw ConfigurationError(decoder, "'\(text)' is not a Bluetooth address like AA:BB:CC:DD:EE:FF")
+    static func checked(_ text: String) throws(PluginError) -> String {
+        let upper = text.uppercased()
+        guard upper.split(separator: ":").count == 6, upper.count == 17 else {
+            throw PluginError("'\(upper)' is not a Bluetooth address like AA:BB:CC:DD:EE:FF")
         }
+        return upper
     }
 }

@@ -12,7 +12,7 @@ extension MQTTLinkConfiguration {
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            topic = try container.decode(TopicText<Filter>.self, forKey: .topic).text
+            topic = try container.decode(CheckedString<TopicFilter>.self, forKey: .topic).text
             qos = try container.decode(.qos, default: QoSSetting.atMostOnce)
             noLocal = try container.decodeIfPresent(Bool.self, forKey: .noLocal)
         }
@@ -29,7 +29,7 @@ extension MQTTLinkConfiguration {
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             defaults = PublishDefaults(
-                topic: try container.decodeIfPresent(TopicText<Name>.self, forKey: .topic)?.text,
+                topic: try container.decodeIfPresent(CheckedString<TopicName>.self, forKey: .topic)?.text,
                 qos: try container.decode(.qos, default: QoSSetting.atMostOnce).qos,
                 retain: try container.decode(.retain, default: false))
         }
@@ -53,21 +53,12 @@ extension MQTTLinkConfiguration {
         private enum CodingKeys: CodingKey { case topic, payload, qos, retain }
     }
 
-    /// `reconnect:`: the backoff between connection attempts, at most a day so the backoff
-    /// arithmetic stays far from overflowing.
-    struct ReconnectSection: Decodable {
-        var initialDelay: Duration = .milliseconds(500)
-        var maxDelay: Duration = .seconds(30)
-
-        init() {}
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            initialDelay = try container.decode(.initialDelay, default: initialDelay, atMost: .seconds(86_400))
-            maxDelay = try container.decode(.maxDelay, default: maxDelay, atMost: .seconds(86_400))
-        }
-
-        private enum CodingKeys: CodingKey { case initialDelay, maxDelay }
+    /// `reconnect:`'s defaults: the backoff between connection attempts, at most a day so the
+    /// backoff arithmetic stays far from overflowing.
+    enum Reconnect: BackoffPolicy {
+        static let initialDelay: Duration = .milliseconds(500)
+        static let maxDelay: Duration = .seconds(30)
+        static let longest: Duration? = .seconds(86_400)
     }
 
     /// `url:`, `mqtt://host[:port]` or `mqtts://host[:port]`, without credentials.
@@ -154,33 +145,25 @@ extension MQTTLinkConfiguration {
         static var schemaPlaceholder: Self { .atMostOnce }
     }
 
-    /// What a topic text must be: a filter (wildcards allowed) or a name.
-    protocol TopicKind {
-        static func problem(with topic: String) -> String?
-    }
+    /// A topic filter, as subscriptions take (wildcards allowed).
+    enum TopicFilter: ConfigurationStringRule {
+        static let placeholder = "switchyard/#"
+        static let schema: JSONValue = ["type": "string", "minLength": 1]
 
-    /// A topic filter, as subscriptions take.
-    enum Filter: TopicKind {
-        static func problem(with topic: String) -> String? { MQTTTopic.problem(withTopicFilter: topic) }
+        static func checked(_ text: String) throws(PluginError) -> String {
+            if let problem = MQTTTopic.problem(withTopicFilter: text) { throw PluginError("'\(text)': \(problem)") }
+            return text
+        }
     }
 
     /// A topic name, as publishes take.
-    enum Name: TopicKind {
-        static func problem(with topic: String) -> String? { MQTTTopic.problem(withTopicName: topic) }
-    }
+    enum TopicName: ConfigurationStringRule {
+        static let placeholder = "switchyard"
+        static let schema: JSONValue = ["type": "string", "minLength": 1]
 
-    /// A topic filter or name checked by MQTT's rules when read.
-    struct TopicText<Kind: TopicKind>: ConfigurationValue {
-        var text: String
-
-        private init(text: String) { self.text = text }
-
-        init(from decoder: any Decoder) throws {
-            text = try decoder.singleValueContainer().decode(String.self)
-            if let problem = Kind.problem(with: text) { throw ConfigurationError(decoder, "'\(text)': \(problem)") }
+        static func checked(_ text: String) throws(PluginError) -> String {
+            if let problem = MQTTTopic.problem(withTopicName: text) { throw PluginError("'\(text)': \(problem)") }
+            return text
         }
-
-        static var configurationSchema: JSONValue { ["type": "string", "minLength": 1] }
-        static var schemaPlaceholder: Self { Self(text: "switchyard") }
     }
 }

@@ -86,7 +86,7 @@ struct MQTTLinkConfiguration: PluginConfiguration {
         }
         publish = try container.decode(.publish, default: PublishSection()).defaults
         will = try container.decodeIfPresent(WillSection.self, forKey: .will)?.will
-        let reconnect = try container.decode(.reconnect, default: ReconnectSection())
+        let reconnect = try container.decode(.reconnect, default: BackoffSettings<Reconnect>())
         initialReconnectDelay = UInt64(max(0, reconnect.initialDelay / .nanoseconds(1)))
         maximumReconnectDelay = max(initialReconnectDelay, UInt64(max(0, reconnect.maxDelay / .nanoseconds(1))))
         // At most 65,534 publishes await the broker, so a packet id is always free for the next

@@ -11,7 +11,7 @@ extension SIPConfiguration {
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            let impu = try container.decode(SIPAddressText.self, forKey: .impu).text
+            let impu = try container.decode(CheckedString<SIPAddressRule>.self, forKey: .impu).text
             identity = Identity(
                 impu: impu,
                 impi: try container.decodeIfPresent(String.self, forKey: .impi) ?? SIPConfiguration.userPart(of: impu),
@@ -60,7 +60,7 @@ extension SIPConfiguration {
         var enabled = true
         var registrar: String?
         var expires = 600
-        var retry = RetrySection()
+        var retry = BackoffSettings<Retry>()
 
         static let off: Self = {
             var section = Self()
@@ -96,20 +96,10 @@ extension SIPConfiguration {
         static var schemaPlaceholder: Self { Self() }
     }
 
-    /// `register.retry:`: the backoff after a failed registration.
-    struct RetrySection: Decodable {
-        var initialDelay: Duration = .seconds(1)
-        var maxDelay: Duration = .seconds(60)
-
-        init() {}
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            initialDelay = try container.decode(.initialDelay, default: initialDelay)
-            maxDelay = try container.decode(.maxDelay, default: maxDelay)
-        }
-
-        private enum CodingKeys: CodingKey { case initialDelay, maxDelay }
+    /// `register.retry:`'s defaults: the backoff after a failed registration.
+    enum Retry: BackoffPolicy {
+        static let initialDelay: Duration = .seconds(1)
+        static let maxDelay: Duration = .seconds(60)
     }
 
     /// `timers:`, RFC 3261's T1, T2 and T4.
@@ -189,37 +179,23 @@ struct AnswerStatus: ConfigurationValue, Sendable {
 }
 
 /// A SIP address of record: `sip:alice@example.org`.
-struct SIPAddressText: ConfigurationValue, Sendable {
-    var text: String
+enum SIPAddressRule: ConfigurationStringRule {
+    static let placeholder = "sip:user@example.org"
 
-    private init(text: String) { self.text = text }
-
-    init(from decoder: any Decoder) throws {
-        text = try decoder.singleValueContainer().decode(String.self)
+    static func checked(_ text: String) throws(PluginError) -> String {
         guard text.lowercased().hasPrefix("sip:") || text.lowercased().hasPrefix("sips:"), text.contains("@") else {
-            throw ConfigurationError(decoder, "'\(text)' is not a SIP address like sip:alice@example.org")
+            throw PluginError("'\(text)' is not a SIP address like sip:alice@example.org")
         }
+        return text
     }
-
-    static let configurationSchema: JSONValue = ["type": "string"]
-    static var schemaPlaceholder: Self { Self(text: "sip:user@example.org") }
 }
 
-/// A SIP URI naming where to send (`sip:proxy.example.org;transport=tcp`), checked when read.
-struct SIPURIText: ConfigurationValue, Sendable {
-    var text: String
+/// A SIP URI naming where to send (`sip:proxy.example.org;transport=tcp`).
+enum SIPURIRule: ConfigurationStringRule {
+    static let placeholder = "sip:example.org"
 
-    private init(text: String) { self.text = text }
-
-    init(from decoder: any Decoder) throws {
-        text = try decoder.singleValueContainer().decode(String.self)
-        do {
-            _ = try SIPTarget(uri: text, fallback: .udp)
-        } catch {
-            throw ConfigurationError(decoder, error.message)
-        }
+    static func checked(_ text: String) throws(PluginError) -> String {
+        _ = try SIPTarget(uri: text, fallback: .udp)
+        return text
     }
-
-    static let configurationSchema: JSONValue = ["type": "string"]
-    static var schemaPlaceholder: Self { Self(text: "sip:example.org") }
 }

@@ -143,7 +143,7 @@ struct SIPConfiguration: PluginConfiguration {
         (listenHost, listenPort, tlsPort) = (listen.host, listen.port, listen.tlsPort)
         advertisedHost =
             listen.advertise ?? (["0.0.0.0", "::"].contains(listenHost) ? (listenHost == "::" ? "::1" : "127.0.0.1") : listenHost)
-        outboundProxy = try container.decodeIfPresent(SIPURIText.self, forKey: .proxy).map {
+        outboundProxy = try container.decodeIfPresent(CheckedString<SIPURIRule>.self, forKey: .proxy).map {
             try SIPTarget(uri: $0.text, fallback: transport)
         }
         registration = try container.decode(.register, default: RegisterSection.off).registration(
