@@ -69,7 +69,8 @@ final class IiideaRunner {
                 execute(item.envelope)
                 item.settlement?.complete(SY_OUTCOME_OK)
             }
-            route.counters.processed.add(items.count, ordering: .releasing)
+            route.counters.processed.add(items.count, ordering: .sequentiallyConsistent)
+            route.router.drainProgress.signal()
             items.removeAll(keepingCapacity: true)
             if taken.closed { break }
         }

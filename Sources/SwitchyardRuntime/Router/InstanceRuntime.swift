@@ -225,6 +225,7 @@ final class InstanceRuntime: @unchecked Sendable {
             port.counter.taken.add(1, ordering: .relaxed)
         } else if counters.inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 {
             drained.signal()
+            router.drainProgress.signal()
         }
         return status
     }
@@ -234,7 +235,12 @@ final class InstanceRuntime: @unchecked Sendable {
         // The in-flight count drops last, after the source is told (settled): a shutdown that
         // sees it reach zero and stops the source must find the source's confirmation already
         // handed over (an MQTT PUBACK queued before the DISCONNECT).
-        defer { if counters.inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 { drained.signal() } }
+        defer {
+            if counters.inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 {
+                drained.signal()
+                router.drainProgress.signal()
+            }
+        }
         if outcome == SY_OUTCOME_OK {
             counters.acknowledged.add(1, ordering: .relaxed)
         } else {

@@ -120,15 +120,18 @@ final class RouteRuntime: @unchecked Sendable {
     }
 
     private func droppedOldest(_ dropped: QueuedEnvelope) {
-        counters.droppedFull.add(1, ordering: .relaxed)
+        counters.droppedFull.add(1, ordering: .sequentiallyConsistent)
+        router.drainProgress.signal()
         dropped.settlement?.complete(SY_OUTCOME_REJECT)
     }
 
     /// Envelopes taken by the route and not yet fully dispatched (at-least-once: not yet
     /// spooled).
     var pending: Int {
-        counters.received.load(ordering: .acquiring) - counters.processed.load(ordering: .acquiring)
-            - counters.droppedFull.load(ordering: .acquiring)
+        // Sequentially consistent: a drain waiting on DrainSignal reads these after counting
+        // itself as a waiter (see the ordering argument there).
+        counters.received.load(ordering: .sequentiallyConsistent) - counters.processed.load(ordering: .sequentiallyConsistent)
+            - counters.droppedFull.load(ordering: .sequentiallyConsistent)
     }
 
     /// Signalled once the worker has finished (its queue closed and emptied).
@@ -162,8 +165,11 @@ final class RouteRuntime: @unchecked Sendable {
             guard open else { break }
             // By index: each envelope is borrowed from the batch, not copied out and released.
             for index in batch.indices { dispatch(batch[index]) }
-            // One count per batch: the emitting thread never waits on this cache line.
-            counters.processed.add(batch.count, ordering: .releasing)
+            // One count per batch: the emitting thread never waits on this cache line. It is
+            // sequentially consistent so a draining shutdown that counted itself as waiting
+            // before it read the count is sure to be woken (see DrainSignal).
+            counters.processed.add(batch.count, ordering: .sequentiallyConsistent)
+            router.drainProgress.signal()
             batch.removeAll(keepingCapacity: true)
         }
         router.workerFinished()

@@ -32,6 +32,8 @@ public final class Router: @unchecked Sendable {
     private let deliveryCounter = Atomic<UInt64>(0)
     private let tracked = Mutex<[UInt64: Settlement]>([:])
     let runningWorkers = Atomic<Int>(0)
+    /// Wakes a draining shutdown whenever the outstanding count may have dropped.
+    let drainProgress = DrainSignal()
     /// Every metric the router exports; plugins' reports are kept here too.
     public let metrics: MetricsRegistry
     /// Per instance, the last warning or error it logged since it last reported itself ready:
@@ -221,24 +223,20 @@ public final class Router: @unchecked Sendable {
         let routes = self.routes
         for instance in instances { if let handle = instance.handle { instance.plugin.table.api.quiesce?(handle) } }
         let deadline = ContinuousClock.now + drainTimeout
-        // Polling (not an event) because the count is updated lock-free on the hot path.
-        while outstanding > 0, ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: 0.005)
-        }
+        // Each step waits for an event: every place that lowers the outstanding count (a
+        // worker's batch, an acknowledgement that empties an instance, a worker ending)
+        // signals `drainProgress` while someone waits.
+        _ = drainProgress.wait(until: deadline) { outstanding > 0 }
         // Counted before the queues close: closing fails what a stuck sink still holds, which
         // would then look finished.
         var left = max(0, outstanding)
         for instance in instances { instance.accepting.store(false, ordering: .relaxed) }
         for route in routes { route.queue.close() }
-        while runningWorkers.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline + .seconds(1) {
-            Thread.sleep(forTimeInterval: 0.002)
-        }
+        _ = drainProgress.wait(until: deadline + .seconds(1)) { runningWorkers.load(ordering: .sequentiallyConsistent) > 0 }
         // Emits that came in after the drain and before `accepting` turned false were just
         // delivered by the closing workers; wait for those sinks' acknowledgements too, so
         // their sources hear of them (an MQTT PUBACK) before the sources stop.
-        while outstanding > 0, ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: 0.002)
-        }
+        _ = drainProgress.wait(until: deadline) { outstanding > 0 }
         if left == 0 { left = max(0, outstanding) }  // unacknowledged late deliveries
         // What at-least-once routes have not delivered is in the spool, not lost.
         let lost = max(0, left - routes.reduce(0) { $0 + ($1.isAtLeastOnce ? $1.counters.inFlight.load(ordering: .relaxed) : 0) })
@@ -257,10 +255,14 @@ public final class Router: @unchecked Sendable {
     /// the emitting and the dispatching thread.
     var outstanding: Int {
         let (instances, routes) = graphLock.withLock { (liveInstances, liveRoutes) }
-        return routes.reduce(0) { $0 + $1.pending } + instances.reduce(0) { $0 + $1.counters.inFlight.load(ordering: .acquiring) }
+        return routes.reduce(0) { $0 + $1.pending }
+            + instances.reduce(0) { $0 + $1.counters.inFlight.load(ordering: .sequentiallyConsistent) }
     }
 
-    func workerFinished() { runningWorkers.subtract(1, ordering: .releasing) }
+    func workerFinished() {
+        runningWorkers.subtract(1, ordering: .sequentiallyConsistent)
+        drainProgress.signal()
+    }
 
     /// Delivery ids whose settlement someone waits for carry this bit, so acknowledging the
     /// rest needs no lock.

@@ -65,7 +65,8 @@ final class SpooledDelivery {
             for ack in acks { scheduler.acknowledged(ack) }
             acks.removeAll(keepingCapacity: true)
             accept(items, deliver: !draining)
-            route.counters.processed.add(items.count, ordering: .releasing)
+            route.counters.processed.add(items.count, ordering: .sequentiallyConsistent)
+            route.router.drainProgress.signal()
             items.removeAll(keepingCapacity: true)
             if taken.closed { break }
             if spoolOutage != nil { probeSpool() }
