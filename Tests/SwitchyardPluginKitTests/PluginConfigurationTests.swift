@@ -110,3 +110,101 @@ private struct SampleConfiguration: PluginConfiguration {
         _ = try Schema(json: schema)
     }
 }
+
+/// The shared value types: a checked string, a backoff section, a size, and a value with a
+/// short form.
+private struct SharedShapesConfiguration: PluginConfiguration {
+    enum Even: ConfigurationStringRule {
+        static let placeholder = "00"
+
+        static func checked(_ text: String) throws(PluginError) -> String {
+            guard text.count.isMultiple(of: 2) else { throw PluginError("'\(text)' has an odd length") }
+            return text.uppercased()
+        }
+    }
+
+    enum Retry: BackoffPolicy {
+        static let initialDelay: Duration = .seconds(1)
+        static let maxDelay: Duration = .seconds(60)
+        static let shortest: Duration = .milliseconds(10)
+        static let longest: Duration? = .seconds(3600)
+    }
+
+    /// `"host:port"` or `{host, port}`.
+    struct Endpoint: ConfigurationValue {
+        var host = "localhost"
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            if let text = try ConfigurationJSON(from: decoder).value.stringValue {
+                host = text
+                return
+            }
+            host = try decoder.container(keyedBy: CodingKeys.self).decode(.host, default: host)
+        }
+
+        private enum CodingKeys: CodingKey { case host }
+
+        static var configurationSchema: JSONValue { ConfigurationSchema.of(Self.self, orAlso: "string") }
+        static var schemaPlaceholder: Self { Self() }
+    }
+
+    var code: String?
+    var retry: BackoffSettings<Retry>
+    var memory: Int
+    var endpoint: Endpoint
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        code = try container.decodeIfPresent(CheckedString<Even>.self, forKey: .code)?.text
+        retry = try container.decode(.retry, default: BackoffSettings<Retry>())
+        memory = try container.decode(.memory, defaultBytes: 16 << 20, atLeastBytes: 1024)
+        endpoint = try container.decode(.endpoint, default: Endpoint())
+    }
+
+    private enum CodingKeys: CodingKey { case code, retry, memory, endpoint }
+}
+
+@Suite struct SharedConfigurationShapesTests {
+    private func error(_ config: JSONValue) -> String? {
+        do {
+            _ = try SharedShapesConfiguration(config: config)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
+    @Test func readsEachShape() throws {
+        let config = try SharedShapesConfiguration(config: [
+            "code": "ab", "retry": ["initial_delay": "250ms"], "memory": "64KiB", "endpoint": "example.org",
+        ])
+        #expect(config.code == "AB")
+        #expect(config.retry.initialDelay == .milliseconds(250))
+        #expect(config.retry.maxDelay == .seconds(60))
+        #expect(config.memory == 64 << 10)
+        #expect(config.endpoint.host == "example.org")
+        #expect(try SharedShapesConfiguration(config: ["endpoint": ["host": "a"]]).endpoint.host == "a")
+        #expect(try SharedShapesConfiguration(config: [:]).memory == 16 << 20)
+    }
+
+    @Test func eachShapeRefusesWithThePointer() {
+        #expect(error(["code": "abc"]) == "/code: 'abc' has an odd length")
+        #expect(error(["retry": ["initial_delay": "1ms"]]) == "/retry/initial_delay: at least 10ms")
+        #expect(error(["retry": ["max_delay": "2h"]]) == "/retry/max_delay: at most 1h")
+        #expect(error(["memory": "1000"]) == "/memory: must be a size of at least 1KiB, like 16MiB")
+        #expect(error(["memory": "lots"]) == "/memory: 'lots' is not a size like 64KiB")
+        #expect(error(["endpoint": ["host": 1]]) == "/endpoint/host: expected string, found integer")
+    }
+
+    @Test func eachShapeHasItsSchema() throws {
+        let properties = try #require(SharedShapesConfiguration.jsonSchema["properties"])
+        #expect(properties["code"] == ["type": "string"])
+        #expect(properties["retry"]?["properties"]?["max_delay"] == ["type": ["string", "integer"], "default": "1m"])
+        #expect(properties["memory"] == ["type": ["string", "integer"], "default": "16MiB"])
+        #expect(properties["endpoint"]?["type"] == ["object", "string"])
+        #expect(properties["endpoint"]?["properties"]?["host"] == ["type": "string", "default": "localhost"])
+        _ = try Schema(json: SharedShapesConfiguration.jsonSchema)
+    }
+}
