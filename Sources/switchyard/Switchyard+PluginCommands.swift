@@ -11,13 +11,13 @@ extension Switchyard {
     /// Routes `switchyard [--plugins DIR] PLUGIN COMMAND ARGS…` to the plugin before the argument
     /// parser sees the command line: the parser knows only the built-in commands, the plugins
     /// bring theirs at run time. `switchyard --help` adds the plugin commands it finds.
-    static func main() {
+    static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
         let commandLine = PluginCommandLine(arguments: arguments, environment: ProcessEnvironment.current)
         let builtIns = Set(configuration.subcommands.map { $0._commandName })
         switch commandLine.resolve(builtInCommands: builtIns) {
         case .builtIn:
-            main(arguments)
+            await main(arguments)
         case .rootHelp:
             print(helpMessage() + "\n\n" + commandLine.pluginCommandsSection(), terminator: "")
             exitProcess(0)

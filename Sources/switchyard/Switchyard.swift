@@ -1,10 +1,12 @@
 public import ArgumentParser
 public import Logging
+import ServiceLifecycle
 import SwitchyardAdmin
 import SwitchyardConfig
 import SwitchyardCore
 import SwitchyardRuntime
 import SwitchyardSpool
+import UnixSignals
 
 #if canImport(Glibc)
     import Glibc
@@ -14,7 +16,7 @@ import SwitchyardSpool
 
 /// The `switchyard` command.
 @main
-struct Switchyard: ParsableCommand {
+struct Switchyard: AsyncParsableCommand {
     /// The router's version.
     static let version = "0.1.0"
 
@@ -96,7 +98,7 @@ struct GraphOptions: ParsableArguments {
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
 /// `switchyard run`: load, validate, run until SIGINT or SIGTERM, drain, stop.
-struct Run: ParsableCommand {
+struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the router on the route files (the default command).")
 
     @OptionGroup var options: GraphOptions
@@ -113,16 +115,10 @@ struct Run: ParsableCommand {
     @Option(help: "Serve the admin HTTP port (metrics, health, API) on host:port (overrides admin.listen; port 0 picks one).")
     var admin: String?
 
-    func run() throws {
-        // Block the shutdown signals in every thread (threads inherit the mask) and take them
-        // synchronously below, so no handler runs at an arbitrary point.
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGINT)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGHUP)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
-
+    func run() async throws {
+        // Trapped before anything starts: SIGHUP's default action would end the process, and
+        // SIGINT/SIGTERM must drain rather than kill.
+        let signals = await UnixSignalsSequence(trapping: .sighup, .sigint, .sigterm)
         let logger = options.makeLogger()
         guard let timeout = DurationText.nanoseconds(drainTimeout) else {
             throw ValidationError("--drain-timeout must be a duration such as 10s or 500ms")
@@ -169,7 +165,7 @@ struct Run: ParsableCommand {
         let reloader = RouteReloader(
             options: options, spoolPath: spool, spool: openSpool, router: router, logger: logger,
             drainTimeout: .nanoseconds(Int64(timeout)))
-        var adminServer: AdminServer?
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let adminConfiguration, let registry {
             let server = AdminServer(configuration: adminConfiguration, registry: registry, logger: logger)
             do {
@@ -179,9 +175,8 @@ struct Run: ParsableCommand {
                 router.shutdown(drainTimeout: .nanoseconds(Int64(timeout)))
                 throw ExitCode(1)
             }
-            adminServer = server
+            services.append(.init(service: AdminService(server: server)))
         }
-        defer { adminServer?.stop() }
         if watch {
             do {
                 try RouteFileWatcher(path: options.routes).start()
@@ -189,20 +184,18 @@ struct Run: ParsableCommand {
                 logger.error("\(error); route files are not watched (SIGHUP still reloads)")
             }
         }
-        var received: Int32 = 0
-        while true {
-            sigwait(&signals, &received)
-            guard received == SIGHUP else { break }
-            _ = reloader.reload()
-        }
-        logger.info("shutting down", metadata: ["signal": .string(received == SIGINT ? "SIGINT" : "SIGTERM")])
-        let left = router.shutdown(drainTimeout: .nanoseconds(Int64(timeout)))
-        for route in router.statistics.routes {
-            var metadata: Logger.Metadata = ["route": .string(route.name)]
-            for (name, value) in route.namedCounters { metadata[name] = .stringConvertible(value) }
-            logger.info("route totals", metadata: metadata)
-        }
-        if left > 0 { throw ExitCode(3) }
+        let routerService = RouterService(router: router, drainTimeout: .nanoseconds(Int64(timeout)), logger: logger)
+        services.append(.init(service: routerService))
+        services.append(
+            .init(
+                service: ProcessSignals(signals: signals, reloader: reloader, logger: logger),
+                successTerminationBehavior: .gracefullyShutdownGroup))
+        // One group owns the rest: SIGINT or SIGTERM ends ProcessSignals, which starts the
+        // graceful shutdown; it ends the services in reverse order (the router's drain, then
+        // the admin port, which answers /metrics and /readyz until then).
+        let group = ServiceGroup(configuration: .init(services: services, logger: logger))
+        try await group.run()
+        if routerService.lost.load(ordering: .relaxed) > 0 { throw ExitCode(3) }
     }
 }
 

@@ -1,0 +1,84 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import SwitchyardAdmin
+import SwitchyardRuntime
+import Synchronization
+import UnixSignals
+
+// `switchyard run` is one ServiceGroup: it owns the start of every part, the signals, and the
+// graceful shutdown. The group shuts its services down in reverse order: the SIGHUP listener
+// first, then the router drains, and the admin port last, so /metrics and /readyz answer while
+// the router drains.
+
+/// The router: already started when the group runs (a failed start ends `run` with status 1
+/// before any service exists); drained and stopped on graceful shutdown.
+final class RouterService: Service {
+    let router: Router
+    let drainTimeout: Duration
+    let logger: Logger
+    /// Envelopes still outstanding and not spooled when the drain gave up (exit status 3).
+    let lost = Atomic<Int>(0)
+
+    init(router: Router, drainTimeout: Duration, logger: Logger) {
+        self.router = router
+        self.drainTimeout = drainTimeout
+        self.logger = logger
+    }
+
+    func run() async {
+        // Returns on graceful shutdown, throws on cancellation: either way the router drains.
+        try? await gracefulShutdown()
+        let router = router
+        let drainTimeout = drainTimeout
+        let left = await onOwnThread(named: "router drain") { router.shutdown(drainTimeout: drainTimeout) }
+        lost.store(left, ordering: .relaxed)
+        for route in router.statistics.routes {
+            var metadata: Logger.Metadata = ["route": .string(route.name)]
+            for (name, value) in route.namedCounters { metadata[name] = .stringConvertible(value) }
+            logger.info("route totals", metadata: metadata)
+        }
+    }
+}
+
+/// The admin HTTP port: already listening when the group runs; stopped last.
+struct AdminService: Service {
+    let server: AdminServer
+
+    func run() async {
+        try? await gracefulShutdown()
+        let server = server
+        await onOwnThread(named: "admin stop") { server.stop() }
+    }
+}
+
+/// The process's signals: SIGHUP (and `run --watch`, which raises it) reloads the route files;
+/// SIGINT or SIGTERM ends this service, which the group takes as the start of its graceful
+/// shutdown (it is configured with `.gracefullyShutdownGroup`).
+struct ProcessSignals: Service {
+    /// Trapped before anything starts: SIGHUP's default action would end the process.
+    let signals: UnixSignalsSequence
+    let reloader: RouteReloader
+    let logger: Logger
+
+    func run() async {
+        for await signal in signals.cancelOnGracefulShutdown() {
+            guard signal == .sighup else {
+                logger.info("shutting down", metadata: ["signal": .string(signal == .sigint ? "SIGINT" : "SIGTERM")])
+                return
+            }
+            let reloader = reloader
+            _ = await onOwnThread(named: "reload") { reloader.reload() }
+        }
+    }
+}
+
+/// Runs blocking control work (a drain, a reload: they wait on conditions and plugin calls)
+/// on a thread of its own, so it never holds one of the few threads of Swift's cooperative pool.
+func onOwnThread<Result: Sendable>(named name: String, _ body: @escaping @Sendable () -> Result) async -> Result {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: body()) }
+        thread.name = name
+        thread.start()
+    }
+}
