@@ -11,6 +11,13 @@ extension KeyedDecodingContainer {
         return try decodeIfPresent(T.self, forKey: key) ?? fallback
     }
 
+    /// The section `key`; an absent one is read as `{}`, so each member takes the default its
+    /// own `init(from:)` gives it and the defaults are written once.
+    public func decodeSection<T: Decodable>(_ type: T.Type = T.self, forKey key: Key) throws -> T {
+        if contains(key) { return try decode(type, forKey: key) }
+        return try T(from: ConfigurationDecoder(value: .object([:]), codingPath: codingPath + [key]))
+    }
+
     /// The whole number `key`, or `fallback`; refused outside `range` (`70000 is not in 0-65535`).
     public func decode<T: Decodable & FixedWidthInteger>(_ key: Key, default fallback: T, in range: ClosedRange<T>) throws -> T {
         let value = try decode(key, default: fallback)

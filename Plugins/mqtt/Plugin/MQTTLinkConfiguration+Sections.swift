@@ -22,9 +22,7 @@ extension MQTTLinkConfiguration {
 
     /// `publish:`: what the `publish` port uses when an envelope does not say.
     struct PublishSection: Decodable {
-        var defaults = PublishDefaults(topic: nil, qos: .atMostOnce, retain: false)
-
-        init() {}
+        var defaults: PublishDefaults
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)

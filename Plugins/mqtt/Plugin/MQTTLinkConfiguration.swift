@@ -84,7 +84,7 @@ struct MQTTLinkConfiguration: PluginConfiguration {
             }
             return Subscription(filter: entry.topic, qos: entry.qos.qos, noLocal: noLocal)
         }
-        publish = try container.decode(.publish, default: PublishSection()).defaults
+        publish = try container.decodeSection(PublishSection.self, forKey: .publish).defaults
         will = try container.decodeIfPresent(WillSection.self, forKey: .will)?.will
         let reconnect = try container.decode(.reconnect, default: BackoffSettings<Reconnect>())
         initialReconnectDelay = UInt64(max(0, reconnect.initialDelay / .nanoseconds(1)))

@@ -22,8 +22,6 @@ extension PushConfiguration {
         var bearerToken: String?
         var signature: WebhookSignature?
 
-        init() {}
-
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             bearerToken = try container.decodeIfPresent(ConfigurationSecret.self, forKey: .bearerToken)?.value
@@ -49,7 +47,7 @@ extension PushConfiguration {
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            let retry = try container.decode(.retry, default: Retry())
+            let retry = try container.decodeSection(Retry.self, forKey: .retry)
             sender = Sender(
                 serviceAccountFile: try container.decode(String.self, forKey: .serviceAccount),
                 project: try container.decodeIfPresent(String.self, forKey: .project),
@@ -70,17 +68,15 @@ extension PushConfiguration {
 
     /// `fcm.retry:`: how often and how patiently a send is retried.
     struct Retry: Decodable {
-        var attempts = 5
-        var backoff: Duration = .milliseconds(500)
-        var maxBackoff: Duration = .seconds(30)
-
-        init() {}
+        var attempts: Int
+        var backoff: Duration
+        var maxBackoff: Duration
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            attempts = try container.decode(.attempts, default: attempts, atLeast: 1)
-            backoff = try container.decode(.backoff, default: backoff)
-            maxBackoff = try container.decode(.maxBackoff, default: maxBackoff)
+            attempts = try container.decode(.attempts, default: 5, atLeast: 1)
+            backoff = try container.decode(.backoff, default: .milliseconds(500))
+            maxBackoff = try container.decode(.maxBackoff, default: .seconds(30))
         }
 
         private enum CodingKeys: CodingKey { case attempts, backoff, maxBackoff }

@@ -62,7 +62,7 @@ struct PushConfiguration: PluginConfiguration {
         registryPath = try container.decodeIfPresent(String.self, forKey: .registry)
         if let listen = try container.decodeIfPresent(HostPort.self, forKey: .listen) {
             let tls = try container.decodeIfPresent(WebhookTLS.self, forKey: .tls)
-            let auth = try container.decode(.auth, default: Auth())
+            let auth = try container.decodeSection(Auth.self, forKey: .auth)
             // A zero timeout would close every connection.
             let positive = Duration.nanoseconds(1)
             webhook = Webhook(

@@ -22,21 +22,19 @@ struct SIPResourceLimits: Sendable {
 
     /// The `limits:` section as written.
     struct Section: Decodable {
-        var maxMessageBytes = 81920
-        var maxServerTransactions = 1024
-        var maxConnections = 256
-        var idleTimeout: Duration = .seconds(120)
-        var tlsHandshakeTimeout: Duration = .seconds(10)
-
-        init() {}
+        var maxMessageBytes: Int
+        var maxServerTransactions: Int
+        var maxConnections: Int
+        var idleTimeout: Duration
+        var tlsHandshakeTimeout: Duration
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            maxMessageBytes = try container.decode(.maxMessageBytes, default: maxMessageBytes, in: 1...maximumBytes)
-            maxServerTransactions = try container.decode(.maxServerTransactions, default: maxServerTransactions, in: 1...(1 << 20))
-            maxConnections = try container.decode(.maxConnections, default: maxConnections, in: 1...(1 << 20))
-            idleTimeout = try container.decode(.idleTimeout, default: idleTimeout, atLeast: .nanoseconds(1))
-            tlsHandshakeTimeout = try container.decode(.tlsHandshakeTimeout, default: tlsHandshakeTimeout, atLeast: .nanoseconds(1))
+            maxMessageBytes = try container.decode(.maxMessageBytes, default: 81920, in: 1...maximumBytes)
+            maxServerTransactions = try container.decode(.maxServerTransactions, default: 1024, in: 1...(1 << 20))
+            maxConnections = try container.decode(.maxConnections, default: 256, in: 1...(1 << 20))
+            idleTimeout = try container.decode(.idleTimeout, default: .seconds(120), atLeast: .nanoseconds(1))
+            tlsHandshakeTimeout = try container.decode(.tlsHandshakeTimeout, default: .seconds(10), atLeast: .nanoseconds(1))
         }
 
         private enum CodingKeys: CodingKey { case maxMessageBytes, maxServerTransactions, maxConnections, idleTimeout, tlsHandshakeTimeout }

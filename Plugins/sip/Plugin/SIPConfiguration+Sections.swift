@@ -25,12 +25,12 @@ extension SIPConfiguration {
 
     /// `listen:`, an object or its short form `"host:port"` (`"[::1]:5070"`).
     struct ListenSection: ConfigurationValue {
-        var host = "0.0.0.0"
-        var port = 5060
+        var host: String
+        var port: Int
         var tlsPort: Int?
         var advertise: String?
 
-        init() {}
+        private init(host: String, port: Int) { (self.host, self.port) = (host, port) }
 
         init(from decoder: any Decoder) throws {
             if let text = try ConfigurationJSON(from: decoder).value.stringValue {
@@ -43,8 +43,8 @@ extension SIPConfiguration {
                 return
             }
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            host = try container.decode(.host, default: host)
-            port = try container.decode(.port, default: port, in: 0...65535)
+            host = try container.decode(.host, default: "0.0.0.0")
+            port = try container.decode(.port, default: 5060, in: 0...65535)
             tlsPort = try container.decodeIfPresent(.tlsPort, in: 0...65535)
             advertise = try container.decodeIfPresent(String.self, forKey: .advertise)
         }
@@ -52,7 +52,7 @@ extension SIPConfiguration {
         private enum CodingKeys: CodingKey { case host, port, tlsPort, advertise }
 
         static var configurationSchema: JSONValue { ConfigurationSchema.of(Self.self, orAlso: "string") }
-        static var schemaPlaceholder: Self { Self() }
+        static var schemaPlaceholder: Self { Self(host: "0.0.0.0", port: 5060) }
     }
 
     /// `register:`, a section or `false` (no registration; `true` registers with the defaults).
@@ -104,15 +104,14 @@ extension SIPConfiguration {
 
     /// `timers:`, RFC 3261's T1, T2 and T4.
     struct TimersSection: Decodable {
-        var timers = SIPTimers()
-
-        init() {}
+        var timers: SIPTimers
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
+            let rfc3261 = SIPTimers()
             timers = SIPTimers(
-                t1: try container.decode(.t1, default: timers.t1), t2: try container.decode(.t2, default: timers.t2),
-                t4: try container.decode(.t4, default: timers.t4))
+                t1: try container.decode(.t1, default: rfc3261.t1), t2: try container.decode(.t2, default: rfc3261.t2),
+                t4: try container.decode(.t4, default: rfc3261.t4))
         }
 
         private enum CodingKeys: CodingKey { case t1, t2, t4 }
@@ -120,19 +119,17 @@ extension SIPConfiguration {
 
     /// `receive:`: what incoming MESSAGEs are taken and how they are answered.
     struct ReceiveSection: Decodable {
-        var accept = ["text/plain", "application/json"]
-        var answer = AnswerStatus.ok
-        var duplicateWindow: Duration = .seconds(32)
-        var answerTimeout: Duration = .seconds(8)
-
-        init() {}
+        var accept: [String]
+        var answer: AnswerStatus
+        var duplicateWindow: Duration
+        var answerTimeout: Duration
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            accept = try container.decode(.accept, default: accept)
-            answer = try container.decode(.answer, default: answer)
-            duplicateWindow = try container.decode(.duplicateWindow, default: duplicateWindow)
-            answerTimeout = try container.decode(.answerTimeout, default: answerTimeout)
+            accept = try container.decode(.accept, default: ["text/plain", "application/json"])
+            answer = try container.decode(.answer, default: .ok)
+            duplicateWindow = try container.decode(.duplicateWindow, default: .seconds(32))
+            answerTimeout = try container.decode(.answerTimeout, default: .seconds(8))
         }
 
         private enum CodingKeys: CodingKey { case accept, answer, duplicateWindow, answerTimeout }
@@ -141,18 +138,16 @@ extension SIPConfiguration {
     /// `send:`: the defaults of the `send` port.
     struct SendSection: Decodable {
         var to: String?
-        var allowEnvelopeDestination = false
-        var contentType = "text/plain"
-        var maxInFlight = 256
-
-        init() {}
+        var allowEnvelopeDestination: Bool
+        var contentType: String
+        var maxInFlight: Int
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             to = try container.decodeIfPresent(String.self, forKey: .to)
-            allowEnvelopeDestination = try container.decode(.allowEnvelopeDestination, default: allowEnvelopeDestination)
-            contentType = try container.decode(.contentType, default: contentType)
-            maxInFlight = try container.decode(.maxInFlight, default: maxInFlight, atLeast: 1)
+            allowEnvelopeDestination = try container.decode(.allowEnvelopeDestination, default: false)
+            contentType = try container.decode(.contentType, default: "text/plain")
+            maxInFlight = try container.decode(.maxInFlight, default: 256, atLeast: 1)
         }
 
         private enum CodingKeys: CodingKey { case to, allowEnvelopeDestination, contentType, maxInFlight }

@@ -139,7 +139,7 @@ struct SIPConfiguration: PluginConfiguration {
         self.identity = identity.identity
         let transport = try container.decode(.transport, default: SIPTransportKind.udp)
         self.transport = transport
-        let listen = try container.decode(.listen, default: ListenSection())
+        let listen = try container.decodeSection(ListenSection.self, forKey: .listen)
         (listenHost, listenPort, tlsPort) = (listen.host, listen.port, listen.tlsPort)
         advertisedHost =
             listen.advertise ?? (["0.0.0.0", "::"].contains(listenHost) ? (listenHost == "::" ? "::1" : "127.0.0.1") : listenHost)
@@ -149,16 +149,16 @@ struct SIPConfiguration: PluginConfiguration {
         registration = try container.decode(.register, default: RegisterSection.off).registration(
             domain: Self.domainPart(of: identity.identity.impu))
         tls = try container.decodeIfPresent(TLSSettings.self, forKey: .tls)
-        timers = try container.decode(.timers, default: TimersSection()).timers
-        let receive = try container.decode(.receive, default: ReceiveSection())
+        timers = try container.decodeSection(TimersSection.self, forKey: .timers).timers
+        let receive = try container.decodeSection(ReceiveSection.self, forKey: .receive)
         (accept, answerStatus) = (receive.accept.map { $0.lowercased() }, receive.answer.status)
         (duplicateWindow, answerTimeout) = (receive.duplicateWindow, receive.answerTimeout)
-        let send = try container.decode(.send, default: SendSection())
+        let send = try container.decodeSection(SendSection.self, forKey: .send)
         (defaultTo, allowEnvelopeDestination) = (send.to, send.allowEnvelopeDestination)
         (defaultContentType, maximumInFlight) = (send.contentType, send.maxInFlight)
         limits = try SIPResourceLimits(
             bodyBytes: container.decode(.maxBodyBytes, default: 65536, in: 1...SIPResourceLimits.maximumBytes),
-            section: container.decode(.limits, default: SIPResourceLimits.Section()))
+            section: container.decodeSection(SIPResourceLimits.Section.self, forKey: .limits))
     }
 
     func validate() throws {
