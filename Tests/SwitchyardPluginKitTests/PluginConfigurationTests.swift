@@ -160,7 +160,7 @@ private struct SharedShapesConfiguration: PluginConfiguration {
         code = try container.decodeIfPresent(CheckedString<Even>.self, forKey: .code)?.text
         retry = try container.decode(.retry, default: BackoffSettings<Retry>())
         memory = try container.decode(.memory, defaultBytes: 16 << 20, atLeastBytes: 1024)
-        endpoint = try container.decode(.endpoint, default: Endpoint())
+        endpoint = try container.decodeSection(Endpoint.self, forKey: .endpoint)
     }
 
     private enum CodingKeys: CodingKey { case code, retry, memory, endpoint }
@@ -186,7 +186,10 @@ private struct SharedShapesConfiguration: PluginConfiguration {
         #expect(config.memory == 64 << 10)
         #expect(config.endpoint.host == "example.org")
         #expect(try SharedShapesConfiguration(config: ["endpoint": ["host": "a"]]).endpoint.host == "a")
-        #expect(try SharedShapesConfiguration(config: [:]).memory == 16 << 20)
+        let defaults = try SharedShapesConfiguration(config: [:])
+        #expect(defaults.memory == 16 << 20)
+        // An absent section is read as {}: its members take their own defaults.
+        #expect(defaults.endpoint.host == "localhost")
     }
 
     @Test func eachShapeRefusesWithThePointer() {
@@ -204,6 +207,7 @@ private struct SharedShapesConfiguration: PluginConfiguration {
         #expect(properties["retry"]?["properties"]?["max_delay"] == ["type": ["string", "integer"], "default": "1m"])
         #expect(properties["memory"] == ["type": ["string", "integer"], "default": "16MiB"])
         #expect(properties["endpoint"]?["type"] == ["object", "string"])
+        #expect(SharedShapesConfiguration.jsonSchema["required"] == nil)
         #expect(properties["endpoint"]?["properties"]?["host"] == ["type": "string", "default": "localhost"])
         _ = try Schema(json: SharedShapesConfiguration.jsonSchema)
     }
