@@ -33,4 +33,23 @@ struct SettlementNoteTests {
                 "note: route 'durable' is at-least-once from the spool on, but broker.messages (plugin mqtt) does not settle"),
             "\(result.errors)")
     }
+
+    /// A SIP MESSAGE and a push webhook request are answered only once the router settled
+    /// them: at-least-once routes from them get no note.
+    @Test func sipAndPushSourcesSettle() throws {
+        let sandbox = try Sandbox(plugins: ["core", "sip", "push"])
+        try sandbox.writeRoutes(
+            """
+            instances:
+              pager: { plugin: sip, identity: { impu: "sip:bot@example.org" }, listen: "127.0.0.1:0" }
+              hook: { plugin: push, listen: "127.0.0.1:0", auth: { bearer_token: "t0ken-that-is-long-enough" } }
+              out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+            routes:
+              - { name: pages, from: pager.messages, to: out.write, delivery: at-least-once }
+              - { name: pushes, from: hook.messages, to: out.write, delivery: at-least-once }
+            """)
+        let result = try RouterProcess.runToExit(["validate", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(!result.errors.contains("note:"), "\(result.errors)")
+    }
 }
