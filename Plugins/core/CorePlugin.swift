@@ -11,6 +11,9 @@ public func switchyardPluginEntry(_ offer: UnsafeRawPointer?, _ table: UnsafeMut
 /// a relay and a subprocess. An instance enables a piece by having its configuration key
 /// (`timer:`, `console:`, `file:`, `relay:`, `subprocess:`); each piece's ports exist only then.
 final class CorePlugin: SwitchyardPlugin {
+    /// Decoded by `validate` before anything starts (see ``SwitchyardPlugin/configuration``).
+    static let configuration: (any PluginConfiguration.Type)? = CoreConfiguration.self
+
     static let manifest = PluginManifest(
         name: "core",
         version: "1.0.0",

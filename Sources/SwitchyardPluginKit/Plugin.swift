@@ -68,6 +68,12 @@ public protocol SwitchyardPlugin: AnyObject, Sendable {
     /// open no connection. Optional; the default (nil) means the manifest's ports and types.
     static func describe(name: String, config: JSONValue) throws -> InstanceDescription?
 
+    /// The instance configuration type, when the plugin declares one (``PluginConfiguration``):
+    /// the router's `validate` then decodes every instance's configuration with it before
+    /// anything starts, so a wrong value is reported at its `file:line:column` rather than when
+    /// the instance is created. Optional; the default (nil) leaves the checks to `init`.
+    static var configuration: (any PluginConfiguration.Type)? { get }
+
     /// Adopts a changed configuration on reload without stopping, keeping sockets open.
     /// Return true when the instance now runs with `config`; false when this change needs a
     /// restart (nothing changed; the router stops this instance and starts a new one). Throw
@@ -96,6 +102,8 @@ extension SwitchyardPlugin {
     public func disablePiece(port: String, iiidea: String) {}
     /// The manifest's ports and types.
     public static func describe(name: String, config: JSONValue) throws -> InstanceDescription? { nil }
+    /// None declared.
+    public static var configuration: (any PluginConfiguration.Type)? { nil }
     /// Needs a restart.
     public func reconfigure(_ config: JSONValue) throws -> Bool { false }
     /// No such command.

@@ -180,6 +180,9 @@ public enum PluginExport {
         guard let registration else { return SY_ERR_INVALID }
         do {
             let configuration = try JSONValue(parsing: config.array)
+            // The configuration type's checks run here, before anything starts, so an error
+            // carries its JSON Pointer to `validate` (which maps it to file:line:column).
+            if let configurationType = registration.type.configuration { _ = try configurationType.init(config: configuration) }
             let description = try registration.type.describe(name: name.string, config: configuration) ?? InstanceDescription()
             let bytes = description.json.serializedBytes()
             return bytes.withUnsafeBufferPointer { buffer in output.write?(output.target, sy_bytes(buffer)) ?? SY_ERR_INVALID }

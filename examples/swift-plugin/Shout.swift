@@ -27,6 +27,9 @@ struct ShoutConfiguration: PluginConfiguration {
 /// An example plugin: re-emits every envelope it receives with the body in capitals (and an
 /// optional suffix), keeping type, headers and trace.
 final class Shout: SwitchyardPlugin {
+    /// Decoded by `validate` before anything starts (see ``SwitchyardPlugin/configuration``).
+    static let configuration: (any PluginConfiguration.Type)? = ShoutConfiguration.self
+
     static let manifest = PluginManifest(
         name: "shout",
         version: "1.0.0",

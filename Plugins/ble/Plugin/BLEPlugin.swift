@@ -15,6 +15,9 @@ final class BLEPlugin: SwitchyardPlugin {
     static let displayPort = "display"
     static let pressType = "ble.ButtonPress"
 
+    /// Decoded by `validate` before anything starts (see ``SwitchyardPlugin/configuration``).
+    static let configuration: (any PluginConfiguration.Type)? = BLEConfiguration.self
+
     static let manifest = PluginManifest(
         name: "ble",
         version: "0.1.0",

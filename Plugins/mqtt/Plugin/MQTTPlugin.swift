@@ -13,6 +13,9 @@ public func switchyardPluginEntry(_ offer: UnsafeRawPointer?, _ table: UnsafeMut
 /// subscriptions receive; `publish` sends to the broker and acknowledges the router only when
 /// the broker has confirmed (PUBACK for QoS 1, PUBCOMP for QoS 2).
 final class MQTTPlugin: SwitchyardPlugin {
+    /// Decoded by `validate` before anything starts (see ``SwitchyardPlugin/configuration``).
+    static let configuration: (any PluginConfiguration.Type)? = MQTTLinkConfiguration.self
+
     static let manifest = PluginManifest(
         name: "mqtt",
         version: "0.1.0",

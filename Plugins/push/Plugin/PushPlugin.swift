@@ -19,6 +19,9 @@ final class PushPlugin: SwitchyardPlugin {
     static let messagesPort = "messages"
     static let sendPort = "send"
 
+    /// Decoded by `validate` before anything starts (see ``SwitchyardPlugin/configuration``).
+    static let configuration: (any PluginConfiguration.Type)? = PushConfiguration.self
+
     static let manifest = PluginManifest(
         name: "push",
         version: "0.1.0",

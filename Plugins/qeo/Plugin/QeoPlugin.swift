@@ -25,6 +25,9 @@ final class QeoPlugin: SwitchyardPlugin {
     static let statesType = "qeo.States"
     static let removeType = "qeo.Remove"
 
+    /// Decoded by `validate` before anything starts (see ``SwitchyardPlugin/configuration``).
+    static let configuration: (any PluginConfiguration.Type)? = QeoSettings.self
+
     static let manifest = PluginManifest(
         name: "qeo",
         version: "0.1.0",

@@ -17,6 +17,9 @@ final class SIPPlugin: SwitchyardPlugin {
     static let sendPort = "send"
     static let registrationPort = "registration"
 
+    /// Decoded by `validate` before anything starts (see ``SwitchyardPlugin/configuration``).
+    static let configuration: (any PluginConfiguration.Type)? = SIPConfiguration.self
+
     static let manifest = PluginManifest(
         name: "sip",
         version: "0.1.0",
