@@ -27,31 +27,13 @@ public struct InstanceDescription: Sendable, Hashable {
 
     /// Parses a description and checks it the way a manifest's ports and types are checked.
     public init(parsing bytes: some Collection<UInt8>) throws(ManifestError) {
-        let json: JSONValue
-        do {
-            json = try JSONValue(parsing: bytes)
-        } catch {
-            throw ManifestError(reason: "description is not JSON: \(error)")
-        }
-        guard case .object(let members) = json else { throw ManifestError(reason: "description must be a JSON object") }
+        let members = try ManifestError.object(parsing: bytes, what: "description")
         if let portValues = members["ports"] {
             // The manifest's own checks serve: a stand-in manifest carries the ports.
             let probe: JSONValue = ["name": "described", "version": "0", "ports": portValues]
             ports = try PluginManifest(parsing: probe.serializedBytes()).ports
         }
-        switch members["types"] {
-        case nil: types = nil
-        case .object(let declared)?:
-            for (typeName, schema) in declared {
-                do {
-                    _ = try Schema(json: schema)
-                } catch {
-                    throw ManifestError(reason: "type '\(typeName)': \(error)")
-                }
-            }
-            types = declared
-        default: throw ManifestError(reason: "description field 'types' must be an object of schemas")
-        }
+        types = try ManifestError.typeSchemas(members["types"], what: "description")
         switch members["settles"] {
         case nil: settles = []
         case .array(let values)? where values.allSatisfy({ $0.stringValue != nil }): settles = values.compactMap(\.stringValue)

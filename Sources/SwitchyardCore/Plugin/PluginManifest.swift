@@ -118,13 +118,7 @@ public struct PluginManifest: Sendable {
     /// Parses and checks manifest JSON: required fields, port names, directions, and that every
     /// schema compiles. The error says which part is wrong.
     public init(parsing bytes: some Collection<UInt8>) throws(ManifestError) {
-        let json: JSONValue
-        do {
-            json = try JSONValue(parsing: bytes)
-        } catch {
-            throw ManifestError(reason: "manifest is not JSON: \(error)")
-        }
-        guard case .object(let members) = json else { throw ManifestError(reason: "manifest must be a JSON object") }
+        let members = try ManifestError.object(parsing: bytes, what: "manifest")
         func string(_ key: String) throws(ManifestError) -> String {
             guard let value = members[key]?.stringValue, !value.isEmpty else {
                 throw ManifestError(reason: "manifest field '\(key)' must be a non-empty string")
@@ -175,19 +169,7 @@ public struct PluginManifest: Sendable {
             }
         }
         self.ports = ports
-        switch members["types"] {
-        case nil: types = [:]
-        case .object(let declared)?:
-            for (typeName, schema) in declared {
-                do {
-                    _ = try Schema(json: schema)
-                } catch {
-                    throw ManifestError(reason: "type '\(typeName)': \(error)")
-                }
-            }
-            types = declared
-        default: throw ManifestError(reason: "manifest field 'types' must be an object of schemas")
-        }
+        types = try ManifestError.typeSchemas(members["types"], what: "manifest") ?? [:]
         var commands: [PluginCommand] = []
         switch members["commands"] {
         case nil: break
@@ -211,6 +193,38 @@ public struct PluginManifest: Sendable {
             _ = try Schema(json: config)
         } catch {
             throw ManifestError(reason: "config \(error)")
+        }
+    }
+}
+
+extension ManifestError {
+    /// The members of the JSON object `bytes` hold; `what` names it in the error.
+    static func object(parsing bytes: some Collection<UInt8>, what: String) throws(ManifestError) -> [String: JSONValue] {
+        let json: JSONValue
+        do {
+            json = try JSONValue(parsing: bytes)
+        } catch {
+            throw ManifestError(reason: "\(what) is not JSON: \(error)")
+        }
+        guard case .object(let members) = json else { throw ManifestError(reason: "\(what) must be a JSON object") }
+        return members
+    }
+
+    /// The `types` member of a manifest or description: type names and body schemas that must
+    /// compile; nil when absent.
+    static func typeSchemas(_ value: JSONValue?, what: String) throws(ManifestError) -> [String: JSONValue]? {
+        switch value {
+        case nil: return nil
+        case .object(let declared)?:
+            for (typeName, schema) in declared {
+                do {
+                    _ = try Schema(json: schema)
+                } catch {
+                    throw ManifestError(reason: "type '\(typeName)': \(error)")
+                }
+            }
+            return declared
+        default: throw ManifestError(reason: "\(what) field 'types' must be an object of schemas")
         }
     }
 }
