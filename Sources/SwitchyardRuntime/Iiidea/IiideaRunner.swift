@@ -163,8 +163,8 @@ final class IiideaRunner {
             return output
         case .plugin(let port, let preferences, let timeout):
             var output = input
-            output.body = try route.router.executePiece(
-                port, iiidea: planned.id, input: input.decodedBody(), preferences: preferences, timeout: timeout
+            output.body = try route.router.iiideaController.executePiece(
+                port, iiidea: planned.id, input: input.decodedBody(), preferences: preferences, timeout: timeout, in: route.router.graph
             ).serializedBytes()
             output.type = BuiltinTypes.json
             output.contentType = "application/json"

@@ -9,26 +9,18 @@ import Synchronization
 
 /// Runs a ``GraphPlan``: creates and starts the plugin instances, moves envelopes along the
 /// routes, and shuts down in order (quiesce sources, drain queues, stop, destroy).
-public final class Router: @unchecked Sendable {
-    // The graph (`liveInstances`, `liveRoutes`, `routeTable`, `plan`) is guarded by
-    // `graphLock` and replaced whole by a reload; readers take a snapshot. Everything else
-    // touched concurrently is atomic or locked.
+public final class Router: Sendable {
     let logger: Logger
     /// Creates, starts, reconfigures and stops the instances.
     let supervisor: InstanceSupervisor
-    let graphLock = NSLock()
-    var liveInstances: [InstanceRuntime] = []
-    var liveRoutes: [RouteRuntime] = []
-    /// Every route ever started, by index (acknowledgements of at-least-once deliveries find
-    /// their route here, also a route a reload retired).
-    var routeTable: [RouteRuntime] = []
-    var plan: GraphPlan
-    /// Serialises reloads.
+    /// The running graph, replaced whole (one assignment under the mutex) by start and reload.
+    private let current: Mutex<CompiledGraph>
+    /// Every route ever started, by index.
+    let routeTable = RouteTable()
+    /// Serialises reloads (and a shutdown against a reload).
     let reloadLock = NSLock()
-    /// Service piece calls waiting for their plugin's answer, by run token.
-    let pieceCalls = Mutex<[UInt64: PieceCall]>([:])
-    /// The iiideas' switches by id (guarded by `graphLock`), kept across reloads.
-    var iiideaStates: [String: IiideaState] = [:]
+    /// The iiideas' switches and their plugin pieces.
+    let iiideaController: IiideaController
     private let deliveryCounter = Atomic<UInt64>(0)
     private let tracked = Mutex<[UInt64: Settlement]>([:])
     let runningWorkers = Atomic<Int>(0)
@@ -41,45 +33,50 @@ public final class Router: @unchecked Sendable {
     private let readinessNotes = Mutex<[String: String]>([:])
     private let draining = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
-    /// The spool of at-least-once routes; guarded by `graphLock`.
-    private var openSpool: Spool?
-    var spool: Spool? { graphLock.withLock { openSpool } }
+    /// The spool of at-least-once routes and the iiideas' state.
+    private let openSpool: Mutex<Spool?>
+    var spool: Spool? { openSpool.withLock { $0 } }
 
     /// Gives the router a spool after it started (a reload that adds the first at-least-once
     /// route needs one).
     public func attach(spool: Spool) {
-        graphLock.withLock { openSpool = spool }
+        openSpool.withLock { $0 = spool }
     }
 
     /// Prepares a router for `plan`; nothing runs until ``start()``. `spool` is needed when
     /// any route is `delivery: at-least-once`. The metrics go to `metricsFactory`, by default
     /// the one the process bootstrapped.
     public init(plan: GraphPlan, logger: Logger, spool: Spool? = nil, metricsFactory: (any MetricsFactory)? = nil) {
-        self.plan = plan
+        current = Mutex(.empty(plan))
         metrics = MetricsRegistry(factory: metricsFactory)
         self.logger = logger
         supervisor = InstanceSupervisor(logger: logger)
-        openSpool = spool
+        iiideaController = IiideaController(logger: logger)
+        openSpool = Mutex(spool)
     }
+
+    /// The running graph (a snapshot: its plan, instances and routes belong together).
+    var graph: CompiledGraph { current.withLock { $0 } }
+
+    /// Makes `graph` the running one.
+    func install(_ graph: CompiledGraph) { current.withLock { $0 = graph } }
 
     /// Whether shutdown has begun: at-least-once routes then only spool what arrives.
     var isDraining: Bool { draining.load(ordering: .relaxed) }
 
     /// The instances now running (a snapshot).
-    var instances: [InstanceRuntime] { graphLock.withLock { liveInstances } }
+    var instances: [InstanceRuntime] { graph.instances }
 
     /// The routes now running (a snapshot).
-    var routes: [RouteRuntime] { graphLock.withLock { liveRoutes } }
+    var routes: [RouteRuntime] { graph.routes }
 
     /// Creates every instance, wires the routes and starts everything. On failure whatever
     /// was created is stopped and destroyed again and the error names the instance.
     public func start() throws(RouterError) {
+        let plan = graph.plan
         let instances = plan.instances.map(makeInstance)
         let routes = try makeRoutes(plan.routes, instances: instances) + makeIiideaRoutes(plan, instances: instances)
-        graphLock.withLock {
-            liveInstances = instances
-            liveRoutes = routes
-        }
+        install(CompiledGraph(plan: plan, instances: instances, routes: routes))
         wire(instances, to: routes)
         var created: [InstanceRuntime] = []
         do {
@@ -128,12 +125,7 @@ public final class Router: @unchecked Sendable {
         }
         var routes: [RouteRuntime] = []
         for iiidea in plan.iiideas {
-            let state = graphLock.withLock {
-                if let existing = iiideaStates[iiidea.id] { return existing }
-                let state = IiideaState(id: iiidea.id, enabled: saved[iiidea.id] ?? iiidea.declaration.enabledByDefault)
-                iiideaStates[iiidea.id] = state
-                return state
-            }
+            let state = iiideaController.state(of: iiidea, saved: saved)
             for (planned, remote) in [(iiidea.route, false)] + (iiidea.remoteRoute.map { [($0, true)] } ?? []) {
                 let runner = IiideaRunner(planned: iiidea, state: state, remote: remote, store: store, keep: plan.iiideaHistory)
                 routes.append(try makeRoute(planned, instances: instances, iiidea: runner))
@@ -146,29 +138,19 @@ public final class Router: @unchecked Sendable {
     /// Enabling asks its pieces; one may refuse, leaving it enabled but inactive (see
     /// ``IiideaState/inactiveReason``).
     public func setIiidea(_ id: String, enabled: Bool) throws(RouterError) {
-        guard
-            let (iiidea, state) = graphLock.withLock({ () -> (PlannedIiidea, IiideaState)? in
-                guard let planned = plan.iiideas.first(where: { $0.id == id }), let state = iiideaStates[id] else { return nil }
-                return (planned, state)
-            })
-        else {
-            throw RouterError(instance: id, reason: "no such iiidea")
-        }
-        do {
-            try spool?.setIiidea(id, enabled: enabled)
-        } catch {
-            throw RouterError(instance: id, reason: "cannot store the iiidea's state: \(error)")
-        }
-        state.set(enabled: enabled)
-        if enabled { activate(iiidea, state: state) } else { deactivate(iiidea, state: state) }
-        logger.notice(enabled ? "iiidea enabled" : "iiidea disabled", metadata: ["iiidea": .string(id)])
+        try iiideaController.set(id, enabled: enabled, in: graph, store: spool)
     }
 
     /// Every iiidea with its switch and, when a piece refused to enable, why it is inactive.
-    public var iiideas: [(iiidea: PlannedIiidea, enabled: Bool, inactiveReason: String?)] {
-        graphLock.withLock {
-            plan.iiideas.map { ($0, iiideaStates[$0.id]?.isEnabled ?? false, iiideaStates[$0.id]?.inactiveReason) }
-        }
+    public var iiideas: [(iiidea: PlannedIiidea, enabled: Bool, inactiveReason: String?)] { iiideaController.list(graph) }
+
+    /// Enables the pieces of every enabled iiidea (after start and after a reload; plugins
+    /// see enable again for an iiidea they already serve and should accept it quietly).
+    func activateEnabledIiideas() { iiideaController.activateEnabled(in: graph) }
+
+    /// The host's piece_done: a service piece's answer.
+    func pieceDone(token: UInt64, status: Int32, output: [UInt8]) {
+        iiideaController.pieceDone(token: token, status: status, output: output)
     }
 
     func makeRoute(_ planned: PlannedRoute, instances: [InstanceRuntime], iiidea: IiideaRunner? = nil) throws(RouterError) -> RouteRuntime {
@@ -186,10 +168,8 @@ public final class Router: @unchecked Sendable {
             }
             routeSpool = spool
         }
-        return graphLock.withLock {
-            let route = RouteRuntime(plan: planned, index: routeTable.count, sinks: sinks, router: self, spool: routeSpool, iiidea: iiidea)
-            routeTable.append(route)
-            return route
+        return routeTable.append { index in
+            RouteRuntime(plan: planned, index: index, sinks: sinks, router: self, spool: routeSpool, iiidea: iiidea)
         }
     }
 
@@ -254,9 +234,9 @@ public final class Router: @unchecked Sendable {
     /// from per-route and per-instance counters so the hot path shares no counter between
     /// the emitting and the dispatching thread.
     var outstanding: Int {
-        let (instances, routes) = graphLock.withLock { (liveInstances, liveRoutes) }
-        return routes.reduce(0) { $0 + $1.pending }
-            + instances.reduce(0) { $0 + $1.counters.inFlight.load(ordering: .sequentiallyConsistent) }
+        let graph = self.graph
+        return graph.routes.reduce(0) { $0 + $1.pending }
+            + graph.instances.reduce(0) { $0 + $1.counters.inFlight.load(ordering: .sequentiallyConsistent) }
     }
 
     func workerFinished() {
@@ -292,8 +272,7 @@ public final class Router: @unchecked Sendable {
             tracked.withLock { $0.removeValue(forKey: id) }?.complete(outcome)
         } else if id & Self.spooledBit != 0 {
             let index = Int((id & ~Self.spooledBit) >> Self.routeIndexShift)
-            let route = graphLock.withLock { index < routeTable.count ? routeTable[index] : nil }
-            route?.queue.post(RouteAck(deliveryID: id, outcome: outcome, reason: outcome == SY_OUTCOME_OK ? "" : reason.string))
+            routeTable[index]?.queue.post(RouteAck(deliveryID: id, outcome: outcome, reason: outcome == SY_OUTCOME_OK ? "" : reason.string))
         }
     }
 

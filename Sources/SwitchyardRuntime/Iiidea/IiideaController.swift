@@ -4,9 +4,56 @@ internal import SwitchyardABI
 internal import SwitchyardBridge
 internal import SwitchyardConfig
 internal import SwitchyardCore
+internal import SwitchyardSpool
 import Synchronization
 
-extension Router {
+/// Switches iiideas on and off and talks to their plugin pieces: asks them to enable and
+/// disable, runs service pieces and matches their answers. Keeps every iiidea's
+/// ``IiideaState`` across reloads; the graph to work on is passed in by the ``Router``.
+final class IiideaController: Sendable {
+    let logger: Logger
+    /// The iiideas' switches by id, kept across reloads.
+    private let states = Mutex<[String: IiideaState]>([:])
+    /// Service piece calls waiting for their plugin's answer, by run token.
+    private let calls = Mutex<[UInt64: PieceCall]>([:])
+    private let tokens = Atomic<UInt64>(0)
+
+    init(logger: Logger) { self.logger = logger }
+
+    /// The state of `iiidea`: the one it had before a reload, else the stored switch (`saved`),
+    /// else its declared default.
+    func state(of iiidea: PlannedIiidea, saved: [String: Bool]) -> IiideaState {
+        states.withLock { states in
+            if let existing = states[iiidea.id] { return existing }
+            let state = IiideaState(id: iiidea.id, enabled: saved[iiidea.id] ?? iiidea.declaration.enabledByDefault)
+            states[iiidea.id] = state
+            return state
+        }
+    }
+
+    /// Enables or disables iiidea `id` of `graph` for good (stored in `store`, so the choice
+    /// survives restarts). Enabling asks its pieces; one may refuse, leaving it enabled but
+    /// inactive (see ``IiideaState/inactiveReason``).
+    func set(_ id: String, enabled: Bool, in graph: CompiledGraph, store: Spool?) throws(RouterError) {
+        guard let iiidea = graph.plan.iiideas.first(where: { $0.id == id }), let state = states.withLock({ $0[id] }) else {
+            throw RouterError(instance: id, reason: "no such iiidea")
+        }
+        do {
+            try store?.setIiidea(id, enabled: enabled)
+        } catch {
+            throw RouterError(instance: id, reason: "cannot store the iiidea's state: \(error)")
+        }
+        state.set(enabled: enabled)
+        if enabled { activate(iiidea, state: state, in: graph) } else { deactivate(iiidea, state: state, in: graph) }
+        logger.notice(enabled ? "iiidea enabled" : "iiidea disabled", metadata: ["iiidea": .string(id)])
+    }
+
+    /// Every iiidea of `graph` with its switch and, when a piece refused to enable, why it is inactive.
+    func list(_ graph: CompiledGraph) -> [(iiidea: PlannedIiidea, enabled: Bool, inactiveReason: String?)] {
+        let states = states.withLock { $0 }
+        return graph.plan.iiideas.map { ($0, states[$0.id]?.isEnabled ?? false, states[$0.id]?.inactiveReason) }
+    }
+
     /// The plugin ports an iiidea uses as pieces, with the preferences each is enabled with.
     private func pieces(of iiidea: PlannedIiidea) -> [(port: PortReference, preferences: JSONValue)] {
         let declaration = iiidea.declaration
@@ -19,8 +66,8 @@ extension Router {
 
     /// Asks every piece of an enabled iiidea to enable; the first refusal leaves it inactive
     /// with that reason.
-    func activate(_ iiidea: PlannedIiidea, state: IiideaState) {
-        let instances = self.instances
+    private func activate(_ iiidea: PlannedIiidea, state: IiideaState, in graph: CompiledGraph) {
+        let instances = graph.instances
         var reason: String?
         for piece in pieces(of: iiidea) where reason == nil {
             guard let instance = instances.first(where: { $0.name == piece.port.instance }), let handle = instance.handle,
@@ -57,8 +104,8 @@ extension Router {
     }
 
     /// Tells every piece of an iiidea it was disabled.
-    func deactivate(_ iiidea: PlannedIiidea, state: IiideaState) {
-        let instances = self.instances
+    private func deactivate(_ iiidea: PlannedIiidea, state: IiideaState, in graph: CompiledGraph) {
+        let instances = graph.instances
         state.set(inactiveReason: nil)
         for piece in pieces(of: iiidea) {
             guard let instance = instances.first(where: { $0.name == piece.port.instance }), let handle = instance.handle,
@@ -72,31 +119,23 @@ extension Router {
 
     /// Enables the pieces of every enabled iiidea (after start and after a reload; plugins
     /// see enable again for an iiidea they already serve and should accept it quietly).
-    func activateEnabledIiideas() {
-        for (iiidea, state) in graphLock.withLock({ plan.iiideas.compactMap { planned in iiideaStates[planned.id].map { (planned, $0) } } })
-        where state.isEnabled {
-            activate(iiidea, state: state)
+    func activateEnabled(in graph: CompiledGraph) {
+        let states = states.withLock { $0 }
+        for iiidea in graph.plan.iiideas {
+            if let state = states[iiidea.id], state.isEnabled { activate(iiidea, state: state, in: graph) }
         }
     }
-}
 
-/// A service piece call waiting for the plugin's piece_done.
-final class PieceCall: Sendable {
-    let done = DispatchSemaphore(value: 0)
-    let result = Mutex<Result<JSONValue, ServiceError>?>(nil)
-}
-
-extension Router {
-    /// Runs a plugin's service piece and waits (at most `timeout`) for its output.
+    /// Runs the service piece `reference` of `graph` and waits (at most `timeout`) for its output.
     func executePiece(
-        _ reference: PortReference, iiidea: String, input: JSONValue, preferences: JSONValue, timeout: UInt64
+        _ reference: PortReference, iiidea: String, input: JSONValue, preferences: JSONValue, timeout: UInt64, in graph: CompiledGraph
     ) throws(ServiceError) -> JSONValue {
-        guard let instance = instances.first(where: { $0.name == reference.instance }), let handle = instance.handle,
+        guard let instance = graph.instance(named: reference.instance), let handle = instance.handle,
             let execute = instance.plugin.table.api.piece_execute
         else { throw ServiceError(description: "\(reference) cannot run service pieces (its plugin has no piece_execute)") }
-        let token = nextDeliveryID(tracking: nil)
+        let token = tokens.add(1, ordering: .relaxed).newValue
         let call = PieceCall()
-        pieceCalls.withLock { $0[token] = call }
+        calls.withLock { $0[token] = call }
         var port = reference.port
         var id = iiidea
         let inputBytes = input.serializedBytes()
@@ -111,11 +150,11 @@ extension Router {
             }
         }
         guard status == SY_OK else {
-            pieceCalls.withLock { _ = $0.removeValue(forKey: token) }
+            calls.withLock { _ = $0.removeValue(forKey: token) }
             throw ServiceError(description: "\(reference) did not take the run (status \(status))")
         }
         if call.done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout))) == .timedOut {
-            pieceCalls.withLock { _ = $0.removeValue(forKey: token) }
+            calls.withLock { _ = $0.removeValue(forKey: token) }
             throw ServiceError(description: "\(reference) gave no answer within \(Double(timeout) / 1e9) s")
         }
         switch call.result.withLock({ $0 }) {
@@ -127,7 +166,7 @@ extension Router {
 
     /// The host's piece_done.
     func pieceDone(token: UInt64, status: Int32, output: [UInt8]) {
-        guard let call = pieceCalls.withLock({ $0.removeValue(forKey: token) }) else { return }
+        guard let call = calls.withLock({ $0.removeValue(forKey: token) }) else { return }
         let result: Result<JSONValue, ServiceError>
         if status == SY_OK {
             if let value = try? JSONValue(parsing: output) {
@@ -141,4 +180,10 @@ extension Router {
         call.result.withLock { $0 = result }
         call.done.signal()
     }
+}
+
+/// A service piece call waiting for the plugin's piece_done.
+final class PieceCall: Sendable {
+    let done = DispatchSemaphore(value: 0)
+    let result = Mutex<Result<JSONValue, ServiceError>?>(nil)
 }
