@@ -199,8 +199,8 @@ public final class Router: Sendable {
         defer { reloadLock.unlock() }
         draining.store(true, ordering: .relaxed)
         started.store(false, ordering: .releasing)
-        let instances = self.instances
-        let routes = self.routes
+        let graph = self.graph
+        let (instances, routes) = (graph.instances, graph.routes)
         for instance in instances { if let handle = instance.handle { instance.plugin.table.api.quiesce?(handle) } }
         let deadline = ContinuousClock.now + drainTimeout
         // Each step waits for an event: every place that lowers the outstanding count (a
