@@ -14,11 +14,15 @@ func loadTestKit() throws -> LoadedPlugin {
     return try PluginLoader.load(file: directory.appendingPathComponent("libtestkit.so").path)
 }
 
+/// The testkit plugin, negotiated once per process as the router does (two tests negotiating
+/// with the same shared object at once would race on its registration).
+let sharedTestKit = Result { try loadTestKit() }
+
 /// The plan of `yaml` with the fake and the testkit plugins.
 func planWithTestKit(_ yaml: String) throws -> GraphPlan {
     let (config, loadProblems) = ConfigLoader(environment: [:]).load(sources: [(file: "t.yaml", text: yaml)])
     try #require(loadProblems.isEmpty, "\(loadProblems)")
-    let (plan, problems) = GraphValidator(plugins: [try loadFakePlugin(), try loadTestKit()]).validate(config)
+    let (plan, problems) = GraphValidator(plugins: [try loadFakePlugin(), try sharedTestKit.get()]).validate(config)
     try #require(problems.isEmpty, "\(problems)")
     return try #require(plan)
 }

@@ -23,12 +23,14 @@ final class HostContextTable: @unchecked Sendable {
     // writes both while the generation is one no handle carries yet (between a compare-and-swap
     // that requires no call in progress and the releasing store that makes the slot live), and
     // `retire` clears `owners[i]` only after the calls that saw the slot live have ended.
-    // `allocation` is guarded by its mutex.
+    // `allocation` is guarded by `allocationLock` (an NSLock, which ThreadSanitizer sees; it
+    // does not see Synchronization's Mutex on Linux, which waits on a futex directly).
     private let words: UnsafeMutablePointer<Atomic<UInt64>>
     private let owners: UnsafeMutablePointer<Unmanaged<InstanceRuntime>?>
     private let records: UnsafeMutablePointer<Unmanaged<LateCallRecord>?>
     private let capacity: Int
-    private let allocation = Mutex(Allocation())
+    private let allocationLock = NSLock()
+    private var allocation = Allocation()
     /// Signalled (broadcast) when the last call in progress on a retired slot ends.
     private let drained = NSCondition()
     /// Late calls whose slot was reused since (the instance can no longer be named).
@@ -70,7 +72,7 @@ final class HostContextTable: @unchecked Sendable {
     /// A handle for `instance`, live until ``retire(_:)``; nil when every slot is taken by a
     /// live instance or a call in progress.
     func register(_ instance: InstanceRuntime, record: LateCallRecord) -> OpaquePointer? {
-        allocation.withLock { allocation -> OpaquePointer? in
+        allocationLock.withLock { () -> OpaquePointer? in
             var candidates = allocation.reusable.count
             while true {
                 let slot: Int
@@ -117,7 +119,7 @@ final class HostContextTable: @unchecked Sendable {
         drained.unlock()
         owners[slot]?.release()
         owners[slot] = nil
-        allocation.withLock { $0.reusable.append(slot) }
+        allocationLock.withLock { allocation.reusable.append(slot) }
     }
 
     /// Runs `body` with the instance `handle` names while it is live; a retired handle gives
