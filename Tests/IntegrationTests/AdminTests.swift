@@ -63,7 +63,7 @@ struct AdminTests {
             Self.sample("switchyard_port_envelopes_total{instance=\"sink\",port=\"collect\",direction=\"sink\"}", in: metrics) == 100)
         #expect(Self.sample("switchyard_ack_latency_seconds_count{route=\"durable\"}", in: metrics) == 100)
         #expect(metrics.contains("# TYPE switchyard_ack_latency_seconds histogram"))
-        #expect(metrics.contains("switchyard_plugin_info{plugin=\"testkit\",version=\"1.0.0\",abi=\"1\""))
+        #expect(metrics.contains("switchyard_plugin_info{plugin=\"testkit\",version=\"1.0.0\",abi=\"2\""))
         // A second scrape adds nothing: counters are not counted twice.
         let again = try Self.request(base + "/metrics").body
         #expect(Self.sample("switchyard_route_received_total{route=\"durable\"}", in: again) == 50)

@@ -106,11 +106,12 @@ struct ReloadLifecycleTests {
         #expect(router.standardError.contains("reconfigured [\"pager\"]"), "\(router.standardError)")
         #expect(router.occurrences(of: "listening on 127.0.0.1:\(port)") == 1, "\(router.standardError)")
 
-        // A configuration the plugin refuses (registering needs a password): rolled back, the
-        // instance keeps its configuration.
+        // A configuration the plugin's configuration type refuses (registering needs a
+        // password): validation decodes it before the reload starts, so the reload is rejected
+        // and the instance keeps its configuration.
         try sandbox.writeRoutes(routes("dave").replacingOccurrences(of: ", password: secret", with: ""))
         router.send(signal: SIGHUP)
-        router.waitUntil("the rollback") { router.occurrences(of: "reload rolled back") == 1 }
+        router.waitUntil("the rejection") { router.occurrences(of: "reload rejected") == 1 }
         #expect(router.standardError.contains("register needs identity.password"), "\(router.standardError)")
         #expect(registrar.requests.count == 3, "no REGISTER for dave: \(registrar.requests)")
         #expect(router.stop() == 0)
