@@ -122,10 +122,10 @@ struct DirectWiring {
 /// keep pointers to it).
 enum BenchHost {
     nonisolated(unsafe) static let offer: UnsafeMutablePointer<sy_offer> = {
-        let table = UnsafeMutablePointer<sy_host_api_v1>.allocate(capacity: 1)
+        let table = UnsafeMutablePointer<sy_host_api_v2>.allocate(capacity: 1)
         table.initialize(
-            to: sy_host_api_v1(
-                struct_size: UInt32(MemoryLayout<sy_host_api_v1>.size),
+            to: sy_host_api_v2(
+                struct_size: UInt32(MemoryLayout<sy_host_api_v2>.size),
                 reserved: 0,
                 emit: { context, _, envelope, _ in
                     // Only the source instance of the source→sink baseline emits; its context is
@@ -139,10 +139,15 @@ enum BenchHost {
                 ack: { _, _, _, _ in },
                 log: { _, _, _ in },
                 metric: { _, _, _, _ in },
-                piece_done: { _, _, _, _ in }
+                piece_done: { _, _, _, _ in },
+                log_enabled: { _, _ in 0 },
+                state_get: { _, _, _ in SY_ERR_FAILED },
+                state_put: { _, _, _ in SY_ERR_FAILED },
+                state_delete: { _, _ in SY_ERR_FAILED },
+                state_scan: { _, _, _, _ in SY_ERR_FAILED }
             ))
         let versions = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
-        versions.initialize(to: SY_ABI_VERSION_1)
+        versions.initialize(to: SY_ABI_VERSION_2)
         let tables = UnsafeMutablePointer<UnsafeRawPointer?>.allocate(capacity: 1)
         tables.initialize(to: UnsafeRawPointer(table))
         let offer = UnsafeMutablePointer<sy_offer>.allocate(capacity: 1)
@@ -157,17 +162,17 @@ enum BenchHost {
     }()
 
     /// Negotiates with the plugin at `path` (already loaded) and returns its table.
-    static func negotiate(_ path: String) throws(FixtureError) -> sy_plugin_api_v1 {
-        var table = sy_plugin_api_v1()
+    static func negotiate(_ path: String) throws(FixtureError) -> sy_plugin_api_v2 {
+        var table = sy_plugin_api_v2()
         let chosen = withUnsafeMutableBytes(of: &table) { buffer in
             PluginLibraries.entry(of: path)(UnsafePointer(offer), buffer.baseAddress, buffer.count)
         }
-        guard chosen == SY_ABI_VERSION_1 else { throw FixtureError(description: "\(path) refused the bench host's offer") }
+        guard chosen == SY_ABI_VERSION_2 else { throw FixtureError(description: "\(path) refused the bench host's offer") }
         return table
     }
 
     /// Creates and starts an instance with an empty configuration.
-    static func instantiate(_ table: sy_plugin_api_v1, name: String, context: UnsafeMutableRawPointer) throws(FixtureError)
+    static func instantiate(_ table: sy_plugin_api_v2, name: String, context: UnsafeMutableRawPointer) throws(FixtureError)
         -> UnsafeMutableRawPointer
     {
         var handle: UnsafeMutableRawPointer?
@@ -199,8 +204,8 @@ enum BenchHost {
 /// The baselines: the same two plugins, wired by the bench host instead of the router.
 final class DirectFixture: @unchecked Sendable {
     // Set up once in setup, used from the benchmark closure on one thread, freed in teardown.
-    let sinkTable: sy_plugin_api_v1
-    let sourceTable: sy_plugin_api_v1
+    let sinkTable: sy_plugin_api_v2
+    let sourceTable: sy_plugin_api_v2
     let sinkInstance: UnsafeMutableRawPointer
     let sourceInstance: UnsafeMutableRawPointer
     let wiring: UnsafeMutablePointer<DirectWiring>
@@ -241,6 +246,7 @@ final class DirectFixture: @unchecked Sendable {
         envelope = .allocate(capacity: 1)
         envelope.initialize(
             to: sy_envelope(
+                struct_size: UInt32(MemoryLayout<sy_envelope>.size), reserved: 0,
                 id: sy_bytes(UnsafeBufferPointer(id)), type: sy_bytes(UnsafeBufferPointer(type)),
                 source: sy_bytes(UnsafeBufferPointer(source)), subject: sy_bytes(data: nil, length: 0),
                 time_unix_nanos: 1_795_000_000_000_000_000, headers: nil, header_count: 0,

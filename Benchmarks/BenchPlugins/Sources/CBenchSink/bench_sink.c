@@ -29,18 +29,18 @@ static const char manifest[] =
 
 typedef struct sink_instance {
     sy_host_context *context;
-    const sy_host_api_v1 *host;
+    const sy_host_api_v2 *host;
 } sink_instance;
 
 /* The host table of the latest negotiation; an instance keeps the one current at create(). */
-static const sy_host_api_v1 *_Atomic host_table;
+static const sy_host_api_v2 *_Atomic host_table;
 static atomic_uint_fast64_t acknowledged;
 
 static int32_t sink_create(sy_host_context *context, sy_bytes instance_name, sy_bytes config,
                            void **instance, sy_error_buffer error) {
     (void)instance_name;
     (void)config;
-    const sy_host_api_v1 *host = atomic_load(&host_table);
+    const sy_host_api_v2 *host = atomic_load(&host_table);
     if (!host || !instance) {
         bench_write_error(error, "benchsink: no host table (entry point not called)");
         return SY_ERR_FAILED;
@@ -76,11 +76,11 @@ static void sink_stop(void *instance) { (void)instance; }
 static void sink_destroy(void *instance) { free(instance); }
 
 EXPORT uint32_t switchyard_plugin_entry(const sy_offer *offer, void *plugin_table, size_t plugin_table_capacity) {
-    const sy_host_api_v1 *host = bench_host_table_v1(offer, plugin_table, plugin_table_capacity);
+    const sy_host_api_v2 *host = bench_host_table_v2(offer, plugin_table, plugin_table_capacity);
     if (!host) return 0;
     atomic_store(&host_table, host);
-    sy_plugin_api_v1 *table = plugin_table;
-    table->struct_size = sizeof(sy_plugin_api_v1);
+    sy_plugin_api_v2 *table = plugin_table;
+    table->struct_size = sizeof(sy_plugin_api_v2);
     table->manifest.data = (const uint8_t *)manifest;
     table->manifest.length = sizeof manifest - 1;
     table->create = sink_create;
@@ -88,7 +88,7 @@ EXPORT uint32_t switchyard_plugin_entry(const sy_offer *offer, void *plugin_tabl
     table->deliver = sink_deliver;
     table->stop = sink_stop;
     table->destroy = sink_destroy;
-    return SY_ABI_VERSION_1;
+    return SY_ABI_VERSION_2;
 }
 
 EXPORT uint64_t bench_sink_count(void) { return atomic_load_explicit(&acknowledged, memory_order_acquire); }

@@ -32,13 +32,13 @@ static const char manifest[] =
 
 typedef struct source_instance {
     sy_host_context *context;
-    const sy_host_api_v1 *host;
+    const sy_host_api_v2 *host;
     atomic_int resumed;  /* set by resume(), cleared before every emit attempt */
     atomic_int running;  /* between start() and stop() */
 } source_instance;
 
 /* The host table of the latest negotiation; an instance keeps the one current at create(). */
-static const sy_host_api_v1 *_Atomic host_table;
+static const sy_host_api_v2 *_Atomic host_table;
 static source_instance *_Atomic last_instance;
 static atomic_uint_fast64_t full_count;
 
@@ -46,7 +46,7 @@ static int32_t source_create(sy_host_context *context, sy_bytes instance_name, s
                              void **instance, sy_error_buffer error) {
     (void)instance_name;
     (void)config;
-    const sy_host_api_v1 *host = atomic_load(&host_table);
+    const sy_host_api_v2 *host = atomic_load(&host_table);
     if (!host || !instance) {
         bench_write_error(error, "benchsource: no host table (entry point not called)");
         return SY_ERR_FAILED;
@@ -91,11 +91,11 @@ static void source_resume(void *instance, sy_bytes port) {
 }
 
 EXPORT uint32_t switchyard_plugin_entry(const sy_offer *offer, void *plugin_table, size_t plugin_table_capacity) {
-    const sy_host_api_v1 *host = bench_host_table_v1(offer, plugin_table, plugin_table_capacity);
+    const sy_host_api_v2 *host = bench_host_table_v2(offer, plugin_table, plugin_table_capacity);
     if (!host) return 0;
     atomic_store(&host_table, host);
-    sy_plugin_api_v1 *table = plugin_table;
-    table->struct_size = sizeof(sy_plugin_api_v1);
+    sy_plugin_api_v2 *table = plugin_table;
+    table->struct_size = sizeof(sy_plugin_api_v2);
     table->manifest.data = (const uint8_t *)manifest;
     table->manifest.length = sizeof manifest - 1;
     table->create = source_create;
@@ -104,7 +104,7 @@ EXPORT uint32_t switchyard_plugin_entry(const sy_offer *offer, void *plugin_tabl
     table->stop = source_stop;
     table->destroy = source_destroy;
     table->resume = source_resume;
-    return SY_ABI_VERSION_1;
+    return SY_ABI_VERSION_2;
 }
 
 /* Writes the decimal digits of `value` at `out`; returns how many. */
@@ -130,6 +130,7 @@ EXPORT uint64_t bench_source_emit(uint64_t count) {
     const sy_bytes port = LITERAL("out");
     sy_envelope envelope;
     memset(&envelope, 0, sizeof envelope);
+    envelope.struct_size = (uint32_t)sizeof envelope;
     envelope.type = LITERAL("bench.Reading");
     envelope.content_type = LITERAL("application/json");
     envelope.body.data = body;
