@@ -25,7 +25,7 @@ final class HostContextTable: @unchecked Sendable {
     // `retire` clears `owners[i]` only after the calls that saw the slot live have ended.
     // `allocation` is guarded by `allocationLock` (an NSLock, which ThreadSanitizer sees; it
     // does not see Synchronization's Mutex on Linux, which waits on a futex directly).
-    private let words: UnsafeMutablePointer<Atomic<UInt64>>
+    private let words: UnsafeMutablePointer<SlotWord>
     private let owners: UnsafeMutablePointer<Unmanaged<InstanceRuntime>?>
     private let records: UnsafeMutablePointer<Unmanaged<LateCallRecord>?>
     private let capacity: Int
@@ -56,12 +56,16 @@ final class HostContextTable: @unchecked Sendable {
 
     init(capacity: Int) {
         precondition(capacity > 0 && capacity < 1 << Self.slotBits)
+        precondition(MemoryLayout<SlotWord>.stride == SlotWord.size)
         self.capacity = capacity
-        words = .allocate(capacity: capacity)
+        // One cache line per slot: a source's emits and a sink's acks run on different threads,
+        // and slots sharing a line would make every host call bounce it between them.
+        words = UnsafeMutableRawPointer.allocate(byteCount: capacity * SlotWord.size, alignment: SlotWord.size)
+            .bindMemory(to: SlotWord.self, capacity: capacity)
         owners = .allocate(capacity: capacity)
         records = .allocate(capacity: capacity)
         for index in 0..<capacity {
-            (words + index).initialize(to: Atomic(0))
+            (words + index).initialize(to: SlotWord())
             (owners + index).initialize(to: nil)
             (records + index).initialize(to: nil)
         }
@@ -85,12 +89,12 @@ final class HostContextTable: @unchecked Sendable {
                 } else {
                     return nil
                 }
-                let word = words[slot].load(ordering: .acquiring)
+                let word = words[slot].word.load(ordering: .acquiring)
                 var generation = (word >> Self.generationShift) + 1
                 if generation >= Self.generationLimit { generation = 1 }
                 // Only with no call in progress: a stale call of the old generation may still
                 // be reading the old record.
-                let claimed = words[slot].compareExchange(
+                let claimed = words[slot].word.compareExchange(
                     expected: word & ~Self.countMask, desired: generation << Self.generationShift | Self.retiredBit,
                     ordering: .acquiringAndReleasing
                 ).exchanged
@@ -101,7 +105,7 @@ final class HostContextTable: @unchecked Sendable {
                 records[slot]?.release()
                 records[slot] = .passRetained(record)
                 owners[slot] = .passRetained(instance)
-                words[slot].bitwiseAnd(~Self.retiredBit, ordering: .releasing)
+                words[slot].word.bitwiseAnd(~Self.retiredBit, ordering: .releasing)
                 return OpaquePointer(bitPattern: UInt(generation) << Self.slotBits | UInt(slot + 1))
             }
         }
@@ -111,11 +115,11 @@ final class HostContextTable: @unchecked Sendable {
     /// then the table lets go of the instance.
     func retire(_ handle: OpaquePointer) {
         guard let (slot, generation) = decode(handle) else { return }
-        let word = words[slot].load(ordering: .acquiring)
+        let word = words[slot].word.load(ordering: .acquiring)
         guard word >> Self.generationShift == generation, word & Self.retiredBit == 0 else { return }
-        words[slot].bitwiseOr(Self.retiredBit, ordering: .acquiringAndReleasing)
+        words[slot].word.bitwiseOr(Self.retiredBit, ordering: .acquiringAndReleasing)
         drained.lock()
-        while words[slot].load(ordering: .acquiring) & Self.countMask != 0 { drained.wait() }
+        while words[slot].word.load(ordering: .acquiring) & Self.countMask != 0 { drained.wait() }
         drained.unlock()
         owners[slot]?.release()
         owners[slot] = nil
@@ -127,7 +131,7 @@ final class HostContextTable: @unchecked Sendable {
     @inline(__always)
     func withInstance<Result>(_ handle: OpaquePointer?, stopped: Result, invalid: Result, _ body: (InstanceRuntime) -> Result) -> Result {
         guard let handle, let (slot, generation) = decode(handle) else { return invalid }
-        let entered = words[slot].add(1, ordering: .acquiringAndReleasing).newValue
+        let entered = words[slot].word.add(1, ordering: .acquiringAndReleasing).newValue
         defer { leave(slot) }
         guard entered >> Self.generationShift == generation else {
             unattributedLateCalls.add(1, ordering: .relaxed)
@@ -142,7 +146,7 @@ final class HostContextTable: @unchecked Sendable {
 
     @inline(__always)
     private func leave(_ slot: Int) {
-        let left = words[slot].subtract(1, ordering: .acquiringAndReleasing).newValue
+        let left = words[slot].word.subtract(1, ordering: .acquiringAndReleasing).newValue
         guard left & Self.retiredBit != 0, left & Self.countMask == 0 else { return }
         // A retire may be waiting for this, the last call in progress.
         drained.lock()
@@ -162,6 +166,13 @@ final class HostContextTable: @unchecked Sendable {
 
 /// What a retired handle still knows of its instance: where to count the calls made after
 /// its `stop()` returned (`plugin_calls_after_stop_total`), and to say so once in the log.
+/// A slot's atomic word alone on its cache line (64 bytes).
+struct SlotWord: ~Copyable {
+    static let size = 64
+    let word = Atomic<UInt64>(0)
+    private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
+}
+
 final class LateCallRecord: @unchecked Sendable {
     // `name` and `logger` are immutable; `router` is weak (loading it is thread-safe) and
     // set only in init; `calls` is atomic.
