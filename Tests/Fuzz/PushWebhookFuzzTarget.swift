@@ -17,11 +17,11 @@ import SwitchyardCore
 /// before any request, then only read.
 nonisolated(unsafe) private var servers: [WebhookServer] = []
 
-nonisolated(unsafe) private let host: UnsafeMutablePointer<sy_host_api_v1> = {
-    let table = UnsafeMutablePointer<sy_host_api_v1>.allocate(capacity: 1)
+nonisolated(unsafe) private let host: UnsafeMutablePointer<sy_host_api_v2> = {
+    let table = UnsafeMutablePointer<sy_host_api_v2>.allocate(capacity: 1)
     table.initialize(
-        to: sy_host_api_v1(
-            struct_size: UInt32(MemoryLayout<sy_host_api_v1>.size), reserved: 0,
+        to: sy_host_api_v2(
+            struct_size: UInt32(MemoryLayout<sy_host_api_v2>.size), reserved: 0,
             emit: { context, _, _, token in
                 // The router settles later, from another thread: accepted, retry or rejected.
                 let server = servers[Int(bitPattern: UnsafeRawPointer(context)) - 1]
@@ -29,7 +29,9 @@ nonisolated(unsafe) private let host: UnsafeMutablePointer<sy_host_api_v1> = {
                 DispatchQueue.global().async { server.waiters.resolve(token, .settled(outcome)) }
                 return 0
             },
-            ack: { _, _, _, _ in }, log: { _, _, _ in }, metric: { _, _, _, _ in }, piece_done: { _, _, _, _ in }))
+            ack: { _, _, _, _ in }, log: { _, _, _ in }, metric: { _, _, _, _ in }, piece_done: { _, _, _, _ in },
+            log_enabled: { _, _ in 0 }, state_get: { _, _, _ in SY_ERR_FAILED }, state_put: { _, _, _ in SY_ERR_FAILED },
+            state_delete: { _, _ in SY_ERR_FAILED }, state_scan: { _, _, _, _ in SY_ERR_FAILED }))
     return table
 }()
 
@@ -37,7 +39,7 @@ private let ports: [Int] = {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-fuzz-push-\(getpid())")
     try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     let auth: [JSONValue] = [
-        .null, ["bearer_token": "fuzz-token"], ["signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "tolerance": "5m"],
+        [:], ["bearer_token": "fuzz-token"], ["signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "tolerance": "5m"],
     ]
     return auth.enumerated().map { index, auth in
         let config: JSONValue = [

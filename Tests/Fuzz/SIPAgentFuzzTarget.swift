@@ -25,16 +25,18 @@ import SwitchyardCore
 /// and the agent's event loop touch it, never at once: every step waits for the loop.
 nonisolated(unsafe) var lastSettleToken: UInt64 = 0
 
-nonisolated(unsafe) private let host: UnsafeMutablePointer<sy_host_api_v1> = {
-    let table = UnsafeMutablePointer<sy_host_api_v1>.allocate(capacity: 1)
+nonisolated(unsafe) private let host: UnsafeMutablePointer<sy_host_api_v2> = {
+    let table = UnsafeMutablePointer<sy_host_api_v2>.allocate(capacity: 1)
     table.initialize(
-        to: sy_host_api_v1(
-            struct_size: UInt32(MemoryLayout<sy_host_api_v1>.size), reserved: 0,
+        to: sy_host_api_v2(
+            struct_size: UInt32(MemoryLayout<sy_host_api_v2>.size), reserved: 0,
             emit: { _, _, _, token in
                 lastSettleToken = token
                 return 0
             },
-            ack: { _, _, _, _ in }, log: { _, _, _ in }, metric: { _, _, _, _ in }, piece_done: { _, _, _, _ in }))
+            ack: { _, _, _, _ in }, log: { _, _, _ in }, metric: { _, _, _, _ in }, piece_done: { _, _, _, _ in },
+            log_enabled: { _, _ in 0 }, state_get: { _, _, _ in SY_ERR_FAILED }, state_put: { _, _, _ in SY_ERR_FAILED },
+            state_delete: { _, _ in SY_ERR_FAILED }, state_scan: { _, _, _, _ in SY_ERR_FAILED }))
     return table
 }()
 
