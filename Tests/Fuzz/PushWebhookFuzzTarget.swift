@@ -67,16 +67,8 @@ public func fuzzPushWebhook(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 /// Sends `request` on a new connection, half-closes it, and reads until the server closes
 /// (at most 10 s: the webhook's header and body timeouts are 2 s).
 private func exchange(_ request: UnsafeBufferPointer<UInt8>, port: Int) -> [UInt8] {
-    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let socket = connectedSocket(port: port)
     defer { close(socket) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = UInt16(port).bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    precondition(connected == 0, "the webhook does not accept connections")
     var timeout = timeval(tv_sec: 10, tv_usec: 0)
     setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     var sent = 0
@@ -101,6 +93,29 @@ private func exchange(_ request: UnsafeBufferPointer<UInt8>, port: Int) -> [UInt
         if answer.count < 1 << 20 { answer += buffer[0..<count] }
     }
     return answer
+}
+
+/// A socket connected to the webhook on `port`. A connect that fails is tried again on a new
+/// socket for up to a second: tens of thousands of loopback connections a minute can briefly
+/// run this process out of local ports or descriptors, which says nothing about the webhook.
+/// A webhook that accepts no connection for a whole second fails the run.
+private func connectedSocket(port: Int) -> Int32 {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = UInt16(port).bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var lastError: Int32 = 0
+    for _ in 0..<50 {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if connected == 0 { return socket }
+        lastError = errno
+        close(socket)
+        usleep(20_000)
+    }
+    preconditionFailure("the webhook on port \(port) accepted no connection for a second (last errno \(lastError))")
 }
 
 /// The value, or a trap naming the error: set-up that cannot fail unless the harness is wrong.
