@@ -142,7 +142,8 @@ public enum PluginLoader {
         } catch {
             throw PluginLoadError(path: path, reason: "invalid manifest: config \(error)")
         }
-        return LoadedPlugin(path: path, abiVersion: chosen, manifest: manifest, configSchema: schema, table: PluginTable(api: table, version: chosen))
+        return LoadedPlugin(
+            path: path, abiVersion: chosen, manifest: manifest, configSchema: schema, table: PluginTable(api: table, version: chosen))
     }
 
     /// A reason when `path` (or, for a file, its mode) lets users other than its owner write it.
