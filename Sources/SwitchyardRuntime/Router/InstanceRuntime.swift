@@ -59,8 +59,6 @@ final class InstanceRuntime: @unchecked Sendable {
     var handle: UnsafeMutableRawPointer?
     var sources: [SourcePort] = []
     let counters = InstanceCounters()
-    /// Signalled when the last unacknowledged delivery is acknowledged (a reload waits on it).
-    let drained = DrainSignal()
     let accepting = Atomic<Bool>(true)
     /// Whether the log already says this instance's state calls fail for want of a store.
     let stateUnavailableLogged = Atomic<Bool>(false)
@@ -223,11 +221,17 @@ final class InstanceRuntime: @unchecked Sendable {
         }
         if status == SY_OK {
             port.counter.taken.add(1, ordering: .relaxed)
-        } else if counters.inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 {
-            drained.signal()
-            router.drainProgress.signal()
+        } else {
+            deliveryEnded()
         }
         return status
+    }
+
+    /// One delivery fewer in flight; the one that empties the instance wakes whoever drains the
+    /// router (a shutdown, or a reload waiting for this instance: both wait on the router's
+    /// ``DrainSignal``).
+    private func deliveryEnded() {
+        if counters.inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 { router.drainProgress.signal() }
     }
 
     /// The host's `ack`.
@@ -235,12 +239,7 @@ final class InstanceRuntime: @unchecked Sendable {
         // The in-flight count drops last, after the source is told (settled): a shutdown that
         // sees it reach zero and stops the source must find the source's confirmation already
         // handed over (an MQTT PUBACK queued before the DISCONNECT).
-        defer {
-            if counters.inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 {
-                drained.signal()
-                router.drainProgress.signal()
-            }
-        }
+        defer { deliveryEnded() }
         if outcome == SY_OUTCOME_OK {
             counters.acknowledged.add(1, ordering: .relaxed)
         } else {

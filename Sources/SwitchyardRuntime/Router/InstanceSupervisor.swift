@@ -95,7 +95,9 @@ struct InstanceSupervisor: Sendable {
     /// busy at the deadline.
     func awaitIdle(_ instances: [InstanceRuntime], until deadline: ContinuousClock.Instant) -> [InstanceRuntime] {
         instances.filter { instance in
-            !instance.drained.wait(until: deadline) { instance.counters.inFlight.load(ordering: .sequentiallyConsistent) > 0 }
+            !instance.router.drainProgress.wait(until: deadline) {
+                instance.counters.inFlight.load(ordering: .sequentiallyConsistent) > 0
+            }
         }
     }
 
@@ -120,9 +122,11 @@ struct InstanceSupervisor: Sendable {
     }
 }
 
-/// Wakes a control thread waiting for an instance's deliveries to end (a reload about to stop
-/// it). The count lives in ``InstanceCounters/inFlight``; the acknowledgement that brings it to
-/// zero calls ``signal()``, which only takes the lock while someone waits.
+/// Wakes a control thread waiting for counts to drop: a reload waiting for an instance's
+/// deliveries to end, a shutdown waiting for the router to drain. The router has one; every
+/// place that lowers a count it waits on (an acknowledgement that empties an instance, a
+/// worker's batch, a worker ending) calls ``signal()``, which only takes the lock while someone
+/// waits.
 final class DrainSignal: @unchecked Sendable {
     // `condition` guards nothing but the sleep and wake-up; `waiters` is atomic. The waiter
     // counts itself before it checks the count and the acknowledgement brings the count to zero
