@@ -30,7 +30,7 @@ enum HostTable {
                 metric: { context, kind, name, value in HostTable.metric(context, kind, name, value) },
                 piece_done: { context, token, status, output in HostTable.pieceDone(context, token, status, output) },
                 log_enabled: { context, level in
-                    HostTable.call(context, refused: 0, invalid: 0) { $0.logger.logLevel <= HostTable.logLevel(level) ? 1 : 0 }
+                    HostTable.call(context, refused: 0, invalid: 0) { HostTable.isLogging($0, HostTable.logLevel(level)) ? 1 : 0 }
                 },
                 state_get: { context, key, value in
                     HostTable.call(context, refused: SY_ERR_STOPPED) { $0.stateGet(key: key, into: value) }
@@ -108,9 +108,9 @@ enum HostTable {
     }
 
     private static func log(instance: InstanceRuntime, _ level: Int32, _ message: sy_bytes) {
-        let text = message.string
         let logLevel = HostTable.logLevel(level)
-        guard instance.logger.logLevel <= logLevel else { return }
+        guard isLogging(instance, logLevel) else { return }
+        let text = message.string
         switch instance.logThrottle.withLock({ $0.admit(text) }) {
         case .suppress:
             instance.router.record(metric: "log_lines_suppressed_total", instance: instance.name, kind: SY_METRIC_COUNTER, value: 1)
@@ -124,6 +124,12 @@ enum HostTable {
         }
         instance.logger.log(level: logLevel, "\(text)")
         if logLevel >= .warning { instance.router.note(problem: text, instance: instance.name) }
+    }
+
+    /// Whether the instance's logger writes lines at `level`: what `log` checks before it
+    /// copies the message, and what `log_enabled` answers.
+    private static func isLogging(_ instance: InstanceRuntime, _ level: Logger.Level) -> Bool {
+        instance.logger.logLevel <= level
     }
 
     static func metric(_ context: OpaquePointer?, _ kind: Int32, _ name: sy_bytes, _ value: Double) {
