@@ -85,7 +85,13 @@ public func fuzzSIPAgent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         onLoop {
             run(Array(step))
             for transaction in agent.clients.values {
-                precondition((try? SIPParser.parse(datagram: transaction.bytes)) != nil, "the agent sent a request that does not parse")
+                do throws(SIPParseError) {
+                    _ = try SIPParser.parse(datagram: transaction.bytes)
+                } catch {
+                    preconditionFailure(
+                        "the agent sent a request that does not parse (\(error)): \(String(decoding: transaction.bytes, as: UTF8.self).debugDescription)"
+                    )
+                }
             }
         }
         if tracing {

@@ -161,7 +161,7 @@ public enum SIPParser {
                 throw SIPParseError(.malformed, "header field without a colon: \(line.text.prefix(40))", line: line.number)
             }
             let name = line.text[..<colon].trimmingWhitespaceSubstring()
-            guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
+            guard isToken(name) else {
                 throw SIPParseError(.malformed, "bad header name '\(name.prefix(40))'", line: line.number)
             }
             let value = line.text[line.text.index(after: colon)...].trimmingWhitespaceSubstring()
@@ -202,13 +202,19 @@ public enum SIPParser {
         guard parts[2].uppercased() == "SIP/2.0" else {
             throw SIPParseError(.malformed, "version '\(parts[2].prefix(20))' is not SIP/2.0", line: line)
         }
-        guard !parts[0].isEmpty, parts[0].utf8.allSatisfy(isTokenByte) else {
+        guard isToken(parts[0]) else {
             throw SIPParseError(.malformed, "method '\(parts[0].prefix(20))' is not a token", line: line)
         }
         guard !parts[1].isEmpty, parts[1].contains(":") else {
             throw SIPParseError(.malformed, "Request-URI '\(parts[1].prefix(60))' is not a URI", line: line)
         }
         return .request(method: String(parts[0]), uri: String(parts[1]))
+    }
+
+    /// Whether `text` is an RFC 3261 `token` (a header field name, a method): one or more ASCII
+    /// letters, digits or `-.!%*_+`'~`. Letters outside ASCII are not token characters.
+    public static func isToken(_ text: some StringProtocol) -> Bool {
+        !text.isEmpty && text.utf8.allSatisfy(isTokenByte)
     }
 
     /// RFC 3261 `token` characters.

@@ -124,8 +124,9 @@ enum SIPEnvelopes {
             guard !protocolHeaders.contains(header.name.lowercased()) else {
                 throw Refusal("header \(escaped(header.name)) is set by the SIP stack, not by envelopes")
             }
-            guard !header.name.isEmpty, header.name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." })
-            else { throw Refusal("header '\(escaped(header.name))' is not a valid SIP header field name", counter: unsafeValue) }
+            guard SIPParser.isToken(header.name) else {
+                throw Refusal("header '\(escaped(header.name))' is not a valid SIP header field name", counter: unsafeValue)
+            }
             guard !containsLineBreakOrNUL(header.value) else {
                 throw Refusal("header \(header.name) holds CR, LF or NUL: '\(escaped(header.value))'", counter: unsafeValue)
             }
