@@ -8,15 +8,20 @@
 #   COUNT=50000      measured messages per run        WARMUP=500   warm-up messages per run
 #   SIZE=100         payload bytes                     WINDOW=1000  QoS 1 publisher window
 #   QOS_LEVELS="0 1" which QoS levels to run
-#   PATHS="switchyard mosquitto-bridge"   add `direct` for a reference row: publisher and
-#                    subscriber both on broker B, nothing forwarded (the clients' and one
-#                    broker's ceiling); add `relay` (QoS 0 only) for relay.py, the least a
-#                    separate bridge process can do (the ceiling of any out-of-process bridge)
+#   PATHS="relay switchyard mosquitto-bridge"   `relay` (QoS 0 only) is relay.py, the least a
+#                    separate bridge process can do (the ceiling of any out-of-process bridge);
+#                    add `direct` for a reference row: publisher and subscriber both on broker
+#                    B, nothing forwarded (the clients' and one broker's ceiling)
+#   GENERATORS="load flood"  load generators, each run on every path: `load` is load.py
+#                    (windowed publisher, batching subscriber), `flood` is flood.py (a raw
+#                    publisher flooding broker A with TCP_NODELAY, no window, and a stock
+#                    `mosquitto_sub` on broker B)
+#   RUNS=1           repeat everything RUNS times; the summary gives the median of each ratio
 #   CLIENT=raw       load.py client: raw (default) or paho (see load.py: paho is slower than the paths)
-#   SY_INFLIGHT=1000 Switchyard b.inflight (QoS >= 1 publishes awaiting PUBACK)
-#   SY_MAX_PENDING=10000 Switchyard b.max_pending (the plugin's default): above it the link
-#                    answers "full" and the router holds back (backpressure, nothing lost)
-#   SY_QUEUE=1024    route queue size (on_full: block)
+#   SY_INFLIGHT, SY_MAX_PENDING, SY_QUEUE   unset (the default): Switchyard runs with the
+#                    plugin's and the router's defaults. Set, they become b.inflight (QoS >= 1
+#                    publishes awaiting PUBACK), b.max_pending and the route's queue size
+#                    (on_full: block), for experiments; the table says which were set.
 #   SKIP_BUILD=1     reuse .build-bench as is
 #   PERF_DIR=DIR     record `perf record -g` of the router during each Switchyard run into DIR
 #   KEEP_TMP=1       keep the temporary directory (configs, logs, raw results)
@@ -30,11 +35,13 @@ WARMUP=${WARMUP:-500}
 SIZE=${SIZE:-100}
 WINDOW=${WINDOW:-1000}
 QOS_LEVELS=${QOS_LEVELS:-"0 1"}
-PATHS=${PATHS:-"switchyard mosquitto-bridge"}
-SY_INFLIGHT=${SY_INFLIGHT:-1000}
-SY_MAX_PENDING=${SY_MAX_PENDING:-10000}
+PATHS=${PATHS:-"relay switchyard mosquitto-bridge"}
+GENERATORS=${GENERATORS:-"load flood"}
+RUNS=${RUNS:-1}
+SY_INFLIGHT=${SY_INFLIGHT:-}
+SY_MAX_PENDING=${SY_MAX_PENDING:-}
 CLIENT=${CLIENT:-raw}
-SY_QUEUE=${SY_QUEUE:-1024}
+SY_QUEUE=${SY_QUEUE:-}
 LOAD_TIMEOUT=${LOAD_TIMEOUT:-90}
 
 log() { printf '[mqtt-bridge] %s\n' "$*" >&2; }
@@ -195,14 +202,21 @@ cpu_ticks() {  # cpu_ticks PID: user + system clock ticks the process has used s
     echo $((fields[11] + fields[12]))  # utime and stime (fields 14 and 15 of proc(5))
 }
 
-run_load() {  # run_load PATH QOS [publisher port]
-    local path=$1 qos=$2 pub_port=${3:-$port_a} line="" out="$tmp/load-$1-qos$2.json" status=0
-    local before_a before_b before_router
+run_load() {  # run_load PATH QOS GENERATOR [publisher port]
+    local path=$1 qos=$2 generator=$3 pub_port=${4:-$port_a} line="" status=0
+    local out="$tmp/$generator-$path-qos$qos-run$run.json" before_a before_b before_router
+    start_perf "$path" "$qos" "$generator"
     before_a=$(cpu_ticks "$broker_a_pid") before_b=$(cpu_ticks "$broker_b_pid") before_router=$(cpu_ticks "$router_pid")
     # In the background + wait, so that a signal to this script is handled at once.
-    timeout "$((LOAD_TIMEOUT + 30))" "$PYTHON" "$here/load.py" --client "$CLIENT" \
-        --pub-port "$pub_port" --sub-port "$port_b" --qos "$qos" --count "$COUNT" --warmup "$WARMUP" \
-        --size "$SIZE" --window "$WINDOW" --timeout "$LOAD_TIMEOUT" --tag "$path-qos$qos" >"$out" &
+    if [[ $generator == flood ]]; then
+        timeout "$((LOAD_TIMEOUT + 30))" "$PYTHON" "$here/flood.py" \
+            --pub-port "$pub_port" --sub-port "$port_b" --qos "$qos" --count "$COUNT" --warmup "$WARMUP" \
+            --size "$SIZE" --timeout "$LOAD_TIMEOUT" --tag "$path-qos$qos" >"$out" &
+    else
+        timeout "$((LOAD_TIMEOUT + 30))" "$PYTHON" "$here/load.py" --client "$CLIENT" \
+            --pub-port "$pub_port" --sub-port "$port_b" --qos "$qos" --count "$COUNT" --warmup "$WARMUP" \
+            --size "$SIZE" --window "$WINDOW" --timeout "$LOAD_TIMEOUT" --tag "$path-qos$qos" >"$out" &
+    fi
     load_pid=$!
     wait "$load_pid" || status=$?
     load_pid=""
@@ -214,17 +228,37 @@ run_load() {  # run_load PATH QOS [publisher port]
         "$(((($(cpu_ticks "$broker_a_pid") - before_a) * 1000) / hz))e-3" \
         "$(((($(cpu_ticks "$broker_b_pid") - before_b) * 1000) / hz))e-3" \
         "$(((($(cpu_ticks "$router_pid") - before_router) * 1000) / hz))e-3")
+    stop_perf
     if [[ -z $line ]]; then
-        log "load generator failed for $path QoS $qos (exit status $status)"
+        log "$generator failed for $path QoS $qos (exit status $status)"
         line="{\"tag\": \"$path-qos$qos\", \"qos\": $qos, \"failed\": true}"
     fi
-    printf '{"path": "%s", "result": %s, "cpu_s": %s}\n' "$path" "$line" "$cpu" >>"$results"
-    log "$path QoS $qos: $line cpu $cpu"
+    printf '{"run": %s, "generator": "%s", "path": "%s", "result": %s, "cpu_s": %s}\n' \
+        "$run" "$generator" "$path" "$line" "$cpu" >>"$results"
+    log "run $run $generator $path QoS $qos: $line cpu $cpu"
+}
+
+start_perf() {  # start_perf PATH QOS GENERATOR: perf record -g of the router (Switchyard runs, PERF_DIR set)
+    [[ -n ${PERF_DIR:-} && $1 == switchyard ]] || return 0
+    mkdir -p "$PERF_DIR"
+    perf record -g -F 999 -p "$router_pid" -o "$PERF_DIR/switchyard-qos$2-$3-run$run.perf.data" \
+        >"$PERF_DIR/perf-qos$2-$3-run$run.log" 2>&1 &
+    perf_pid=$!
+    sleep 0.5  # perf attaches to every thread before the load starts
+}
+
+stop_perf() {
+    [[ -n $perf_pid ]] || return 0
+    kill -INT "$perf_pid" 2>/dev/null || true
+    stop_pid "$perf_pid" 15
+    perf_pid=""
 }
 
 run_switchyard() {  # run_switchyard QOS
     local qos=$1 routes="$tmp/switchyard-qos$qos.yaml" rlog="$tmp/switchyard-qos$qos.log" i
     start_broker_a
+    local queue_line=""
+    [[ -z $SY_QUEUE ]] || queue_line="    queue: { size: $SY_QUEUE, on_full: block }"
     cat >"$routes" <<EOF
 plugins: { dir: "$plugins" }
 instances:
@@ -239,13 +273,13 @@ instances:
     url: "mqtt://127.0.0.1:$port_b"
     client_id: switchyard-bench-b
     publish: { qos: $qos }          # the topic comes from each envelope's mqtt.topic header
-    inflight: $SY_INFLIGHT
-    max_pending: $SY_MAX_PENDING
+${SY_INFLIGHT:+    inflight: $SY_INFLIGHT}
+${SY_MAX_PENDING:+    max_pending: $SY_MAX_PENDING}
 routes:
   - name: a-to-b
     from: a.messages
     to: b.publish
-    queue: { size: $SY_QUEUE, on_full: block }
+$queue_line
 EOF
     "$router_bin" validate "$routes" >"$tmp/validate-qos$qos.log" 2>&1 \
         || { cat "$tmp/validate-qos$qos.log" >&2; return 1; }
@@ -261,17 +295,7 @@ EOF
         echo "the router did not connect to both brokers within 20 s" >&2
         return 1
     fi
-    if [[ -n ${PERF_DIR:-} ]]; then
-        mkdir -p "$PERF_DIR"
-        perf record -g -F 999 -p "$router_pid" -o "$PERF_DIR/switchyard-qos$qos.perf.data" >"$PERF_DIR/perf-qos$qos.log" 2>&1 &
-        perf_pid=$!
-    fi
-    run_load switchyard "$qos"
-    if [[ -n $perf_pid ]]; then
-        kill -INT "$perf_pid" 2>/dev/null || true
-        stop_pid "$perf_pid" 15
-        perf_pid=""
-    fi
+    for generator in $GENERATORS; do run_load switchyard "$qos" "$generator"; done
     stop_pid "$router_pid" 15
     router_pid=""
 }
@@ -291,7 +315,7 @@ run_relay() {  # run_relay QOS: relay.py between the plain brokers (QoS 0 only)
         sleep 0.1
     done
     # The relay's CPU is reported in the router column.
-    router_pid=$relay_pid run_load relay "$qos"
+    for generator in $GENERATORS; do router_pid=$relay_pid run_load relay "$qos" "$generator"; done
     stop_pid "$relay_pid" 3
     relay_pid=""
 }
@@ -299,59 +323,28 @@ run_relay() {  # run_relay QOS: relay.py between the plain brokers (QoS 0 only)
 run_bridge() {  # run_bridge QOS
     local qos=$1
     start_broker_a "$qos"
-    run_load mosquitto-bridge "$qos"
+    for generator in $GENERATORS; do run_load mosquitto-bridge "$qos" "$generator"; done
     start_broker_a  # broker A without the bridge again
 }
 
-for qos in $QOS_LEVELS; do
-    for path in $PATHS; do
-        case $path in
-        switchyard) run_switchyard "$qos" ;;
-        mosquitto-bridge) run_bridge "$qos" ;;
-        direct) run_load direct "$qos" "$port_b" ;;
-        relay) run_relay "$qos" ;;
-        *) echo "unknown path '$path'" >&2; exit 2 ;;
-        esac
+for ((run = 1; run <= RUNS; run++)); do
+    for qos in $QOS_LEVELS; do
+        for path in $PATHS; do
+            case $path in
+            switchyard) run_switchyard "$qos" ;;
+            mosquitto-bridge) run_bridge "$qos" ;;
+            direct) for generator in $GENERATORS; do run_load direct "$qos" "$generator" "$port_b"; done ;;
+            relay) run_relay "$qos" ;;
+            *) echo "unknown path '$path'" >&2; exit 2 ;;
+            esac
+        done
     done
 done
 
 # ---------------------------------------------------------------------------------------------
 # Table
 # ---------------------------------------------------------------------------------------------
-"$PYTHON" - "$results" "$COUNT" "$SIZE" "$WARMUP" "$CLIENT" "$WINDOW" "$SY_INFLIGHT" "$SY_MAX_PENDING" "$SY_QUEUE" <<'EOF'
-import json, sys
-
-rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-count, size, warmup, client, window, inflight, pending, queue = sys.argv[2:10]
-print(f"\nbroker A -> broker B: {count} messages of {size} bytes per run after {warmup} warm-up messages;")
-print(f"load.py --client {client}, QoS 1 publisher window {window}.")
-print(f"switchyard: MQTT 5 links, b.inflight {inflight}, b.max_pending {pending}, route queue {queue} (block).")
-print("mosquitto-bridge: 'connection' in broker A, MQTT 3.1.1, topic bench/# out QOS.")
-print("Both brokers: max_queued_messages 0, max_inflight_messages 0.\n")
-header = (f"{'path':<18} {'QoS':>3} {'msgs/s':>10} {'p50 ms':>9} {'p99 ms':>9} {'lost':>6} {'dup':>5}"
-          f"  {'CPU s: A':>9} {'B':>6} {'router':>6}")
-print(header)
-print("-" * len(header))
-by = {}
-for row in rows:
-    r = row["result"]
-    by[(row["path"], r["qos"])] = r
-    if r.get("failed"):
-        print(f"{row['path']:<18} {r['qos']:>3} {'failed':>10}")
-        continue
-    cpu = row.get("cpu_s", {})
-    router = f"{cpu['router']:>6.2f}" if row["path"] in ("switchyard", "relay") else f"{'-':>6}"
-    print(f"{row['path']:<18} {r['qos']:>3} {r['msgs_per_s']:>10.1f} {r['p50_ms']:>9.3f} {r['p99_ms']:>9.3f} "
-          f"{r['lost']:>6} {r['duplicates']:>5}  {cpu.get('broker_a', 0):>9.2f} {cpu.get('broker_b', 0):>6.2f} {router}")
-print()
-for qos in sorted({r["qos"] for r in by.values()}):
-    s, m = by.get(("switchyard", qos)), by.get(("mosquitto-bridge", qos))
-    if not s or not m or s.get("failed") or m.get("failed") or not m["msgs_per_s"] or not m["p99_ms"]:
-        print(f"QoS {qos}: no ratio (a run is missing or failed)")
-        continue
-    throughput = s["msgs_per_s"] / m["msgs_per_s"]
-    p99 = s["p99_ms"] / m["p99_ms"]
-    met = throughput >= 1.0 and s["p99_ms"] <= m["p99_ms"] and s["lost"] == 0
-    print(f"QoS {qos}: Switchyard/bridge throughput {throughput:.3f}x, p99 {p99:.3f}x "
-          f"(target: throughput >= 1.0x at equal or better p99, no loss: {'met' if met else 'NOT met'})")
-EOF
+"$PYTHON" "$here/summary.py" "$results" "$COUNT" "$SIZE" "$WARMUP" "$CLIENT" "$WINDOW" \
+    "${SY_INFLIGHT:-default}" "${SY_MAX_PENDING:-default}" "${SY_QUEUE:-default}"
+[[ ${KEEP_RESULTS:-} ]] && cp "$results" "$KEEP_RESULTS"
+exit 0

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Prints run.sh's table: every row of every run, the ratios of each run, and their medians.
+
+Arguments: RESULTS.jsonl COUNT SIZE WARMUP CLIENT WINDOW INFLIGHT MAX_PENDING QUEUE (as run.sh
+passes them). Each line of RESULTS.jsonl is one load run: {"run", "generator", "path",
+"result" (load.py's or flood.py's JSON line), "cpu_s" ({"broker_a", "broker_b", "router"})}.
+
+CPU per message = CPU seconds of broker A + broker B (+ the router or relay.py on those paths)
+over the load run, divided by the messages it carried (measured + warm-up; the probe's few are
+left out).
+"""
+
+import json
+import statistics
+import sys
+
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+count, size, warmup, client, window, inflight, pending, queue = sys.argv[2:10]
+carried = int(count) + int(warmup)
+
+print(f"\nbroker A -> broker B: {count} messages of {size} bytes per run after {warmup} warm-up messages.")
+print(f"generator load: load.py --client {client}, QoS 1 publisher window {window}, batching subscriber.")
+print("generator flood: flood.py, raw publisher flooding broker A (TCP_NODELAY, no window), mosquitto_sub on B.")
+print(f"switchyard: MQTT 5 links, b.inflight {inflight}, b.max_pending {pending}, route queue {queue}.")
+print("mosquitto-bridge: 'connection' in broker A, MQTT 3.1.1, topic bench/# out QOS.")
+print("Both brokers: max_queued_messages 0, max_inflight_messages 0.\n")
+
+
+def cpu_per_message_us(row):
+    cpu = row.get("cpu_s", {})
+    total = cpu.get("broker_a", 0) + cpu.get("broker_b", 0)
+    if row["path"] in ("switchyard", "relay"):
+        total += cpu.get("router", 0)
+    return total / carried * 1e6
+
+
+header = (
+    f"{'run':>3} {'gen':<5} {'path':<17} {'QoS':>3} {'msgs/s':>9} {'p50 ms':>9} {'p99 ms':>9} {'lost':>6} {'dup':>4}"
+    f"  {'CPU s: A':>8} {'B':>5} {'router':>6} {'us/msg':>7}"
+)
+print(header)
+print("-" * len(header))
+by = {}
+for row in rows:
+    r = row["result"]
+    key = (row.get("run", 1), row.get("generator", "load"), row["path"], r["qos"])
+    lead = f"{key[0]:>3} {key[1]:<5} {row['path']:<17} {r['qos']:>3}"
+    if r.get("failed"):
+        print(f"{lead} {'failed':>9}")
+        continue
+    by[key] = dict(r, cpu_us=cpu_per_message_us(row))
+    cpu = row.get("cpu_s", {})
+    router = f"{cpu['router']:>6.2f}" if row["path"] in ("switchyard", "relay") else f"{'-':>6}"
+    print(
+        f"{lead} {r['msgs_per_s']:>9.1f} {r['p50_ms']:>9.3f} {r['p99_ms']:>9.3f} {r['lost']:>6} {r['duplicates']:>4}"
+        f"  {cpu.get('broker_a', 0):>8.2f} {cpu.get('broker_b', 0):>5.2f} {router} {by[key]['cpu_us']:>7.2f}"
+    )
+print()
+
+
+def ratio(a, b, field):
+    if not a or not b or not b[field]:
+        return None
+    return a[field] / b[field]
+
+
+ratios = {}  # (generator, qos, name) -> [per run]
+for run, generator, qos in sorted({(k[0], k[1], k[3]) for k in by}):
+    s = by.get((run, generator, "switchyard", qos))
+    m = by.get((run, generator, "mosquitto-bridge", qos))
+    relay = by.get((run, generator, "relay", qos))
+    parts = []
+    for name, value in (
+        ("throughput/bridge", ratio(s, m, "msgs_per_s")),
+        ("p99/bridge", ratio(s, m, "p99_ms")),
+        ("cpu_per_msg/bridge", ratio(s, m, "cpu_us")),
+        ("throughput/relay", ratio(s, relay, "msgs_per_s")),
+    ):
+        if value is None:
+            continue
+        ratios.setdefault((generator, qos, name), []).append(value)
+        parts.append(f"{name} {value:.3f}x")
+    lost = f", switchyard lost {s['lost']}" if s and s["lost"] else ""
+    print(f"run {run} {generator} QoS {qos}: " + (", ".join(parts) or "no ratio (a run is missing or failed)") + lost)
+
+targets = {
+    (1, "throughput/bridge"): (">=", 1.0),
+    (1, "p99/bridge"): ("<=", 1.5),
+    (0, "throughput/relay"): (">=", 1.0),
+    (0, "cpu_per_msg/bridge"): ("<=", 1.3),
+    (1, "cpu_per_msg/bridge"): ("<=", 1.3),
+}
+print(f"\nMedians over {max((k[0] for k in by), default=0)} run(s) (targets of issue 20 where one applies):")
+for (generator, qos, name), values in sorted(ratios.items()):
+    median = statistics.median(values)
+    target = targets.get((qos, name))
+    verdict = ""
+    if target:
+        op, bound = target
+        met = median >= bound if op == ">=" else median <= bound
+        verdict = f"  (target {op} {bound}x: {'met' if met else 'NOT met'})"
+    print(f"  {generator:<5} QoS {qos} {name:<19} {median:.3f}x  [{', '.join(f'{v:.3f}' for v in values)}]{verdict}")
