@@ -56,15 +56,13 @@ instances:
     url: "mqtt://127.0.0.1:$mqtt_port"
     client_id: qeo-bench
     subscriptions: [ { topic: qeo/chat/in, qos: 0 } ]
-types:
-  - qdm: "$repo/examples/qsimplechat-bridge/qdm/QSimpleChat_ChatMessage.xml"
 routes:
   - from: home.events
     type: mqtt.Publish
     map: { topic: qeo/chat, payload: '{"from": "{{body.from}}", "message": "{{body.message}}"}', qos: 0 }
     to: broker.publish
   - from: broker.messages
-    type: org.qeo.sample.simplechat.ChatMessage
+    type: qeo.org.qeo.sample.simplechat.ChatMessage
     map: { from: "{{body.from}}", message: "{{body.message}}" }
     to: home.write
 YAML
