@@ -202,11 +202,27 @@ cpu_ticks() {  # cpu_ticks PID: user + system clock ticks the process has used s
     echo $((fields[11] + fields[12]))  # utime and stime (fields 14 and 15 of proc(5))
 }
 
+syscalls() {  # syscalls PID: "READS WRITES SWITCHES" so far: read/write syscalls (/proc/PID/io) and context switches of all its threads
+    local pid=$1 reads=0 writes=0 switches=0 key value file
+    [[ -n $pid && -r /proc/$pid/io ]] || { echo "0 0 0"; return; }
+    while read -r key value; do
+        case $key in syscr:) reads=$value ;; syscw:) writes=$value ;; esac
+    done <"/proc/$pid/io"
+    for file in /proc/"$pid"/task/*/status; do
+        while read -r key value; do
+            case $key in voluntary_ctxt_switches: | nonvoluntary_ctxt_switches:) switches=$((switches + value)) ;; esac
+        done <"$file" 2>/dev/null || true
+    done
+    echo "$reads $writes $switches"
+}
+
 run_load() {  # run_load PATH QOS GENERATOR [publisher port]
     local path=$1 qos=$2 generator=$3 pub_port=${4:-$port_a} line="" status=0
     local out="$tmp/$generator-$path-qos$qos-run$run.json" before_a before_b before_router
     start_perf "$path" "$qos" "$generator"
     before_a=$(cpu_ticks "$broker_a_pid") before_b=$(cpu_ticks "$broker_b_pid") before_router=$(cpu_ticks "$router_pid")
+    local before_calls after_calls
+    read -r -a before_calls <<<"$(syscalls "$router_pid")"
     # In the background + wait, so that a signal to this script is handled at once.
     if [[ $generator == flood ]]; then
         timeout "$((LOAD_TIMEOUT + 30))" "$PYTHON" "$here/flood.py" \
@@ -224,10 +240,13 @@ run_load() {  # run_load PATH QOS GENERATOR [publisher port]
     # CPU seconds each process spent during the load run (the whole run, probe and warm-up too).
     local hz cpu
     hz=$(getconf CLK_TCK)
-    cpu=$(printf '{"broker_a": %s, "broker_b": %s, "router": %s}' \
+    read -r -a after_calls <<<"$(syscalls "$router_pid")"
+    # The router's (or relay's) read and write syscalls and context switches: how well it batches.
+    cpu=$(printf '{"broker_a": %s, "broker_b": %s, "router": %s, "router_reads": %s, "router_writes": %s, "router_switches": %s}' \
         "$(((($(cpu_ticks "$broker_a_pid") - before_a) * 1000) / hz))e-3" \
         "$(((($(cpu_ticks "$broker_b_pid") - before_b) * 1000) / hz))e-3" \
-        "$(((($(cpu_ticks "$router_pid") - before_router) * 1000) / hz))e-3")
+        "$(((($(cpu_ticks "$router_pid") - before_router) * 1000) / hz))e-3" \
+        "$((after_calls[0] - before_calls[0]))" "$((after_calls[1] - before_calls[1]))" "$((after_calls[2] - before_calls[2]))")
     stop_perf
     if [[ -z $line ]]; then
         log "$generator failed for $path QoS $qos (exit status $status)"

@@ -36,7 +36,7 @@ def cpu_per_message_us(row):
 
 header = (
     f"{'run':>3} {'gen':<5} {'path':<17} {'QoS':>3} {'msgs/s':>9} {'p50 ms':>9} {'p99 ms':>9} {'lost':>6} {'dup':>4}"
-    f"  {'CPU s: A':>8} {'B':>5} {'router':>6} {'us/msg':>7}"
+    f"  {'CPU s: A':>8} {'B':>5} {'router':>6} {'us/msg':>7}  {'router per 1000 msgs: reads':>27} {'writes':>6} {'switches':>8}"
 )
 print(header)
 print("-" * len(header))
@@ -54,6 +54,12 @@ for row in rows:
     print(
         f"{lead} {r['msgs_per_s']:>9.1f} {r['p50_ms']:>9.3f} {r['p99_ms']:>9.3f} {r['lost']:>6} {r['duplicates']:>4}"
         f"  {cpu.get('broker_a', 0):>8.2f} {cpu.get('broker_b', 0):>5.2f} {router} {by[key]['cpu_us']:>7.2f}"
+        + (
+            f"  {cpu.get('router_reads', 0) * 1000 / carried:>27.0f} {cpu.get('router_writes', 0) * 1000 / carried:>6.0f}"
+            f" {cpu.get('router_switches', 0) * 1000 / carried:>8.0f}"
+            if row["path"] in ("switchyard", "relay")
+            else ""
+        )
     )
 print()
 
