@@ -174,24 +174,27 @@ struct SlotWord: ~Copyable {
 }
 
 final class LateCallRecord: @unchecked Sendable {
-    // `name` and `logger` are immutable; `router` is weak (loading it is thread-safe) and
-    // set only in init; `calls` is atomic.
+    // `name`, `metrics` and `logger` are immutable; `calls` is atomic. The record holds the
+    // router's metrics registry and logger, not the router: a weak reference to the router
+    // would give it a side table, and every retain and release of the router on the envelope
+    // path (through the instances' and routes' `unowned` references) would take the slow path.
     let name: String
-    private weak var router: Router?
+    private let metrics: MetricsRegistry
+    private let logger: Logger
     let calls = Atomic<Int>(0)
 
     init(name: String, router: Router) {
         self.name = name
-        self.router = router
+        self.metrics = router.metrics
+        self.logger = router.logger
     }
 
     /// Counts one late call; the first is logged.
     func count() {
         let calls = calls.add(1, ordering: .relaxed).newValue
-        guard let router else { return }
-        router.record(metric: "plugin_calls_after_stop_total", instance: name, kind: SY_METRIC_COUNTER, value: 1)
+        metrics.record(metric: "plugin_calls_after_stop_total", instance: name, kind: SY_METRIC_COUNTER, value: 1)
         if calls == 1 {
-            router.logger.warning(
+            logger.warning(
                 "the plugin called the host after its stop() returned; such calls are refused (SY_ERR_STOPPED) and counted",
                 metadata: ["instance": .string(name)])
         }
