@@ -6,38 +6,30 @@
 #               which stamps each arrival;
 #   MQTT → Qeo: mosquitto_pub -l (QoS 0) → Mosquitto → the router → its qeo writer → the Python
 #               reader.
-# Prints msgs/s and p50/p99 latency (send time carried in the message) for each, and the ratios.
-# Environment: COUNT=50000  QEO_DOMAIN=140  SKIP_BUILD=1 (reuse the release build)  KEEP_TMP=1
+# Each round runs the three paths one after another (so each ratio compares neighbours in time);
+# prints msgs/s and p50/p99 latency (send time carried in the message) of each path per round and
+# the medians of the rounds' ratios. The router runs with the plugins' defaults.
+# Environment: COUNT=50000  RUNS=3  QEO_DOMAIN=140  SKIP_BUILD=1 (reuse the release build)
+#   PERF_DIR=DIR (record `perf record -g` of the router during each bridged path of round 1 into
+#   DIR/qeo-to-mqtt.perf.data and DIR/mqtt-to-qeo.perf.data; those figures are not comparable)
+#   KEEP_TMP=1
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 COUNT=${COUNT:-50000}
+RUNS=${RUNS:-3}
+PERF_DIR=${PERF_DIR:-}
 export QEO_DOMAIN=${QEO_DOMAIN:-140}
 export CYCLONEDDS_URI='<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo" multicast="true"/></Interfaces></General></Domain></CycloneDDS>'
 log() { printf '[qeo-mqtt] %s\n' "$*" >&2; }
 
 python3 -c 'import cyclonedds' 2>/dev/null || { echo "python cyclonedds is missing: run scripts/setup" >&2; exit 1; }
-if [[ ${SKIP_BUILD:-0} != 1 ]]; then
-    log "building the router and plugins (release, --scratch-path .build-bench)"
-    (cd "$repo" && swift build -c release --scratch-path .build-bench >&2)
-fi
-release_dir=$(cd "$repo" && swift build -c release --scratch-path .build-bench --show-bin-path)
-
 # shellcheck source=../lib/bench.sh
 source "$here/../lib/bench.sh"
+bench_release_build switchyard qeo mqtt
 bench_tmp qeo-mqtt qeo mqtt
 
-# Direct: Python writer → Python reader.
-log "direct: $COUNT messages, Python writer → Python reader"
-python3 "$here/qeo_bench.py" sub "$COUNT" 120 >"$tmp/direct.out" &
-pids+=($!)
-wait_for "$tmp/direct.out" ready 30
-python3 "$here/qeo_bench.py" pub "$COUNT"
-wait "${pids[-1]}" || true
-direct=$(tail -1 "$tmp/direct.out")
-
-# Bridged: Python writer → router (qeo) → Mosquitto → mosquitto_sub.
 mqtt_port=$(free_port)
 printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\n' "$mqtt_port" >"$tmp/mosquitto.conf"
 mosquitto -c "$tmp/mosquitto.conf" >"$tmp/mosquitto.log" 2>&1 &
@@ -67,32 +59,76 @@ routes:
     to: home.write
 YAML
 "$release_dir/switchyard" run "$tmp/routes" --plugins "$tmp/plugins" >"$tmp/router.log" 2>&1 &
-pids+=($!)
+router=$!
+pids+=($router)
 wait_for "$tmp/router.log" "router started" 30
-mosquitto_sub -h 127.0.0.1 -p "$mqtt_port" -t qeo/chat -C "$COUNT" -W 180 -F '%U %p' >"$tmp/mqtt.out" 2>/dev/null &
-sub=$!
-sleep 0.5
-log "bridged: $COUNT messages, Python writer → Switchyard → Mosquitto → mosquitto_sub"
-python3 "$here/qeo_bench.py" pub "$COUNT"
-wait "$sub" || true
-bridged=$(python3 "$here/qeo_bench.py" mqtt-stats "$tmp/mqtt.out")
 
-# MQTT → Qeo: mosquitto_pub → Mosquitto → router (mqtt → qeo write) → Python reader.
-log "MQTT → Qeo: $COUNT messages, mosquitto_pub → Mosquitto → Switchyard → Python reader"
-python3 "$here/qeo_bench.py" sub "$COUNT" 120 >"$tmp/reverse.out" &
-reader=$!
-wait_for "$tmp/reverse.out" ready 30
-sleep 2 # discovery of the router's writer
-python3 "$here/qeo_bench.py" mqtt-lines "$COUNT" | mosquitto_pub -h 127.0.0.1 -p "$mqtt_port" -t qeo/chat/in -q 0 -l
-wait "$reader" || true
-reverse=$(tail -1 "$tmp/reverse.out")
+# profile_start NAME / profile_stop: perf of the router around one bridged path (PERF_DIR, round 1).
+profiler=
+profile_start() {
+    [[ -n $PERF_DIR && $round == 1 ]] || return 0
+    mkdir -p "$PERF_DIR"
+    perf record -g -e cpu-clock -F 999 -p "$router" -o "$PERF_DIR/$1.perf.data" >/dev/null 2>&1 &
+    profiler=$!
+    sleep 0.5
+}
+profile_stop() {
+    [[ -n $profiler ]] || return 0
+    kill -INT "$profiler" 2>/dev/null || true
+    wait "$profiler" 2>/dev/null || true
+    profiler=
+}
 
-echo "direct  (Cyclone peer to peer):         $direct"
-echo "bridged (Qeo → Switchyard → MQTT QoS 0): $bridged"
-echo "bridged (MQTT QoS 0 → Switchyard → Qeo): $reverse"
-python3 - "$direct" "$bridged" "$reverse" <<'PY'
-import json, sys
-d, b, r = (json.loads(argument) for argument in sys.argv[1:])
-print(f"ratio Qeo → MQTT / direct: {b['msgs_per_s'] / d['msgs_per_s']:.2f} (msgs/s), received {b['count']} of {d['count']}")
-print(f"ratio MQTT → Qeo / direct: {r['msgs_per_s'] / d['msgs_per_s']:.2f} (msgs/s), received {r['count']} of {d['count']}")
+for round in $(seq "$RUNS"); do
+    # Direct: Python writer → Python reader.
+    log "round $round/$RUNS direct: $COUNT messages, Python writer → Python reader"
+    python3 "$here/qeo_bench.py" sub "$COUNT" 120 >"$tmp/direct.out" &
+    reader=$!
+    wait_for "$tmp/direct.out" ready 30
+    python3 "$here/qeo_bench.py" pub "$COUNT"
+    wait "$reader" || true
+    direct=$(tail -1 "$tmp/direct.out")
+
+    # Qeo → MQTT: Python writer → router (qeo) → Mosquitto → mosquitto_sub.
+    mosquitto_sub -h 127.0.0.1 -p "$mqtt_port" -t qeo/chat -C "$COUNT" -W 180 -F '%U %p' >"$tmp/mqtt.out" 2>/dev/null &
+    sub=$!
+    sleep 0.5
+    log "round $round/$RUNS Qeo → MQTT: $COUNT messages, Python writer → Switchyard → Mosquitto → mosquitto_sub"
+    profile_start qeo-to-mqtt
+    python3 "$here/qeo_bench.py" pub "$COUNT"
+    wait "$sub" || true
+    profile_stop
+    bridged=$(python3 "$here/qeo_bench.py" mqtt-stats "$tmp/mqtt.out")
+
+    # MQTT → Qeo: mosquitto_pub → Mosquitto → router (mqtt → qeo write) → Python reader.
+    log "round $round/$RUNS MQTT → Qeo: $COUNT messages, mosquitto_pub → Mosquitto → Switchyard → Python reader"
+    python3 "$here/qeo_bench.py" sub "$COUNT" 120 >"$tmp/reverse.out" &
+    reader=$!
+    wait_for "$tmp/reverse.out" ready 30
+    sleep 2 # discovery of the router's writer
+    profile_start mqtt-to-qeo
+    python3 "$here/qeo_bench.py" mqtt-lines "$COUNT" | mosquitto_pub -h 127.0.0.1 -p "$mqtt_port" -t qeo/chat/in -q 0 -l
+    wait "$reader" || true
+    profile_stop
+    reverse=$(tail -1 "$tmp/reverse.out")
+
+    echo "round $round direct  (Cyclone peer to peer):         $direct"
+    echo "round $round bridged (Qeo → Switchyard → MQTT QoS 0): $bridged"
+    echo "round $round bridged (MQTT QoS 0 → Switchyard → Qeo): $reverse"
+    printf '{"direct": %s, "to_mqtt": %s, "to_qeo": %s}\n' "$direct" "$bridged" "$reverse" >>"$tmp/rounds.jsonl"
+done
+
+echo "build: $(bench_build_stamp); $(nproc) cores; COUNT=$COUNT RUNS=$RUNS"
+python3 - "$tmp/rounds.jsonl" <<'PY'
+import json, statistics, sys
+rounds = [json.loads(line) for line in open(sys.argv[1])]
+def ratio(r, path):
+    return r[path]["msgs_per_s"] / r["direct"]["msgs_per_s"]
+for path, label in (("direct", "direct"), ("to_mqtt", "Qeo → MQTT"), ("to_qeo", "MQTT → Qeo")):
+    median = lambda key: statistics.median(r[path][key] for r in rounds)
+    lost = sum(rounds[0]["direct"]["count"] - r[path]["count"] for r in rounds)
+    print(f"median {label:11} msgs/s {median('msgs_per_s'):9.1f}  p50 {median('p50_ms'):9.3f} ms  p99 {median('p99_ms'):9.3f} ms  lost {lost}")
+for path, label in (("to_mqtt", "Qeo → MQTT"), ("to_qeo", "MQTT → Qeo")):
+    ratios = [ratio(r, path) for r in rounds]
+    print(f"ratio {label} / direct: median {statistics.median(ratios):.2f} (rounds: {', '.join(f'{x:.2f}' for x in ratios)}; target ≥ 0.8)")
 PY

@@ -32,6 +32,9 @@ public final class DDSParticipant: Sendable {
         let handle = dds_create_participant(domain, qos, nil)
         guard handle > 0 else { throw DDSError("creating a participant on domain \(domain)", handle) }
         self.handle = handle
+        // Batch mode for the writers created from now on (the setting is the domain's): a
+        // write goes into its packet and ``DDSWriter`` sends it (see ``DDSFlusher``).
+        dds_write_set_batch(true)
     }
 
     deinit { dds_delete(handle) }
@@ -108,14 +111,19 @@ public final class DDSTopic: Sendable {
 public final class DDSWriter: Sendable {
     let handle: dds_entity_t
     let topic: DDSTopic
+    /// Sends the batched samples; without one, each write sends its own.
+    let flusher: DDSFlusher?
 
-    public init(topic: DDSTopic) throws(DDSError) {
+    /// A writer for `topic`; with `flusher`, writes are sent in batches from its thread
+    /// (see ``DDSFlusher``), otherwise each write is sent before it returns.
+    public init(topic: DDSTopic, flusher: DDSFlusher? = nil) throws(DDSError) {
         let qos = topic.qos()
         defer { dds_delete_qos(qos) }
         let handle = dds_create_writer(topic.participant.handle, topic.handle, qos, nil)
         guard handle > 0 else { throw DDSError("creating a writer for \(topic.structure.ddsTopicName)", handle) }
         self.handle = handle
         self.topic = topic
+        self.flusher = flusher
     }
 
     /// Writes one sample (for state: the instance's new value).
@@ -134,9 +142,13 @@ public final class DDSWriter: Sendable {
         topic.samples.write(value, into: sample)
         let status = body(UnsafeRawPointer(sample))
         guard status >= 0 else { throw DDSError("writing to \(topic.structure.ddsTopicName)", status) }
+        if let flusher { flusher.noteWritten(handle) } else { dds_write_flush(handle) }
     }
 
-    deinit { dds_delete(handle) }
+    deinit {
+        dds_write_flush(handle)
+        dds_delete(handle)
+    }
 }
 
 /// What a reader takes: a sample, or the end of an instance.

@@ -126,7 +126,9 @@ final class QeoPlugin: SwitchyardPlugin {
                 return created
             }
             var writers: [String: DDSWriter] = [:]
-            for item in configuration.write { writers[item.name] = try DDSWriter(topic: try topic(item)) }
+            // One flusher for the instance's writers: its thread starts with the first write.
+            let flusher = DDSFlusher()
+            for item in configuration.write { writers[item.name] = try DDSWriter(topic: try topic(item), flusher: flusher) }
             // A retry that finishes while the instance stops keeps nothing.
             guard !state.withLock({ $0.stopped }) else { return }
             state.withLock { $0.participant = participant }
@@ -186,13 +188,16 @@ final class QeoPlugin: SwitchyardPlugin {
 
     private func received(_ batch: [DDSReceived], of item: QDMStruct) {
         guard !state.withLock({ $0.stopped }) else { return }
+        // One counter update per batch (a wake-up of Cyclone's listener), not per sample.
+        var emitted = 0
+        defer { if emitted > 0 { context.metric(.counter, "samples_received_total", Double(emitted)) } }
         for entry in batch {
             switch (item.behavior, entry) {
             case (.event?, .sample(let value, _)):
-                emit(envelope(item, body: value), on: Self.eventsPort)
+                if emit(envelope(item, body: value), on: Self.eventsPort) { emitted += 1 }
             case (.state?, .sample(let value, let instance)):
                 state.withLock { $0.instances[item.name, default: [:]][instance] = value }
-                emit(envelope(item, body: value, instance: instance), on: Self.changesPort)
+                if emit(envelope(item, body: value, instance: instance), on: Self.changesPort) { emitted += 1 }
             case (.state?, .removed(let instance)):
                 guard let last = state.withLock({ $0.instances[item.name]?.removeValue(forKey: instance) }) else { continue }
                 var key: [String: JSONValue] = [:]
@@ -202,7 +207,7 @@ final class QeoPlugin: SwitchyardPlugin {
                     type: Self.removedType, subject: item.name, contentType: "application/json", body: body.serializedBytes())
                 removed.headers.append(name: "qeo.type", value: item.name)
                 removed.headers.append(name: "qeo.instance", value: String(instance))
-                emit(removed, on: Self.changesPort)
+                if emit(removed, on: Self.changesPort) { emitted += 1 }
             default:
                 continue
             }
@@ -212,7 +217,7 @@ final class QeoPlugin: SwitchyardPlugin {
         let body: JSONValue = ["type": .string(item.name), "instances": .array(all)]
         var states = Envelope(type: Self.statesType, subject: item.name, contentType: "application/json", body: body.serializedBytes())
         states.headers.append(name: "qeo.type", value: item.name)
-        emit(states, on: Self.statesPort)
+        if emit(states, on: Self.statesPort) { emitted += 1 }
     }
 
     private func envelope(_ item: QDMStruct, body: JSONValue, instance: UInt64? = nil) -> Envelope {
@@ -224,22 +229,23 @@ final class QeoPlugin: SwitchyardPlugin {
     }
 
     /// Emits; a full blocking queue holds Cyclone's delivery thread briefly (and so, through
-    /// reliability, the writers) before the sample is dropped and counted.
-    private func emit(_ envelope: Envelope, on port: String) {
+    /// reliability, the writers) before the sample is dropped and counted. True when the
+    /// router took it (the caller counts `samples_received_total`).
+    private func emit(_ envelope: Envelope, on port: String) -> Bool {
         for _ in 0..<2000 {
             switch context.emit(envelope, on: port) {
             case .full:
-                guard !state.withLock({ $0.stopped }) else { return }
+                guard !state.withLock({ $0.stopped }) else { return false }
                 usleep(1000)
             case .ok:
-                context.metric(.counter, "samples_received_total", 1)
-                return
+                return true
             default:
-                return
+                return false
             }
         }
         context.metric(.counter, "samples_dropped_total", 1)
         context.log(.warning, "dropped a \(envelope.type) sample: the route stayed full for 2 s")
+        return false
     }
 
     // MARK: Writing

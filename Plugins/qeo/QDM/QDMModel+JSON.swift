@@ -34,13 +34,14 @@ extension QDMModel {
     /// expected type and what came: `ChatParticipant.state: expected one of AVAILABLE, IDLE…`.
     public func conform(_ value: JSONValue, to name: String) throws(QDMError) -> JSONValue {
         guard structs[name] != nil else { throw QDMError("unknown type \(name)", at: nil) }
-        return try conform(value, kind: .structure(name), path: shortName(name))
+        return try conform(value, kind: .structure(name), path: { shortName(name) })
     }
 
-    private func conform(_ value: JSONValue, kind: QDMMember.Kind, path: String) throws(QDMError) -> JSONValue {
+    /// `path` builds the member path for an error only: a value that conforms costs no strings.
+    private func conform(_ value: JSONValue, kind: QDMMember.Kind, path: () -> String) throws(QDMError) -> JSONValue {
         func wrong(_ expected: String) -> QDMError {
             QDMError(
-                "\(path): expected \(expected), got \(value.typeName) \(String(decoding: value.serializedBytes().prefix(40), as: UTF8.self))",
+                "\(path()): expected \(expected), got \(value.typeName) \(String(decoding: value.serializedBytes().prefix(40), as: UTF8.self))",
                 at: nil)
         }
         func integer(_ range: ClosedRange<Int>, _ expected: String) throws(QDMError) -> JSONValue {
@@ -69,17 +70,20 @@ extension QDMModel {
         case .sequence(let element):
             guard let items = value.arrayValue else { throw wrong("an array") }
             var result: [JSONValue] = []
-            for (index, item) in items.enumerated() { result.append(try conform(item, kind: element, path: "\(path)[\(index)]")) }
+            for (index, item) in items.enumerated() { result.append(try conform(item, kind: element, path: { "\(path())[\(index)]" })) }
             return .array(result)
         case .structure(let name):
             guard let fields = value.objectValue, let item = structs[name] else { throw wrong("an object (\(shortName(name)))") }
             var result: [String: JSONValue] = [:]
             for member in item.members {
-                guard let field = fields[member.name] else { throw QDMError("\(path).\(member.name): missing", at: nil) }
-                result[member.name] = try conform(field, kind: member.kind, path: "\(path).\(member.name)")
+                guard let field = fields[member.name] else { throw QDMError("\(path()).\(member.name): missing", at: nil) }
+                result[member.name] = try conform(field, kind: member.kind, path: { "\(path()).\(member.name)" })
             }
-            if let extra = fields.keys.sorted().first(where: { name in !item.members.contains { $0.name == name } }) {
-                throw QDMError("\(path).\(extra): not a member of \(shortName(name))", at: nil)
+            // Every member is there: only a larger object can hold another key.
+            if fields.count > result.count,
+                let extra = fields.keys.sorted().first(where: { name in !item.members.contains { $0.name == name } })
+            {
+                throw QDMError("\(path()).\(extra): not a member of \(shortName(name))", at: nil)
             }
             return .object(result)
         }
