@@ -90,8 +90,12 @@ struct MQTTLinkConfiguration: PluginConfiguration {
         initialReconnectDelay = UInt64(max(0, reconnect.initialDelay / .nanoseconds(1)))
         maximumReconnectDelay = max(initialReconnectDelay, UInt64(max(0, reconnect.maxDelay / .nanoseconds(1))))
         // At most 65,534 publishes await the broker, so a packet id is always free for the next
-        // one, or for SUBSCRIBE and UNSUBSCRIBE.
-        inflightWindow = try container.decode(.inflight, default: 64, in: 1...65_534)
+        // one, or for SUBSCRIBE and UNSUBSCRIBE. The default is wide because the window, not the
+        // broker, caps a stream otherwise: a window of W passes at most W per round trip, and a
+        // round trip to a busy broker takes milliseconds (64 held QoS 1 to about 20 k msgs/s on
+        // the bridge benchmark, Benchmarks/RESULTS.md, 2026-11-25). An MQTT 5 broker narrows it
+        // with its Receive Maximum.
+        inflightWindow = try container.decode(.inflight, default: 1024, in: 1...65_534)
         maximumPacketSize = try container.decode(.maximumPacketSize, default: 1 << 20, atLeast: 1024)
         maximumPending = try container.decode(.maxPending, default: 10_000, atLeast: 1)
         echoSuppression = try container.decode(.echoSuppression, default: true)
