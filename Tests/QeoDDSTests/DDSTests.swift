@@ -116,11 +116,59 @@ struct DDSTests {
         #expect(value == ["from": "python", "message": "hello router"])
         #expect(received.withLock { $0 }.allSatisfy { if case .sample(let value, _) = $0 { value["from"] == "python" } else { false } })
     }
+
+    /// The threads of this process named `name` (Linux: /proc/self/task/*/comm).
+    static func threads(named name: String) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter { task in
+            let comm = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
+            return comm?.trimmingCharacters(in: .whitespacesAndNewlines) == name
+        }.count
+    }
+
+    /// Batched writes: a burst and the lone sample after it all reach a Python reader (the
+    /// flusher sends what the last write left in its packet), the flusher's thread starts with
+    /// the first write and ends with the flusher.
+    @Test func aBatchingWriterSendsABurstAndTheSampleAfterIt() throws {
+        setenv("CYCLONEDDS_URI", Self.loopback, 1)
+        let participant = try DDSParticipant(domain: Self.domain)
+        let topic = try DDSTopic(participant: participant, model: Self.model, type: "org.qeo.sample.simplechat.ChatMessage")
+        let before = Self.threads(named: "qeo-flush")
+        var flusher: DDSFlusher? = DDSFlusher()
+        var writer: DDSWriter? = try DDSWriter(topic: topic, flusher: flusher)
+        #expect(Self.threads(named: "qeo-flush") == before, "the thread starts with the first write, not before")
+
+        let (subscriber, subscriberOutput, subscriberInput) = try Self.peer(["sub-chat", "30"])
+        defer {
+            try? subscriberInput.fileHandleForWriting.close()
+            subscriber.waitUntilExit()
+        }
+        let lines = LineCollector(subscriberOutput)
+        // Discovery: a probe every 100 ms until the reader has one.
+        var discovered = false
+        for _ in 0..<200 where !discovered {
+            try writer?.write(["from": "router", "message": "probe"])
+            discovered = lines.wait(timeout: 0.1) { $0.contains("probe") }
+        }
+        #expect(discovered, "\(lines.text)")
+        #expect(Self.threads(named: "qeo-flush") == before + 1)
+
+        for index in 0..<300 { try writer?.write(["from": "router", "message": .string("burst \(index)")]) }
+        try writer?.write(["from": "router", "message": "last"])
+        #expect(lines.wait(timeout: 20) { $0.contains(#""message": "last""#) }, "\(lines.text.suffix(300))")
+        let burst = lines.text.split(separator: "\n").filter { $0.contains("burst ") }
+        #expect(Set(burst).count == 300)
+
+        writer = nil
+        flusher = nil
+        #expect(Self.threads(named: "qeo-flush") == before, "releasing the flusher ends its thread")
+    }
 }
 
-/// Standard output of a child, collected as it comes.
+/// Standard output of a child, collected as it comes. `@unchecked Sendable`: `lock` guards `data`
+/// and is the condition that signals each chunk.
 final class LineCollector: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NSCondition()
     private var data = Data()
     private let pipe: Pipe
 
@@ -128,11 +176,27 @@ final class LineCollector: @unchecked Sendable {
         self.pipe = pipe
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let chunk = handle.availableData
-            self?.lock.withLock { self?.data.append(chunk) }
+            guard let self else { return }
+            self.lock.withLock {
+                self.data.append(chunk)
+                self.lock.broadcast()
+            }
         }
     }
 
     var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+
+    /// Waits (on each chunk, not polling) until the output so far satisfies `done`, at most
+    /// `timeout`; true when it did.
+    func wait(timeout: TimeInterval, until done: (String) -> Bool) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        return lock.withLock {
+            while !done(String(decoding: data, as: UTF8.self)) {
+                guard lock.wait(until: deadline) else { return done(String(decoding: data, as: UTF8.self)) }
+            }
+            return true
+        }
+    }
 
     deinit { pipe.fileHandleForReading.readabilityHandler = nil }
 }
