@@ -8,6 +8,9 @@ enum MQTTEnvelopes {
     static let messageType = "mqtt.Message"
     /// The envelope type a route builds to control topic, QoS and retain of a publish.
     static let publishType = "mqtt.Publish"
+    /// The content type of a payload without a Content Type (MQTT 5) or Payload Format
+    /// Indicator: bytes.
+    static let untypedContentType = "application/octet-stream"
 
     /// An inbound publish as an `mqtt.Message` envelope: topic as subject, payload as body,
     /// flags and MQTT 5 properties as headers. With an MQTT Connect profile, a phone's payload
@@ -29,7 +32,7 @@ enum MQTTEnvelopes {
             subject: publish.topic,
             headers: headers,
             contentType: properties.contentType
-                ?? (properties.payloadFormatIndicator == 1 ? "text/plain; charset=utf-8" : "application/octet-stream"),
+                ?? (properties.payloadFormatIndicator == 1 ? "text/plain; charset=utf-8" : untypedContentType),
             body: publish.payload
         )
         connect?.inbound(&envelope)  // MQTT Connect hook
@@ -72,7 +75,11 @@ enum MQTTEnvelopes {
         }
         var properties = MQTTProperties()
         if version == .v5 {
-            if envelope.type != publishType, !envelope.contentType.isEmpty { properties.contentType = envelope.contentType }
+            // application/octet-stream is what a publish without a Content Type means (and what
+            // an inbound one becomes): sending it would add 27 bytes to every forwarded publish.
+            if envelope.type != publishType, !envelope.contentType.isEmpty, envelope.contentType != untypedContentType {
+                properties.contentType = envelope.contentType
+            }
             properties.responseTopic = envelope.headers["mqtt.response_topic"]
             properties.correlationData = envelope.headers["mqtt.correlation_data"].flatMap(bytes(hex:))
             for header in envelope.headers where header.name.hasPrefix("mqtt.user.") {
