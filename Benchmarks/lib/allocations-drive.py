@@ -79,6 +79,7 @@ class MQTTPath:
             ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(pub_port), "-t", "bench/m", "-q", str(qos), "-l"],
             stdin=subprocess.PIPE)
         self.sequence = 0
+        self.pending = b""
 
     def _publish(self):
         self.sequence += 1
@@ -87,13 +88,19 @@ class MQTTPath:
         self.publisher.stdin.flush()
 
     def _receive(self, timeout):
-        """The sequence number of the next message, or None after timeout seconds."""
-        ready, _, _ = select.select([self.subscriber.stdout], [], [], timeout)
-        if not ready:
-            return None
-        line = self.subscriber.stdout.readline()
-        if not line:
-            fail("mosquitto_sub exited")
+        """The sequence number of the next message, or None after timeout seconds. Reads the
+        pipe itself: a buffered reader could hold a line that select() then never reports."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.pending:
+            remaining = deadline - time.monotonic()
+            ready, _, _ = select.select([self.subscriber.stdout], [], [], max(remaining, 0))
+            if not ready:
+                return None
+            chunk = os.read(self.subscriber.stdout.fileno(), 65536)
+            if not chunk:
+                fail("mosquitto_sub exited")
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
         return int(line[:10])
 
     def connect(self):
