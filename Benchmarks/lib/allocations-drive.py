@@ -14,12 +14,13 @@ figure thresholds are held against, as SwiftNIO's allocation tests take the leas
 runs), max, bytes per envelope, and per window the allocations still live at its end minus at
 its start, per envelope (steadily above 0: the path keeps memory per envelope).
 
-Modes:
-  mqtt  PUB_PORT SUB_PORT QOS: publishes with `mosquitto_pub -l` to bench/m on PUB_PORT and
-        waits for each message from `mosquitto_sub` on SUB_PORT (the router bridges them).
-  push  URL OUT_FILE: POSTs an FCM HTTP v1 send request to URL (one keep-alive connection,
-        bearer token from $BENCH_BEARER) and waits for each envelope's line in OUT_FILE (the
-        router's file sink).
+Sources (--source):
+  mqtt:PORT:QOS  publishes with `mosquitto_pub -l` to bench/m on the broker at PORT
+  http:URL       POSTs an FCM HTTP v1 send request to URL (one keep-alive connection, bearer
+                 token from $BENCH_BEARER)
+Sinks (--sink), where the envelope is awaited:
+  mqtt:PORT:QOS  `mosquitto_sub` on bench/# of the broker at PORT (the message sent)
+  file:PATH      one more line in PATH (the router's file sink)
 """
 
 import argparse
@@ -67,33 +68,68 @@ class Counter:
              "(is it running with LD_PRELOAD=malloc-counter.so and MALLOC_COUNTER_FILE?)")
 
 
-class MQTTPath:
-    """mosquitto_pub -l on the router's source broker, mosquitto_sub on its sink broker."""
+class MQTTSource:
+    """`mosquitto_pub -l` on the router's source broker: one PAYLOAD_SIZE message per line,
+    starting with its sequence number."""
 
-    def __init__(self, pub_port, sub_port, qos, timeout):
-        self.timeout = timeout
-        self.subscriber = subprocess.Popen(
-            ["mosquitto_sub", "-h", "127.0.0.1", "-p", str(sub_port), "-t", "bench/#", "-q", str(qos)],
-            stdout=subprocess.PIPE)
+    def __init__(self, port, qos):
         self.publisher = subprocess.Popen(
-            ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(pub_port), "-t", "bench/m", "-q", str(qos), "-l"],
+            ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(port), "-t", "bench/m", "-q", str(qos), "-l"],
             stdin=subprocess.PIPE)
         self.sequence = 0
-        self.pending = b""
 
-    def _publish(self):
+    def send(self):
         self.sequence += 1
         line = b"%010d" % self.sequence
         self.publisher.stdin.write(line + b"x" * (PAYLOAD_SIZE - len(line)) + b"\n")
         self.publisher.stdin.flush()
+        return self.sequence
+
+    def close(self):
+        self.publisher.stdin.close()
+        self.publisher.kill()
+        self.publisher.wait()
+
+
+class HTTPSource:
+    """One keep-alive connection POSTing the FCM send request to the webhook (bearer token from
+    $BENCH_BEARER); a send returns once the webhook answered 200."""
+
+    def __init__(self, url, timeout):
+        parsed = urllib.parse.urlsplit(url)
+        self.target = parsed.path
+        self.headers = {"Content-Type": "application/json",
+                        "Authorization": "Bearer " + os.environ.get("BENCH_BEARER", "bench")}
+        self.connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=timeout)
+
+    def send(self):
+        self.connection.request("POST", self.target, body=FCM_REQUEST, headers=self.headers)
+        response = self.connection.getresponse()
+        body = response.read()
+        if response.status != 200:
+            fail(f"the webhook answered {response.status}: {body[:200]!r}")
+        return None
+
+    def close(self):
+        self.connection.close()
+
+
+class MQTTSink:
+    """`mosquitto_sub` on the router's sink broker; waits for the message a source sent."""
+
+    def __init__(self, port, qos, timeout):
+        self.timeout = timeout
+        self.subscriber = subprocess.Popen(
+            ["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), "-t", "bench/#", "-q", str(qos)],
+            stdout=subprocess.PIPE)
+        self.pending = b""
 
     def _receive(self, timeout):
         """The sequence number of the next message, or None after timeout seconds. Reads the
         pipe itself: a buffered reader could hold a line that select() then never reports."""
         deadline = time.monotonic() + timeout
         while b"\n" not in self.pending:
-            remaining = deadline - time.monotonic()
-            ready, _, _ = select.select([self.subscriber.stdout], [], [], max(remaining, 0))
+            ready, _, _ = select.select([self.subscriber.stdout], [], [], max(deadline - time.monotonic(), 0))
             if not ready:
                 return None
             chunk = os.read(self.subscriber.stdout.fileno(), 65536)
@@ -103,82 +139,111 @@ class MQTTPath:
         line, self.pending = self.pending.split(b"\n", 1)
         return int(line[:10])
 
-    def connect(self):
-        """Publishes until one message makes it through (the router and both clients are
-        subscribed), then drains what else arrives."""
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
-            self._publish()
-            if self._receive(0.2) is not None:
-                while self._receive(0.3) is not None:
-                    pass
-                return
-        fail(f"no message came through the router within {self.timeout:.0f} s")
+    def probe(self, timeout):
+        return self._receive(timeout) is not None
 
-    def send_one(self):
-        self._publish()
+    def settle(self):
+        """Drains the probes still on their way."""
+        while self._receive(0.3) is not None:
+            pass
+
+    def await_next(self, sequence):
         while True:
             received = self._receive(self.timeout)
             if received is None:
-                fail(f"message {self.sequence} did not come through within {self.timeout:.0f} s")
-            if received == self.sequence:
+                fail(f"message {sequence} did not come through within {self.timeout:.0f} s")
+            if received == sequence:
                 return
 
     def close(self):
-        self.publisher.stdin.close()
-        for process in (self.publisher, self.subscriber):
-            process.kill()
-            process.wait()
+        self.subscriber.kill()
+        self.subscriber.wait()
 
 
-class PushPath:
-    """One keep-alive HTTP connection to the webhook; the file sink's lines are the output."""
+class FileSink:
+    """The router's file sink: waits for one more line per envelope. Polls, reading only what
+    is new (its CPU would otherwise grow with the file and compete with the router's)."""
 
-    def __init__(self, url, out_file, timeout):
-        parsed = urllib.parse.urlsplit(url)
-        self.host, self.port, self.target = parsed.hostname, parsed.port, parsed.path
-        self.out_file, self.timeout = out_file, timeout
-        self.headers = {"Content-Type": "application/json",
-                        "Authorization": "Bearer " + os.environ.get("BENCH_BEARER", "bench")}
-        self.connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        self.sent = 0
-        self.written = 0
+    def __init__(self, path, timeout):
+        self.path, self.timeout = path, timeout
         self.output = None
+        self.written = self.expected = 0
 
-    def _post(self):
-        self.connection.request("POST", self.target, body=FCM_REQUEST, headers=self.headers)
-        response = self.connection.getresponse()
-        body = response.read()
-        if response.status != 200:
-            fail(f"the webhook answered {response.status}: {body[:200]!r}")
-        self.sent += 1
+    def _read(self):
+        if self.output is None and os.path.exists(self.path):
+            self.output = open(self.path, "rb")
+        if self.output is not None:
+            self.written += self.output.read().count(b"\n")
 
-    def _await_written(self):
-        """Until the sink wrote a line per envelope sent. Reads only what is new (this polls,
-        and its CPU would otherwise grow with the file and compete with the router's)."""
+    def probe(self, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._read()
+            if self.written:
+                return True
+            time.sleep(0.005)
+        return False
+
+    def settle(self):
+        """Until no line came for 0.3 s: the probes that made it are written."""
+        while True:
+            before = self.written
+            time.sleep(0.3)
+            self._read()
+            if self.written == before:
+                self.expected = self.written
+                return
+
+    def await_next(self, _sequence):
+        self.expected += 1
         deadline = time.monotonic() + self.timeout
         while True:
-            if self.output is None and os.path.exists(self.out_file):
-                self.output = open(self.out_file, "rb")
-            if self.output is not None:
-                self.written += self.output.read().count(b"\n")
-            if self.written >= self.sent:
+            self._read()
+            if self.written >= self.expected:
                 return
             if time.monotonic() > deadline:
-                fail(f"the file sink wrote {self.written} of {self.sent} envelopes within {self.timeout:.0f} s")
+                fail(f"the file sink wrote {self.written} of {self.expected} lines within {self.timeout:.0f} s")
             time.sleep(0.0005)
 
-    def connect(self):
-        self.send_one()
-
-    def send_one(self):
-        self._post()
-        self._await_written()
-
     def close(self):
-        self.connection.close()
         if self.output is not None:
             self.output.close()
+
+
+class Path:
+    def __init__(self, source, sink, timeout):
+        self.source, self.sink, self.timeout = source, sink, timeout
+
+    def connect(self):
+        """Sends until one envelope makes it through (the router's instances are connected and
+        subscribed end to end), then lets the rest of those probes arrive."""
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            self.source.send()
+            if self.sink.probe(0.2):
+                self.sink.settle()
+                return
+        fail(f"nothing came through the router within {self.timeout:.0f} s")
+
+    def send_one(self):
+        self.sink.await_next(self.source.send())
+
+    def close(self):
+        self.source.close()
+        self.sink.close()
+
+
+def endpoint(spec, kinds, timeout):
+    """mqtt:PORT:QOS, http:URL or file:PATH."""
+    kind, _, rest = spec.partition(":")
+    if kind not in kinds:
+        fail(f"'{spec}': expected one of {', '.join(k + ':…' for k in kinds)}")
+    if kind == "mqtt":
+        port, qos = rest.split(":")
+        return MQTTSource(int(port), int(qos)) if "http" in kinds else MQTTSink(int(port), int(qos), timeout)
+    if kind == "http":
+        return HTTPSource(rest, timeout)
+    return FileSink(rest, timeout)
 
 
 def main():
@@ -190,16 +255,12 @@ def main():
     parser.add_argument("--count", type=int, default=1000, help="envelopes per window")
     parser.add_argument("--windows", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds for any one envelope")
-    parser.add_argument("mode", choices=["mqtt", "push"])
-    parser.add_argument("arguments", nargs="+")
+    parser.add_argument("--source", required=True, help="mqtt:PORT:QOS or http:URL")
+    parser.add_argument("--sink", required=True, help="mqtt:PORT:QOS or file:PATH")
     options = parser.parse_args()
 
-    if options.mode == "mqtt":
-        pub_port, sub_port, qos = (int(value) for value in options.arguments)
-        path = MQTTPath(pub_port, sub_port, qos, options.timeout)
-    else:
-        url, out_file = options.arguments
-        path = PushPath(url, out_file, options.timeout)
+    path = Path(endpoint(options.source, ("mqtt", "http"), options.timeout),
+                endpoint(options.sink, ("mqtt", "file"), options.timeout), options.timeout)
     counter = Counter(options.pid, options.counter_file)
     per_envelope, bytes_per_envelope, retained = [], [], []
     try:
