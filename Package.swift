@@ -7,8 +7,13 @@ let strict: [SwiftSetting] = [
 ]
 
 /// A plugin binds its own copies of the Swift libraries it links statically, never the
-/// router's: with -Bsymbolic the shared object resolves its own symbols first.
-let pluginLinkerSettings: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "-Bsymbolic"])]
+/// router's: with -Bsymbolic the shared object resolves its own symbols first. It exports only
+/// its entry symbol (the version script): a smaller dynamic symbol table, fewer pages touched
+/// when it is loaded, and less code kept by --gc-sections (issue 20: 9 MB smaller, 7 MB less RSS).
+let pluginExports = Context.packageDirectory + "/Sources/SwitchyardABI/plugin.exports"
+let pluginLinkerSettings: [LinkerSetting] = [
+    .unsafeFlags(["-Xlinker", "-Bsymbolic", "-Xlinker", "--version-script=\(pluginExports)"])
+]
 
 let package = Package(
     name: "switchyard",
@@ -52,7 +57,7 @@ let package = Package(
     ],
     targets: [
         // The C plugin ABI: a header and nothing else of substance.
-        .target(name: "SwitchyardABI"),
+        .target(name: "SwitchyardABI", exclude: ["plugin.exports"]),
         // Envelope, JSON values, schemas, type registry: no I/O, no dependencies.
         .target(name: "SwitchyardCore", swiftSettings: strict),
         // `when:` expressions and Mustache templates over envelopes.

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Starts a router, times it to ready, lets it settle, and reads what it holds.
+
+Usage: measure.py RUNS SETTLE_SECONDS ADMIN_PORT -- ROUTER_COMMAND...
+
+Each run starts ROUTER_COMMAND, polls http://127.0.0.1:ADMIN_PORT/readyz every 2 ms until it
+answers 200 "ready" (start-to-ready: from just before exec to that answer), waits SETTLE_SECONDS,
+then reads /proc/PID/status (VmRSS, RssAnon, RssFile, Threads) and the name of every thread
+(/proc/PID/task/*/comm), and stops the router with SIGTERM. Prints one JSON object per run.
+"""
+
+import collections
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def ready(port: int) -> bool:
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=0.5)
+        connection.request("GET", "/readyz")
+        response = connection.getresponse()
+        body = response.read()
+        connection.close()
+        return response.status == 200 and body.strip() == b"ready"
+    except OSError:
+        return False
+
+
+def status(pid: int) -> dict[str, int]:
+    fields = {}
+    with open(f"/proc/{pid}/status") as file:
+        for line in file:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "Threads"):
+                fields[key] = int(value.split()[0])
+    return fields
+
+
+def thread_names(pid: int) -> dict[str, int]:
+    names: collections.Counter[str] = collections.Counter()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as file:
+                names[file.read().strip()] += 1
+        except OSError:
+            pass
+    return dict(names.most_common())
+
+
+def rss_by_file(pid: int, top: int = 15) -> list[tuple[str, int]]:
+    """Resident kB per mapped file (anonymous mappings as [anon], [heap], [stack])."""
+    sizes: collections.Counter[str] = collections.Counter()
+    name = "[anon]"
+    with open(f"/proc/{pid}/smaps") as file:
+        for line in file:
+            fields = line.split()
+            if "-" in fields[0] and len(fields) >= 5 and not fields[0].endswith(":"):
+                name = fields[5] if len(fields) > 5 else "[anon]"
+            elif fields[0] == "Rss:":
+                sizes[os.path.basename(name)] += int(fields[1])
+    return sizes.most_common(top)
+
+
+def main() -> None:
+    runs, settle, port = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+    command = sys.argv[sys.argv.index("--") + 1 :]
+    log = open(os.environ.get("ROUTER_LOG", os.devnull), "ab")
+    for run in range(runs):
+        started = time.monotonic()
+        router = subprocess.Popen(command, stdout=log, stderr=log)
+        deadline = started + 30
+        while not ready(port):
+            if router.poll() is not None or time.monotonic() > deadline:
+                router.kill()
+                sys.exit(f"run {run + 1}: the router exited or was not ready in 30 s (log: {log.name})")
+            time.sleep(0.002)
+        ready_ms = (time.monotonic() - started) * 1000
+        time.sleep(settle)
+        result = {"run": run + 1, "ready_ms": round(ready_ms, 1), **status(router.pid)}
+        result["threads"] = thread_names(router.pid)
+        result["rss_by_file_kB"] = rss_by_file(router.pid)
+        router.send_signal(signal.SIGTERM)
+        try:
+            router.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            router.kill()
+            router.wait()
+        print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
