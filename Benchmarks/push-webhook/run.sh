@@ -51,11 +51,16 @@ done
 bench_tmp push-webhook core push
 results="$tmp/results.jsonl"
 
-measure() { # NAME URL RUN: warm-up, then the measured run; appends the measured run's JSON line
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system CPU of PID, in clock ticks
+
+measure() { # NAME URL RUN PID: warm-up, then the measured run; appends the measured run's JSON line
     wrk -t1 -c"$CONNECTIONS" -d"$WARMUP" -s "$here/post.lua" "$2" | tail -1 >"$tmp/$1-$3.warmup"
-    local line
+    local line before after
+    before=$(cpu_ticks "$4")
     line=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" -s "$here/post.lua" "$2" | tee "$tmp/$1-$3.wrk" | tail -1)
-    printf '{"run": %s, "path": "%s", "warmup": %s, "result": %s}\n' "$3" "$1" "$(cat "$tmp/$1-$3.warmup")" "$line" >>"$results"
+    after=$(cpu_ticks "$4")
+    printf '{"run": %s, "path": "%s", "warmup": %s, "result": %s, "cpu_s": %s}\n' "$3" "$1" "$(cat "$tmp/$1-$3.warmup")" "$line" \
+        "$(python3 -c "import os,sys; print((int(sys.argv[2]) - int(sys.argv[1])) / os.sysconf('SC_CLK_TCK'))" "$before" "$after")" >>"$results"
     log "run $3 $1: $line"
 }
 
@@ -106,9 +111,9 @@ bare_parse_pid=$bare_pid bare_parse_url=$bare_url
 
 log "build $(bench_build_stamp); $RUNS rounds of $DURATION, $CONNECTIONS connections, route delivery $DELIVERY"
 for run in $(seq "$RUNS"); do
-    measure switchyard "$url" "$run"
-    measure bare "$bare_file_url" "$run"
-    measure bare-parse-only "$bare_parse_url" "$run"
+    measure switchyard "$url" "$run" "$router"
+    measure bare "$bare_file_url" "$run" "$bare_file_pid"
+    measure bare-parse-only "$bare_parse_url" "$run" "$bare_parse_pid"
 done
 profile switchyard "$router" "$url"
 profile bare "$bare_file_pid" "$bare_file_url"
@@ -123,12 +128,13 @@ import json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 written, profiled, delivery = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 target = 0.85 if delivery == "at-most-once" else 0.7
-print("run  path               req/s     p50 ms   p99 ms   non-200  socket-errors")
-print("-" * 75)
+print("run  path               req/s     p50 ms   p99 ms   non-200  socket-errors  CPU us/request")
+print("-" * 91)
 for r in rows:
     x = r["result"]
-    print("%-4d %-16s %9.1f %9.3f %8.3f %9d %14d" % (
-        r["run"], r["path"], x["rps"], x["p50_us"] / 1000, x["p99_us"] / 1000, x["non_2xx"], x["socket_errors"]))
+    print("%-4d %-16s %9.1f %9.3f %8.3f %9d %14d %15.1f" % (
+        r["run"], r["path"], x["rps"], x["p50_us"] / 1000, x["p99_us"] / 1000, x["non_2xx"], x["socket_errors"],
+        r["cpu_s"] * 1e6 / max(x["requests"], 1)))
 by = {(r["run"], r["path"]): r for r in rows}
 runs = sorted({r["run"] for r in rows})
 ratio = [by[(n, "switchyard")]["result"]["rps"] / by[(n, "bare")]["result"]["rps"] for n in runs]
@@ -144,6 +150,9 @@ print("Switchyard/bare throughput per run: %s; median %.3fx (target >= %.2fx: %s
     ", ".join("%.3f" % r for r in ratio), statistics.median(ratio), target,
     "met" if statistics.median(ratio) >= target else "NOT met"))
 print("Switchyard/bare p99 per run: %s; median %.3fx" % (", ".join("%.3f" % r for r in p99), statistics.median(p99)))
+cpu = lambda path: statistics.median(r["cpu_s"] * 1e6 / max(r["result"]["requests"], 1) for r in rows if r["path"] == path)
+print("CPU per request (the endpoint's process), median: switchyard %.1f us, bare %.1f us (%.2fx)" % (
+    cpu("switchyard"), cpu("bare"), cpu("switchyard") / max(cpu("bare"), 1e-9)))
 print("Switchyard/bare-parse-only (no file line) throughput per run: %s; median %.3fx" % (
     ", ".join("%.3f" % r for r in parse), statistics.median(parse)))
 PY

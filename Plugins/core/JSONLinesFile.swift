@@ -23,7 +23,7 @@ final class JSONLinesFile: @unchecked Sendable {
     }
 
     func append(_ envelope: Envelope) throws {
-        var line = writesEnvelopes ? envelope.jsonObject().serializedBytes() : envelope.decodedBody().serializedBytes()
+        var line = writesEnvelopes ? envelope.jsonObject().serializedBytes() : Self.bodyLine(envelope)
         line.append(0x0A)
         try lock.withLock {
             guard let handle else { throw PluginError("\(path) is closed") }
@@ -35,6 +35,14 @@ final class JSONLinesFile: @unchecked Sendable {
                 throw PluginError("cannot fsync \(path): \(String(cString: strerror(errno)))")
             }
         }
+    }
+
+    /// The body as one JSON line: a JSON body copied without the white space between its
+    /// tokens (checked, not parsed into a tree), anything else as `decodedBody()` makes it (a
+    /// text body, or one that is not JSON, as a string).
+    static func bodyLine(_ envelope: Envelope) -> [UInt8] {
+        if !envelope.contentType.hasPrefix("text/"), let line = JSONLine.compacted(envelope.body) { return line }
+        return envelope.decodedBody().serializedBytes()
     }
 
     func close() {

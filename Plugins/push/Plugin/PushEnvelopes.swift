@@ -36,7 +36,8 @@ enum PushEnvelopes {
     /// condition or fid), empty for a plain push without one.
     static func dataMessage(_ message: FCMMessage, project: String?, requestID: String?) -> Envelope {
         var body = message.json.objectValue ?? [:]
-        body["data"] = .object(message.data.mapValues { .string($0) })
+        // `json` leaves out an empty `data`; the envelope's schema requires it.
+        if message.data.isEmpty { body["data"] = .object([:]) }
         if let project { body["project"] = .string(project) }
         if let notificationID = message.data["notification_id"] { body["notification_id"] = .string(notificationID) }
         var headers = Headers()

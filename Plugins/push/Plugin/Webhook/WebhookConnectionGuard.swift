@@ -46,7 +46,15 @@ final class WebhookConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
     private var closing = false
     /// A request head arrived and its end has not.
     private var requestOpen = false
-    private var timer: Scheduled<Void>?
+    /// When the stage running now (head or body) times out; `nil` while a request waits for
+    /// its answer.
+    private var deadline: NIODeadline?
+    /// Whether ``deadline`` is the head's (`header_timeout`) or the body's.
+    private var deadlineIsHead = true
+    /// The one timer of the connection and when it fires. Moving the deadline later does not
+    /// touch it: when it fires early it sets itself again for the deadline. So a keep-alive
+    /// connection schedules about one timer per `header_timeout`, not two per request.
+    private var timer: (task: Scheduled<Void>, fires: NIODeadline)?
 
     init(limits: WebhookConnectionLimits) { self.limits = limits }
 
@@ -81,8 +89,7 @@ final class WebhookConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
             break
         case .end:
             requestOpen = false
-            timer?.cancel()
-            timer = nil
+            deadline = nil
         }
         context.fireChannelRead(data)
     }
@@ -97,7 +104,7 @@ final class WebhookConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
         }
         // Answered before the body was read: the body is not wanted.
         closing = true
-        timer?.cancel()
+        disarm()
         let written = context.eventLoop.makePromise(of: Void.self)
         written.futureResult.cascade(to: promise)
         context.writeAndFlush(data, promise: written)
@@ -109,26 +116,47 @@ final class WebhookConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     private func release() {
-        timer?.cancel()
-        timer = nil
+        disarm()
         guard counted else { return }
         counted = false
         limits.open.subtract(1, ordering: .relaxed)
     }
 
+    /// Starts the head stage (`header_timeout`) or, with a request open, the body stage.
     private func arm(_ timeout: TimeAmount, context: ChannelHandlerContext) {
-        timer?.cancel()
-        let headStage = !requestOpen
+        let due = NIODeadline.now() + timeout
+        deadline = due
+        deadlineIsHead = !requestOpen
+        // A timer that fires before the new deadline stays: it sets itself again when it fires.
+        if let timer, timer.fires <= due { return }
+        schedule(at: due, context: context)
+    }
+
+    private func schedule(at due: NIODeadline, context: ChannelHandlerContext) {
+        timer?.task.cancel()
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(in: timeout) {
+        let task = context.eventLoop.scheduleTask(deadline: due) {
             let (handler, context) = loopBound.value
-            handler.timedOut(headStage: headStage, context: context)
+            handler.timerFired(context: context)
         }
+        timer = (task, due)
+    }
+
+    private func disarm() {
+        deadline = nil
+        timer?.task.cancel()
+        timer = nil
+    }
+
+    private func timerFired(context: ChannelHandlerContext) {
+        timer = nil
+        guard let deadline, !closing else { return }
+        if deadline > .now() { return schedule(at: deadline, context: context) }
+        timedOut(headStage: deadlineIsHead, context: context)
     }
 
     private func timedOut(headStage: Bool, context: ChannelHandlerContext) {
-        timer = nil
-        guard !closing else { return }
+        deadline = nil
         closing = true
         limits.context.metric(.counter, "webhook_timeouts_total", 1)
         if headStage {
