@@ -7,8 +7,9 @@
 #   MQTT → Qeo: mosquitto_pub -l (QoS 0) → Mosquitto → the router → its qeo writer → the Python
 #               reader.
 # Each round runs the three paths one after another (so each ratio compares neighbours in time);
-# prints msgs/s and p50/p99 latency (send time carried in the message) of each path per round and
-# the medians of the rounds' ratios. The router runs with the plugins' defaults.
+# prints msgs/s and p50/p99 latency (send time carried in the message) of each path per round,
+# the router's CPU per message on each bridged path (user + system, /proc), and the medians of the
+# rounds' ratios. The router runs with the plugins' defaults.
 # Environment: COUNT=50000  RUNS=3  QEO_DOMAIN=140  SKIP_BUILD=1 (reuse the release build)
 #   PERF_DIR=DIR (record `perf record -g` of the router during each bridged path of round 1 into
 #   DIR/qeo-to-mqtt.perf.data and DIR/mqtt-to-qeo.perf.data; those figures are not comparable)
@@ -63,6 +64,11 @@ router=$!
 pids+=($router)
 wait_for "$tmp/router.log" "router started" 30
 
+# cpu_ticks: the router's user + system CPU so far, in clock ticks (/proc/PID/stat fields 14, 15).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$router/stat"; }
+# cpu_per_message TICKS_BEFORE: the router's CPU µs per message since TICKS_BEFORE.
+cpu_per_message() { echo $((($(cpu_ticks) - $1) * 1000000 / $(getconf CLK_TCK) / COUNT)); }
+
 # profile_start NAME / profile_stop: perf of the router around one bridged path (PERF_DIR, round 1).
 profiler=
 profile_start() {
@@ -95,10 +101,12 @@ for round in $(seq "$RUNS"); do
     sleep 0.5
     log "round $round/$RUNS Qeo → MQTT: $COUNT messages, Python writer → Switchyard → Mosquitto → mosquitto_sub"
     profile_start qeo-to-mqtt
+    ticks=$(cpu_ticks)
     python3 "$here/qeo_bench.py" pub "$COUNT"
     wait "$sub" || true
+    to_mqtt_cpu=$(cpu_per_message "$ticks")
     profile_stop
-    bridged=$(python3 "$here/qeo_bench.py" mqtt-stats "$tmp/mqtt.out")
+    bridged=$(python3 "$here/qeo_bench.py" mqtt-stats "$tmp/mqtt.out" | sed "s/}\$/, \"router_cpu_us_per_msg\": $to_mqtt_cpu}/")
 
     # MQTT → Qeo: mosquitto_pub → Mosquitto → router (mqtt → qeo write) → Python reader.
     log "round $round/$RUNS MQTT → Qeo: $COUNT messages, mosquitto_pub → Mosquitto → Switchyard → Python reader"
@@ -107,10 +115,12 @@ for round in $(seq "$RUNS"); do
     wait_for "$tmp/reverse.out" ready 30
     sleep 2 # discovery of the router's writer
     profile_start mqtt-to-qeo
+    ticks=$(cpu_ticks)
     python3 "$here/qeo_bench.py" mqtt-lines "$COUNT" | mosquitto_pub -h 127.0.0.1 -p "$mqtt_port" -t qeo/chat/in -q 0 -l
     wait "$reader" || true
+    to_qeo_cpu=$(cpu_per_message "$ticks")
     profile_stop
-    reverse=$(tail -1 "$tmp/reverse.out")
+    reverse=$(tail -1 "$tmp/reverse.out" | sed "s/}\$/, \"router_cpu_us_per_msg\": $to_qeo_cpu}/")
 
     echo "round $round direct  (Cyclone peer to peer):         $direct"
     echo "round $round bridged (Qeo → Switchyard → MQTT QoS 0): $bridged"
@@ -127,7 +137,8 @@ def ratio(r, path):
 for path, label in (("direct", "direct"), ("to_mqtt", "Qeo → MQTT"), ("to_qeo", "MQTT → Qeo")):
     median = lambda key: statistics.median(r[path][key] for r in rounds)
     lost = sum(rounds[0]["direct"]["count"] - r[path]["count"] for r in rounds)
-    print(f"median {label:11} msgs/s {median('msgs_per_s'):9.1f}  p50 {median('p50_ms'):9.3f} ms  p99 {median('p99_ms'):9.3f} ms  lost {lost}")
+    cpu = f"  router CPU {median('router_cpu_us_per_msg'):5.1f} µs/msg" if path != "direct" else ""
+    print(f"median {label:11} msgs/s {median('msgs_per_s'):9.1f}  p50 {median('p50_ms'):9.3f} ms  p99 {median('p99_ms'):9.3f} ms  lost {lost}{cpu}")
 for path, label in (("to_mqtt", "Qeo → MQTT"), ("to_qeo", "MQTT → Qeo")):
     ratios = [ratio(r, path) for r in rounds]
     print(f"ratio {label} / direct: median {statistics.median(ratios):.2f} (rounds: {', '.join(f'{x:.2f}' for x in ratios)}; target ≥ 0.8)")

@@ -126,6 +126,27 @@ struct DDSTests {
         }.count
     }
 
+    /// The plugin's Cyclone defaults: one receive thread per domain, unless `CYCLONEDDS_URI`
+    /// says otherwise (it is read after them); the last participant's release deletes the domain
+    /// and its threads.
+    @Test func aDomainHasOneReceiveThreadUnlessTheUserAsksForMore() throws {
+        setenv("CYCLONEDDS_URI", Self.loopback, 1)
+        defer { setenv("CYCLONEDDS_URI", Self.loopback, 1) }
+        let before = Self.threads(named: "recv")
+        var participant: DDSParticipant? = try DDSParticipant(domain: 137)
+        #expect(Self.threads(named: "recv") == before + 1)
+        #expect(Self.threads(named: "recvUC") == 0)
+        participant = nil
+        #expect(Self.threads(named: "recv") == before, "the domain goes with its last participant")
+
+        let many = Self.loopback.replacingOccurrences(
+            of: "</Domain>", with: "<Internal><MultipleReceiveThreads>true</MultipleReceiveThreads></Internal></Domain>")
+        setenv("CYCLONEDDS_URI", many, 1)
+        participant = try DDSParticipant(domain: 137)
+        #expect(Self.threads(named: "recvUC") == 1, "CYCLONEDDS_URI overrides the plugin's defaults")
+        withExtendedLifetime(participant) {}
+    }
+
     /// Batched writes: a burst and the lone sample after it all reach a Python reader (the
     /// flusher sends what the last write left in its packet), the flusher's thread starts with
     /// the first write and ends with the flusher.

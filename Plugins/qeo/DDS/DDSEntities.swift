@@ -21,23 +21,34 @@ public struct DDSError: Error, Sendable, CustomStringConvertible {
 /// A domain participant: everything of one Qeo realm member lives under it.
 public final class DDSParticipant: Sendable {
     let handle: dds_entity_t
+    let domain: UInt32
 
     /// Joins `domain` (Qeo's closed domain is 128) as `name` (the participant's entity name);
     /// `properties` go into the participant's property QoS (`dds.sec.*` turns on DDS Security).
+    /// The domain gets the plugin's Cyclone defaults (``DDSDomain/defaults``) under
+    /// `CYCLONEDDS_URI`.
     public init(domain: UInt32, name: String? = nil, properties: [(name: String, value: String)] = []) throws(DDSError) {
+        try DDSDomain.join(domain)
         let qos = dds_create_qos()
         defer { dds_delete_qos(qos) }
         if let name { dds_qset_entity_name(qos, name) }
         for property in properties { dds_qset_prop(qos, property.name, property.value) }
         let handle = dds_create_participant(domain, qos, nil)
-        guard handle > 0 else { throw DDSError("creating a participant on domain \(domain)", handle) }
+        guard handle > 0 else {
+            DDSDomain.leave(domain)
+            throw DDSError("creating a participant on domain \(domain)", handle)
+        }
         self.handle = handle
+        self.domain = domain
         // Batch mode for the writers created from now on (the setting is the domain's): a
         // write goes into its packet and ``DDSWriter`` sends it (see ``DDSFlusher``).
         dds_write_set_batch(true)
     }
 
-    deinit { dds_delete(handle) }
+    deinit {
+        dds_delete(handle)
+        DDSDomain.leave(domain)
+    }
 }
 
 /// A Qeo topic on DDS: the QDM struct's type program registered under its `/` name, with Qeo's

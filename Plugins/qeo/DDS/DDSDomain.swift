@@ -1,0 +1,59 @@
+import CCycloneDDS
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The Cyclone DDS domains this process joined, created with the plugin's defaults
+/// (``defaults``) under the user's `CYCLONEDDS_URI`, and counted: the last participant of a
+/// domain deletes it (an explicitly created domain outlives its participants otherwise).
+enum DDSDomain {
+    /// Cyclone settings the plugin changes, as a configuration fragment that `CYCLONEDDS_URI`
+    /// (read after it) overrides:
+    /// - `Internal/MultipleReceiveThreads` false: one receive thread serves the unicast and the
+    ///   multicast sockets (Cyclone 0.10 starts `recvUC` and `recvMC` beside `recv` otherwise,
+    ///   two idle threads per participant for a router's few topics).
+    static let defaults =
+        "<CycloneDDS><Domain><Internal><MultipleReceiveThreads>false</MultipleReceiveThreads></Internal></Domain></CycloneDDS>"
+
+    /// Per domain id: the handle of the domain this process created (0 when it existed
+    /// already, made by someone else), and how many participants use it.
+    private static let joined = Mutex<[UInt32: (handle: dds_entity_t, users: Int)]>([:])
+
+    /// Makes sure `domain` exists with the plugin's defaults; pair with ``leave(_:)``.
+    static func join(_ domain: UInt32) throws(DDSError) {
+        let result: DDSError? = joined.withLock { joined in
+            if let entry = joined[domain] {
+                joined[domain] = (entry.handle, entry.users + 1)
+                return nil
+            }
+            var configuration = defaults
+            if let user = getenv("CYCLONEDDS_URI"), user.pointee != 0 { configuration += "," + String(cString: user) }
+            let handle = dds_create_domain(domain, configuration)
+            if handle > 0 {
+                joined[domain] = (handle, 1)
+            } else if handle == DDS_RETCODE_PRECONDITION_NOT_MET {
+                joined[domain] = (0, 1)  // created before, outside this registry: leave it be
+            } else {
+                return DDSError("creating a participant on domain \(domain)", handle)
+            }
+            return nil
+        }
+        if let result { throw result }
+    }
+
+    /// One participant of `domain` is gone; the last one deletes the domain this created.
+    static func leave(_ domain: UInt32) {
+        let handle: dds_entity_t = joined.withLock { joined in
+            guard let entry = joined[domain] else { return 0 }
+            guard entry.users <= 1 else {
+                joined[domain] = (entry.handle, entry.users - 1)
+                return 0
+            }
+            joined[domain] = nil
+            return entry.handle
+        }
+        if handle > 0 { dds_delete(handle) }
+    }
+}
