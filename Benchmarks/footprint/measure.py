@@ -6,7 +6,14 @@ Usage: measure.py RUNS SETTLE_SECONDS ADMIN_PORT -- ROUTER_COMMAND...
 Each run starts ROUTER_COMMAND, polls http://127.0.0.1:ADMIN_PORT/readyz every 2 ms until it
 answers 200 "ready" (start-to-ready: from just before exec to that answer), waits SETTLE_SECONDS,
 then reads /proc/PID/status (VmRSS, RssAnon, RssFile, Threads) and the name of every thread
-(/proc/PID/task/*/comm), and stops the router with SIGTERM. Prints one JSON object per run.
+(/proc/PID/task/*/comm), and stops the router with SIGTERM; then starts it once more with the
+files cached and times that start to ready too. Prints one JSON object per run.
+
+Before each start the files named in EVICT (colon-separated: the router, its libraries, the
+plugins) are dropped from the page cache (POSIX_FADV_DONTNEED), so every run and every variant
+starts from the same cold cache. Resident file pages depend on it: the kernel maps the cached
+neighbours of each page a process touches (fault-around), so a file just written by the
+installer (all of it cached) shows up to twice the RSS of the same file read from disk.
 """
 
 import collections
@@ -66,30 +73,53 @@ def rss_by_file(pid: int, top: int = 15) -> list[tuple[str, int]]:
     return sizes.most_common(top)
 
 
+def evict(paths: list[str]) -> None:
+    for path in paths:
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(descriptor)
+
+
 def main() -> None:
     runs, settle, port = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
     command = sys.argv[sys.argv.index("--") + 1 :]
     log = open(os.environ.get("ROUTER_LOG", os.devnull), "ab")
-    for run in range(runs):
+    cold = [path for path in os.environ.get("EVICT", "").split(":") if path]
+
+    def start() -> tuple[subprocess.Popen[bytes], float]:
         started = time.monotonic()
         router = subprocess.Popen(command, stdout=log, stderr=log)
         deadline = started + 30
         while not ready(port):
             if router.poll() is not None or time.monotonic() > deadline:
                 router.kill()
-                sys.exit(f"run {run + 1}: the router exited or was not ready in 30 s (log: {log.name})")
+                sys.exit(f"the router exited or was not ready in 30 s (log: {log.name})")
             time.sleep(0.002)
-        ready_ms = (time.monotonic() - started) * 1000
-        time.sleep(settle)
-        result = {"run": run + 1, "ready_ms": round(ready_ms, 1), **status(router.pid)}
-        result["threads"] = thread_names(router.pid)
-        result["rss_by_file_kB"] = rss_by_file(router.pid)
+        return router, (time.monotonic() - started) * 1000
+
+    def stop(router: subprocess.Popen[bytes]) -> None:
         router.send_signal(signal.SIGTERM)
         try:
             router.wait(timeout=20)
         except subprocess.TimeoutExpired:
             router.kill()
             router.wait()
+
+    for run in range(runs):
+        # From a cold cache: start to ready, then what it holds once settled.
+        evict(cold)
+        router, cold_ms = start()
+        time.sleep(settle)
+        result = {"run": run + 1, "ready_cold_ms": round(cold_ms, 1), **status(router.pid)}
+        result["threads"] = thread_names(router.pid)
+        result["rss_by_file_kB"] = rss_by_file(router.pid)
+        stop(router)
+        # Again with the files cached (the usual restart): start to ready only.
+        router, warm_ms = start()
+        result["ready_ms"] = round(warm_ms, 1)
+        stop(router)
         print(json.dumps(result), flush=True)
 
 
