@@ -5,7 +5,7 @@ import Synchronization
 final class Handoff<Element: Sendable>: Sendable {
     private let items = Mutex<[Element]>([])
 
-    /// Adds an item; true when it starts a new batch (schedule ``takeAll()`` on the loop).
+    /// Adds an item; true when it starts a new batch (schedule ``takeAll(into:)`` on the loop).
     func add(_ item: Element) -> Bool {
         items.withLock { items in
             items.append(item)
@@ -13,11 +13,10 @@ final class Handoff<Element: Sendable>: Sendable {
         }
     }
 
-    /// Everything added since the last call, in order.
-    func takeAll() -> [Element] {
-        items.withLock { items in
-            defer { items.removeAll(keepingCapacity: true) }
-            return items
-        }
+    /// Everything added since the last call, in order, swapped into `taken` (which must be
+    /// empty): the caller empties it with `removeAll(keepingCapacity: true)` once done, so the
+    /// two arrays trade places and a steady stream allocates no array per batch.
+    func takeAll(into taken: inout [Element]) {
+        items.withLock { items in swap(&items, &taken) }
     }
 }

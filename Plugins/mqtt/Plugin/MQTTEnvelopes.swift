@@ -46,14 +46,15 @@ enum MQTTEnvelopes {
     /// `publish.topic` first when the instance has one.
     static func publish(for envelope: Envelope, defaults: MQTTLinkConfiguration.PublishDefaults, version: MQTTVersion) throws -> MQTTPublish
     {
-        var topic = envelope.headers["mqtt.topic"] ?? defaults.topic ?? envelope.subject
+        let headers = PublishHeaders(envelope.headers)
+        var topic = headers.topic ?? defaults.topic ?? envelope.subject
         // MQTT Connect hook: a dialog or settings message is for the phones' topic, the
         // instance's `publish.topic`; an `mqtt.topic` header it kept from the message that
         // triggered it names where that came from.
         if MQTTConnectProfile.outboundTypes.contains(envelope.type), let phones = defaults.topic { topic = phones }
         var payload = envelope.body
-        var qos = envelope.headers["mqtt.qos"].flatMap(UInt8.init).flatMap(MQTTQoS.init(rawValue:)) ?? defaults.qos
-        var retain = envelope.headers["mqtt.retain"].map { $0 == "true" } ?? defaults.retain
+        var qos = headers.qos.flatMap(UInt8.init).flatMap(MQTTQoS.init(rawValue:)) ?? defaults.qos
+        var retain = headers.retain.map { $0 == "true" } ?? defaults.retain
         if envelope.type == publishType {
             let body = envelope.decodedBody()
             if let value = body["topic"]?.stringValue { topic = value }
@@ -80,14 +81,37 @@ enum MQTTEnvelopes {
             if envelope.type != publishType, !envelope.contentType.isEmpty, envelope.contentType != untypedContentType {
                 properties.contentType = envelope.contentType
             }
-            properties.responseTopic = envelope.headers["mqtt.response_topic"]
-            properties.correlationData = envelope.headers["mqtt.correlation_data"].flatMap(bytes(hex:))
-            for header in envelope.headers where header.name.hasPrefix("mqtt.user.") {
-                properties.userProperties.append(
-                    MQTTUserProperty(name: String(header.name.dropFirst("mqtt.user.".count)), value: header.value))
-            }
+            if let responseTopic = headers.responseTopic { properties.responseTopic = responseTopic }
+            if let correlation = headers.correlationData.flatMap(bytes(hex:)) { properties.correlationData = correlation }
+            if !headers.userProperties.isEmpty { properties.userProperties = headers.userProperties }
         }
         return MQTTPublish(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties)
+    }
+
+    /// The `mqtt.*` headers a publish takes, found in one pass over the envelope's headers
+    /// (the first value of each name, as `Headers`' subscript gives it; user properties in order).
+    private struct PublishHeaders {
+        var topic: String?
+        var qos: String?
+        var retain: String?
+        var responseTopic: String?
+        var correlationData: String?
+        var userProperties: [MQTTUserProperty] = []
+
+        init(_ headers: Headers) {
+            for header in headers where header.name.hasPrefix("mqtt.") {
+                switch header.name {
+                case "mqtt.topic": topic = topic ?? header.value
+                case "mqtt.qos": qos = qos ?? header.value
+                case "mqtt.retain": retain = retain ?? header.value
+                case "mqtt.response_topic": responseTopic = responseTopic ?? header.value
+                case "mqtt.correlation_data": correlationData = correlationData ?? header.value
+                case let name where name.hasPrefix("mqtt.user."):
+                    userProperties.append(MQTTUserProperty(name: String(name.dropFirst("mqtt.user.".count)), value: header.value))
+                default: break
+                }
+            }
+        }
     }
 
     static func hex(_ bytes: [UInt8]) -> String {

@@ -53,6 +53,8 @@ final class MQTTInbound: @unchecked Sendable {
     private var recentPublishes = EchoMemory()
     /// Settle tokens of inbound publishes the router has finished with, waiting for the event loop.
     private let settledTokens = Handoff<(token: UInt64, outcome: DeliveryOutcome)>()
+    /// The batch taken from `settledTokens`, kept so its storage is reused.
+    private var settledBatch: [(token: UInt64, outcome: DeliveryOutcome)] = []
 
     init(link: MQTTLink) {
         self.link = link
@@ -211,7 +213,9 @@ final class MQTTInbound: @unchecked Sendable {
     }
 
     private func takeSettlements() {
-        for (token, outcome) in settledTokens.takeAll() {
+        settledTokens.takeAll(into: &settledBatch)
+        defer { settledBatch.removeAll(keepingCapacity: true) }
+        for (token, outcome) in settledBatch {
             guard let inbound = unsettled.removeValue(forKey: token) else { continue }
             let probe = token == probeToken
             if probe { probeToken = nil }

@@ -73,3 +73,10 @@ final class MQTTLinkHandler: ChannelInboundHandler {
             }
     }
 }
+
+extension MQTTLink {
+    /// The event loop every link of the plugin runs on. One thread for all links: a route from
+    /// one link to another then hands the broker's PUBACK on to the other link's settlement
+    /// without a thread hop or a wake-up, and two links do not take turns on two threads.
+    static let sharedEventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
+}

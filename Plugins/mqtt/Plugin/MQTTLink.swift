@@ -36,6 +36,8 @@ final class MQTTLink: @unchecked Sendable {
     private let outstanding = Atomic<Int>(0)
     /// Publishes handed over by the router, waiting for the event loop.
     private let inbox = Handoff<(MQTTPublish, Delivery)>()
+    /// The batch taken from `inbox`, kept so its storage is reused (event loop).
+    private var inboxBatch: [(MQTTPublish, Delivery)] = []
     /// Whether the broker kept the session (CONNACK session present).
     var sessionResumed = false
     /// Encodes and writes packets to the connection.
@@ -53,11 +55,6 @@ final class MQTTLink: @unchecked Sendable {
         output = MQTTOutput(version: configuration.version, context: context, eventLoop: eventLoop)
         inbound = MQTTInbound(link: self)
     }
-
-    /// The event loop every link of the plugin runs on. One thread for all links: a route from
-    /// one link to another then hands the broker's PUBACK on to the other link's settlement
-    /// without a thread hop or a wake-up, and two links do not take turns on two threads.
-    static let sharedEventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
 
     // MARK: Entry points (any thread)
 
@@ -140,7 +137,9 @@ final class MQTTLink: @unchecked Sendable {
     }
 
     private func takeInbox() {
-        for (publish, delivery) in inbox.takeAll() { take(publish, delivery: delivery) }
+        inbox.takeAll(into: &inboxBatch)
+        for (publish, delivery) in inboxBatch { take(publish, delivery: delivery) }
+        inboxBatch.removeAll(keepingCapacity: true)
         sendPending()
     }
 
