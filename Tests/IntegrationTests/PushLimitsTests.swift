@@ -84,6 +84,45 @@ struct PushLimitsTests {
         #expect(router.stop() == 0, "\(router.standardError)")
     }
 
+    /// A kept-alive connection gets a new `header_timeout` after each answer (the guard's one
+    /// timer, set at connect, fires before the new deadline and must set itself again rather
+    /// than close): a second request sent after the first deadline, within the new one, is
+    /// served; silence after it is answered 408 and closed.
+    @Test func eachAnswerOnAKeptConnectionRestartsTheHeaderTimeout() throws {
+        let sandbox = try Sandbox()
+        let (router, port, admin) = try Self.start(sandbox, limits: "header_timeout: 2s")
+        let body = #"{"topic": "news", "data": {"k": "v"}}"#
+        let request =
+            "POST /push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(Self.bearer)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        let client = try RawSocket(port: port)
+        let connected = ContinuousClock.now
+        Self.pause(until: connected + .seconds(1))
+        client.write(request)
+        let first = client.readResponse()
+        #expect(Self.status(of: first) == 200, "\(first)")
+        let answered = ContinuousClock.now
+        try #require(answered < connected + .milliseconds(1800), "the first answer came too late to test the timer")
+        // Past the deadline set at connect (2 s), before the one set by the answer.
+        Self.pause(until: connected + .milliseconds(2500))
+        #expect(client.write(request))
+        let second = client.readResponse()
+        #expect(Self.status(of: second) == 200, "\(second)")
+        let silence = ContinuousClock.now
+        let closing = client.readToEnd()
+        #expect(Self.status(of: closing) == 408, "\(closing)")
+        #expect(ContinuousClock.now - silence > .milliseconds(1500))
+        #expect(try PushTests.metric("webhook_timeouts_total", admin: admin) == 1)
+        #expect(sandbox.lines(of: "collected.txt").count == 2)
+        #expect(router.stop() == 0, "\(router.standardError)")
+    }
+
+    /// Lets time pass on an open connection: the timeouts under test are the events.
+    private static func pause(until instant: ContinuousClock.Instant) {
+        let left = ContinuousClock.now.duration(to: instant)
+        guard left > .zero else { return }
+        Thread.sleep(forTimeInterval: Double(left.components.seconds) + Double(left.components.attoseconds) * 1e-18)
+    }
+
     /// Over `max_connections` a connection is answered 503 with Retry-After and closed; once the
     /// others close, new ones are served again.
     @Test func connectionsOverTheCapAreRefusedWith503() throws {

@@ -54,6 +54,32 @@ final class RawSocket {
         return String(decoding: received, as: UTF8.self)
     }
 
+    /// Reads one HTTP response whose body has a `Content-Length` (the connection stays open),
+    /// or what came before the peer closed or 15 s passed without a byte.
+    func readResponse() -> String {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while !Self.isCompleteResponse(received) {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            received += buffer[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
+    private static func isCompleteResponse(_ bytes: [UInt8]) -> Bool {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        guard bytes.count >= 4, let end = (0...(bytes.count - 4)).first(where: { bytes[$0..<$0 + 4].elementsEqual(separator) })
+        else { return false }
+        let head = String(decoding: bytes[..<end], as: UTF8.self).lowercased()
+        let length =
+            head.split(separator: "\r\n").lazy.compactMap { line -> Int? in
+                guard line.hasPrefix("content-length:") else { return nil }
+                return Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+            }.first ?? 0
+        return bytes.count - (end + 4) >= length
+    }
+
     /// Sends one HTTP/1.1 request with `Connection: close` and returns the status code and the
     /// whole answer.
     static func http(
