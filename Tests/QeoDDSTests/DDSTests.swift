@@ -51,6 +51,21 @@ struct DDSTests {
         defer { samples.release(sample) }
         samples.write(value, into: sample)
         #expect(samples.read(UnsafeRawPointer(sample)) == value)
+        // Serialized straight from memory: the same bytes as the value's own serialization.
+        #expect(samples.serialized(UnsafeRawPointer(sample)) == value.serializedBytes())
+    }
+
+    /// Direct serialization of a struct with an enum, a sequence and text that needs escaping.
+    @Test func samplesSerializeLikeTheirJSONValue() throws {
+        let program = try DDSTypeProgram(model: Self.model, root: "org.qeo.sample.simplechat.ChatParticipant")
+        let samples = DDSSamples(model: Self.model, program: program)
+        let value: JSONValue = ["name": "a \"quoted\" name\n\u{1}é", "state": "BUSY"]
+        let sample = samples.allocate()
+        defer { samples.release(sample) }
+        samples.write(value, into: sample)
+        let bytes = samples.serialized(UnsafeRawPointer(sample))
+        #expect(bytes == value.serializedBytes())
+        #expect(try JSONValue(parsing: bytes) == value)
     }
 
     /// The environment for DDS on loopback only (Cyclone 0.10 needs multicast forced on `lo`).
@@ -126,6 +141,18 @@ struct DDSTests {
         }.count
     }
 
+    /// Waits until `count` threads are named `name`, at most 5 s, and returns how many are: a
+    /// Cyclone thread names itself once it runs, and no event tells when (so this polls /proc).
+    static func threads(named name: String, becoming count: Int) -> Int {
+        let deadline = ContinuousClock.now + .seconds(5)
+        var seen = threads(named: name)
+        while seen != count, ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.01)
+            seen = threads(named: name)
+        }
+        return seen
+    }
+
     /// The plugin's Cyclone defaults: one receive thread per domain, unless `CYCLONEDDS_URI`
     /// says otherwise (it is read after them); the last participant's release deletes the domain
     /// and its threads.
@@ -134,16 +161,16 @@ struct DDSTests {
         defer { setenv("CYCLONEDDS_URI", Self.loopback, 1) }
         let before = Self.threads(named: "recv")
         var participant: DDSParticipant? = try DDSParticipant(domain: 137)
-        #expect(Self.threads(named: "recv") == before + 1)
+        #expect(Self.threads(named: "recv", becoming: before + 1) == before + 1)
         #expect(Self.threads(named: "recvUC") == 0)
         participant = nil
-        #expect(Self.threads(named: "recv") == before, "the domain goes with its last participant")
+        #expect(Self.threads(named: "recv", becoming: before) == before, "the domain goes with its last participant")
 
         let many = Self.loopback.replacingOccurrences(
             of: "</Domain>", with: "<Internal><MultipleReceiveThreads>true</MultipleReceiveThreads></Internal></Domain>")
         setenv("CYCLONEDDS_URI", many, 1)
         participant = try DDSParticipant(domain: 137)
-        #expect(Self.threads(named: "recvUC") == 1, "CYCLONEDDS_URI overrides the plugin's defaults")
+        #expect(Self.threads(named: "recvUC", becoming: 1) == 1, "CYCLONEDDS_URI overrides the plugin's defaults")
         withExtendedLifetime(participant) {}
     }
 

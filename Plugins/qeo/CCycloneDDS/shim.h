@@ -5,5 +5,5 @@
 #include <pthread.h>
 #include <dds/dds.h>
 
-/// Names the calling thread (shown by ps, top and perf; at most 15 bytes).
-static inline void qeo_name_this_thread(const char *name) { (void)pthread_setname_np(pthread_self(), name); }
+/// Names `thread` (shown by ps, top and perf; at most 15 bytes).
+static inline void qeo_name_thread(pthread_t thread, const char *name) { (void)pthread_setname_np(thread, name); }

@@ -166,6 +166,8 @@ public final class DDSWriter: Sendable {
 public enum DDSReceived: Sendable, Equatable {
     /// A new value (events: each event; state: the instance's new value).
     case sample(JSONValue, instance: UInt64)
+    /// A new value as compact JSON bytes (keys sorted), from a reader made with `serialized`.
+    case serialized([UInt8], instance: UInt64)
     /// The instance was disposed, or its last writer is gone.
     case removed(instance: UInt64)
 }
@@ -179,23 +181,27 @@ public final class DDSReader: Sendable {
     final class ReaderContext: Sendable {
         let topic: DDSTopic
         let handler: @Sendable ([DDSReceived]) -> Void
+        let serialized: Bool
         let reader = Atomic<Int32>(0)
-        init(topic: DDSTopic, handler: @escaping @Sendable ([DDSReceived]) -> Void) {
+        init(topic: DDSTopic, serialized: Bool, handler: @escaping @Sendable ([DDSReceived]) -> Void) {
             self.topic = topic
+            self.serialized = serialized
             self.handler = handler
         }
     }
 
-    public init(topic: DDSTopic, handler: @escaping @Sendable ([DDSReceived]) -> Void) throws(DDSError) {
+    /// A reader of `topic`; with `serialized`, samples come as JSON bytes (``DDSReceived/serialized(_:instance:)``),
+    /// written straight from Cyclone's sample without a ``JSONValue`` in between.
+    public init(topic: DDSTopic, serialized: Bool = false, handler: @escaping @Sendable ([DDSReceived]) -> Void) throws(DDSError) {
         let qos = topic.qos()
         defer { dds_delete_qos(qos) }
-        let context = ReaderContext(topic: topic, handler: handler)
+        let context = ReaderContext(topic: topic, serialized: serialized, handler: handler)
         let listener = dds_create_listener(Unmanaged.passUnretained(context).toOpaque())
         defer { dds_delete_listener(listener) }
         dds_lset_data_available(listener) { reader, argument in
             guard let argument else { return }
             let context = Unmanaged<ReaderContext>.fromOpaque(argument).takeUnretainedValue()
-            context.handler(DDSReader.take(reader, topic: context.topic))
+            context.handler(DDSReader.take(reader, topic: context.topic, serialized: context.serialized))
         }
         let handle = dds_create_reader(topic.participant.handle, topic.handle, qos, listener)
         guard handle > 0 else { throw DDSError("creating a reader for \(topic.structure.ddsTopicName)", handle) }
@@ -203,10 +209,10 @@ public final class DDSReader: Sendable {
         self.topic = topic
         self.context = context
         // Samples that arrived before the listener could run (transient-local state).
-        handler(Self.take(handle, topic: topic))
+        handler(Self.take(handle, topic: topic, serialized: serialized))
     }
 
-    static func take(_ reader: dds_entity_t, topic: DDSTopic) -> [DDSReceived] {
+    static func take(_ reader: dds_entity_t, topic: DDSTopic, serialized: Bool) -> [DDSReceived] {
         var received: [DDSReceived] = []
         var samples = [UnsafeMutableRawPointer?](repeating: nil, count: 64)
         var infos = [dds_sample_info_t](repeating: dds_sample_info_t(), count: 64)
@@ -218,7 +224,11 @@ public final class DDSReader: Sendable {
             for index in 0..<Int(count) {
                 let info = infos[index]
                 if info.valid_data, let sample = samples[index] {
-                    received.append(.sample(topic.samples.read(UnsafeRawPointer(sample)), instance: info.instance_handle))
+                    let sample = UnsafeRawPointer(sample)
+                    received.append(
+                        serialized
+                            ? .serialized(topic.samples.serialized(sample), instance: info.instance_handle)
+                            : .sample(topic.samples.read(sample), instance: info.instance_handle))
                 } else if info.instance_state != DDS_IST_ALIVE {
                     received.append(.removed(instance: info.instance_handle))
                 }

@@ -72,7 +72,6 @@ public final class DDSFlusher: Sendable {
                 { argument in
                     guard let argument else { return nil }
                     let core = Unmanaged<Core>.fromOpaque(argument).takeRetainedValue()
-                    qeo_name_this_thread("qeo-flush")
                     core.run()
                     return nil
                 }, argument)
@@ -80,6 +79,7 @@ public final class DDSFlusher: Sendable {
                 Unmanaged<Core>.fromOpaque(argument).release()
                 return false
             }
+            qeo_name_thread(created, "qeo-flush")  // named here, so it has its name once this returns
             thread = created
             return true
         }

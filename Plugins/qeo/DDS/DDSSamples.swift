@@ -13,10 +13,20 @@ public import SwitchyardCore
 public struct DDSSamples: Sendable {
     let model: QDMModel
     let program: DDSTypeProgram
+    /// Per struct: the index of each member in JSON key order (sorted names, the last member of
+    /// a repeated name), so ``serialized(_:)`` writes what `read(_:).serializedBytes()` would.
+    let keyOrder: [String: [Int]]
 
     public init(model: QDMModel, program: DDSTypeProgram) {
         self.model = model
         self.program = program
+        var keyOrder: [String: [Int]] = [:]
+        for (name, item) in model.structs {
+            var last: [String: Int] = [:]
+            for (index, member) in item.members.enumerated() { last[member.name] = index }
+            keyOrder[name] = last.sorted { $0.key < $1.key }.map(\.value)
+        }
+        self.keyOrder = keyOrder
     }
 
     /// A zeroed sample of the topic's size, aligned.
@@ -40,6 +50,45 @@ public struct DDSSamples: Sendable {
 
     /// Reads a sample into JSON.
     public func read(_ sample: UnsafeRawPointer) -> JSONValue { read(structure: program.root, at: sample) }
+
+    /// The sample as compact JSON bytes, the same as `read(sample).serializedBytes()`, written
+    /// straight from the sample's memory (no dictionary per struct, no key sorting per sample).
+    public func serialized(_ sample: UnsafeRawPointer) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(max(64, program.layout.size * 2))
+        serialize(kind: .structure(program.root), at: sample, to: &output)
+        return output
+    }
+
+    private func serialize(kind: QDMMember.Kind, at pointer: UnsafeRawPointer, to output: inout [UInt8]) {
+        switch kind {
+        case .structure(let name):
+            guard let item = model.structs[name], let layout = program.layouts[name], let order = keyOrder[name] else {
+                return JSONValue.null.write(to: &output)
+            }
+            output.append(UInt8(ascii: "{"))
+            for (position, index) in order.enumerated() {
+                if position > 0 { output.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(item.members[index].name, to: &output)
+                output.append(UInt8(ascii: ":"))
+                serialize(kind: item.members[index].kind, at: pointer + layout.offsets[index], to: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        case .sequence(let element):
+            let sequence = pointer.load(as: dds_sequence_t.self)
+            output.append(UInt8(ascii: "["))
+            if let buffer = sequence._buffer {
+                let stride = elementStride(element)
+                for index in 0..<Int(sequence._length) {
+                    if index > 0 { output.append(UInt8(ascii: ",")) }
+                    serialize(kind: element, at: UnsafeRawPointer(buffer) + index * stride, to: &output)
+                }
+            }
+            output.append(UInt8(ascii: "]"))
+        default:
+            read(kind: kind, at: pointer).write(to: &output)
+        }
+    }
 
     private func write(_ value: JSONValue, structure name: String, at base: UnsafeMutableRawPointer) {
         guard let item = model.structs[name], let layout = program.layouts[name] else { return }

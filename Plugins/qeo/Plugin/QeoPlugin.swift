@@ -134,7 +134,10 @@ final class QeoPlugin: SwitchyardPlugin {
             state.withLock { $0.participant = participant }
             state.withLock { $0.writers = writers }
             for item in configuration.read {
-                let reader = try DDSReader(topic: try topic(item)) { [weak self] received in self?.received(received, of: item) }
+                // Events go out as the sample's JSON, written straight from Cyclone's memory.
+                let reader = try DDSReader(topic: try topic(item), serialized: item.behavior == .event) { [weak self] received in
+                    self?.received(received, of: item)
+                }
                 state.withLock { $0.readers.append(reader) }
             }
         } catch {
@@ -193,11 +196,13 @@ final class QeoPlugin: SwitchyardPlugin {
         defer { if emitted > 0 { context.metric(.counter, "samples_received_total", Double(emitted)) } }
         for entry in batch {
             switch (item.behavior, entry) {
+            case (.event?, .serialized(let body, _)):
+                if emit(envelope(item, body: body), on: Self.eventsPort) { emitted += 1 }
             case (.event?, .sample(let value, _)):
-                if emit(envelope(item, body: value), on: Self.eventsPort) { emitted += 1 }
+                if emit(envelope(item, body: value.serializedBytes()), on: Self.eventsPort) { emitted += 1 }
             case (.state?, .sample(let value, let instance)):
                 state.withLock { $0.instances[item.name, default: [:]][instance] = value }
-                if emit(envelope(item, body: value, instance: instance), on: Self.changesPort) { emitted += 1 }
+                if emit(envelope(item, body: value.serializedBytes(), instance: instance), on: Self.changesPort) { emitted += 1 }
             case (.state?, .removed(let instance)):
                 guard let last = state.withLock({ $0.instances[item.name]?.removeValue(forKey: instance) }) else { continue }
                 var key: [String: JSONValue] = [:]
@@ -220,9 +225,9 @@ final class QeoPlugin: SwitchyardPlugin {
         if emit(states, on: Self.statesPort) { emitted += 1 }
     }
 
-    private func envelope(_ item: QDMStruct, body: JSONValue, instance: UInt64? = nil) -> Envelope {
+    private func envelope(_ item: QDMStruct, body: [UInt8], instance: UInt64? = nil) -> Envelope {
         var envelope = Envelope(
-            type: QeoTopics.envelopeType(of: item.name), subject: item.name, contentType: "application/json", body: body.serializedBytes())
+            type: QeoTopics.envelopeType(of: item.name), subject: item.name, contentType: "application/json", body: body)
         envelope.headers.append(name: "qeo.type", value: item.name)
         if let instance { envelope.headers.append(name: "qeo.instance", value: String(instance)) }
         return envelope
