@@ -10,6 +10,7 @@
 #   RUNS=3        rounds of (switchyard, bare, bare without the file); medians of the ratios
 #   DELIVERY=at-most-once   the route's delivery (at-least-once: each message spooled first,
 #                 with the spool's default `sync: full`)
+#   SPOOL_SYNC=normal  the spool's sync for a comparison (default: the spool's default, full)
 #   PERF_DIR=DIR  after the measured rounds, one more run of each endpoint under `perf record -g`
 #                 (not counted); perf.data and flame graph SVGs (Benchmarks/lib/flamegraph) in DIR
 #   SKIP_BUILD=1  reuse the release builds as they are      KEEP_TMP=1  keep the temporary directory
@@ -87,6 +88,7 @@ instances:
 routes:
   - { name: ingest, from: push.messages, to: out.write, delivery: $DELIVERY }
 YAML
+[[ -z ${SPOOL_SYNC:-} ]] || printf 'spool: { sync: %s }\n' "$SPOOL_SYNC" >>"$tmp/routes/bench.yaml"
 "$release_dir/switchyard" run "$tmp/routes" --plugins "$tmp/plugins" --spool "$tmp/spool.db" 2>"$tmp/router.log" &
 router=$!
 pids+=("$router")
@@ -109,7 +111,7 @@ bare_file_pid=$bare_pid bare_file_url=$bare_url
 start_bare bare-parse-only -
 bare_parse_pid=$bare_pid bare_parse_url=$bare_url
 
-log "build $(bench_build_stamp); $RUNS rounds of $DURATION, $CONNECTIONS connections, route delivery $DELIVERY"
+log "build $(bench_build_stamp); $RUNS rounds of $DURATION, $CONNECTIONS connections, route delivery $DELIVERY${SPOOL_SYNC:+, spool sync $SPOOL_SYNC}"
 for run in $(seq "$RUNS"); do
     measure switchyard "$url" "$run" "$router"
     measure bare "$bare_file_url" "$run" "$bare_file_pid"
