@@ -68,14 +68,15 @@ final class RouteQueue: @unchecked Sendable {
     /// Appends when there is room (a `block` queue) or after dropping the oldest envelope
     /// (`drop_oldest`); a full `block` queue takes nothing and remembers to wake `waiter`.
     func push(_ item: QueuedEnvelope, orWake waiter: (instance: InstanceRuntime, port: String)) -> PushResult {
+        // One lock for the check and the push: the worker takes the same lock, and a second
+        // acquisition per envelope doubled the contention between them (futex calls).
         condition.lock()
+        defer { condition.unlock() }
         if !hasRoom {
             if !waiters.contains(where: { $0.instance === waiter.instance && $0.port == waiter.port }) { waiters.append(waiter) }
-            condition.unlock()
             return .full
         }
-        condition.unlock()
-        return push(item).map { .droppedOldest($0) } ?? .queued
+        return insert(item).map { .droppedOldest($0) } ?? .queued
     }
 
     /// Appends; returns the envelope dropped to make room (`drop_oldest` only). A `block`
@@ -84,6 +85,11 @@ final class RouteQueue: @unchecked Sendable {
     func push(_ item: QueuedEnvelope) -> QueuedEnvelope? {
         condition.lock()
         defer { condition.unlock() }
+        return insert(item)
+    }
+
+    /// The push itself. Called with `condition` held.
+    private func insert(_ item: QueuedEnvelope) -> QueuedEnvelope? {
         var dropped: QueuedEnvelope?
         if count == buffer.count {
             if policy == .dropOldest {

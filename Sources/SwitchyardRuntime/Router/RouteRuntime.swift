@@ -196,6 +196,8 @@ final class RouteRuntime: @unchecked Sendable {
     /// Applies `when:` and the transform; `nil` (counted as filtered) when the condition
     /// rejects the envelope.
     func transformed(_ envelope: Envelope) -> Envelope? {
+        // A plain route neither looks inside nor changes the envelope: no scope to build.
+        if plan.condition == nil, plan.transform == nil { return envelope }
         var scope = EnvelopeScope(envelope)
         if let condition = plan.condition, !condition.evaluate(&scope) {
             counters.filtered.add(1, ordering: .relaxed)
@@ -207,21 +209,26 @@ final class RouteRuntime: @unchecked Sendable {
     /// The indexes of the sinks `envelope` may go to: all but those already in its trace
     /// (counted in dropped_loop) unless the route allows loops.
     func targets(for envelope: Envelope) -> [Int] {
-        sinks.indices.filter { index in
-            let sink = sinks[index]
-            guard !plan.declaration.allowLoops, envelope.trace.contains(sink.instance.name) else { return true }
-            counters.droppedLoop.add(1, ordering: .relaxed)
-            if !loopWarned.exchange(true, ordering: .relaxed) {
-                router.logger.notice(
-                    "loop stopped: envelope already passed through the target instance (counted in dropped_loop; 'loop: allow' on the route lets it through)",
-                    metadata: [
-                        "route": .string(name), "sink": .string(sink.qualifiedName),
-                        "trace": .string(envelope.trace.joined(separator: " → ")),
-                    ]
-                )
-            }
-            return false
+        sinks.indices.filter { admits(envelope, toSink: $0) }
+    }
+
+    /// Whether `envelope` may go to sink `index`: not when the sink's instance is already in
+    /// its trace (counted in dropped_loop), unless the route allows loops.
+    @inline(__always)
+    func admits(_ envelope: Envelope, toSink index: Int) -> Bool {
+        let sink = sinks[index]
+        guard !plan.declaration.allowLoops, envelope.trace.contains(sink.instance.name) else { return true }
+        counters.droppedLoop.add(1, ordering: .relaxed)
+        if !loopWarned.exchange(true, ordering: .relaxed) {
+            router.logger.notice(
+                "loop stopped: envelope already passed through the target instance (counted in dropped_loop; 'loop: allow' on the route lets it through)",
+                metadata: [
+                    "route": .string(name), "sink": .string(sink.qualifiedName),
+                    "trace": .string(envelope.trace.joined(separator: " → ")),
+                ]
+            )
         }
+        return false
     }
 
     private func dispatch(_ item: QueuedEnvelope) {
@@ -229,7 +236,8 @@ final class RouteRuntime: @unchecked Sendable {
             item.settlement?.complete(SY_OUTCOME_OK)
             return
         }
-        for index in targets(for: output) {
+        // Sink by sink rather than through targets(for:): no array per envelope.
+        for index in sinks.indices where admits(output, toSink: index) {
             let sink = sinks[index]
             let deliveryID = router.nextDeliveryID(tracking: item.settlement)
             let status = deliverWaitingForRoom(output, to: sink, deliveryID: deliveryID)
