@@ -45,6 +45,9 @@ SY_QUEUE=${SY_QUEUE:-}
 LOAD_TIMEOUT=${LOAD_TIMEOUT:-90}
 
 log() { printf '[mqtt-bridge] %s\n' "$*" >&2; }
+# ALLOCATIONS=1: the router runs with the malloc counter and each Switchyard run logs its
+# allocations per envelope under load (Benchmarks/lib/allocations.sh).
+source "$here/../lib/allocations.sh"
 
 # ---------------------------------------------------------------------------------------------
 # Prerequisites
@@ -302,7 +305,7 @@ $queue_line
 EOF
     "$router_bin" validate "$routes" >"$tmp/validate-qos$qos.log" 2>&1 \
         || { cat "$tmp/validate-qos$qos.log" >&2; return 1; }
-    "$router_bin" run "$routes" --log-level info >"$rlog" 2>&1 &
+    alloc_wrap "$router_bin" run "$routes" --log-level info >"$rlog" 2>&1 &
     router_pid=$!
     for ((i = 0; i < 200; i++)); do
         if grep -q "connected to 127.0.0.1:$port_a" "$rlog" && grep -q "connected to 127.0.0.1:$port_b" "$rlog"; then break; fi
@@ -314,7 +317,11 @@ EOF
         echo "the router did not connect to both brokers within 20 s" >&2
         return 1
     fi
-    for generator in $GENERATORS; do run_load switchyard "$qos" "$generator"; done
+    for generator in $GENERATORS; do
+        alloc_mark "$router_pid"
+        run_load switchyard "$qos" "$generator"
+        alloc_report "$router_pid" "$((COUNT + WARMUP))" "switchyard QoS $qos $generator"
+    done
     stop_pid "$router_pid" 15
     router_pid=""
 }

@@ -40,6 +40,9 @@ fi
 
 # shellcheck source=../lib/bench.sh
 source "$here/../lib/bench.sh"
+# ALLOCATIONS=1: the router runs with the malloc counter and each Switchyard round logs its
+# allocations per envelope under load (Benchmarks/lib/allocations.sh).
+source "$here/../lib/allocations.sh"
 bench_release_build switchyard push core
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
     log "building the bare endpoint (release, Benchmarks/.build)"
@@ -89,7 +92,7 @@ routes:
   - { name: ingest, from: push.messages, to: out.write, delivery: $DELIVERY }
 YAML
 [[ -z ${SPOOL_SYNC:-} ]] || printf 'spool: { sync: %s }\n' "$SPOOL_SYNC" >>"$tmp/routes/bench.yaml"
-"$release_dir/switchyard" run "$tmp/routes" --plugins "$tmp/plugins" --spool "$tmp/spool.db" 2>"$tmp/router.log" &
+alloc_wrap "$release_dir/switchyard" run "$tmp/routes" --plugins "$tmp/plugins" --spool "$tmp/spool.db" 2>"$tmp/router.log" &
 router=$!
 pids+=("$router")
 wait_for "$tmp/router.log" "webhook listening on"
@@ -113,7 +116,10 @@ bare_parse_pid=$bare_pid bare_parse_url=$bare_url
 
 log "build $(bench_build_stamp); $RUNS rounds of $DURATION, $CONNECTIONS connections, route delivery $DELIVERY${SPOOL_SYNC:+, spool sync $SPOOL_SYNC}"
 for run in $(seq "$RUNS"); do
+    alloc_mark "$router"
+    lines_before=$(wc -l <"$tmp/out.jsonl" 2>/dev/null || echo 0)
     measure switchyard "$url" "$run" "$router"
+    alloc_report "$router" "$(($(wc -l <"$tmp/out.jsonl") - lines_before))" "switchyard round $run"
     measure bare "$bare_file_url" "$run" "$bare_file_pid"
     measure bare-parse-only "$bare_parse_url" "$run" "$bare_parse_pid"
 done
