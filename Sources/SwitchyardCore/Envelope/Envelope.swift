@@ -6,68 +6,59 @@ public struct Envelope: Sendable, Equatable {
     // The fields live in one copy-on-write box: an envelope is copied several times on its
     // way through a route (into the queue, out of it, to the sink's C view), and copying one
     // reference costs one retain where copying ten fields cost one per string and array.
-    // Reads borrow the field (`_read`: no retain); writes copy the box first if it is shared.
+    // Reads borrow the field (`_read`: no retain); writes (`_modify`) copy the box first if
+    // it is shared.
     private var storage: Storage
 
     /// Unique id, a ULID unless the emitting plugin gave its own.
     public var id: String {
-        _read { yield storage.id }
-        set { uniqueStorage().id = newValue }
-        _modify { yield &uniqueStorage().id }
+        _read { yield storage.fields.id }
+        _modify { yield &uniqueStorage().fields.id }
     }
     /// Schema name, e.g. `mqtt.Message`.
     public var type: String {
-        _read { yield storage.type }
-        set { uniqueStorage().type = newValue }
-        _modify { yield &uniqueStorage().type }
+        _read { yield storage.fields.type }
+        _modify { yield &uniqueStorage().fields.type }
     }
     /// The `instance.port` that emitted it.
     public var source: String {
-        _read { yield storage.source }
-        set { uniqueStorage().source = newValue }
-        _modify { yield &uniqueStorage().source }
+        _read { yield storage.fields.source }
+        _modify { yield &uniqueStorage().fields.source }
     }
     /// Topic, SIP URI, characteristic…
     public var subject: String {
-        _read { yield storage.subject }
-        set { uniqueStorage().subject = newValue }
-        _modify { yield &uniqueStorage().subject }
+        _read { yield storage.fields.subject }
+        _modify { yield &uniqueStorage().fields.subject }
     }
     /// Creation time, nanoseconds since the Unix epoch.
     public var time: Int64 {
-        _read { yield storage.time }
-        set { uniqueStorage().time = newValue }
-        _modify { yield &uniqueStorage().time }
+        _read { yield storage.fields.time }
+        _modify { yield &uniqueStorage().fields.time }
     }
     /// Protocol metadata such as `mqtt.qos`.
     public var headers: Headers {
-        _read { yield storage.headers }
-        set { uniqueStorage().headers = newValue }
-        _modify { yield &uniqueStorage().headers }
+        _read { yield storage.fields.headers }
+        _modify { yield &uniqueStorage().fields.headers }
     }
     /// MIME type of ``body``.
     public var contentType: String {
-        _read { yield storage.contentType }
-        set { uniqueStorage().contentType = newValue }
-        _modify { yield &uniqueStorage().contentType }
+        _read { yield storage.fields.contentType }
+        _modify { yield &uniqueStorage().fields.contentType }
     }
     /// The payload.
     public var body: [UInt8] {
-        _read { yield storage.body }
-        set { uniqueStorage().body = newValue }
-        _modify { yield &uniqueStorage().body }
+        _read { yield storage.fields.body }
+        _modify { yield &uniqueStorage().fields.body }
     }
     /// Instance names the envelope passed through, oldest first: the loop guard.
     public var trace: [String] {
-        _read { yield storage.trace }
-        set { uniqueStorage().trace = newValue }
-        _modify { yield &uniqueStorage().trace }
+        _read { yield storage.fields.trace }
+        _modify { yield &uniqueStorage().fields.trace }
     }
     /// Optional JSON object attached to everything sent for one conversation.
     public var session: [UInt8] {
-        _read { yield storage.session }
-        set { uniqueStorage().session = newValue }
-        _modify { yield &uniqueStorage().session }
+        _read { yield storage.fields.session }
+        _modify { yield &uniqueStorage().fields.session }
     }
 
     /// Creates an envelope; `id` and `time` default to a fresh ULID and now.
@@ -84,19 +75,20 @@ public struct Envelope: Sendable, Equatable {
         session: [UInt8] = []
     ) {
         storage = Storage(
-            id: id, type: type, source: source, subject: subject, time: time, headers: headers, contentType: contentType,
-            body: body, trace: trace, session: session)
+            Fields(
+                id: id, type: type, source: source, subject: subject, time: time, headers: headers, contentType: contentType,
+                body: body, trace: trace, session: session))
     }
 
     /// The box, copied first if another envelope shares it.
     @inline(__always)
     private mutating func uniqueStorage() -> Storage {
-        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
         return storage
     }
 
     public static func == (lhs: Envelope, rhs: Envelope) -> Bool {
-        lhs.storage === rhs.storage || lhs.storage.fieldsEqual(rhs.storage)
+        lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
     }
 
     /// The body as text (lossy for invalid UTF-8).
@@ -140,49 +132,28 @@ public struct Envelope: Sendable, Equatable {
 }
 
 extension Envelope {
-    /// An envelope's fields. `@unchecked Sendable`: a box is mutated only through
-    /// `uniqueStorage()`, that is while one envelope alone holds it; a box two envelopes (or
-    /// two threads) share is only read. Exclusivity is unchecked for the same reason, and
-    /// because a dynamic check on every field access would cost what the box saves.
+    /// An envelope's fields, as one value the box holds.
+    fileprivate struct Fields: Equatable {
+        var id: String
+        var type: String
+        var source: String
+        var subject: String
+        var time: Int64
+        var headers: Headers
+        var contentType: String
+        var body: [UInt8]
+        var trace: [String]
+        var session: [UInt8]
+    }
+
+    /// The box. `@unchecked Sendable`: it is mutated only through `uniqueStorage()`, that is
+    /// while one envelope alone holds it; a box two envelopes (or two threads) share is only
+    /// read. Exclusivity is unchecked for the same reason, and because a dynamic check on every
+    /// field access would cost what the box saves.
     fileprivate final class Storage: @unchecked Sendable {
-        @exclusivity(unchecked) var id: String
-        @exclusivity(unchecked) var type: String
-        @exclusivity(unchecked) var source: String
-        @exclusivity(unchecked) var subject: String
-        @exclusivity(unchecked) var time: Int64
-        @exclusivity(unchecked) var headers: Headers
-        @exclusivity(unchecked) var contentType: String
-        @exclusivity(unchecked) var body: [UInt8]
-        @exclusivity(unchecked) var trace: [String]
-        @exclusivity(unchecked) var session: [UInt8]
+        @exclusivity(unchecked) var fields: Fields
 
-        init(
-            id: String, type: String, source: String, subject: String, time: Int64, headers: Headers, contentType: String,
-            body: [UInt8], trace: [String], session: [UInt8]
-        ) {
-            self.id = id
-            self.type = type
-            self.source = source
-            self.subject = subject
-            self.time = time
-            self.headers = headers
-            self.contentType = contentType
-            self.body = body
-            self.trace = trace
-            self.session = session
-        }
-
-        func copy() -> Storage {
-            Storage(
-                id: id, type: type, source: source, subject: subject, time: time, headers: headers, contentType: contentType,
-                body: body, trace: trace, session: session)
-        }
-
-        func fieldsEqual(_ other: Storage) -> Bool {
-            id == other.id && type == other.type && source == other.source && subject == other.subject && time == other.time
-                && headers == other.headers && contentType == other.contentType && body == other.body && trace == other.trace
-                && session == other.session
-        }
+        init(_ fields: Fields) { self.fields = fields }
     }
 }
 
