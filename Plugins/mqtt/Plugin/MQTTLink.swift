@@ -382,21 +382,6 @@ final class MQTTLink: @unchecked Sendable {
         sendPending()
     }
 
-    /// Closes the connection after a broker broke the protocol, with a DISCONNECT saying why
-    /// (MQTT 5; `reasonCode` 0x82 Protocol Error unless a more precise one applies).
-    private func protocolViolation(_ reason: String, _ channel: any Channel, reasonCode: UInt8 = 0x82) {
-        context.metric(.counter, "mqtt_bad_packets_total", 1)
-        context.log(.error, "closing the connection to \(peer): protocol violation: \(reason)")
-        sendDisconnect(reasonCode: reasonCode, on: channel)
-        channel.close(promise: nil)
-    }
-
-    /// An MQTT 5 DISCONNECT with `reasonCode`, written at once (the connection closes next).
-    private func sendDisconnect(reasonCode: UInt8, on channel: any Channel) {
-        guard configuration.version == .v5, connected, self.channel === channel else { return }
-        output.write(.disconnect(MQTTDisconnect(reasonCode: reasonCode)), on: channel)
-    }
-
     /// The broker, as logs name it.
     var peer: String { "\(configuration.host):\(configuration.port)" }
 }
