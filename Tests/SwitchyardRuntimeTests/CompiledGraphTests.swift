@@ -26,37 +26,36 @@ import Testing
             routes:
               - { name: second, from: graphSrc.out, to: graphAdded.any }
             """
-        let router = Router(plan: try plan(before), logger: quietLogger)
-        try router.start()
-        defer { router.shutdown(drainTimeout: .seconds(5)) }
-        let old = router.graph
-        #expect(old.instances.map(\.name) == ["graphSrc", "graphSnk"])
-        #expect(old.routes.map(\.name) == ["first"])
-        let firstRoute = try #require(old.routes.first)
+        try withRouter(before) { router in
+            let old = router.graph
+            #expect(old.instances.map(\.name) == ["graphSrc", "graphSnk"])
+            #expect(old.routes.map(\.name) == ["first"])
+            let firstRoute = try #require(old.routes.first)
 
-        let newPlan = try plan(after)
-        let summary = router.reload(to: newPlan, drainTimeout: .seconds(5))
-        #expect(summary.isApplied, "\(summary)")
+            let newPlan = try plan(after)
+            let summary = router.reload(to: newPlan, drainTimeout: .seconds(5))
+            #expect(summary.isApplied, "\(summary)")
 
-        let new = router.graph
-        #expect(new !== old)
-        #expect(new.plan.instances.map(\.name) == ["graphSrc", "graphAdded"])
-        #expect(new.instances.map(\.name) == new.plan.instances.map(\.name))
-        #expect(new.routes.map(\.name) == ["second"])
-        // The unchanged source is the same running instance in both graphs.
-        #expect(new.instance(named: "graphSrc") === old.instance(named: "graphSrc"))
-        // The snapshot taken before is untouched by the swap.
-        #expect(old.plan.instances.map(\.name) == ["graphSrc", "graphSnk"])
-        #expect(old.instances.map(\.name) == ["graphSrc", "graphSnk"])
-        #expect(old.routes.map(\.name) == ["first"])
-        // A retired route keeps its place in the route table.
-        #expect(router.routeTable[firstRoute.index] === firstRoute)
-        #expect(router.routeTable[-1] == nil)
-        #expect(router.routeTable[Int.max] == nil)
+            let new = router.graph
+            #expect(new !== old)
+            #expect(new.plan.instances.map(\.name) == ["graphSrc", "graphAdded"])
+            #expect(new.instances.map(\.name) == new.plan.instances.map(\.name))
+            #expect(new.routes.map(\.name) == ["second"])
+            // The unchanged source is the same running instance in both graphs.
+            #expect(new.instance(named: "graphSrc") === old.instance(named: "graphSrc"))
+            // The snapshot taken before is untouched by the swap.
+            #expect(old.plan.instances.map(\.name) == ["graphSrc", "graphSnk"])
+            #expect(old.instances.map(\.name) == ["graphSrc", "graphSnk"])
+            #expect(old.routes.map(\.name) == ["first"])
+            // A retired route keeps its place in the route table.
+            #expect(router.routeTable[firstRoute.index] === firstRoute)
+            #expect(router.routeTable[-1] == nil)
+            #expect(router.routeTable[Int.max] == nil)
 
-        #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "s", body: bodyA(x: 1))) == SY_OK)
-        #expect(waitUntil { added.deliveries.count == 1 })
-        #expect(sink.deliveries.isEmpty)
-        #expect(sink.state.withLock { $0.stopped })
+            #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "s", body: bodyA(x: 1))) == SY_OK)
+            #expect(waitUntil { added.deliveries.count == 1 })
+            #expect(sink.deliveries.isEmpty)
+            #expect(sink.state.withLock { $0.stopped })
+        }
     }
 }

@@ -21,32 +21,31 @@ import Testing
             routes:
               - { name: counted, from: regSrc.out, to: regSnk.any }
             """
-        let router = Router(plan: try plan(yaml), logger: quietLogger, metricsFactory: backend)
-        try router.start()
-        defer { router.shutdown(drainTimeout: .seconds(5)) }
-        for x in 1...3 { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
-        #expect(waitUntil { sink.deliveries.count == 3 })
-        router.publishMetrics()
-        let received = "switchyard_route_received_total{route=counted}"
-        #expect(backend.value(received) == 3)
-        #expect(backend.value("switchyard_route_delivered_total{route=counted}") == 3)
-        #expect(backend.value("switchyard_route_dropped_total{route=counted,reason=full}") == 0)
-        #expect(backend.value("switchyard_route_queue_depth{route=counted}") == 0)
-        #expect(backend.value("switchyard_instance_emitted_total{instance=regSrc}") == 3)
-        #expect(backend.value("switchyard_port_envelopes_total{instance=regSrc,port=out,direction=source}") == 3)
-        #expect(backend.value("switchyard_instance_ready{instance=regSnk}") == 1)
-        // At-most-once routes have no at-least-once series.
-        #expect(backend.value("switchyard_route_spooled_total{route=counted}") == nil)
-        let made = backend.handlesMade
+        try withRouter(yaml, metricsFactory: backend) { router in
+            for x in 1...3 { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
+            #expect(waitUntil { sink.deliveries.count == 3 })
+            router.publishMetrics()
+            let received = "switchyard_route_received_total{route=counted}"
+            #expect(backend.value(received) == 3)
+            #expect(backend.value("switchyard_route_delivered_total{route=counted}") == 3)
+            #expect(backend.value("switchyard_route_dropped_total{route=counted,reason=full}") == 0)
+            #expect(backend.value("switchyard_route_queue_depth{route=counted}") == 0)
+            #expect(backend.value("switchyard_instance_emitted_total{instance=regSrc}") == 3)
+            #expect(backend.value("switchyard_port_envelopes_total{instance=regSrc,port=out,direction=source}") == 3)
+            #expect(backend.value("switchyard_instance_ready{instance=regSnk}") == 1)
+            // At-most-once routes have no at-least-once series.
+            #expect(backend.value("switchyard_route_spooled_total{route=counted}") == nil)
+            let made = backend.handlesMade
 
-        for x in 4...5 { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
-        #expect(waitUntil { sink.deliveries.count == 5 })
-        router.publishMetrics()
-        router.publishMetrics()
-        #expect(backend.value(received) == 5)
-        #expect(backend.value("switchyard_instance_emitted_total{instance=regSrc}") == 5)
-        // A scrape makes no handles: each series has one, made the first time.
-        #expect(backend.handlesMade == made)
+            for x in 4...5 { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
+            #expect(waitUntil { sink.deliveries.count == 5 })
+            router.publishMetrics()
+            router.publishMetrics()
+            #expect(backend.value(received) == 5)
+            #expect(backend.value("switchyard_instance_emitted_total{instance=regSrc}") == 5)
+            // A scrape makes no handles: each series has one, made the first time.
+            #expect(backend.handlesMade == made)
+        }
     }
 
     @Test func aRouteThatReplacedAnotherCountsOnInTheSameSeries() throws {

@@ -7,13 +7,6 @@ import Testing
 @testable import SwitchyardRuntime
 
 /// Starts a router for `yaml`, runs `body`, and shuts the router down.
-private func withRouter(_ yaml: String, _ body: (Router) throws -> Void) throws {
-    let router = Router(plan: try plan(yaml), logger: quietLogger)
-    try router.start()
-    defer { router.shutdown(drainTimeout: .seconds(5)) }
-    try body(router)
-}
-
 private func routeStatistics(_ router: Router, _ name: String) -> RouterStatistics.Route? {
     router.statistics.routes.first { $0.name == name }
 }

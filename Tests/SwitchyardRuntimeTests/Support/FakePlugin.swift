@@ -1,3 +1,4 @@
+import CoreMetrics
 import Dispatch
 import Logging
 import SwitchyardABI
@@ -262,3 +263,13 @@ func plan(_ yaml: String, file: String = "r.yaml") throws -> GraphPlan {
 
 /// A body of type t.A.
 func bodyA(x: Int, y: String = "why") -> [UInt8] { Array(#"{"x":\#(x),"y":"\#(y)"}"#.utf8) }
+
+/// Runs `body` with a started router for `yaml`, shut down afterwards (drain timeout 5 s).
+func withRouter(
+    _ yaml: String, metricsFactory: (any MetricsFactory)? = nil, _ body: (Router) throws -> Void
+) throws {
+    let router = Router(plan: try plan(yaml), logger: quietLogger, metricsFactory: metricsFactory)
+    try router.start()
+    defer { router.shutdown(drainTimeout: .seconds(5)) }
+    try body(router)
+}
