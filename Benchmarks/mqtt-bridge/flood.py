@@ -27,33 +27,19 @@ import sys
 import threading
 import time
 
+# The packet encoding is load.py's (same folder).
+from load import packet, utf8
+
 BATCH = 64
 
 
-def remaining_length(n):
-    out = bytearray()
-    while True:
-        byte = n % 128
-        n //= 128
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def mqtt_string(s):
-    data = s.encode()
-    return struct.pack("!H", len(data)) + data
-
-
 def connect_packet(client_id):
-    variable = mqtt_string("MQTT") + bytes([4, 0x02]) + struct.pack("!H", 60)
-    body = variable + mqtt_string(client_id)
-    return bytes([0x10]) + remaining_length(len(body)) + body
+    variable = utf8("MQTT") + bytes([4, 0x02]) + struct.pack("!H", 60)
+    return packet(0x10, variable + utf8(client_id))
 
 
 def publish_packet(topic, payload, qos, packet_id):
-    body = mqtt_string(topic) + (struct.pack("!H", packet_id) if qos else b"") + payload
-    return bytes([0x30 | (qos << 1)]) + remaining_length(len(body)) + body
+    return packet(0x30 | (qos << 1), utf8(topic) + (struct.pack("!H", packet_id) if qos else b"") + payload)
 
 
 def read_packet(sock):
@@ -157,8 +143,8 @@ def main():
     sock = socket.create_connection(("127.0.0.1", args.pub_port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.sendall(connect_packet("flood-pub-%d" % os.getpid()))
-    packet = read_packet(sock)
-    if not packet or packet[0] != 0x20 or packet[1][1] != 0:
+    connack = read_packet(sock)
+    if not connack or connack[0] != 0x20 or connack[1][1] != 0:
         sys.exit("flood.py: broker A refused the connection")
     pubacks = [0]
 
