@@ -6,10 +6,10 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
-/// A plugin binds its own copies of the Swift libraries it links statically, never the
-/// router's: with -Bsymbolic the shared object resolves its own symbols first. It exports only
-/// its entry symbol (the version script): a smaller dynamic symbol table, fewer pages touched
-/// when it is loaded, and less code kept by --gc-sections (issue 20: 9 MB smaller, 7 MB less RSS).
+/// A plugin binds its own symbols first (-Bsymbolic) and exports only its entry symbol (the
+/// version script): a smaller dynamic symbol table, fewer pages touched when it is loaded, and
+/// less code kept by --gc-sections (issue 20: 9 MB smaller, 7 MB less RSS). Its third-party
+/// libraries are not in it: they are in libSwitchyardDependencies.so, which the router has loaded.
 let pluginExports = Context.packageDirectory + "/Sources/SwitchyardABI/plugin.exports"
 let pluginLinkerSettings: [LinkerSetting] = [
     .unsafeFlags(["-Xlinker", "-Bsymbolic", "-Xlinker", "--version-script=\(pluginExports)"])
@@ -40,20 +40,8 @@ let package = Package(
         .library(name: "testkit", type: .dynamic, targets: ["TestKitPlugin"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
-        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.0.0"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
-        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
-        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
-        .package(url: "https://github.com/apple/swift-metrics", from: "2.4.1"),
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.20.0"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
-        .package(url: "https://github.com/apple/swift-crypto", "4.0.0"..<"5.0.0"),
-        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.0"),
+        // Every third-party library, linked once into libSwitchyardDependencies.so (Dependencies/Package.swift).
+        .package(path: "Dependencies")
     ],
     targets: [
         // The C plugin ABI: a header and nothing else of substance.
@@ -63,13 +51,13 @@ let package = Package(
         // `when:` expressions and Mustache templates over envelopes.
         .target(
             name: "SwitchyardRouting",
-            dependencies: ["SwitchyardCore", .product(name: "Mustache", package: "swift-mustache")],
+            dependencies: ["SwitchyardCore", .product(name: "SwitchyardDependencies", package: "Dependencies")],
             swiftSettings: strict
         ),
         // YAML route files with source positions, `${VAR}` resolution.
         .target(
             name: "SwitchyardConfig",
-            dependencies: ["SwitchyardCore", .product(name: "Yams", package: "Yams")],
+            dependencies: ["SwitchyardCore", .product(name: "SwitchyardDependencies", package: "Dependencies")],
             swiftSettings: strict
         ),
         // The SQLite C API, from Debian's libsqlite3-dev.
@@ -84,12 +72,7 @@ let package = Package(
             dependencies: [
                 "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardRouting", "SwitchyardConfig", "SwitchyardSpool",
                 "SwitchyardSQLite",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
         ),
@@ -104,7 +87,7 @@ let package = Package(
         // Plugin commands parsed with swift-argument-parser, for plugins that want it.
         .target(
             name: "SwitchyardPluginCommands",
-            dependencies: ["SwitchyardPluginKit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["SwitchyardPluginKit", .product(name: "SwitchyardDependencies", package: "Dependencies")],
             swiftSettings: strict
         ),
         // The admin HTTP port: metrics, health, readiness, the JSON API the CLI uses.
@@ -112,11 +95,7 @@ let package = Package(
             name: "SwitchyardAdmin",
             dependencies: [
                 "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardCore",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
         ),
@@ -126,10 +105,7 @@ let package = Package(
             name: "switchyard",
             dependencies: [
                 "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardAdmin",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
         ),
@@ -143,7 +119,7 @@ let package = Package(
         // MQTT 3.1.1 / 5 packets: encoding, decoding, topic matching. No I/O.
         .target(
             name: "MQTTCodec",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [.product(name: "SwitchyardDependencies", package: "Dependencies")],
             path: "Plugins/mqtt/Codec",
             swiftSettings: strict
         ),
@@ -152,10 +128,7 @@ let package = Package(
             name: "MQTTPlugin",
             dependencies: [
                 "MQTTCodec", "SwitchyardPluginKit",
-                .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/mqtt/Plugin",
             swiftSettings: strict,
@@ -164,7 +137,7 @@ let package = Package(
         // FCM HTTP v1 message rules, FCM-shaped errors, signed-webhook checks. No I/O.
         .target(
             name: "PushMessage",
-            dependencies: ["SwitchyardCore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["SwitchyardCore", .product(name: "SwitchyardDependencies", package: "Dependencies")],
             path: "Plugins/push/Message",
             swiftSettings: strict
         ),
@@ -175,15 +148,7 @@ let package = Package(
             name: "PushPlugin",
             dependencies: [
                 "PushMessage", "PushTokens", "SwitchyardPluginKit", "SwitchyardPluginCommands",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTLS", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/push/Plugin",
             swiftSettings: strict,
@@ -203,7 +168,7 @@ let package = Package(
         ),
         // SIP messages (RFC 3261): parser, serializer, stream framing. No I/O; fuzzed by its tests.
         .target(
-            name: "SIPCodec", dependencies: [.product(name: "Crypto", package: "swift-crypto")], path: "Plugins/sip/Codec",
+            name: "SIPCodec", dependencies: [.product(name: "SwitchyardDependencies", package: "Dependencies")], path: "Plugins/sip/Codec",
             swiftSettings: strict
         ),
         // The sip plugin: a SwiftNIO user agent per instance (UDP, TCP, TLS).
@@ -211,11 +176,7 @@ let package = Package(
             name: "SIPPlugin",
             dependencies: [
                 "SIPCodec", "SwitchyardPluginKit",
-                .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/sip/Plugin",
             swiftSettings: strict,
@@ -276,7 +237,7 @@ let package = Package(
         .testTarget(name: "PushMessageTests", dependencies: ["PushMessage", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["SDBus", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["SDBus", .product(name: "SwitchyardDependencies", package: "Dependencies")],
             exclude: ["Support/fcm_endpoint.py", "Support/bluez_slate.py", "Support/ABIv1"],
             swiftSettings: strict
         ),

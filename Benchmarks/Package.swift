@@ -18,8 +18,9 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.0", traits: ["MallocInterposer"]),
         // Read directly for the per-batch allocation metric (the harness links it anyway).
         .package(url: "https://github.com/ordo-one/malloc-interposer.git", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        // swift-log and Hummingbird from the router's one shared library, so that no binary holds
+        // two copies of a module (see ../Dependencies/Package.swift).
+        .package(name: "Dependencies", path: "../Dependencies"),
     ],
     targets: [
         .executableTarget(
@@ -29,7 +30,7 @@ let package = Package(
                 .product(name: "SwitchyardRuntime", package: "switchyard"),
                 .product(name: "SwitchyardSpool", package: "switchyard"),
                 .product(name: "SwitchyardABI", package: "switchyard"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwitchyardDependencies", package: "Dependencies"),
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
                 .product(name: "benchsource", package: "BenchPlugins"),
                 .product(name: "benchsink", package: "BenchPlugins"),
@@ -45,7 +46,7 @@ let package = Package(
         .executableTarget(
             name: "BareWebhook",
             dependencies: [
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "SwitchyardDependencies", package: "Dependencies"),
                 .product(name: "PushMessage", package: "switchyard"),
             ],
             path: "Tools/BareWebhook"
