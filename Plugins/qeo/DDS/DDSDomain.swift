@@ -13,7 +13,18 @@ enum DDSDomain {
     /// (read after it) overrides:
     /// - `Internal/MultipleReceiveThreads` false: one receive thread serves the unicast and the
     ///   multicast sockets (Cyclone 0.10 starts `recvUC` and `recvMC` beside `recv` otherwise,
-    ///   two idle threads per participant for a router's few topics).
+    ///   two idle threads per domain for a router's few topics).
+    ///
+    /// That leaves Cyclone 0.10.2 (Debian's) at five threads per domain, its floor: `gc`,
+    /// `dq.builtins`, `dq.user`, `tev` and `recv` start unconditionally with a networked domain
+    /// (`rtps_start`), and no setting removes one. Deliberately left at Cyclone's defaults:
+    /// - `Internal/SynchronousDelivery*` (threshold 0, bound inf): remote samples are already
+    ///   delivered from `recv`, so reader listeners run there and `dq.user` idles; deferring to
+    ///   `dq.user` saves no thread, costs a hand-off per sample, and its 256-sample queue does
+    ///   not shield `recv` from a listener stalled on a full route.
+    /// - `Internal/LivelinessMonitoring` (`threadmon`), `Internal/MonitorPort` (`debmon`), a
+    ///   TCP `General/Transport` (`listen`) and a writer latency budget (`sendq`) each add a
+    ///   thread; DDS Security adds `fsm` with the first handshake.
     static let defaults =
         "<CycloneDDS><Domain><Internal><MultipleReceiveThreads>false</MultipleReceiveThreads></Internal></Domain></CycloneDDS>"
 
