@@ -210,7 +210,7 @@ struct ReloadTransaction {
 
     /// Undoes everything done before the switch; `reason` says why.
     private func abandon(_ reason: String) -> ReloadSummary {
-        for route in startedRoutes { route.queue.close() }
+        for route in startedRoutes { route.close() }
         for instance in created { supervisor.stopAndDestroy(instance) }
         for (instance, previous) in reconfigured.reversed() where supervisor.reconfigure(instance, to: previous) != .adopted {
             logger.error("reload: instance '\(instance.name)' could not take its previous configuration back")
@@ -224,7 +224,7 @@ struct ReloadTransaction {
     /// Closes the queues of `routes` and waits (until the deadline) for their workers to finish
     /// what they hold; at-least-once routes leave what they could not deliver in the spool.
     private func retire(_ routes: [RouteRuntime]) {
-        for route in routes { route.queue.close() }
+        for route in routes { route.close() }
         for route in routes {
             let (seconds, attoseconds) = max(ContinuousClock.now.duration(to: deadline), .zero).components
             if route.finished.wait(timeout: .now() + Double(seconds) + Double(attoseconds) * 1e-18) == .timedOut {

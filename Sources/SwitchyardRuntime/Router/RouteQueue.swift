@@ -2,12 +2,6 @@ import Foundation
 internal import SwitchyardConfig
 internal import SwitchyardCore
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
-
 /// An envelope waiting in a route queue, with the settlement its source asked for.
 struct QueuedEnvelope: Sendable {
     var envelope: Envelope
@@ -21,8 +15,13 @@ struct RouteAck: Sendable {
     var reason: String
 }
 
-/// A bounded FIFO between the emitting thread and a route's worker thread; for at-least-once
-/// routes also the worker's mailbox for acknowledgements.
+/// A bounded FIFO between the emitting thread and a route's worker; for at-least-once routes
+/// also the worker's mailbox for acknowledgements.
+///
+/// A plain route's worker is the ``RouteWorkerPool``: the queue decides when the route is
+/// *scheduled* (on the pool's lists or running) — from the push that finds it unscheduled
+/// until a slice finds it empty — and tells the pusher, who hands the route to the pool. The
+/// other routes have a thread of their own that waits on the queue's condition.
 ///
 /// `block` (and `spool`, whose worker moves the backlog to disk): a full queue refuses the
 /// envelope and remembers who to resume when room frees up.
@@ -38,14 +37,18 @@ final class RouteQueue: @unchecked Sendable {
     private var acks: [RouteAck] = []
     /// While set, every emit is answered "full" (the spool cannot write): the sources wait.
     private var paused = false
+    /// Pooled routes: whether the route is on the pool's lists or running a slice.
+    private var scheduled = false
 
     let capacity: Int
     let policy: OnFull
-    static let spinsBeforeSleeping = 64
+    /// Whether the worker is the pool (a plain route) rather than a thread of its own.
+    let pooled: Bool
 
-    init(capacity: Int, policy: OnFull) {
+    init(capacity: Int, policy: OnFull, pooled: Bool) {
         self.capacity = capacity
         self.policy = policy
+        self.pooled = pooled
         buffer = Array(repeating: nil, count: capacity)
     }
 
@@ -58,11 +61,14 @@ final class RouteQueue: @unchecked Sendable {
         return false
     }
 
-    /// What ``push(_:orWake:)`` did.
-    enum PushResult {
-        case queued
-        case droppedOldest(QueuedEnvelope)
-        case full
+    /// What a push did.
+    struct PushResult {
+        /// Whether the envelope was queued (a full `block` queue takes nothing).
+        var queued: Bool
+        /// The envelope a `drop_oldest` queue dropped to make room.
+        var dropped: QueuedEnvelope?
+        /// Whether the push scheduled a pooled route: the pusher hands it to the pool.
+        var schedule: Bool
     }
 
     /// Appends when there is room (a `block` queue) or after dropping the oldest envelope
@@ -74,22 +80,22 @@ final class RouteQueue: @unchecked Sendable {
         defer { condition.unlock() }
         if !hasRoom {
             if !waiters.contains(where: { $0.instance === waiter.instance && $0.port == waiter.port }) { waiters.append(waiter) }
-            return .full
+            return PushResult(queued: false, dropped: nil, schedule: false)
         }
-        return insert(item).map { .droppedOldest($0) } ?? .queued
+        return insert(item)
     }
 
-    /// Appends; returns the envelope dropped to make room (`drop_oldest` only). A `block`
-    /// queue may go past capacity by the few envelopes of concurrent emitters that all
-    /// checked ``reserveRoom(orWake:)`` at once; that keeps a fan-out emit all-or-nothing.
-    func push(_ item: QueuedEnvelope) -> QueuedEnvelope? {
+    /// Appends, dropping the oldest to make room (`drop_oldest` only). A `block` queue may go
+    /// past capacity by the few envelopes of concurrent emitters that all checked
+    /// ``reserveRoom(orWake:)`` at once; that keeps a fan-out emit all-or-nothing.
+    func push(_ item: QueuedEnvelope) -> PushResult {
         condition.lock()
         defer { condition.unlock() }
         return insert(item)
     }
 
     /// The push itself. Called with `condition` held.
-    private func insert(_ item: QueuedEnvelope) -> QueuedEnvelope? {
+    private func insert(_ item: QueuedEnvelope) -> PushResult {
         var dropped: QueuedEnvelope?
         if count == buffer.count {
             if policy == .dropOldest {
@@ -103,34 +109,39 @@ final class RouteQueue: @unchecked Sendable {
         }
         buffer[(head + count) % buffer.count] = item
         count += 1
-        if count == 1 { condition.signal() }
-        return dropped
+        return PushResult(queued: true, dropped: dropped, schedule: wakeWorker())
     }
 
-    private func grow() {
-        var larger: [QueuedEnvelope?] = Array(repeating: nil, count: buffer.count * 2)
-        for index in 0..<count { larger[index] = buffer[(head + index) % buffer.count] }
-        buffer = larger
-        head = 0
+    /// After a push or a close: wakes the route's own thread, or schedules a pooled route
+    /// (returns true: the caller hands it to the pool). Called with `condition` held.
+    private func wakeWorker() -> Bool {
+        guard pooled else {
+            if count == 1 || closed { condition.broadcast() }
+            return false
+        }
+        if scheduled { return false }
+        scheduled = true
+        return true
     }
 
-    /// Moves up to `limit` envelopes into `batch`, waiting while the queue is empty. Returns
-    /// the sources to resume (room freed up) and `false` once closed and empty.
-    func takeBatch(into batch: inout [QueuedEnvelope], limit: Int) -> (open: Bool, resume: [(instance: InstanceRuntime, port: String)]) {
+    /// What a pooled route's slice found: envelopes (moved into the batch), an empty queue (the
+    /// route is no longer scheduled), or a closed and empty one (the route is finished).
+    enum Take {
+        case taken
+        case idle
+        case closed
+    }
+
+    /// A pooled route's take: moves up to `limit` envelopes into `batch` without waiting.
+    /// When there are none the route stops being scheduled (the next push schedules it again),
+    /// unless the queue is closed. Also returns the sources to resume (room freed up).
+    func take(into batch: inout [QueuedEnvelope], limit: Int) -> (Take, resume: [(instance: InstanceRuntime, port: String)]) {
         condition.lock()
         defer { condition.unlock() }
-        if count == 0, !closed {
-            // A busy source refills within microseconds: spin briefly before sleeping, so a
-            // steady stream costs no futex wake per envelope.
-            for _ in 0..<Self.spinsBeforeSleeping where count == 0 && !closed {
-                condition.unlock()
-                sched_yield()
-                condition.lock()
-            }
-        }
-        while count == 0 {
-            if closed { return (false, []) }
-            condition.wait()
+        if count == 0 {
+            if closed { return (.closed, []) }
+            scheduled = false
+            return (.idle, takeWaitersIfRoom())
         }
         let taken = min(limit, count)
         for _ in 0..<taken {
@@ -138,7 +149,14 @@ final class RouteQueue: @unchecked Sendable {
             head = (head + 1) % buffer.count
         }
         count -= taken
-        return (true, takeWaitersIfRoom())
+        return (.taken, takeWaitersIfRoom())
+    }
+
+    private func grow() {
+        var larger: [QueuedEnvelope?] = Array(repeating: nil, count: buffer.count * 2)
+        for index in 0..<count { larger[index] = buffer[(head + index) % buffer.count] }
+        buffer = larger
+        head = 0
     }
 
     /// Hands an acknowledgement to the worker, waking it.
@@ -211,11 +229,12 @@ final class RouteQueue: @unchecked Sendable {
         return count
     }
 
-    /// Lets the worker finish once the queue is empty.
-    func close() {
+    /// Lets the worker finish once the queue is empty; true when that scheduled a pooled route
+    /// (the caller hands it to the pool).
+    func close() -> Bool {
         condition.lock()
+        defer { condition.unlock() }
         closed = true
-        condition.broadcast()
-        condition.unlock()
+        return wakeWorker()
     }
 }

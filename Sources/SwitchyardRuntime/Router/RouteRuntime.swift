@@ -39,12 +39,14 @@ final class RouteCounters: Sendable {
     let spoolBytes = Atomic<Int>(0)
 }
 
-/// A route at run time: its queue and the worker thread that applies `when` and the
-/// transform and delivers to each sink.
+/// A route at run time: its queue and the worker that applies `when` and the transform and
+/// delivers to each sink — the router's ``RouteWorkerPool`` for a plain route, a thread of its
+/// own for an at-least-once or iiidea route.
 final class RouteRuntime: @unchecked Sendable {
     // No lock of its own: everything is immutable after wiring except the counters and
-    // `loopWarned` (atomics) and the queue (guarded by its own condition). `spooled` and
-    // `iiidea` are not Sendable: only the route's worker thread touches them.
+    // `loopWarned` (atomics) and the queue (guarded by its own condition). `spooled`, `iiidea`
+    // and `slice` are not Sendable: only the route's worker touches them (a pooled route runs
+    // on one pool thread at a time; the queue's `scheduled` flag, under its lock, orders them).
     let plan: PlannedRoute
     let queue: RouteQueue
     let sinks: [SinkPort]
@@ -58,6 +60,8 @@ final class RouteRuntime: @unchecked Sendable {
 
     /// The runner of an iiidea route; touched by the worker thread only.
     let iiidea: IiideaRunner?
+    /// A plain route's place in its work between slices on the pool.
+    var slice = PlainRouteSlice()
 
     init(plan: PlannedRoute, index: Int, sinks: [SinkPort], router: Router, spool: Spool?, iiidea: IiideaRunner? = nil) {
         self.plan = plan
@@ -65,7 +69,7 @@ final class RouteRuntime: @unchecked Sendable {
         self.sinks = sinks
         self.router = router
         self.iiidea = iiidea
-        queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull)
+        queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull, pooled: spool == nil && iiidea == nil)
         spooled = spool.map { SpooledDelivery(spool: $0) }
         spooled?.route = self
         iiidea?.route = self
@@ -101,28 +105,32 @@ final class RouteRuntime: @unchecked Sendable {
     /// Queues an envelope whose room was checked (or a `drop_oldest` queue's).
     func enqueue(_ item: QueuedEnvelope) {
         counters.received.add(1, ordering: .relaxed)
-        if let dropped = queue.push(item) { droppedOldest(dropped) }
+        pushed(queue.push(item))
     }
 
     /// Queues an envelope if a `block` queue has room (one lock); otherwise remembers to wake
     /// `waiter` and returns false.
     func enqueue(_ item: QueuedEnvelope, orWake waiter: (instance: InstanceRuntime, port: String)) -> Bool {
-        switch queue.push(item, orWake: waiter) {
-        case .queued:
-            counters.received.add(1, ordering: .relaxed)
-        case .droppedOldest(let dropped):
-            counters.received.add(1, ordering: .relaxed)
-            droppedOldest(dropped)
-        case .full:
-            return false
-        }
+        let result = queue.push(item, orWake: waiter)
+        guard result.queued else { return false }
+        counters.received.add(1, ordering: .relaxed)
+        pushed(result)
         return true
     }
 
-    private func droppedOldest(_ dropped: QueuedEnvelope) {
-        counters.droppedFull.add(1, ordering: .sequentiallyConsistent)
-        router.drainProgress.signal()
-        dropped.settlement?.complete(SY_OUTCOME_REJECT)
+    /// What follows a push: the dropped envelope's settlement, the pool's turn.
+    private func pushed(_ result: RouteQueue.PushResult) {
+        if let dropped = result.dropped {
+            counters.droppedFull.add(1, ordering: .sequentiallyConsistent)
+            router.drainProgress.signal()
+            dropped.settlement?.complete(SY_OUTCOME_REJECT)
+        }
+        if result.schedule { router.workerPool.schedule(self) }
+    }
+
+    /// Closes the queue: the worker finishes what it holds and ends.
+    func close() {
+        if queue.close() { router.workerPool.schedule(self) }
     }
 
     /// Envelopes taken by the route and not yet fully dispatched (at-least-once: not yet
@@ -137,59 +145,45 @@ final class RouteRuntime: @unchecked Sendable {
     /// Signalled once the worker has finished (its queue closed and emptied).
     let finished = DispatchSemaphore(value: 0)
 
+    /// Starts the thread of an at-least-once or iiidea route; a plain route's worker is the
+    /// pool, which runs it whenever its queue schedules it.
     func startWorker() {
+        guard !queue.pooled else { return }
         let thread = Thread { [self] in
-            work()
+            if let spooled { spooled.run() } else { iiidea?.run() }
+            router.workerFinished()
             finished.signal()
         }
         thread.name = "route " + name
         thread.start()
     }
 
-    private func work() {
-        if let spooled {
-            spooled.run()
-            router.workerFinished()
-            return
+    /// Delivers once; `nil` when the sink answered "full" (or "stopped" while its instance
+    /// still runs: ABI section 5 treats both alike) and the delivery should be tried again
+    /// after a pause (``firstPause``, doubling to ``longestPause``). Waiting is the
+    /// backpressure: the route queue fills and emits on `block` routes are refused until the
+    /// sink has room. Gives up only when the sink instance stops.
+    func deliverUnlessFull(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64) -> Int32? {
+        let status = sink.instance.deliver(envelope, port: sink, deliveryID: deliveryID)
+        guard status == SY_ERR_FULL || status == SY_ERR_STOPPED, sink.instance.accepting.load(ordering: .relaxed) else {
+            return status
         }
-        if let iiidea {
-            iiidea.run()
-            router.workerFinished()
-            return
-        }
-        var batch: [QueuedEnvelope] = []
-        batch.reserveCapacity(256)
-        while true {
-            let (open, resume) = queue.takeBatch(into: &batch, limit: 256)
-            for waiter in resume { waiter.instance.resume(port: waiter.port) }
-            guard open else { break }
-            // By index: each envelope is borrowed from the batch, not copied out and released.
-            for index in batch.indices { dispatch(batch[index]) }
-            // One count per batch: the emitting thread never waits on this cache line. It is
-            // sequentially consistent so a draining shutdown that counted itself as waiting
-            // before it read the count is sure to be woken (see DrainSignal).
-            counters.processed.add(batch.count, ordering: .sequentiallyConsistent)
-            router.drainProgress.signal()
-            batch.removeAll(keepingCapacity: true)
-        }
-        router.workerFinished()
+        counters.sinkFull.add(1, ordering: .relaxed)
+        return nil
     }
 
-    /// Delivers; while the sink answers "full" (or "stopped" while its instance still runs:
-    /// ABI section 5 treats both alike), waits (1 ms, doubling to 50 ms) and tries again.
-    /// Holding the worker here is the backpressure: the route queue fills and emits on
-    /// `block` routes are refused until the sink has room. Gives up only when the sink
-    /// instance stops.
+    static let firstPause = Duration.milliseconds(1)
+    static let longestPause = Duration.milliseconds(50)
+
+    /// ``deliverUnlessFull(_:to:deliveryID:)`` until the sink takes it, sleeping between tries:
+    /// for the routes with a thread of their own (at-least-once, iiidea).
     func deliverWaitingForRoom(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64) -> Int32 {
-        var pause = 0.001
+        var pause = Self.firstPause
         while true {
-            let status = sink.instance.deliver(envelope, port: sink, deliveryID: deliveryID)
-            guard status == SY_ERR_FULL || status == SY_ERR_STOPPED, sink.instance.accepting.load(ordering: .relaxed) else {
-                return status
-            }
-            counters.sinkFull.add(1, ordering: .relaxed)
-            Thread.sleep(forTimeInterval: pause)
-            pause = min(pause * 2, 0.05)
+            if let status = deliverUnlessFull(envelope, to: sink, deliveryID: deliveryID) { return status }
+            let (seconds, attoseconds) = pause.components
+            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) * 1e-18)
+            pause = min(pause * 2, Self.longestPause)
         }
     }
 
@@ -229,32 +223,5 @@ final class RouteRuntime: @unchecked Sendable {
             )
         }
         return false
-    }
-
-    private func dispatch(_ item: QueuedEnvelope) {
-        guard let output = transformed(item.envelope) else {
-            item.settlement?.complete(SY_OUTCOME_OK)
-            return
-        }
-        // Sink by sink rather than through targets(for:): no array per envelope.
-        for index in sinks.indices where admits(output, toSink: index) {
-            let sink = sinks[index]
-            let deliveryID = router.nextDeliveryID(tracking: item.settlement)
-            let status = deliverWaitingForRoom(output, to: sink, deliveryID: deliveryID)
-            if status == SY_OK {
-                counters.dispatched.add(1, ordering: .relaxed)
-            } else {
-                counters.refused.add(1, ordering: .relaxed)
-                router.logger.warning(
-                    "sink refused a delivery",
-                    metadata: ["route": .string(name), "sink": .string(sink.qualifiedName), "status": .stringConvertible(status)]
-                )
-                // Not taken "for now" (failed, stopping) is worth another try to the source;
-                // invalid or an unknown port never is (ABI section 5).
-                let transient = status == SY_ERR_FAILED || status == SY_ERR_STOPPED || status == SY_ERR_FULL
-                router.deliveryFinished(deliveryID, outcome: transient ? SY_OUTCOME_RETRY : SY_OUTCOME_REJECT, reason: sy_bytes())
-            }
-        }
-        item.settlement?.complete(SY_OUTCOME_OK)
     }
 }

@@ -24,6 +24,8 @@ public final class Router: Sendable {
     private let deliveryCounter = Atomic<UInt64>(0)
     private let tracked = Mutex<[UInt64: Settlement]>([:])
     let runningWorkers = Atomic<Int>(0)
+    /// The threads of the plain routes (the others have one each).
+    let workerPool: RouteWorkerPool
     /// Wakes a draining shutdown whenever the outstanding count may have dropped.
     let drainProgress = DrainSignal()
     /// Every metric the router exports; plugins' reports are kept here too.
@@ -45,8 +47,13 @@ public final class Router: Sendable {
 
     /// Prepares a router for `plan`; nothing runs until ``start()``. `spool` is needed when
     /// any route is `delivery: at-least-once`. The metrics go to `metricsFactory`, by default
-    /// the one the process bootstrapped.
-    public init(plan: GraphPlan, logger: Logger, spool: Spool? = nil, metricsFactory: (any MetricsFactory)? = nil) {
+    /// the one the process bootstrapped. Plain routes run on at most `routeThreads` threads
+    /// (by default one per active core); at-least-once and iiidea routes have one each.
+    public init(
+        plan: GraphPlan, logger: Logger, spool: Spool? = nil, metricsFactory: (any MetricsFactory)? = nil,
+        routeThreads: Int? = nil
+    ) {
+        workerPool = RouteWorkerPool(threads: routeThreads ?? ProcessInfo.processInfo.activeProcessorCount)
         current = Mutex(.empty(plan))
         metrics = MetricsRegistry(factory: metricsFactory)
         self.logger = logger
@@ -88,7 +95,8 @@ public final class Router: Sendable {
             var started: [InstanceRuntime] = []
             try supervisor.startInOrder(instances, started: &started)
         } catch {
-            for route in routes { route.queue.close() }
+            for route in routes { route.close() }
+            workerPool.stop()
             for instance in created { supervisor.stopAndDestroy(instance) }
             throw error
         }
@@ -211,7 +219,7 @@ public final class Router: Sendable {
         // would then look finished.
         var left = max(0, outstanding)
         for instance in instances { instance.accepting.store(false, ordering: .relaxed) }
-        for route in routes { route.queue.close() }
+        for route in routes { route.close() }
         _ = drainProgress.wait(until: deadline + .seconds(1)) { runningWorkers.load(ordering: .sequentiallyConsistent) > 0 }
         // Emits that came in after the drain and before `accepting` turned false were just
         // delivered by the closing workers; wait for those sinks' acknowledgements too, so
@@ -224,6 +232,8 @@ public final class Router: Sendable {
             logger.warning(
                 "drain timed out", metadata: ["outstanding": .stringConvertible(left), "not_spooled": .stringConvertible(lost)])
         }
+        // No pool thread calls into a plugin once its instance stops.
+        workerPool.stop()
         for instance in instances { instance.stopPlugin() }
         for instance in instances { instance.destroyPlugin() }
         logger.info("router stopped", metadata: ["drained": .stringConvertible(left == 0)])

@@ -106,6 +106,10 @@ func fillFakeTable(_ table: UnsafeMutableRawPointer?, manifest: sy_bytes) {
     }
     api.pointee.deliver = { handle, port, envelope, deliveryID in
         guard let fake = FakeInstance.from(handle), let envelope else { return SY_ERR_INVALID }
+        if fake.answersFull.load(ordering: .relaxed) {
+            fake.state.withLock { $0.refusedAsFull.append(deliveryID) }
+            return SY_ERR_FULL
+        }
         // Borrowed views: copy before anything else.
         let copy = EnvelopeBridge.envelope(fromV1: envelope)
         let portName = port.string
@@ -178,6 +182,8 @@ final class FakeInstance: Sendable {
         var deliveries: [Delivery] = []
         var resumes: [String] = []
         var settled: [Settled] = []
+        /// The delivery ids deliver() answered "full".
+        var refusedAsFull: [UInt64] = []
     }
 
     let name: String
@@ -185,6 +191,8 @@ final class FakeInstance: Sendable {
     let gate: DispatchSemaphore?
     /// Whether deliver() acknowledges at once.
     let autoAck: Bool
+    /// While set, deliver() answers "full" and takes nothing.
+    let answersFull = Atomic<Bool>(false)
     let state = Mutex(State())
 
     private static let registry = Mutex<[String: FakeInstance]>([:])
@@ -264,11 +272,13 @@ func plan(_ yaml: String, file: String = "r.yaml") throws -> GraphPlan {
 /// A body of type t.A.
 func bodyA(x: Int, y: String = "why") -> [UInt8] { Array(#"{"x":\#(x),"y":"\#(y)"}"#.utf8) }
 
-/// Runs `body` with a started router for `yaml`, shut down afterwards (drain timeout 5 s).
+/// Runs `body` with a started router for `yaml`, shut down afterwards (drain timeout 5 s);
+/// its plain routes on `routeThreads` threads when given.
 func withRouter(
-    _ yaml: String, metricsFactory: (any MetricsFactory)? = nil, _ body: (Router) throws -> Void
+    _ yaml: String, metricsFactory: (any MetricsFactory)? = nil, routeThreads: Int? = nil, _ body: (Router) throws -> Void
 ) throws {
-    let router = Router(plan: try plan(yaml), logger: quietLogger, metricsFactory: metricsFactory)
+    let plan = try plan(yaml)
+    let router = Router(plan: plan, logger: quietLogger, metricsFactory: metricsFactory, routeThreads: routeThreads)
     try router.start()
     defer { router.shutdown(drainTimeout: .seconds(5)) }
     try body(router)

@@ -1,0 +1,127 @@
+internal import SwitchyardABI
+internal import SwitchyardCore
+
+/// Where a plain route is in its work between two slices on the pool: the batch it took from
+/// its queue, the envelope it is delivering and the sink it got to. A full sink ends the slice
+/// there; the next one resumes at that sink, with the same delivery id.
+struct PlainRouteSlice {
+    var batch: [QueuedEnvelope] = []
+    /// The next envelope of `batch` to dispatch.
+    var position = 0
+    /// The envelope at `position` after `when` and the transform, while it goes to its sinks.
+    var output: Envelope?
+    /// The next sink of `output`.
+    var sink = 0
+    /// The delivery id of a delivery the sink refused as full, reused when it is tried again.
+    var retriedDeliveryID: UInt64?
+    /// How long to wait before trying a full sink again.
+    var pause = RouteRuntime.firstPause
+}
+
+extension RouteRuntime {
+    /// Envelopes a slice takes from the queue at a time.
+    static let sliceBatch = 256
+    /// Batches a slice works through before the route goes to the back of the pool's ready
+    /// list, so a busy route cannot keep the others waiting.
+    static let batchesPerSlice = 4
+
+    /// One slice of a plain route's work on the pool: finishes the batch in hand, then takes
+    /// and dispatches up to ``batchesPerSlice`` more.
+    func runSlice() -> RouteSliceOutcome {
+        // Worked on as a local and put back at the end: one access to the stored property per
+        // slice instead of an exclusivity check at each step.
+        var work = slice
+        slice = PlainRouteSlice()
+        defer { slice = work }
+        for _ in 0..<Self.batchesPerSlice {
+            if let pause = finishBatch(&work) { return .retry(after: pause) }
+            let (take, resume) = queue.take(into: &work.batch, limit: Self.sliceBatch)
+            for waiter in resume { waiter.instance.resume(port: waiter.port) }
+            switch take {
+            case .taken:
+                continue
+            case .idle:
+                return .idle
+            case .closed:
+                router.workerFinished()
+                finished.signal()
+                return .finished
+            }
+        }
+        if let pause = finishBatch(&work) { return .retry(after: pause) }
+        return .more
+    }
+
+    /// Dispatches the rest of the batch in hand; the pause before the next try when a sink was
+    /// full.
+    private func finishBatch(_ work: inout PlainRouteSlice) -> Duration? {
+        while work.position < work.batch.count {
+            // By index: each envelope is borrowed from the batch, not copied out and released.
+            if let pause = dispatch(work.batch[work.position], &work) { return pause }
+            work.position += 1
+        }
+        guard !work.batch.isEmpty else { return nil }
+        // One count per batch: the emitting thread never waits on this cache line. It is
+        // sequentially consistent so a draining shutdown that counted itself as waiting
+        // before it read the count is sure to be woken (see DrainSignal).
+        counters.processed.add(work.batch.count, ordering: .sequentiallyConsistent)
+        router.drainProgress.signal()
+        work.batch.removeAll(keepingCapacity: true)
+        work.position = 0
+        return nil
+    }
+
+    /// Delivers `item` to each sink from the one the route got to; the pause before the next
+    /// try when a sink was full (the route resumes at that sink).
+    private func dispatch(_ item: QueuedEnvelope, _ work: inout PlainRouteSlice) -> Duration? {
+        let output: Envelope
+        if let current = work.output {
+            output = current
+        } else {
+            guard let transformed = transformed(item.envelope) else {
+                item.settlement?.complete(SY_OUTCOME_OK)
+                return nil
+            }
+            output = transformed
+            work.output = transformed
+            work.sink = 0
+        }
+        // Sink by sink rather than through targets(for:): no array per envelope.
+        while work.sink < sinks.count {
+            let index = work.sink
+            if admits(output, toSink: index) {
+                let sink = sinks[index]
+                let deliveryID = work.retriedDeliveryID ?? router.nextDeliveryID(tracking: item.settlement)
+                guard let status = deliverUnlessFull(output, to: sink, deliveryID: deliveryID) else {
+                    work.retriedDeliveryID = deliveryID
+                    defer { work.pause = min(work.pause * 2, Self.longestPause) }
+                    return work.pause
+                }
+                work.retriedDeliveryID = nil
+                work.pause = Self.firstPause
+                if status == SY_OK {
+                    counters.dispatched.add(1, ordering: .relaxed)
+                } else {
+                    refused(deliveryID, by: sink, status: status)
+                }
+            }
+            work.sink = index + 1
+        }
+        work.output = nil
+        item.settlement?.complete(SY_OUTCOME_OK)
+        return nil
+    }
+
+    /// A sink refused a delivery: counted, logged and settled as the ABI says.
+    private func refused(_ deliveryID: UInt64, by sink: SinkPort, status: Int32) {
+        counters.refused.add(1, ordering: .relaxed)
+        router.logger.warning(
+            "sink refused a delivery",
+            metadata: ["route": .string(name), "sink": .string(sink.qualifiedName), "status": .stringConvertible(status)]
+        )
+        // Not taken "for now" (failed, stopping) is worth another try to the source;
+        // invalid or an unknown port never is (ABI section 5).
+        let transient = status == SY_ERR_FAILED || status == SY_ERR_STOPPED || status == SY_ERR_FULL
+        router.deliveryFinished(deliveryID, outcome: transient ? SY_OUTCOME_RETRY : SY_OUTCOME_REJECT, reason: sy_bytes())
+    }
+}

@@ -1,0 +1,95 @@
+import SwitchyardABI
+import SwitchyardCore
+import Testing
+
+@testable import SwitchyardRuntime
+
+// Plain routes share the router's few pool threads. Instance names are unique per test: the
+// fake plugin keeps per-name state and tests run in parallel.
+@Suite struct RouteWorkerPoolTests {
+    @Test func aFullSinkHoldsNoThreadAndIsRetriedWithTheSameDeliveryID() throws {
+        let source = FakeInstance.register("poolFullSrc")
+        let full = FakeInstance.register("poolFullSnk")
+        let otherSource = FakeInstance.register("poolOtherSrc")
+        let other = FakeInstance.register("poolOtherSnk")
+        full.answersFull.store(true, ordering: .relaxed)
+        let yaml = """
+            instances:
+              poolFullSrc: { plugin: fake }
+              poolFullSnk: { plugin: fake }
+              poolOtherSrc: { plugin: fake }
+              poolOtherSnk: { plugin: fake }
+            routes:
+              - { name: stuck, from: poolFullSrc.out, to: poolFullSnk.any }
+              - { name: flowing, from: poolOtherSrc.out, to: poolOtherSnk.any }
+            """
+        // One thread for both routes: while the full sink waits, the other route must still run.
+        try withRouter(yaml, routeThreads: 1) { router in
+            #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "held", body: bodyA(x: 1))) == SY_OK)
+            #expect(waitUntil { full.state.withLock { $0.refusedAsFull.count } >= 3 })
+            #expect(otherSource.emit(port: "out", Envelope(type: "t.A", subject: "passes", body: bodyA(x: 2))) == SY_OK)
+            #expect(waitUntil { other.deliveries.count == 1 })
+            #expect(full.deliveries.isEmpty)
+            full.answersFull.store(false, ordering: .relaxed)
+            #expect(waitUntil { full.deliveries.count == 1 })
+            let refusedIDs = Set(full.state.withLock { $0.refusedAsFull })
+            #expect(refusedIDs == [try #require(full.deliveries.first).id])
+            let stuck = try #require(router.statistics.routes.first { $0.name == "stuck" })
+            #expect(stuck.dispatched == 1)
+            #expect(router.routes.first { $0.name == "stuck" }?.counters.sinkFull.load(ordering: .relaxed) ?? 0 >= 3)
+            #expect(router.workerPool.threadCount == 1)
+        }
+    }
+
+    @Test func manyRoutesRunOnAFewThreadsAndKeepTheirOrder() throws {
+        let routes = 12
+        let perRoute = 700  // more than a slice's batches take at once
+        var instances = ""
+        var declarations = ""
+        for index in 0..<routes {
+            FakeInstance.register("poolManySrc\(index)")
+            FakeInstance.register("poolManySnk\(index)")
+            instances += "  poolManySrc\(index): { plugin: fake }\n  poolManySnk\(index): { plugin: fake }\n"
+            declarations += "  - { name: r\(index), from: poolManySrc\(index).out, to: poolManySnk\(index).any, queue: { size: 1000 } }\n"
+        }
+        try withRouter("instances:\n" + instances + "routes:\n" + declarations, routeThreads: 2) { router in
+            for sequence in 0..<perRoute {
+                for index in 0..<routes {
+                    let envelope = Envelope(type: "t.A", subject: String(sequence), body: bodyA(x: sequence))
+                    #expect(FakeInstance.named("poolManySrc\(index)").emit(port: "out", envelope) == SY_OK)
+                }
+            }
+            for index in 0..<routes {
+                let sink = FakeInstance.named("poolManySnk\(index)")
+                #expect(waitUntil { sink.deliveries.count == perRoute })
+                #expect(sink.deliveries.map(\.envelope.subject) == (0..<perRoute).map(String.init))
+            }
+            #expect(router.workerPool.threadCount <= 2)
+        }
+    }
+
+    @Test func shutdownEndsTheRetriesOfASinkThatStaysFull() throws {
+        let source = FakeInstance.register("poolStopSrc")
+        let full = FakeInstance.register("poolStopSnk")
+        full.answersFull.store(true, ordering: .relaxed)
+        let yaml = """
+            instances:
+              poolStopSrc: { plugin: fake }
+              poolStopSnk: { plugin: fake }
+            routes:
+              - { name: never, from: poolStopSrc.out, to: poolStopSnk.any }
+            """
+        let router = Router(plan: try plan(yaml), logger: quietLogger, routeThreads: 1)
+        try router.start()
+        #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1))) == SY_OK)
+        #expect(waitUntil { !full.state.withLock { $0.refusedAsFull }.isEmpty })
+        // The drain gives up on the envelope; stopping the instances ends the retries and the
+        // pool's threads, so shutdown returns.
+        let lost = router.shutdown(drainTimeout: .milliseconds(200))
+        #expect(lost == 1)
+        #expect(full.state.withLock { $0.stopped })
+        let never = try #require(router.statistics.routes.first { $0.name == "never" })
+        #expect(never.refused == 1)
+        #expect(never.dispatched == 0)
+    }
+}
