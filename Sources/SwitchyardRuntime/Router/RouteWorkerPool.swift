@@ -33,6 +33,9 @@ final class RouteWorkerPool: @unchecked Sendable {
     private var stopping = false
     /// Threads that have not returned yet; ``stop()`` waits for them.
     private var running = 0
+    /// The length of the ready list, written under `condition`: an idle thread spins on it
+    /// without taking the lock the pushing threads need.
+    private let readyCount = Atomic<Int>(0)
 
     /// At most this many threads, started as work arrives.
     let limit: Int
@@ -60,6 +63,7 @@ final class RouteWorkerPool: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         ready.append(route)
+        readyCount.store(ready.count - readyHead, ordering: .relaxed)
         if sleeping > 0 {
             condition.signal()
         } else if threads < limit, !stopping {
@@ -100,7 +104,9 @@ final class RouteWorkerPool: @unchecked Sendable {
             let outcome = route.runSlice()
             condition.lock()
             switch outcome {
-            case .more: ready.append(route)
+            case .more:
+                ready.append(route)
+                readyCount.store(ready.count - readyHead, ordering: .relaxed)
             case .idle, .finished: break
             case .retry(let after): retries.append((ContinuousClock.now + after, route))
             }
@@ -110,7 +116,7 @@ final class RouteWorkerPool: @unchecked Sendable {
     /// The next route to run, waiting (spinning a little first) while there is none; `nil` once
     /// the pool stops. Called and returns with `condition` held.
     private func next() -> RouteRuntime? {
-        var spins = 0
+        var spun = false
         while !stopping {
             moveDueRetries()
             if !readyIsEmpty {
@@ -120,12 +126,13 @@ final class RouteWorkerPool: @unchecked Sendable {
                     ready.removeAll(keepingCapacity: true)
                     readyHead = 0
                 }
+                readyCount.store(ready.count - readyHead, ordering: .relaxed)
                 return route
             }
-            if spins < Self.spinsBeforeSleeping {
-                spins += 1
+            if !spun {
+                spun = true
                 condition.unlock()
-                sched_yield()
+                for _ in 0..<Self.spinsBeforeSleeping where readyCount.load(ordering: .relaxed) == 0 { sched_yield() }
                 condition.lock()
                 continue
             }
@@ -137,7 +144,7 @@ final class RouteWorkerPool: @unchecked Sendable {
                 condition.wait()
             }
             sleeping -= 1
-            spins = 0
+            spun = false
         }
         return nil
     }
@@ -151,6 +158,7 @@ final class RouteWorkerPool: @unchecked Sendable {
             ready.append(entry.route)
             return true
         }
+        readyCount.store(ready.count - readyHead, ordering: .relaxed)
     }
 }
 
