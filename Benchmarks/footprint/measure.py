@@ -87,6 +87,7 @@ def main() -> None:
     command = sys.argv[sys.argv.index("--") + 1 :]
     log = open(os.environ.get("ROUTER_LOG", os.devnull), "ab")
     cold = [path for path in os.environ.get("EVICT", "").split(":") if path]
+    traffic = os.environ.get("TRAFFIC", "")
 
     def start() -> tuple[subprocess.Popen[bytes], float]:
         started = time.monotonic()
@@ -115,6 +116,15 @@ def main() -> None:
         result = {"run": run + 1, "ready_cold_ms": round(cold_ms, 1), **status(router.pid)}
         result["threads"] = thread_names(router.pid)
         result["rss_by_file_kB"] = rss_by_file(router.pid)
+        if traffic:
+            # Idle is not the whole story: threads a router starts only once envelopes flow
+            # (the route worker pool) count too. One message through, then settle again.
+            subprocess.run(traffic, shell=True, check=True)
+            time.sleep(settle)
+            after = status(router.pid)
+            result["Threads_after_traffic"] = after["Threads"]
+            result["VmRSS_after_traffic"] = after["VmRSS"]
+            result["threads_after_traffic"] = thread_names(router.pid)
         stop(router)
         # Again with the files cached (the usual restart): start to ready only.
         router, warm_ms = start()

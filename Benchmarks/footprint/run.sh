@@ -116,6 +116,7 @@ DBUS_SYSTEM_BUS_ADDRESS=$bus \
     CYCLONEDDS_URI='<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo" multicast="true"/></Interfaces></General></Domain></CycloneDDS>' \
     ROUTER_LOG=$tmp/router.log \
     EVICT=$(IFS=:; echo "${evict[*]}") \
+    TRAFFIC="mosquitto_pub -p $mqtt_port -t footprint/in -q 1 -m '{\"hello\":1}'" \
     python3 "$here/measure.py" "$RUNS" "$SETTLE" "$admin_port" -- \
     "$bin" run "$tmp/routes" --plugins "$plugin_dir" --spool "$tmp/spool.db" --admin "127.0.0.1:$admin_port" \
     >"$tmp/runs.jsonl"
@@ -126,13 +127,18 @@ runs = [json.loads(line) for line in open(sys.argv[1])]
 def median(key): return statistics.median(run[key] for run in runs)
 print(f"\n## Router with one instance of each plugin ({len(runs)} runs; median [min–max])")
 for key, unit, scale in (("ready_ms", "ms", 1), ("ready_cold_ms", "ms", 1), ("VmRSS", "MB", 1 / 1024), ("RssAnon", "MB", 1 / 1024),
-                         ("RssFile", "MB", 1 / 1024), ("Threads", "", 1)):
+                         ("RssFile", "MB", 1 / 1024), ("Threads", "", 1), ("VmRSS_after_traffic", "MB", 1 / 1024),
+                         ("Threads_after_traffic", "", 1)):
     values = [run[key] * scale for run in runs]
     label = {"ready_ms": "start to ready", "ready_cold_ms": "  (cold cache)", "VmRSS": "idle RSS (VmRSS)", "RssAnon": "  anonymous",
-             "RssFile": "  file-backed", "Threads": "threads"}[key]
+             "RssFile": "  file-backed", "Threads": "threads", "VmRSS_after_traffic": "RSS after traffic",
+             "Threads_after_traffic": "threads after traffic"}[key]
     print(f"{label:<18} {median(key) * scale:8.1f} {unit:<3} [{min(values):.1f}–{max(values):.1f}]")
 print("\nthreads by name (last run):")
 for name, count in runs[-1]["threads"].items():
+    print(f"  {count:3d}  {name}")
+print("\nthreads by name after one MQTT message went through (last run):")
+for name, count in runs[-1]["threads_after_traffic"].items():
     print(f"  {count:3d}  {name}")
 print("\nresident MB by mapping (last run, largest first):")
 for name, kilobytes in runs[-1]["rss_by_file_kB"]:

@@ -1,3 +1,4 @@
+import Foundation
 import SwitchyardABI
 import SwitchyardCore
 import Testing
@@ -65,6 +66,8 @@ import Testing
                 #expect(sink.deliveries.map(\.envelope.subject) == (0..<perRoute).map(String.init))
             }
             #expect(router.workerPool.threadCount <= 2)
+            // Named, for `top -H` and the footprint harness.
+            #expect(threadNames().contains("route worker 1"))
         }
     }
 
@@ -91,5 +94,13 @@ import Testing
         let never = try #require(router.statistics.routes.first { $0.name == "never" })
         #expect(never.refused == 1)
         #expect(never.dispatched == 0)
+    }
+}
+
+/// The names of this process's threads.
+private func threadNames() -> [String] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.compactMap { task in
+        (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines)
     }
 }

@@ -75,10 +75,13 @@ final class RouteWorkerPool: @unchecked Sendable {
     private func startThread() {
         threads += 1
         running += 1
+        let name = "route worker \(threads)"
         let thread = Thread { [self] in
+            // Named from inside: Foundation on Linux leaves a thread the name of its creator
+            // (an event loop's, which made `top -H` and the footprint harness misleading).
+            Thread.current.name = name
             work()
         }
-        thread.name = "route worker \(threads)"
         thread.start()
     }
 
