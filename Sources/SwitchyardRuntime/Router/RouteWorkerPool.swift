@@ -30,6 +30,9 @@ final class RouteWorkerPool: @unchecked Sendable {
     private var retries: [(due: ContinuousClock.Instant, route: RouteRuntime)] = []
     private var threads = 0
     private var sleeping = 0
+    /// Threads spinning for work: at most one, so idle threads do not take the processor from
+    /// the event loops that feed the routes.
+    private var spinning = 0
     private var stopping = false
     /// Threads that have not returned yet; ``stop()`` waits for them.
     private var running = 0
@@ -64,7 +67,9 @@ final class RouteWorkerPool: @unchecked Sendable {
         defer { condition.unlock() }
         ready.append(route)
         readyCount.store(ready.count - readyHead, ordering: .relaxed)
-        if sleeping > 0 {
+        if spinning > 0 {
+            // The spinning thread takes it.
+        } else if sleeping > 0 {
             condition.signal()
         } else if threads < limit, !stopping {
             startThread()
@@ -132,11 +137,13 @@ final class RouteWorkerPool: @unchecked Sendable {
                 readyCount.store(ready.count - readyHead, ordering: .relaxed)
                 return route
             }
-            if !spun {
+            if !spun, spinning == 0 {
                 spun = true
+                spinning += 1
                 condition.unlock()
                 for _ in 0..<Self.spinsBeforeSleeping where readyCount.load(ordering: .relaxed) == 0 { sched_yield() }
                 condition.lock()
+                spinning -= 1
                 continue
             }
             sleeping += 1
