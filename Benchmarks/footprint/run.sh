@@ -55,8 +55,10 @@ done
 built_files=("$release_dir/switchyard")
 for name in "${plugins[@]}"; do built_files+=("$release_dir/lib$name.so"); done
 for library in "${shared_libraries[@]}"; do
+    built=$release_dir/$(basename "$library")
+    [[ -f $built ]] && built_files+=("$built") || built=/nonexistent
     printf '%-12s %10s %10s %10s\n' "$(basename "$library")" "$(size "$library")" \
-        "$(size "$install_dir/bin/.debug/$(basename "$library").debug")" -
+        "$(size "$install_dir/bin/.debug/$(basename "$library").debug")" "$(size "$built")"
 done
 printf '%-12s %10s %10s %10s\n' total "$(size "$bin" "${shared_libraries[@]}" "$plugin_dir"/lib*.so)" \
     "$(size "$install_dir"/bin/.debug/*.debug "$plugin_dir"/.debug/*.debug)" "$(size "${built_files[@]}")"

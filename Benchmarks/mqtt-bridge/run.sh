@@ -23,6 +23,8 @@
 #                    publishes awaiting PUBACK), b.max_pending and the route's queue size
 #                    (on_full: block), for experiments; the table says which were set.
 #   SKIP_BUILD=1     reuse .build-bench as is
+#   ROUTER_BIN=FILE  run this router binary instead of the build's (an A/B of two router builds
+#                    with the same plugins; libSwitchyardDependencies.so must be beside it)
 #   PERF_DIR=DIR     record `perf record -g` of the router during each Switchyard run into DIR
 #   KEEP_TMP=1       keep the temporary directory (configs, logs, raw results)
 set -euo pipefail
@@ -88,7 +90,7 @@ chmod 755 "$tmp"
 plugins="$tmp/plugins"
 mkdir -m 755 "$plugins"
 install -m 0755 "$release_dir/libcore.so" "$release_dir/libmqtt.so" "$plugins/"
-router_bin="$release_dir/switchyard"
+router_bin=${ROUTER_BIN:-$release_dir/switchyard}
 
 # ---------------------------------------------------------------------------------------------
 # Process bookkeeping: everything started here is killed on exit
