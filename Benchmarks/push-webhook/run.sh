@@ -14,6 +14,8 @@
 #   PERF_DIR=DIR  after the measured rounds, one more run of each endpoint under `perf record -g`
 #                 (not counted); perf.data and flame graph SVGs (Benchmarks/lib/flamegraph) in DIR
 #   SKIP_BUILD=1  reuse the release builds as they are      KEEP_TMP=1  keep the temporary directory
+#   ROUTER_BIN=FILE  run this router binary instead of the build's (an A/B of two router builds
+#                    with the same plugins; libSwitchyardDependencies.so must be beside it)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -92,7 +94,7 @@ routes:
   - { name: ingest, from: push.messages, to: out.write, delivery: $DELIVERY }
 YAML
 [[ -z ${SPOOL_SYNC:-} ]] || printf 'spool: { sync: %s }\n' "$SPOOL_SYNC" >>"$tmp/routes/bench.yaml"
-alloc_wrap "$release_dir/switchyard" run "$tmp/routes" --plugins "$tmp/plugins" --spool "$tmp/spool.db" 2>"$tmp/router.log" &
+alloc_wrap "${ROUTER_BIN:-$release_dir/switchyard}" run "$tmp/routes" --plugins "$tmp/plugins" --spool "$tmp/spool.db" 2>"$tmp/router.log" &
 router=$!
 pids+=("$router")
 wait_for "$tmp/router.log" "webhook listening on"

@@ -2,6 +2,12 @@ import Foundation
 internal import SwitchyardConfig
 internal import SwitchyardCore
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 /// An envelope waiting in a route queue, with the settlement its source asked for.
 struct QueuedEnvelope: Sendable {
     var envelope: Envelope
@@ -132,12 +138,19 @@ final class RouteQueue: @unchecked Sendable {
         case closed
     }
 
-    /// A pooled route's take: moves up to `limit` envelopes into `batch` without waiting.
-    /// When there are none the route stops being scheduled (the next push schedules it again),
-    /// unless the queue is closed. Also returns the sources to resume (room freed up).
-    func take(into batch: inout [QueuedEnvelope], limit: Int) -> (Take, resume: [(instance: InstanceRuntime, port: String)]) {
+    /// A pooled route's take: moves up to `limit` envelopes into `batch`. An empty queue is
+    /// watched for `spins` yields of the processor first (a busy source refills it within
+    /// microseconds, and the route staying scheduled spares each envelope the hand-off to the
+    /// pool); when it stays empty the route stops being scheduled (the next push schedules it
+    /// again), unless the queue is closed. Also returns the sources to resume (room freed up).
+    func take(into batch: inout [QueuedEnvelope], limit: Int, spins: Int) -> (Take, resume: [(instance: InstanceRuntime, port: String)]) {
         condition.lock()
         defer { condition.unlock() }
+        for _ in 0..<spins where count == 0 && !closed {
+            condition.unlock()
+            sched_yield()
+            condition.lock()
+        }
         if count == 0 {
             if closed { return (.closed, []) }
             scheduled = false

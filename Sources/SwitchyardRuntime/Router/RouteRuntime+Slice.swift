@@ -24,6 +24,9 @@ extension RouteRuntime {
     /// Batches a slice works through before the route goes to the back of the pool's ready
     /// list, so a busy route cannot keep the others waiting.
     static let batchesPerSlice = 4
+    /// How often a slice yields the processor watching an empty queue before the route goes
+    /// idle.
+    static let spinsWhileEmpty = 64
 
     /// One slice of a plain route's work on the pool: finishes the batch in hand, then takes
     /// and dispatches up to ``batchesPerSlice`` more.
@@ -35,7 +38,9 @@ extension RouteRuntime {
         defer { slice = work }
         for _ in 0..<Self.batchesPerSlice {
             if let pause = finishBatch(&work) { return .retry(after: pause) }
-            let (take, resume) = queue.take(into: &work.batch, limit: Self.sliceBatch)
+            // Waiting a little for more is worth it only while no other route waits for a thread.
+            let spins = router.workerPool.hasReadyRoutes ? 0 : Self.spinsWhileEmpty
+            let (take, resume) = queue.take(into: &work.batch, limit: Self.sliceBatch, spins: spins)
             for waiter in resume { waiter.instance.resume(port: waiter.port) }
             switch take {
             case .taken:

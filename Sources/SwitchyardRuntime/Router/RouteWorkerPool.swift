@@ -58,6 +58,9 @@ final class RouteWorkerPool: @unchecked Sendable {
         return threads
     }
 
+    /// Whether some route waits for a thread (without the lock: a hint).
+    var hasReadyRoutes: Bool { readyCount.load(ordering: .relaxed) > 0 }
+
     /// Whether the ready list is empty. Called with `condition` held.
     private var readyIsEmpty: Bool { readyHead == ready.count }
 
