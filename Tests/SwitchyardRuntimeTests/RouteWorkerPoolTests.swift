@@ -5,6 +5,10 @@ import Testing
 
 @testable import SwitchyardRuntime
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 // Plain routes share the router's few pool threads. Instance names are unique per test: the
 // fake plugin keeps per-name state and tests run in parallel.
 @Suite struct RouteWorkerPoolTests {
@@ -68,6 +72,30 @@ import Testing
             #expect(router.workerPool.threadCount <= 2)
             // Named, for `top -H` and the footprint harness.
             #expect(threadNames().contains("route worker 1"))
+        }
+    }
+
+    @Test func aRouteThatGoesIdleBetweenEnvelopesKeepsItsOrder() throws {
+        // Paced so the route's queue empties and the route leaves the pool between most
+        // envelopes: each push schedules it again, often onto the other thread, right after the
+        // slice that found the queue empty (the hand-over ASan and TSan watch in CI).
+        let source = FakeInstance.register("poolPacedSrc")
+        let sink = FakeInstance.register("poolPacedSnk")
+        let yaml = """
+            instances:
+              poolPacedSrc: { plugin: fake }
+              poolPacedSnk: { plugin: fake }
+            routes:
+              - { name: paced, from: poolPacedSrc.out, to: poolPacedSnk.any }
+            """
+        let count = 400
+        try withRouter(yaml, routeThreads: 2) { _ in
+            for sequence in 0..<count {
+                #expect(source.emit(port: "out", Envelope(type: "t.A", subject: String(sequence), body: bodyA(x: sequence))) == SY_OK)
+                usleep(200)
+            }
+            #expect(waitUntil { sink.deliveries.count == count })
+            #expect(sink.deliveries.map(\.envelope.subject) == (0..<count).map(String.init))
         }
     }
 

@@ -130,19 +130,19 @@ final class RouteQueue: @unchecked Sendable {
         return true
     }
 
-    /// What a pooled route's slice found: envelopes (moved into the batch), an empty queue (the
-    /// route is no longer scheduled), or a closed and empty one (the route is finished).
+    /// What a pooled route's slice found: envelopes (moved into the batch), an empty queue, or a
+    /// closed and empty one (the route is finished).
     enum Take {
         case taken
-        case idle
+        case empty
         case closed
     }
 
     /// A pooled route's take: moves up to `limit` envelopes into `batch`. An empty queue is
-    /// watched for `spins` yields of the processor first (a busy source refills it within
+    /// watched for `spins` yields of the processor first: a busy source refills it within
     /// microseconds, and the route staying scheduled spares each envelope the hand-off to the
-    /// pool); when it stays empty the route stops being scheduled (the next push schedules it
-    /// again), unless the queue is closed. Also returns the sources to resume (room freed up).
+    /// pool. The route stays scheduled either way (see ``unscheduleIfEmpty()``). Also returns
+    /// the sources to resume (room freed up).
     func take(into batch: inout [QueuedEnvelope], limit: Int, spins: Int) -> (Take, resume: [(instance: InstanceRuntime, port: String)]) {
         condition.lock()
         defer { condition.unlock() }
@@ -151,11 +151,7 @@ final class RouteQueue: @unchecked Sendable {
             sched_yield()
             condition.lock()
         }
-        if count == 0 {
-            if closed { return (.closed, []) }
-            scheduled = false
-            return (.idle, takeWaitersIfRoom())
-        }
+        if count == 0 { return (closed ? .closed : .empty, closed ? [] : takeWaitersIfRoom()) }
         let taken = min(limit, count)
         for _ in 0..<taken {
             if let item = buffer[head].take() { batch.append(item) }
@@ -170,6 +166,18 @@ final class RouteQueue: @unchecked Sendable {
         for index in 0..<count { larger[index] = buffer[(head + index) % buffer.count] }
         buffer = larger
         head = 0
+    }
+
+    /// Ends a pooled route's turn on the pool when its queue is still empty and open: from then
+    /// on the next push schedules it again, and another pool thread may run it at once — so
+    /// the slice calls this last, after it has put its state back. False when envelopes came
+    /// in (or the queue closed) since the take: the route stays scheduled and runs again.
+    func unscheduleIfEmpty() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard count == 0, !closed else { return false }
+        scheduled = false
+        return true
     }
 
     /// Hands an acknowledgement to the worker, waking it.

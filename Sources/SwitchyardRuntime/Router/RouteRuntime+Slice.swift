@@ -35,7 +35,23 @@ extension RouteRuntime {
         // slice instead of an exclusivity check at each step.
         var work = slice
         slice = PlainRouteSlice()
-        defer { slice = work }
+        let outcome = runSlice(&work)
+        slice = work
+        switch outcome {
+        case .idle:
+            // Last: once unscheduled, another pool thread may run this route at once, so
+            // nothing of it may be touched after this (its state is back in `slice`).
+            return queue.unscheduleIfEmpty() ? .idle : .more
+        case .finished:
+            router.workerFinished()
+            finished.signal()
+            return .finished
+        case .more, .retry:
+            return outcome
+        }
+    }
+
+    private func runSlice(_ work: inout PlainRouteSlice) -> RouteSliceOutcome {
         for _ in 0..<Self.batchesPerSlice {
             if let pause = finishBatch(&work) { return .retry(after: pause) }
             // Waiting a little for more is worth it only while no other route waits for a thread.
@@ -43,14 +59,9 @@ extension RouteRuntime {
             let (take, resume) = queue.take(into: &work.batch, limit: Self.sliceBatch, spins: spins)
             for waiter in resume { waiter.instance.resume(port: waiter.port) }
             switch take {
-            case .taken:
-                continue
-            case .idle:
-                return .idle
-            case .closed:
-                router.workerFinished()
-                finished.signal()
-                return .finished
+            case .taken: continue
+            case .empty: return .idle
+            case .closed: return .finished
             }
         }
         if let pause = finishBatch(&work) { return .retry(after: pause) }
