@@ -52,6 +52,7 @@ extension SwitchyardRuntime.Router.ReloadSummary {
             "routes": .object(["kept": names(keptRoutes), "started": names(startedRoutes), "retired": names(retiredRoutes)]),
         ]
         if let reason { object["reason"] = .string(reason) }
+        if !skippedIiideas.isEmpty { object["skipped_iiideas"] = .object(skippedIiideas.mapValues { .string($0) }) }
         return .object(object)
     }
 }

@@ -97,7 +97,7 @@ public final class AdminServer: Sendable {
         addHealthRoutes(to: routes, router: router)
         addDeadLetterRoutes(to: routes, spool: spool)
         addStatusRoutes(to: routes, router: router)
-        addIiideaRoutes(to: routes, router: router, spool: spool)
+        addIiideaRoutes(to: routes, catalog: IiideaCatalog(router: router, spool: spool, reload: reload))
         addReloadRoute(to: routes, reload: reload)
 
         let outcome = StartOutcome()

@@ -117,7 +117,7 @@ public struct ConfigLoader: Sendable {
     /// The levels `log_level:` accepts, those of swift-log.
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
-    private static let topLevelKeys = ["plugins", "spool", "admin", "types", "instances", "routes", "iiideas", "iiidea_history"]
+    private static let topLevelKeys = ["plugins", "spool", "admin", "types", "instances", "routes", "iiideas", "iiidea_templates", "iiidea_history"]
 
     private func merge(_ root: ConfigNode, file: String, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
         if case .scalar(.null) = root.kind { return }  // an empty file
@@ -149,6 +149,7 @@ public struct ConfigLoader: Sendable {
                     config: &config, diagnostics: &diagnostics, otherKeys: ["sync"])
             case "admin": mergeAdmin(member.value, into: &config, diagnostics: &diagnostics)
             case "iiideas": mergeIiideas(member.value, into: &config, diagnostics: &diagnostics)
+            case "iiidea_templates": mergeIiideaTemplates(member.value, into: &config, diagnostics: &diagnostics)
             case "iiidea_history":
                 if case .scalar(.int(let keep)) = member.value["keep"]?.kind, keep > 0, member.value.members?.count == 1 {
                     config.iiideaHistory = keep

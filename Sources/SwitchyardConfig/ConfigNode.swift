@@ -88,6 +88,23 @@ public struct ConfigNode: Sendable {
         }
     }
 
+    /// A node made from JSON that did not come from a file (preferences kept in the router's
+    /// store): every part of it is at `location`. Object members are in key order.
+    public init(json: JSONValue, location: SourceLocation) {
+        let kind: Kind
+        switch json {
+        case .null: kind = .scalar(.null)
+        case .bool(let flag): kind = .scalar(.bool(flag))
+        case .int(let number): kind = .scalar(.int(number))
+        case .double(let number): kind = .scalar(.double(number))
+        case .string(let text): kind = .scalar(.string(text))
+        case .array(let elements): kind = .sequence(elements.map { ConfigNode(json: $0, location: location) })
+        case .object(let members):
+            kind = .mapping(members.sorted { $0.key < $1.key }.map { ($0.key, location, ConfigNode(json: $0.value, location: location)) })
+        }
+        self.init(kind: kind, location: location)
+    }
+
     /// The node as JSON (what plugins receive as their instance configuration).
     public var json: JSONValue {
         switch kind {

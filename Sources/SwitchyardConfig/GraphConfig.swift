@@ -177,6 +177,45 @@ public struct IiideaDeclaration: Sendable {
     public var remote: Located<PortReference>?
     /// Whether it is enabled before anyone enables or disables it.
     public var enabledByDefault: Bool
+    /// Where it comes from: a route file, or the store (obtained from a template).
+    public var origin: IiideaOrigin = .routeFile
+    /// Whether preferences from the store replace the route file's.
+    public var hasPreferenceOverride = false
+}
+
+/// Where an iiidea is declared.
+public enum IiideaOrigin: Sendable, Equatable {
+    /// Written in a route file: read-only for the console, but its preferences may be overridden.
+    case routeFile
+    /// Obtained from the template with this id and kept in the router's store.
+    case obtained(template: String)
+}
+
+/// An entry of `iiidea_templates:`: an iiidea a person obtains from the store with their own
+/// preferences (the template's are the defaults).
+public struct IiideaTemplate: Sendable {
+    /// The iiidea it makes; its id is the template's id.
+    public var declaration: IiideaDeclaration
+    /// What it does, for the store page.
+    public var description: String?
+    /// Words the store's search also matches.
+    public var tags: [String]
+
+    /// The template's id.
+    public var id: String { declaration.id }
+
+    /// Creates a template.
+    public init(declaration: IiideaDeclaration, description: String?, tags: [String]) {
+        self.declaration = declaration
+        self.description = description
+        self.tags = tags
+    }
+
+    /// Whether every word of `query` is in its id, title, description or tags (case-insensitive).
+    public func matches(_ query: String) -> Bool {
+        let text = ([id, declaration.title ?? "", description ?? ""] + tags).joined(separator: " ").lowercased()
+        return query.lowercased().split(whereSeparator: \.isWhitespace).allSatisfy { text.contains($0) }
+    }
 }
 
 extension IiideaDeclaration {
@@ -213,6 +252,8 @@ public struct GraphConfig: Sendable {
     public var routes: [RouteDeclaration] = []
     /// `iiideas:`, in the order written.
     public var iiideas: [IiideaDeclaration] = []
+    /// `iiidea_templates:`, the store's catalog, in the order written.
+    public var iiideaTemplates: [IiideaTemplate] = []
     /// `iiidea_history.keep`: runs kept per iiidea.
     public var iiideaHistory: Int = ConfigLoader.defaultIiideaHistory
     /// The files that were read.

@@ -10,12 +10,14 @@ import SwitchyardSpool
 /// Re-reads the route files and applies them to the running router: what SIGHUP, `run --watch`
 /// and the admin port's `POST /reload` do. One reload at a time.
 final class RouteReloader: @unchecked Sendable {
-    // `lock` guards `spool` and serialises reloads; `options` (a parsed command line) and the
+    // `lock` guards `spool` and `attached` and serialises reloads; `options` (a parsed command line) and the
     // other fields are immutable.
     private let lock = NSLock()
     private let options: GraphOptions
     private let spoolPath: String?
     private var spool: Spool?
+    /// Whether `spool` is the router's (attached); `lock` guards it too.
+    private var attached: Bool
     private let router: Router
     private let logger: Logger
     private let drainTimeout: Duration
@@ -24,6 +26,7 @@ final class RouteReloader: @unchecked Sendable {
         self.options = options
         self.spoolPath = spoolPath
         self.spool = spool
+        attached = spool != nil
         self.router = router
         self.logger = logger
         self.drainTimeout = drainTimeout
@@ -45,28 +48,61 @@ final class RouteReloader: @unchecked Sendable {
     }
 
     private func reloadLocked() -> Router.ReloadSummary {
-        do {
-            logger.notice("reloading routes", metadata: ["routes": .string(options.routes)])
-            var problems: [String] = []
-            guard let plan = options.loadPlan(logger: logger, reportingProblemsTo: { problems.append($0) }) else {
-                let summary = Router.ReloadSummary.rejected("the route files have errors: " + problems.joined(separator: "; "))
-                logger.error("reload rejected: the route files have the errors listed above; the running graph is unchanged")
-                return summary
-            }
-            if plan.needsSpool, spool == nil {
-                let path = spoolPath ?? plan.spoolPath ?? ConfigLoader.defaultSpoolPath
-                do {
-                    let opened = try Spool(path: path, sync: plan.spoolSync, owner: true)
-                    router.attach(spool: opened)
-                    spool = opened
-                } catch {
-                    logger.error("reload rejected: spool '\(path)': \(error); the running graph is unchanged")
-                    return .rejected("spool '\(path)': \(error)")
+        logger.notice("reloading routes", metadata: ["routes": .string(options.routes)])
+        var problems: [String] = []
+        var skipped: [String: String] = [:]
+        var storeFailure: String?
+        let plan = options.loadPlan(
+            logger: logger, reportingProblemsTo: { problems.append($0) },
+            store: { config in
+                guard config.wantsStore else { return self.spool }
+                if self.spool == nil {
+                    do {
+                        self.spool = try self.openSpool(configured: config.spoolPath?.value, sync: config.spoolSync?.value ?? .full)
+                    } catch {
+                        storeFailure = "\(error)"
+                    }
                 }
+                return self.spool
+            },
+            skipped: { skipped[$0] = $1 })
+        guard let plan else {
+            logger.error("reload rejected: the route files have the errors listed above; the running graph is unchanged")
+            return .rejected("the route files have errors: " + problems.joined(separator: "; "))
+        }
+        if plan.needsSpool, spool == nil {
+            do {
+                spool = try openSpool(configured: plan.spoolPath, sync: plan.spoolSync)
+            } catch {
+                storeFailure = "\(error)"
             }
-            return router.reload(to: plan, drainTimeout: drainTimeout)
+        }
+        if let storeFailure {
+            logger.error("reload rejected: \(storeFailure); the running graph is unchanged")
+            return .rejected(storeFailure)
+        }
+        if let spool, !attached {
+            router.attach(spool: spool)
+            attached = true
+        }
+        var summary = router.reload(to: plan, drainTimeout: drainTimeout)
+        summary.skippedIiideas = skipped
+        return summary
+    }
+
+    private func openSpool(configured: String?, sync: SpoolSync) throws -> Spool {
+        let path = spoolPath ?? configured ?? ConfigLoader.defaultSpoolPath
+        do {
+            return try Spool(path: path, sync: sync, owner: true)
+        } catch {
+            throw ReloadFailure(description: "spool '\(path)': \(error)")
         }
     }
+}
+
+/// The store could not be opened for a reload.
+private struct ReloadFailure: Error, CustomStringConvertible {
+    var description: String
 }
 
 /// `switchyard reload --admin URL`: asks a running router to re-read its route files (as

@@ -68,7 +68,15 @@ struct GraphOptions: ParsableArguments {
 
     /// Loads the routes and plugins and validates them; prints every problem to standard
     /// error (and to `report`). Returns the plan, or nil when anything is wrong.
-    func loadPlan(logger: Logger, reportingProblemsTo report: ((String) -> Void)? = nil) -> GraphPlan? {
+    ///
+    /// `store` opens the router's store for a configuration that wants one (see
+    /// ``SwitchyardConfig/GraphConfig/wantsStore``): its obtained iiideas and preference
+    /// overrides join the plan. A stored iiidea that does not validate is left out, logged and
+    /// named in `skipped`; it never stops the route files' graph.
+    func loadPlan(
+        logger: Logger, reportingProblemsTo report: ((String) -> Void)? = nil, store: ((GraphConfig) -> Spool?)? = nil,
+        skipped: ((String, String) -> Void)? = nil
+    ) -> GraphPlan? {
         let (config, configProblems) = ConfigLoader(environment: ProcessEnvironment.current).load(path: routes)
         Redaction.register(config.secrets.union([ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"]].compactMap { $0 }))
         let directory = PluginCommandLine.directory(
@@ -84,7 +92,11 @@ struct GraphOptions: ParsableArguments {
             )
         }
         for error in refused { printError("error: \(error)") }
-        let (plan, problems) = GraphValidator(plugins: loaded).validate(config)
+        let validator = GraphValidator(plugins: loaded)
+        var (plan, problems) = validator.validate(config)
+        if configProblems.isEmpty, problems.isEmpty, let opened = store?(config) {
+            (plan, problems) = validateWithStore(config, store: opened, validator: validator, logger: logger, skipped: skipped)
+        }
         let all = configProblems + problems
         for problem in Diagnostics(all).items {
             printError(problem.description)
@@ -92,6 +104,50 @@ struct GraphOptions: ParsableArguments {
         }
         for note in plan?.noteLines ?? [] { printError(note) }
         return all.isEmpty ? plan : nil
+    }
+
+    /// `config` with the store's iiideas, validated; stored iiideas with problems are left out.
+    private func validateWithStore(
+        _ config: GraphConfig, store: Spool, validator: GraphValidator, logger: Logger, skipped: ((String, String) -> Void)?
+    ) -> (GraphPlan?, [Diagnostic]) {
+        let obtained: [ObtainedIiidea]
+        let overrides: [String: PiecePreferences]
+        do {
+            obtained = try store.obtainedIiideas()
+            overrides = try store.preferenceOverrides()
+        } catch {
+            logger.error("the store's iiideas cannot be read; running the route files' alone", metadata: ["error": "\(error)"])
+            return validator.validate(config)
+        }
+        var left = (obtained: obtained, overrides: overrides)
+        var reported: Set<String> = []
+        // Each pass leaves out the stored iiideas the previous one found wrong; a stored
+        // record can only break itself, so this ends within one pass per record.
+        for _ in 0...(obtained.count + overrides.count) {
+            let (merged, unusable) = config.applying(obtained: left.obtained, overrides: left.overrides)
+            var reasons = unusable
+            let (plan, problems) = validator.validate(merged)
+            var storeProblems: [String: [String]] = [:]
+            for problem in problems {
+                guard let id = GraphConfig.storedIiidea(at: problem.location) ?? merged.iiideas.first(where: { iiidea in
+                    iiidea.origin != .routeFile && problem.message.contains("'\(iiidea.id)'")
+                })?.id
+                else {
+                    logger.error("the store's iiideas do not validate with the route files; running the route files' alone")
+                    return validator.validate(config)
+                }
+                storeProblems[id, default: []].append(problem.message)
+            }
+            for (id, messages) in storeProblems { reasons.append((id, messages.joined(separator: "; "))) }
+            for (id, reason) in reasons where reported.insert(id).inserted {
+                logger.error("stored iiidea left out", metadata: ["iiidea": .string(id), "reason": .string(reason)])
+                skipped?(id, reason)
+            }
+            if storeProblems.isEmpty { return (plan, problems) }
+            left.obtained.removeAll { storeProblems[$0.id] != nil }
+            for id in storeProblems.keys { left.overrides.removeValue(forKey: id) }
+        }
+        return validator.validate(config)
     }
 }
 
@@ -123,17 +179,29 @@ struct Run: AsyncParsableCommand {
         guard let timeout = DurationText.nanoseconds(drainTimeout) else {
             throw ValidationError("--drain-timeout must be a duration such as 10s or 500ms")
         }
-        guard let plan = options.loadPlan(logger: logger) else { throw ExitCode(1) }
         var openSpool: Spool?
-        if plan.needsSpool {
-            let path = spool ?? plan.spoolPath ?? ConfigLoader.defaultSpoolPath
+        var spoolFailure: String?
+        // The store opens before the graph is checked: its obtained iiideas are part of it.
+        let openStore = { (configured: String?, sync: SpoolSync) in
+            let path = spool ?? configured ?? ConfigLoader.defaultSpoolPath
             do {
-                openSpool = try Spool(path: path, sync: plan.spoolSync, owner: true)
+                openSpool = try Spool(path: path, sync: sync, owner: true)
+                logger.info("spool open", metadata: ["path": .string(path), "sync": .string(sync.rawValue)])
             } catch {
-                printError("error: \(error)")
-                throw ExitCode(1)
+                spoolFailure = "\(error)"
             }
-            logger.info("spool open", metadata: ["path": .string(path), "sync": .string(plan.spoolSync.rawValue)])
+        }
+        let loaded = options.loadPlan(
+            logger: logger,
+            store: { config in
+                if config.wantsStore { openStore(config.spoolPath?.value, config.spoolSync?.value ?? .full) }
+                return openSpool
+            })
+        guard let plan = loaded else { throw ExitCode(1) }
+        if plan.needsSpool, openSpool == nil, spoolFailure == nil { openStore(plan.spoolPath, plan.spoolSync) }
+        if let spoolFailure {
+            printError("error: \(spoolFailure)")
+            throw ExitCode(1)
         }
         var adminConfiguration: AdminServer.Configuration?
         if let address = admin ?? plan.adminListen {

@@ -53,6 +53,7 @@ extension PortDeclaration {
         if let requires { object["requires"] = .string(requires) }
         if !feeds.isEmpty { object["feeds"] = .array(feeds.map { .string($0) }) }
         if !summary.isEmpty { object["description"] = .string(summary) }
+        if let preferences { object["preferences"] = preferences }
         return .object(object)
     }
 }

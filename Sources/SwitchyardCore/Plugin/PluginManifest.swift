@@ -23,6 +23,10 @@ public struct PortDeclaration: Sendable, Hashable {
     /// For a sink: the source ports of the same instance that envelopes delivered here can
     /// come out of again (a relay's `in` feeds its `out`). Loop checks follow these.
     public var feeds: [String]
+    /// JSON Schema of the preferences an iiidea gives this port when it is a piece (the
+    /// action's `preferences`, a service piece's); nil when it takes none. The console renders
+    /// its settings form from it and the router checks preferences against it.
+    public var preferences: JSONValue?
 
     /// Creates a port declaration.
     public init(
@@ -31,8 +35,10 @@ public struct PortDeclaration: Sendable, Hashable {
         types: [String],
         requires: String? = nil,
         feeds: [String] = [],
-        summary: String = ""
+        summary: String = "",
+        preferences: JSONValue? = nil
     ) {
+        self.preferences = preferences
         self.name = name
         self.direction = direction
         self.types = types
@@ -152,6 +158,13 @@ public struct PluginManifest: Sendable {
             if ports.contains(where: { $0.name == portName }) {
                 throw ManifestError(reason: "port '\(portName)' is declared twice")
             }
+            if let preferences = value["preferences"] {
+                do {
+                    _ = try Schema(json: preferences)
+                } catch {
+                    throw ManifestError(reason: "port '\(portName)': preferences \(error)")
+                }
+            }
             ports.append(
                 PortDeclaration(
                     name: portName,
@@ -159,7 +172,8 @@ public struct PluginManifest: Sendable {
                     types: typeValues.compactMap(\.stringValue),
                     requires: value["requires"]?.stringValue,
                     feeds: value["feeds"]?.arrayValue?.compactMap(\.stringValue) ?? [],
-                    summary: value["description"]?.stringValue ?? ""
+                    summary: value["description"]?.stringValue ?? "",
+                    preferences: value["preferences"]
                 )
             )
         }

@@ -24,6 +24,8 @@ public struct GraphPlan: Sendable {
 
     /// The iiideas.
     public var iiideas: [PlannedIiidea] = []
+    /// The store's catalog (`iiidea_templates:`), each checked as an iiidea would be.
+    public var iiideaTemplates: [IiideaTemplate] = []
     /// Runs kept per iiidea.
     public var iiideaHistory: Int = 1000
 
@@ -43,7 +45,7 @@ public struct GraphPlan: Sendable {
     /// iiideas their state and run history; and a route file that names it (`spool.path`)
     /// wants it for plugins' durable state (the host's state service).
     public var needsSpool: Bool {
-        routes.contains { $0.declaration.delivery == .atLeastOnce } || !iiideas.isEmpty || spoolPath != nil
+        routes.contains { $0.declaration.delivery == .atLeastOnce } || !iiideas.isEmpty || !iiideaTemplates.isEmpty || spoolPath != nil
     }
 }
 

@@ -34,6 +34,11 @@ public struct GraphValidator: Sendable {
                 iiideas.append(planned)
             }
         }
+        // A template is checked as the iiidea it makes with its own preferences, so obtaining
+        // it fails only on what a person fills in.
+        for template in config.iiideaTemplates {
+            _ = check(template.declaration, config: config, instances: instances, registry: registry, diagnostics: &diagnostics)
+        }
         diagnostics.append(contentsOf: unguardedCycles(in: routes, instances: instances))
         guard diagnostics.isEmpty else { return (nil, diagnostics.map { $0.redacting(config.secrets) }) }
         return (
@@ -41,7 +46,7 @@ public struct GraphValidator: Sendable {
                 instances: instances, routes: routes, types: registry, spoolPath: config.spoolPath?.value,
                 spoolSync: config.spoolSync?.value ?? .full,
                 adminListen: config.adminListen?.value, adminToken: config.adminToken?.value,
-                adminAllowedHosts: config.adminAllowedHosts, iiideas: iiideas,
+                adminAllowedHosts: config.adminAllowedHosts, iiideas: iiideas, iiideaTemplates: config.iiideaTemplates,
                 iiideaHistory: config.iiideaHistory,
                 notes: settlementNotes(routes, instances: instances).map { $0.redacting(config.secrets) }), []
         )

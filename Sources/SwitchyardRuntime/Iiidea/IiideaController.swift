@@ -126,6 +126,24 @@ final class IiideaController: Sendable {
         }
     }
 
+    /// After a reload from `old` to `new`: the pieces of an enabled iiidea that is gone or
+    /// whose pieces or preferences changed are disabled first (on the old graph), then every
+    /// enabled iiidea of `new` is enabled, so a plugin sees disable + enable with the new
+    /// preferences. The switches of iiideas that are gone are forgotten.
+    func reconcile(from old: CompiledGraph, to new: CompiledGraph) {
+        let fingerprints = Dictionary(new.plan.iiideas.map { ($0.id, $0.declaration.pieceFingerprint) }, uniquingKeysWith: { first, _ in first })
+        let states = states.withLock { states in
+            let before = states
+            for id in before.keys where fingerprints[id] == nil { states.removeValue(forKey: id) }
+            return before
+        }
+        for iiidea in old.plan.iiideas where fingerprints[iiidea.id] != iiidea.declaration.pieceFingerprint {
+            let state = states[iiidea.id] ?? IiideaState(id: iiidea.id, enabled: false)
+            if state.isEnabled || fingerprints[iiidea.id] == nil { deactivate(iiidea, state: state, in: old) }
+        }
+        activateEnabled(in: new)
+    }
+
     /// Runs the service piece `reference` of `graph` and waits (at most `timeout`) for its output.
     func executePiece(
         _ reference: PortReference, iiidea: String, input: JSONValue, preferences: JSONValue, timeout: UInt64, in graph: CompiledGraph

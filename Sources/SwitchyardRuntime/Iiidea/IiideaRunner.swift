@@ -33,6 +33,13 @@ public final class IiideaState: Sendable {
     func set(enabled value: Bool) { enabled.store(value, ordering: .relaxed) }
 
     func set(inactiveReason reason: String?) { refusal.withLock { $0 = reason } }
+
+    /// Envelopes a person queued with "run now": they run without the trigger's condition.
+    private let manualRuns = Mutex<Set<String>>([])
+
+    func expectManualRun(_ envelopeID: String) { manualRuns.withLock { _ = $0.insert(envelopeID) } }
+
+    func isManualRun(_ envelopeID: String) -> Bool { manualRuns.withLock { $0.remove(envelopeID) != nil } }
 }
 
 /// The worker of an iiidea route: runs trigger → service → action for each envelope, in order,
@@ -78,7 +85,7 @@ final class IiideaRunner {
 
     private func execute(_ trigger: Envelope) {
         var scope = EnvelopeScope(trigger)
-        if let condition = route.plan.condition, !condition.evaluate(&scope) {
+        if !state.isManualRun(trigger.id), let condition = route.plan.condition, !condition.evaluate(&scope) {
             route.counters.filtered.add(1, ordering: .relaxed)
             return
         }
@@ -87,10 +94,6 @@ final class IiideaRunner {
             return
         }
         let runID = ULID.next()
-        record { () throws(SQLiteError) in
-            try store.beginRun(
-                IiideaRun(id: runID, iiidea: planned.id, triggerEnvelopeID: trigger.id, startedAt: Clock.nowUnixNanos()), keep: keep)
-        }
         var input = trigger
         if remote {
             // A remote run: the named iiidea runs with the message's data as the trigger output.
@@ -98,6 +101,14 @@ final class IiideaRunner {
             input.body = data.serializedBytes()
             input.contentType = "application/json"
         }
+        record { () throws(SQLiteError) in
+            try store.beginRun(
+                IiideaRun(
+                    id: runID, iiidea: planned.id, triggerEnvelopeID: trigger.id, startedAt: Clock.nowUnixNanos(),
+                    input: input.decodedBody().serialized()),
+                keep: keep)
+        }
+        route.router.runFeed.publish(iiidea: planned.id, run: runID)
         let output: Envelope
         do {
             output = try service(input)
@@ -191,6 +202,7 @@ final class IiideaRunner {
         record { () throws(SQLiteError) in
             try store.endRun(run, iiidea: planned.id, piece: piece, output: output, error: error, keep: keep)
         }
+        route.router.runFeed.publish(iiidea: planned.id, run: run)
     }
 
     private func record(_ write: () throws(SQLiteError) -> Void) {

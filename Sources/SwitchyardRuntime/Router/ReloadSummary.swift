@@ -37,6 +37,9 @@ public struct ReloadSummary: Sendable, CustomStringConvertible {
     public var startedRoutes: [String] = []
     /// Routes retired.
     public var retiredRoutes: [String] = []
+    /// iiideas of the router's store left out of the new graph, with the reason (their
+    /// preferences or template no longer validate).
+    public var skippedIiideas: [String: String] = [:]
 
     /// An empty summary (applied, nothing changed).
     public init() {}

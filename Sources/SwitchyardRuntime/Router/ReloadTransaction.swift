@@ -172,7 +172,7 @@ struct ReloadTransaction {
             return summary
         }
         summary.startedInstances = fresh.map(\.name)
-        router.activateEnabledIiideas()
+        router.iiideaController.reconcile(from: old, to: router.graph)
         return summary
     }
 

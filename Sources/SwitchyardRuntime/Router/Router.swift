@@ -21,6 +21,8 @@ public final class Router: Sendable {
     let reloadLock = NSLock()
     /// The iiideas' switches and their plugin pieces.
     let iiideaController: IiideaController
+    /// Every iiidea run as it starts and ends, for live views.
+    public let runFeed = RunFeed()
     private let deliveryCounter = Atomic<UInt64>(0)
     private let tracked = Mutex<[UInt64: Settlement]>([:])
     let runningWorkers = Atomic<Int>(0)

@@ -24,6 +24,9 @@ extension Spool {
             CREATE INDEX IF NOT EXISTS iiidea_runs_by_iiidea ON iiidea_runs(iiidea_id, started_at);
             """
         )
+        // Databases made before runs kept their input gain the column.
+        let columns = try database.prepare("PRAGMA table_info(iiidea_runs)").rows([]) { $0.text(1) }
+        if !columns.contains("input") { try database.execute("ALTER TABLE iiidea_runs ADD COLUMN input TEXT") }
     }
 
     /// The enabled flags users set (through the admin API or the CLI), by iiidea id.
@@ -50,8 +53,9 @@ extension Spool {
     public func beginRun(_ run: IiideaRun, keep: Int) throws(SQLiteError) {
         try locked { () throws(SQLiteError) in
             try database.transaction { () throws(SQLiteError) in
-                try database.prepare("INSERT INTO iiidea_runs(run_id, iiidea_id, trigger_envelope_id, started_at) VALUES(?, ?, ?, ?)")
-                    .run([.text(run.id), .text(run.iiidea), .text(run.triggerEnvelopeID), .int(run.startedAt)])
+                try database.prepare(
+                    "INSERT INTO iiidea_runs(run_id, iiidea_id, trigger_envelope_id, started_at, input) VALUES(?, ?, ?, ?, ?)"
+                ).run([.text(run.id), .text(run.iiidea), .text(run.triggerEnvelopeID), .int(run.startedAt), run.input.map { .text($0) } ?? .null])
                 try pruneRuns(of: run.iiidea, keep: keep)
             }
         }
@@ -84,19 +88,45 @@ extension Spool {
         ).run([.text(iiidea), .int(Int64(keep))])
     }
 
-    /// The newest runs first, of one iiidea or of all.
-    public func runs(iiidea: String? = nil, limit: Int = 100) throws(SQLiteError) -> [IiideaRun] {
+    /// The newest runs first, of one iiidea or of all, with that outcome when one is given;
+    /// `offset` skips that many (paging).
+    public func runs(iiidea: String? = nil, outcome: IiideaRun.Outcome? = nil, limit: Int = 100, offset: Int = 0) throws(SQLiteError)
+        -> [IiideaRun]
+    {
         try locked { () throws(SQLiteError) in
-            let filter = iiidea == nil ? "" : "WHERE iiidea_id = ?"
-            let values: [SQLiteStatement.Value] = (iiidea.map { [.text($0)] } ?? []) + [.int(Int64(limit))]
+            var conditions: [String] = []
+            var values: [SQLiteStatement.Value] = []
+            if let iiidea {
+                conditions.append("iiidea_id = ?")
+                values.append(.text(iiidea))
+            }
+            switch outcome {
+            case .succeeded?: conditions.append("ended_at IS NOT NULL AND error IS NULL")
+            case .failed?: conditions.append("error IS NOT NULL")
+            case .running?: conditions.append("ended_at IS NULL")
+            case nil: break
+            }
+            let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+            values += [.int(Int64(max(0, min(limit, 10_000)))), .int(Int64(max(0, offset)))]
             return try database.prepare(
-                "SELECT run_id, iiidea_id, trigger_envelope_id, started_at, ended_at, ended_piece, output, error FROM iiidea_runs \(filter) ORDER BY started_at DESC, run_id DESC LIMIT ?"
+                "SELECT run_id, iiidea_id, trigger_envelope_id, started_at, ended_at, ended_piece, output, error, input FROM iiidea_runs \(filter) ORDER BY started_at DESC, run_id DESC LIMIT ? OFFSET ?"
             ).rows(values) { row in
                 IiideaRun(
                     id: row.text(0), iiidea: row.text(1), triggerEnvelopeID: row.text(2), startedAt: row.int(3),
                     endedAt: row.isNull(4) ? nil : row.int(4), endedPiece: row.isNull(5) ? nil : IiideaRun.Piece(rawValue: row.text(5)),
-                    output: row.isNull(6) ? nil : row.text(6), error: row.isNull(7) ? nil : row.text(7))
+                    output: row.isNull(6) ? nil : row.text(6), error: row.isNull(7) ? nil : row.text(7), input: row.isNull(8) ? nil : row.text(8))
             }
+        }
+    }
+
+    /// How many runs each iiidea started since `unixNanos`.
+    public func runCounts(since unixNanos: Int64) throws(SQLiteError) -> [String: Int] {
+        try locked { () throws(SQLiteError) in
+            var counts: [String: Int] = [:]
+            let rows = try database.prepare("SELECT iiidea_id, COUNT(*) FROM iiidea_runs WHERE started_at >= ? GROUP BY iiidea_id")
+                .rows([.int(unixNanos)]) { ($0.text(0), Int($0.int(1))) }
+            for (id, count) in rows { counts[id] = count }
+            return counts
         }
     }
 }
@@ -107,6 +137,19 @@ public struct IiideaRun: Sendable {
     public enum Piece: String, Sendable {
         case trigger, service, action
     }
+
+    /// How a run went, as the run history filters it.
+    public enum Outcome: String, Sendable, CaseIterable {
+        /// Ended with the action's input and no error.
+        case succeeded
+        /// Ended with an error (at the service or the action).
+        case failed
+        /// Not ended yet.
+        case running
+    }
+
+    /// How this run went.
+    public var outcome: Outcome { error != nil ? .failed : endedAt == nil ? .running : .succeeded }
 
     /// The run id (a ULID).
     public var id: String
@@ -124,12 +167,15 @@ public struct IiideaRun: Sendable {
     public var output: String?
     /// Why it failed.
     public var error: String?
+    /// The trigger's output (the service's input) as JSON text.
+    public var input: String?
 
     /// Creates a run record.
     public init(
         id: String, iiidea: String, triggerEnvelopeID: String, startedAt: Int64, endedAt: Int64? = nil, endedPiece: Piece? = nil,
-        output: String? = nil, error: String? = nil
+        output: String? = nil, error: String? = nil, input: String? = nil
     ) {
+        self.input = input
         self.id = id
         self.iiidea = iiidea
         self.triggerEnvelopeID = triggerEnvelopeID
@@ -150,6 +196,9 @@ public struct IiideaRun: Sendable {
         if let endedPiece { object["ended_piece"] = .string(endedPiece.rawValue) }
         if let output { object["output"] = (try? JSONValue(parsing: Array(output.utf8))) ?? .string(output) }
         if let error { object["error"] = .string(error) }
+        if let input { object["input"] = (try? JSONValue(parsing: Array(input.utf8))) ?? .string(input) }
+        object["outcome"] = .string(outcome.rawValue)
+        if let endedAt { object["duration_ms"] = .double(Double(endedAt - startedAt) / 1e6) }
         return .object(object)
     }
 }

@@ -109,6 +109,7 @@ public final class Spool: @unchecked Sendable {
             """
         )
         try Self.createIiideaTables(in: database)
+        try Self.createIiideaStoreTables(in: database)
         try Self.createStateTables(in: database)
     }
 

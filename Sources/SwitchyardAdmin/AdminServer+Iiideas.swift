@@ -1,0 +1,156 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import SwitchyardCore
+import SwitchyardRuntime
+import SwitchyardSpool
+
+extension AdminServer {
+    /// The iiidea API:
+    /// - `GET /v1/iiideas`, `GET /v1/iiideas/{id}` (with preferences and their schemas);
+    /// - `POST /v1/iiideas/{id}/enable|disable`, `POST /v1/iiideas/{id}/run` (`{"input": {...}}`);
+    /// - `GET /v1/iiideas/{id}/runs` and `GET /v1/runs` (`?limit=N&offset=N&outcome=succeeded|failed|running`, newest first);
+    /// - `GET /v1/iiidea-templates?q=WORDS`; `POST /v1/iiideas` (`{"template", "id"?, "title"?,
+    ///   "preferences": {"service"?, "action"?}}`) obtains one; `DELETE /v1/iiideas/{id}` deletes an obtained one;
+    /// - `PUT /v1/iiideas/{id}/preferences` (`{"service"?, "action"?}`), `DELETE /v1/iiideas/{id}/preferences`
+    ///   (a route-file iiidea back to its file's preferences).
+    func addIiideaRoutes(to routes: Hummingbird.Router<BasicRequestContext>, catalog: IiideaCatalog) {
+        let router = catalog.router
+        let spool = catalog.spool
+        routes.get("v1/iiideas") { _, _ -> Response in
+            .json(JSONValue.array(catalog.summaries().map(\.json)).serializedBytes())
+        }
+        routes.get("v1/iiideas/:id") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            guard let summary = catalog.summaries().first(where: { $0.id == id }) else { return .refusal(.notFound, "no iiidea '\(id)'") }
+            let schemas = router.preferenceSchemas(of: summary.declaration)
+            guard case .object(var object) = summary.json else { return .refusal(.internalServerError, "unexpected") }
+            let preferences = summary.declaration.preferences
+            object["preferences"] = .object(["service": preferences.service ?? .null, "action": preferences.action ?? .null])
+            object["schemas"] = .object(["service": schemas.service ?? .null, "action": schemas.action ?? .null])
+            return .json(JSONValue.object(object).serializedBytes())
+        }
+        for (verb, enabled) in [("enable", true), ("disable", false)] {
+            routes.post("v1/iiideas/:id/\(verb)") { _, context -> Response in
+                let id = try context.parameters.require("id")
+                do {
+                    try router.setIiidea(id, enabled: enabled)
+                } catch {
+                    return .refusal(.notFound, "\(error)")
+                }
+                let reason = router.iiideas.first { $0.iiidea.id == id }?.inactiveReason
+                var answer: [String: JSONValue] = ["id": .string(id), "enabled": .bool(enabled), "active": .bool(enabled && reason == nil)]
+                if let reason { answer["inactive_reason"] = .string(reason) }
+                return .json(JSONValue.object(answer).serializedBytes())
+            }
+        }
+        routes.post("v1/iiideas/:id/run") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            let body = try await Self.jsonBody(request)
+            do throws(RouterError) {
+                let envelope = try router.runIiidea(id, input: body["input"] ?? .object([:]))
+                return .json(JSONValue.object(["id": .string(id), "trigger_envelope_id": .string(envelope)]).serializedBytes(), status: .accepted)
+            } catch {
+                return .refusal(router.iiideas.contains { $0.iiidea.id == id } ? .conflict : .notFound, error.reason)
+            }
+        }
+        routes.get("v1/iiideas/:id/runs") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            guard router.iiideas.contains(where: { $0.iiidea.id == id }) else { return .refusal(.notFound, "no iiidea '\(id)'") }
+            return .json(JSONValue.array(try Self.runs(request, iiidea: id, spool: spool).map(\.json)).serializedBytes())
+        }
+        routes.get("v1/runs") { request, _ -> Response in
+            .json(JSONValue.array(try Self.runs(request, iiidea: nil, spool: spool).map(\.json)).serializedBytes())
+        }
+        addIiideaStoreRoutes(to: routes, catalog: catalog)
+    }
+
+    private func addIiideaStoreRoutes(to routes: Hummingbird.Router<BasicRequestContext>, catalog: IiideaCatalog) {
+        let router = catalog.router
+        routes.get("v1/iiidea-templates") { request, _ -> Response in
+            let query = request.uri.queryParameters.get("q") ?? ""
+            let list = catalog.templates(matching: query).map { $0.json(schemas: router.preferenceSchemas(of: $0.declaration)) }
+            return .json(JSONValue.array(list).serializedBytes())
+        }
+        routes.post("v1/iiideas") { request, _ -> Response in
+            let body = try await Self.jsonBody(request)
+            guard let template = body["template"]?.stringValue else { return .refusal(.badRequest, "the body needs \"template\"") }
+            do throws(IiideaCatalog.Refusal) {
+                let id = try catalog.obtain(
+                    template: template, id: body["id"]?.stringValue, title: body["title"]?.stringValue,
+                    preferences: PiecePreferences(service: body["preferences"]?["service"], action: body["preferences"]?["action"]))
+                let summary = catalog.summaries().first { $0.id == id }
+                return .json((summary?.json ?? ["id": .string(id)]).serializedBytes(), status: .created)
+            } catch {
+                return .refusal(error)
+            }
+        }
+        routes.delete("v1/iiideas/:id") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            do throws(IiideaCatalog.Refusal) {
+                try catalog.delete(id)
+                return .json(JSONValue.object(["deleted": .string(id)]).serializedBytes())
+            } catch {
+                return .refusal(error)
+            }
+        }
+        routes.put("v1/iiideas/:id/preferences") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            let body = try await Self.jsonBody(request)
+            do throws(IiideaCatalog.Refusal) {
+                try catalog.setPreferences(of: id, to: PiecePreferences(service: body["service"], action: body["action"]))
+                return .json(JSONValue.object(["id": .string(id), "applied": true]).serializedBytes())
+            } catch {
+                return .refusal(error)
+            }
+        }
+        routes.delete("v1/iiideas/:id/preferences") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            do throws(IiideaCatalog.Refusal) {
+                try catalog.setPreferences(of: id, to: PiecePreferences(), reset: true)
+                return .json(JSONValue.object(["id": .string(id), "reset": true]).serializedBytes())
+            } catch {
+                return .refusal(error)
+            }
+        }
+    }
+
+    /// The runs a request asks for (`limit`, `offset`, `outcome`).
+    static func runs(_ request: Request, iiidea: String?, spool: Spool?) throws -> [IiideaRun] {
+        let query = request.uri.queryParameters
+        let outcome = query.get("outcome").flatMap { IiideaRun.Outcome(rawValue: $0) }
+        let limit = min(max(query.get("limit", as: Int.self) ?? 100, 0), 1000)
+        return try spool?.runs(iiidea: iiidea, outcome: outcome, limit: limit, offset: max(query.get("offset", as: Int.self) ?? 0, 0)) ?? []
+    }
+
+    /// A request's JSON body: at most 64 KiB, an object (an empty body is `{}`).
+    static func jsonBody(_ request: Request) async throws -> JSONValue {
+        let buffer = try await request.body.collect(upTo: 64 * 1024)
+        if buffer.readableBytes == 0 { return .object([:]) }
+        guard let value = try? JSONValue(parsing: Array(buffer.readableBytesView)), case .object = value else {
+            throw HTTPError(.badRequest, message: "the body must be a JSON object")
+        }
+        return value
+    }
+}
+
+extension Response {
+    /// `{"error": message}` with `status`.
+    static func refusal(_ status: HTTPResponse.Status, _ message: String, fields: [String: String] = [:]) -> Response {
+        var object: [String: JSONValue] = ["error": .string(message)]
+        if !fields.isEmpty { object["fields"] = .object(fields.mapValues { .string($0) }) }
+        return .json(JSONValue.object(object).serializedBytes() + [0x0A], status: status)
+    }
+
+    /// The answer to a refused catalog change.
+    static func refusal(_ refusal: IiideaCatalog.Refusal) -> Response {
+        let status: HTTPResponse.Status =
+            switch refusal.kind {
+            case .notFound: .notFound
+            case .conflict: .conflict
+            case .invalid: .unprocessableContent
+            case .unavailable: .serviceUnavailable
+            }
+        return .refusal(status, refusal.description, fields: refusal.fields)
+    }
+}

@@ -1,0 +1,76 @@
+public import SwitchyardConfig
+public import SwitchyardCore
+public import SwitchyardSpool
+
+extension GraphConfig {
+    /// Whether the router's store (the spool database) should be open: iiideas keep their
+    /// state there, templates their obtained iiideas, and a `spool.path` asks for it.
+    public var wantsStore: Bool { !iiideas.isEmpty || !iiideaTemplates.isEmpty || spoolPath != nil }
+
+    /// The configuration with what the store holds: every obtained iiidea made from its
+    /// template with the person's preferences, and the preferences chosen for iiideas of the
+    /// route files. A record that cannot apply (its template is gone, its id is taken) is
+    /// left out and named in `skipped` with the reason.
+    public func applying(obtained: [ObtainedIiidea], overrides: [String: PiecePreferences]) -> (
+        config: GraphConfig, skipped: [(id: String, reason: String)]
+    ) {
+        var config = self
+        var skipped: [(id: String, reason: String)] = []
+        for index in config.iiideas.indices {
+            guard let preferences = overrides[config.iiideas[index].id] else { continue }
+            config.iiideas[index].apply(preferences, at: Self.storeLocation(of: config.iiideas[index].id))
+        }
+        for record in obtained {
+            guard let template = iiideaTemplates.first(where: { $0.id == record.template }) else {
+                skipped.append((record.id, "its template '\(record.template)' is no longer in the route files"))
+                continue
+            }
+            if let taken = config.iiideas.first(where: { $0.id == record.id }) {
+                skipped.append((record.id, "its id is taken by the iiidea at \(taken.location)"))
+                continue
+            }
+            var iiidea = template.declaration
+            iiidea.id = record.id
+            iiidea.title = record.title ?? iiidea.title
+            iiidea.origin = .obtained(template: template.id)
+            iiidea.apply(record.preferences, at: Self.storeLocation(of: record.id))
+            iiidea.hasPreferenceOverride = false
+            config.iiideas.append(iiidea)
+        }
+        return (config, skipped)
+    }
+
+    /// Where problems with stored preferences point: no file, the store and the iiidea.
+    public static func storeLocation(of id: String) -> SourceLocation {
+        SourceLocation(file: "<store: iiidea \(id)>", line: 1, column: 1)
+    }
+
+    /// The iiidea whose stored preferences a problem at `location` is about, if it is one.
+    public static func storedIiidea(at location: SourceLocation?) -> String? {
+        guard let file = location?.file, file.hasPrefix("<store: iiidea "), file.hasSuffix(">") else { return nil }
+        return String(file.dropFirst("<store: iiidea ".count).dropLast())
+    }
+}
+
+extension IiideaDeclaration {
+    /// Takes `preferences` from the store in place of the declared ones (each piece's whole
+    /// preferences; a piece without stored ones keeps its own).
+    mutating func apply(_ preferences: PiecePreferences, at location: SourceLocation) {
+        if let service = preferences.service { servicePreferences = ConfigNode(json: service, location: location) }
+        if let action = preferences.action { actionPreferences = ConfigNode(json: action, location: location) }
+        hasPreferenceOverride = preferences.service != nil || preferences.action != nil
+    }
+
+    /// The preferences as JSON, the form the console edits and the store keeps.
+    public var preferences: PiecePreferences {
+        PiecePreferences(service: servicePreferences?.json, action: actionPreferences?.json)
+    }
+
+    /// What the plugin pieces see of this iiidea: a change re-enables them.
+    var pieceFingerprint: String {
+        [
+            trigger.value.description, action.value.description, remote?.value.description ?? "", piece.value,
+            servicePreferences?.json.serialized() ?? "", actionPreferences?.json.serialized() ?? "",
+        ].joined(separator: "\u{1F}")
+    }
+}

@@ -1,0 +1,103 @@
+public import SwitchyardConfig
+public import SwitchyardCore
+
+extension Router {
+    /// Runs iiidea `id` once with `input` as the trigger's output, as a person's "run now"
+    /// does: the trigger's condition is skipped, the run is recorded like any other. Returns
+    /// the id of the envelope that starts it (the run's `trigger_envelope_id`).
+    public func runIiidea(_ id: String, input: JSONValue) throws(RouterError) -> String {
+        let graph = self.graph
+        guard let entry = iiideaController.list(graph).first(where: { $0.iiidea.id == id }) else {
+            throw RouterError(instance: id, reason: "no such iiidea")
+        }
+        guard entry.enabled else { throw RouterError(instance: id, reason: "the iiidea is disabled") }
+        if let reason = entry.inactiveReason { throw RouterError(instance: id, reason: "the iiidea is inactive: \(reason)") }
+        guard let route = graph.routes.first(where: { $0.iiidea?.planned.id == id && $0.iiidea?.remote == false }),
+            let runner = route.iiidea
+        else { throw RouterError(instance: id, reason: "the iiidea has no running chain") }
+        guard route.pending < route.plan.declaration.queueSize else {
+            throw RouterError(instance: id, reason: "the iiidea's queue is full; try again")
+        }
+        let trigger = entry.iiidea.declaration.trigger.value
+        let declared = graph.plan.instances.first { $0.name == trigger.instance }?.ports.first { $0.name == trigger.port }?.types.first
+        let envelope = Envelope(
+            type: declared == nil || declared == "*" ? BuiltinTypes.json : declared!, source: "console", body: input.serializedBytes(),
+            trace: [trigger.instance])
+        runner.state.expectManualRun(envelope.id)
+        route.enqueue(QueuedEnvelope(envelope: envelope, settlement: nil))
+        return envelope.id
+    }
+
+    /// The JSON Schemas of an iiidea's preferences: its service piece's (built-in or a plugin's
+    /// service port) and its action port's, nil where the piece declares none.
+    public func preferenceSchemas(of iiidea: IiideaDeclaration) -> (service: JSONValue?, action: JSONValue?) {
+        let instances = graph.plan.instances
+        func port(_ reference: PortReference) -> PortDeclaration? {
+            instances.first { $0.name == reference.instance }?.ports.first { $0.name == reference.port }
+        }
+        let service: JSONValue? =
+            BuiltinPieces.preferenceSchema(of: iiidea.piece.value) ?? PortReference(iiidea.piece.value).flatMap { port($0)?.preferences }
+        return (service, port(iiidea.action.value)?.preferences)
+    }
+}
+
+/// The service pieces the router itself provides.
+public enum BuiltinPieces {
+    /// Their names.
+    public static let names = ["pass", "template", "map", "delay", "http"]
+
+    /// The JSON Schema of a built-in piece's preferences; nil for other pieces.
+    public static func preferenceSchema(of piece: String) -> JSONValue? {
+        let duration: JSONValue = ["type": "string", "pattern": "^[0-9]+(ms|s|m|h)$"]
+        switch piece {
+        case "pass": return ["type": "object", "properties": [:], "additionalProperties": false]
+        case "template":
+            return [
+                "type": "object", "required": ["text"], "additionalProperties": false,
+                "properties": ["text": ["type": "string", "description": "A template over the trigger's output, such as {{body.kind}} at {{time}}"]],
+            ]
+        case "map":
+            return [
+                "type": "object", "required": ["map"], "additionalProperties": false,
+                "properties": ["map": ["type": "object", "description": "Output fields and their templates (JSON)"]],
+            ]
+        case "delay":
+            return [
+                "type": "object", "required": ["duration"], "additionalProperties": false,
+                "properties": [
+                    "duration": duration.adding(["description": "How long to wait: 500ms, 2s, 1m", "default": "1s"])
+                ],
+            ]
+        case "http":
+            return [
+                "type": "object", "required": ["url"], "additionalProperties": false,
+                "properties": [
+                    "url": ["type": "string", "pattern": "^https?://", "description": "The URL (a template; inserted values are percent-encoded)"],
+                    "method": ["type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE"], "default": "GET", "description": "The method"],
+                    "headers": ["type": "object", "additionalProperties": ["type": "string"], "description": "Header templates (JSON)"],
+                    "body": ["type": "object", "description": "The JSON body, a mapping of templates (JSON)"],
+                    "timeout": duration.adding(["description": "How long to wait for the answer", "default": "10s"]),
+                    "allow_private": ["type": "boolean", "default": false, "description": "Allow loopback, link-local and private addresses"],
+                    "max_redirects": [
+                        "type": "integer", "minimum": 0, "maximum": .int(HTTPPiecePolicy.redirectLimit), "default": 0,
+                        "description": "Redirects followed",
+                    ],
+                ],
+            ]
+        default: return nil
+        }
+    }
+}
+
+extension JSONValue {
+    fileprivate func adding(_ members: [String: JSONValue]) -> JSONValue {
+        guard case .object(var object) = self else { return self }
+        for (key, value) in members { object[key] = value }
+        return .object(object)
+    }
+}
+
+extension Router {
+    /// The store's catalog of the running graph (`iiidea_templates:`).
+    public var iiideaTemplates: [IiideaTemplate] { graph.plan.iiideaTemplates }
+}

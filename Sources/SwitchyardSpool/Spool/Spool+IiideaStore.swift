@@ -1,0 +1,140 @@
+public import SwitchyardCore
+public import SwitchyardSQLite
+
+/// The iiideas a person obtained from the store's templates, and the preferences they chose
+/// for iiideas of the route files: kept in the same database as the spool, read at every
+/// load and reload.
+extension Spool {
+    static func createIiideaStoreTables(in database: SQLiteDatabase) throws(SQLiteError) {
+        try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS iiidea_obtained(
+                id TEXT PRIMARY KEY,
+                template TEXT NOT NULL,
+                title TEXT,
+                service_preferences TEXT,
+                action_preferences TEXT,
+                created_at INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS iiidea_preferences(
+                id TEXT PRIMARY KEY,
+                service_preferences TEXT,
+                action_preferences TEXT,
+                changed_at INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            """
+        )
+    }
+
+    /// Every obtained iiidea, oldest first.
+    public func obtainedIiideas() throws(SQLiteError) -> [ObtainedIiidea] {
+        try locked { () throws(SQLiteError) in
+            try database.prepare(
+                "SELECT id, template, title, service_preferences, action_preferences FROM iiidea_obtained ORDER BY created_at, id"
+            ).rows([]) { row in
+                ObtainedIiidea(
+                    id: row.text(0), template: row.text(1), title: row.isNull(2) ? nil : row.text(2),
+                    preferences: PiecePreferences(service: Self.json(row, 3), action: Self.json(row, 4)))
+            }
+        }
+    }
+
+    /// Keeps `iiidea` (replacing one with its id).
+    public func saveObtained(_ iiidea: ObtainedIiidea) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            try database.prepare(
+                """
+                INSERT INTO iiidea_obtained(id, template, title, service_preferences, action_preferences, created_at)
+                VALUES(?, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET template = excluded.template, title = excluded.title,
+                    service_preferences = excluded.service_preferences, action_preferences = excluded.action_preferences
+                """
+            ).run([
+                .text(iiidea.id), .text(iiidea.template), iiidea.title.map { .text($0) } ?? .null,
+                Self.value(iiidea.preferences.service), Self.value(iiidea.preferences.action), .int(Clock.nowUnixNanos()),
+            ])
+        }
+    }
+
+    /// Forgets obtained iiidea `id`, its switch and its preference override; false when it was
+    /// not obtained. Its run history stays until pruned.
+    @discardableResult
+    public func deleteObtained(_ id: String) throws(SQLiteError) -> Bool {
+        try locked { () throws(SQLiteError) in
+            try database.transaction { () throws(SQLiteError) in
+                let existed = try database.prepare("SELECT 1 FROM iiidea_obtained WHERE id = ?").rows([.text(id)]) { _ in true }.first ?? false
+                try database.prepare("DELETE FROM iiidea_obtained WHERE id = ?").run([.text(id)])
+                try database.prepare("DELETE FROM iiidea_state WHERE id = ?").run([.text(id)])
+                try database.prepare("DELETE FROM iiidea_preferences WHERE id = ?").run([.text(id)])
+                return existed
+            }
+        }
+    }
+
+    /// The preferences chosen for iiideas of the route files, by iiidea id.
+    public func preferenceOverrides() throws(SQLiteError) -> [String: PiecePreferences] {
+        try locked { () throws(SQLiteError) in
+            var overrides: [String: PiecePreferences] = [:]
+            let rows = try database.prepare("SELECT id, service_preferences, action_preferences FROM iiidea_preferences").rows([]) { row in
+                (row.text(0), PiecePreferences(service: Self.json(row, 1), action: Self.json(row, 2)))
+            }
+            for (id, preferences) in rows { overrides[id] = preferences }
+            return overrides
+        }
+    }
+
+    /// Replaces the preferences of route-file iiidea `id`; nil removes the override.
+    public func setPreferenceOverride(_ id: String, to preferences: PiecePreferences?) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            guard let preferences else {
+                return try database.prepare("DELETE FROM iiidea_preferences WHERE id = ?").run([.text(id)])
+            }
+            try database.prepare(
+                "INSERT OR REPLACE INTO iiidea_preferences(id, service_preferences, action_preferences, changed_at) VALUES(?, ?, ?, ?)"
+            ).run([.text(id), Self.value(preferences.service), Self.value(preferences.action), .int(Clock.nowUnixNanos())])
+        }
+    }
+
+    private static func json(_ row: SQLiteStatement, _ column: Int32) -> JSONValue? {
+        row.isNull(column) ? nil : try? JSONValue(parsing: Array(row.text(column).utf8))
+    }
+
+    private static func value(_ json: JSONValue?) -> SQLiteStatement.Value {
+        json.map { .text($0.serialized()) } ?? .null
+    }
+}
+
+/// The preferences of an iiidea's service and action pieces; nil keeps the template's or the
+/// route file's.
+public struct PiecePreferences: Sendable, Equatable {
+    /// The service piece's preferences.
+    public var service: JSONValue?
+    /// The action piece's preferences.
+    public var action: JSONValue?
+
+    /// Creates preferences.
+    public init(service: JSONValue? = nil, action: JSONValue? = nil) {
+        self.service = service
+        self.action = action
+    }
+}
+
+/// An iiidea a person obtained from a template of the store.
+public struct ObtainedIiidea: Sendable, Equatable {
+    /// Its id, unique among all iiideas.
+    public var id: String
+    /// The template it was made from.
+    public var template: String
+    /// Its title, when the person gave one (else the template's).
+    public var title: String?
+    /// The preferences the person chose.
+    public var preferences: PiecePreferences
+
+    /// Creates a record.
+    public init(id: String, template: String, title: String?, preferences: PiecePreferences) {
+        self.id = id
+        self.template = template
+        self.title = title
+        self.preferences = preferences
+    }
+}
