@@ -9,7 +9,8 @@ import SwitchyardCore
 /// - Requests that change state (anything but GET and HEAD) are refused when a browser says they
 ///   come from another site (`Sec-Fetch-Site`, else an `Origin` that is not this host): a page
 ///   cannot post to a router on the visitor's machine.
-/// - With a token, every path but `/healthz` needs `Authorization: Bearer <token>`.
+/// - With a token, every path but `/healthz` and the console needs `Authorization: Bearer <token>`;
+///   the console (`/console`) signs browsers in itself (``ConsoleSessions``).
 struct AdminRequestGuard<Context: RequestContext>: RouterMiddleware {
     let token: String?
     let allowedHosts: Set<String>
@@ -26,12 +27,20 @@ struct AdminRequestGuard<Context: RequestContext>: RouterMiddleware {
         if request.method != .get, request.method != .head, isCrossSite(request, host: host) {
             return Self.refusal(.forbidden, "cross-site requests may not change the router")
         }
-        if let token, request.uri.path != "/healthz", !BearerToken.matches(header: request.headers[.authorization], expected: token) {
+        // The console signs browsers in with a session cookie of its own (ConsoleSessions).
+        if let token, request.uri.path != "/healthz", !Self.isConsole(request.uri.path),
+            !BearerToken.matches(header: request.headers[.authorization], expected: token)
+        {
             var response = Self.refusal(.unauthorized, "a bearer token is required")
             response.headers[.wwwAuthenticate] = "Bearer"
             return response
         }
         return try await next(request, context)
+    }
+
+    /// `/`, `/console` and below: pages that check their own session.
+    static func isConsole(_ path: String) -> Bool {
+        path == "/" || path == "/console" || path.hasPrefix("/console/")
     }
 
     /// `host[:port]`, `[v6]:port`: the name part must be an IP literal, `localhost` or allowed.

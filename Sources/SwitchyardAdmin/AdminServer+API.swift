@@ -79,4 +79,3 @@ extension Response {
         .json(JSONValue.object(["error": .string("no dead letter \(id)")]).serializedBytes(), status: .notFound)
     }
 }
-

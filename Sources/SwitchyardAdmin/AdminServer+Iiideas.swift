@@ -49,7 +49,8 @@ extension AdminServer {
             let body = try await Self.jsonBody(request)
             do throws(RouterError) {
                 let envelope = try router.runIiidea(id, input: body["input"] ?? .object([:]))
-                return .json(JSONValue.object(["id": .string(id), "trigger_envelope_id": .string(envelope)]).serializedBytes(), status: .accepted)
+                return .json(
+                    JSONValue.object(["id": .string(id), "trigger_envelope_id": .string(envelope)]).serializedBytes(), status: .accepted)
             } catch {
                 return .refusal(router.iiideas.contains { $0.iiidea.id == id } ? .conflict : .notFound, error.reason)
             }

@@ -97,7 +97,9 @@ public final class AdminServer: Sendable {
         addHealthRoutes(to: routes, router: router)
         addDeadLetterRoutes(to: routes, spool: spool)
         addStatusRoutes(to: routes, router: router)
-        addIiideaRoutes(to: routes, catalog: IiideaCatalog(router: router, spool: spool, reload: reload))
+        let catalog = IiideaCatalog(router: router, spool: spool, reload: reload)
+        addIiideaRoutes(to: routes, catalog: catalog)
+        Console(catalog: catalog, sessions: ConsoleSessions(token: configuration.token)).addRoutes(to: routes)
         addReloadRoute(to: routes, reload: reload)
 
         let outcome = StartOutcome()

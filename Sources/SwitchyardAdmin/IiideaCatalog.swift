@@ -42,12 +42,15 @@ struct IiideaCatalog: Sendable {
     func freeID(for template: String) -> String {
         let taken = Set(router.iiideas.map(\.iiidea.id) + ((try? spool?.obtainedIiideas()) ?? []).map(\.id))
         if !taken.contains(template) { return template }
-        return (2...).lazy.map { "\(template)-\($0)" }.first { !taken.contains($0) }!
+        var number = 2
+        while taken.contains("\(template)-\(number)") { number += 1 }
+        return "\(template)-\(number)"
     }
 
     /// Makes an iiidea from `templateID` with `preferences` (nil keeps the template's) and
     /// runs it; returns its id.
-    func obtain(template templateID: String, id requested: String?, title: String?, preferences: PiecePreferences) throws(Refusal) -> String {
+    func obtain(template templateID: String, id requested: String?, title: String?, preferences: PiecePreferences) throws(Refusal) -> String
+    {
         guard let store = spool else { throw Refusal(kind: .unavailable, description: "the router has no store (spool) open") }
         guard let template = router.iiideaTemplates.first(where: { $0.id == templateID }) else {
             throw Refusal(kind: .notFound, description: "no iiidea template '\(templateID)'")
@@ -56,7 +59,8 @@ struct IiideaCatalog: Sendable {
         guard id.count <= 64, !id.isEmpty, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
             throw .invalid("the id must be 1 to 64 letters, digits, '-' and '_'", fields: ["id": "letters, digits, '-' and '_' only"])
         }
-        if router.iiideas.contains(where: { $0.iiidea.id == id }) || ((try? store.obtainedIiideas()) ?? []).contains(where: { $0.id == id }) {
+        if router.iiideas.contains(where: { $0.iiidea.id == id }) || ((try? store.obtainedIiideas()) ?? []).contains(where: { $0.id == id })
+        {
             throw Refusal(kind: .conflict, description: "an iiidea '\(id)' exists already", fields: ["id": "taken"])
         }
         let chosen = PiecePreferences(
@@ -84,7 +88,8 @@ struct IiideaCatalog: Sendable {
         guard let store = spool else { throw Refusal(kind: .unavailable, description: "the router has no store (spool) open") }
         guard let entry = iiidea(id) else { throw Refusal(kind: .notFound, description: "no iiidea '\(id)'") }
         guard case .obtained = entry.iiidea.declaration.origin else {
-            throw Refusal(kind: .conflict, description: "iiidea '\(id)' is written in \(entry.iiidea.declaration.location.file); remove it there")
+            throw Refusal(
+                kind: .conflict, description: "iiidea '\(id)' is written in \(entry.iiidea.declaration.location.file); remove it there")
         }
         do {
             try store.deleteObtained(id)
@@ -126,7 +131,11 @@ struct IiideaCatalog: Sendable {
             try apply(id)
         } catch {
             // Put the store back as it was: the running graph still has the old preferences.
-            if let record = previous.obtained { try? store.saveObtained(record) } else { try? store.setPreferenceOverride(id, to: previous.override) }
+            if let record = previous.obtained {
+                try? store.saveObtained(record)
+            } else {
+                try? store.setPreferenceOverride(id, to: previous.override)
+            }
             throw error
         }
     }
@@ -143,7 +152,8 @@ struct IiideaCatalog: Sendable {
         }
         if !fields.isEmpty {
             throw .invalid(
-                "the preferences do not fit the pieces: " + fields.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "; "),
+                "the preferences do not fit the pieces: "
+                    + fields.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "; "),
                 fields: fields)
         }
     }

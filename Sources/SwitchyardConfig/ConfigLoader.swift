@@ -117,7 +117,9 @@ public struct ConfigLoader: Sendable {
     /// The levels `log_level:` accepts, those of swift-log.
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
-    private static let topLevelKeys = ["plugins", "spool", "admin", "types", "instances", "routes", "iiideas", "iiidea_templates", "iiidea_history"]
+    private static let topLevelKeys = [
+        "plugins", "spool", "admin", "types", "instances", "routes", "iiideas", "iiidea_templates", "iiidea_history",
+    ]
 
     private func merge(_ root: ConfigNode, file: String, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
         if case .scalar(.null) = root.kind { return }  // an empty file

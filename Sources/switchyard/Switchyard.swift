@@ -129,9 +129,11 @@ struct GraphOptions: ParsableArguments {
             let (plan, problems) = validator.validate(merged)
             var storeProblems: [String: [String]] = [:]
             for problem in problems {
-                guard let id = GraphConfig.storedIiidea(at: problem.location) ?? merged.iiideas.first(where: { iiidea in
-                    iiidea.origin != .routeFile && problem.message.contains("'\(iiidea.id)'")
-                })?.id
+                guard
+                    let id = GraphConfig.storedIiidea(at: problem.location)
+                        ?? merged.iiideas.first(where: { iiidea in
+                            iiidea.origin != .routeFile && problem.message.contains("'\(iiidea.id)'")
+                        })?.id
                 else {
                     logger.error("the store's iiideas do not validate with the route files; running the route files' alone")
                     return validator.validate(config)

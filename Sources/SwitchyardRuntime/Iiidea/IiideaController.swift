@@ -131,7 +131,8 @@ final class IiideaController: Sendable {
     /// enabled iiidea of `new` is enabled, so a plugin sees disable + enable with the new
     /// preferences. The switches of iiideas that are gone are forgotten.
     func reconcile(from old: CompiledGraph, to new: CompiledGraph) {
-        let fingerprints = Dictionary(new.plan.iiideas.map { ($0.id, $0.declaration.pieceFingerprint) }, uniquingKeysWith: { first, _ in first })
+        let fingerprints = Dictionary(
+            new.plan.iiideas.map { ($0.id, $0.declaration.pieceFingerprint) }, uniquingKeysWith: { first, _ in first })
         let states = states.withLock { states in
             let before = states
             for id in before.keys where fingerprints[id] == nil { states.removeValue(forKey: id) }

@@ -121,7 +121,9 @@ final class IiideaRunner {
         action.headers["iiidea.run"] = runID
         if let preferences = planned.actionPreferences {
             var outputScope = EnvelopeScope(output)
-            action.headers["iiidea.preferences"] = preferences.render(&outputScope).serialized()
+            let rendered = preferences.render(&outputScope)
+            // No preferences (a settings form saved an empty object) sends no header, as before.
+            if rendered != .object([:]) { action.headers["iiidea.preferences"] = rendered.serialized() }
         }
         // Acting on the instance that emitted the trigger (a board's button and its display) is
         // the chain's purpose, not a loop; an envelope that already went round is still stopped.

@@ -20,8 +20,9 @@ extension Router {
         }
         let trigger = entry.iiidea.declaration.trigger.value
         let declared = graph.plan.instances.first { $0.name == trigger.instance }?.ports.first { $0.name == trigger.port }?.types.first
+        let type = declared.flatMap { $0 == "*" ? nil : $0 } ?? BuiltinTypes.json
         let envelope = Envelope(
-            type: declared == nil || declared == "*" ? BuiltinTypes.json : declared!, source: "console", body: input.serializedBytes(),
+            type: type, source: "console", body: input.serializedBytes(),
             trace: [trigger.instance])
         runner.state.expectManualRun(envelope.id)
         route.enqueue(QueuedEnvelope(envelope: envelope, settlement: nil))
@@ -54,7 +55,9 @@ public enum BuiltinPieces {
         case "template":
             return [
                 "type": "object", "required": ["text"], "additionalProperties": false,
-                "properties": ["text": ["type": "string", "description": "A template over the trigger's output, such as {{body.kind}} at {{time}}"]],
+                "properties": [
+                    "text": ["type": "string", "description": "A template over the trigger's output, such as {{body.kind}} at {{time}}"]
+                ],
             ]
         case "map":
             return [
@@ -72,12 +75,19 @@ public enum BuiltinPieces {
             return [
                 "type": "object", "required": ["url"], "additionalProperties": false,
                 "properties": [
-                    "url": ["type": "string", "pattern": "^https?://", "description": "The URL (a template; inserted values are percent-encoded)"],
-                    "method": ["type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE"], "default": "GET", "description": "The method"],
+                    "url": [
+                        "type": "string", "pattern": "^https?://",
+                        "description": "The URL (a template; inserted values are percent-encoded)",
+                    ],
+                    "method": [
+                        "type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE"], "default": "GET", "description": "The method",
+                    ],
                     "headers": ["type": "object", "additionalProperties": ["type": "string"], "description": "Header templates (JSON)"],
                     "body": ["type": "object", "description": "The JSON body, a mapping of templates (JSON)"],
                     "timeout": duration.adding(["description": "How long to wait for the answer", "default": "10s"]),
-                    "allow_private": ["type": "boolean", "default": false, "description": "Allow loopback, link-local and private addresses"],
+                    "allow_private": [
+                        "type": "boolean", "default": false, "description": "Allow loopback, link-local and private addresses",
+                    ],
                     "max_redirects": [
                         "type": "integer", "minimum": 0, "maximum": .int(HTTPPiecePolicy.redirectLimit), "default": 0,
                         "description": "Redirects followed",
@@ -100,4 +110,9 @@ extension JSONValue {
 extension Router {
     /// The store's catalog of the running graph (`iiidea_templates:`).
     public var iiideaTemplates: [IiideaTemplate] { graph.plan.iiideaTemplates }
+}
+
+extension Router {
+    /// The running graph's plan: its instances, routes, iiideas and templates as validated.
+    public var plan: GraphPlan { graph.plan }
 }

@@ -62,7 +62,8 @@ extension Spool {
     public func deleteObtained(_ id: String) throws(SQLiteError) -> Bool {
         try locked { () throws(SQLiteError) in
             try database.transaction { () throws(SQLiteError) in
-                let existed = try database.prepare("SELECT 1 FROM iiidea_obtained WHERE id = ?").rows([.text(id)]) { _ in true }.first ?? false
+                let existed =
+                    try database.prepare("SELECT 1 FROM iiidea_obtained WHERE id = ?").rows([.text(id)]) { _ in true }.first ?? false
                 try database.prepare("DELETE FROM iiidea_obtained WHERE id = ?").run([.text(id)])
                 try database.prepare("DELETE FROM iiidea_state WHERE id = ?").run([.text(id)])
                 try database.prepare("DELETE FROM iiidea_preferences WHERE id = ?").run([.text(id)])

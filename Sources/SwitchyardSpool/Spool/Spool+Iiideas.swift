@@ -55,7 +55,10 @@ extension Spool {
             try database.transaction { () throws(SQLiteError) in
                 try database.prepare(
                     "INSERT INTO iiidea_runs(run_id, iiidea_id, trigger_envelope_id, started_at, input) VALUES(?, ?, ?, ?, ?)"
-                ).run([.text(run.id), .text(run.iiidea), .text(run.triggerEnvelopeID), .int(run.startedAt), run.input.map { .text($0) } ?? .null])
+                ).run([
+                    .text(run.id), .text(run.iiidea), .text(run.triggerEnvelopeID), .int(run.startedAt),
+                    run.input.map { .text($0) } ?? .null,
+                ])
                 try pruneRuns(of: run.iiidea, keep: keep)
             }
         }
@@ -114,8 +117,24 @@ extension Spool {
                 IiideaRun(
                     id: row.text(0), iiidea: row.text(1), triggerEnvelopeID: row.text(2), startedAt: row.int(3),
                     endedAt: row.isNull(4) ? nil : row.int(4), endedPiece: row.isNull(5) ? nil : IiideaRun.Piece(rawValue: row.text(5)),
-                    output: row.isNull(6) ? nil : row.text(6), error: row.isNull(7) ? nil : row.text(7), input: row.isNull(8) ? nil : row.text(8))
+                    output: row.isNull(6) ? nil : row.text(6), error: row.isNull(7) ? nil : row.text(7),
+                    input: row.isNull(8) ? nil : row.text(8))
             }
+        }
+    }
+
+    /// The run `id`, if it is kept.
+    public func run(id: String) throws(SQLiteError) -> IiideaRun? {
+        try locked { () throws(SQLiteError) in
+            try database.prepare(
+                "SELECT run_id, iiidea_id, trigger_envelope_id, started_at, ended_at, ended_piece, output, error, input FROM iiidea_runs WHERE run_id = ?"
+            ).rows([.text(id)]) { row in
+                IiideaRun(
+                    id: row.text(0), iiidea: row.text(1), triggerEnvelopeID: row.text(2), startedAt: row.int(3),
+                    endedAt: row.isNull(4) ? nil : row.int(4), endedPiece: row.isNull(5) ? nil : IiideaRun.Piece(rawValue: row.text(5)),
+                    output: row.isNull(6) ? nil : row.text(6), error: row.isNull(7) ? nil : row.text(7),
+                    input: row.isNull(8) ? nil : row.text(8))
+            }.first
         }
     }
 

@@ -1,0 +1,132 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import SwitchyardCore
+import SwitchyardRuntime
+import SwitchyardSpool
+
+extension Console {
+    /// Dead letters the graph page lists (the newest).
+    static let deadLettersShown = 100
+
+    func addGraphPages(to routes: Hummingbird.Router<BasicRequestContext>) {
+        routes.get("console/graph") { request, _ -> Response in
+            guard let session = sessions.session(of: request) else { return signIn(request) }
+            return graphPage(session: session, notice: Self.notice(request))
+        }
+        routes.get("console/events/graph") { request, _ -> Response in
+            guard sessions.session(of: request) != nil else { return Response(status: .unauthorized) }
+            return graphEvents()
+        }
+        routes.get("console/dead-letters/:id") { request, context -> Response in
+            guard let session = sessions.session(of: request) else { return signIn(request) }
+            let id = try context.parameters.require("id", as: Int64.self)
+            guard let letter = try? spool?.deadLetter(id: id) else { return notFound(session, "No dead letter \(id).") }
+            var data = deadLetterView(letter)
+            let envelope = (try? Envelope(serialized: letter.envelope))?.jsonObject().serialized()
+            data["envelope"] = Self.pretty(envelope)
+            return page(title: "Dead letter \(id)", template: "dead_letter", data: data, session: session, nav: "graph")
+        }
+        for (verb, done) in [("replay", "replayed"), ("drop", "dropped")] {
+            routes.post("console/dead-letters/:id/\(verb)") { request, context -> Response in
+                let id = try context.parameters.require("id", as: Int64.self)
+                return try await change(request) { session, _ in
+                    let moved = (try? verb == "replay" ? spool?.replay(ids: [id]) : spool?.drop(ids: [id])) ?? 0
+                    guard moved > 0 else { return notFound(session, "No dead letter \(id).") }
+                    return Self.redirect("/console/graph?done=\(done)&id=\(id)#dead-letters")
+                }
+            }
+        }
+    }
+
+    private func graphPage(session: ConsoleSessions.Session, notice: String?) -> Response {
+        let plan = router.plan
+        let statistics = router.statistics
+        var ready: [String: Bool] = [:]
+        for (instance, isReady) in router.readiness { ready[instance] = isReady }
+        let instances: [[String: Any]] = statistics.instances.map { instance in
+            let planned = plan.instances.first { $0.name == instance.name }
+            let isReady = ready[instance.name] ?? false
+            var view: [String: Any] = [
+                "name": instance.name, "plugin": planned?.plugin.manifest.name ?? "?", "emitted": instance.emitted,
+                "acknowledged": instance.acknowledged, "failed": instance.failed, "ready_text": isReady ? "ready" : "not ready",
+                "ready_class": isReady ? "on" : "warn",
+                "ports": (planned?.ports ?? []).map { ["name": $0.name, "direction": $0.direction.rawValue] },
+            ]
+            view["reason"] = isReady ? nil : router.notReadyReason(of: instance.name)
+            return view
+        }
+        let routes: [[String: Any]] = statistics.routes.map { route in
+            let declaration =
+                plan.routes.first { $0.name == route.name }?.declaration
+                ?? plan.iiideas.first { "iiidea \($0.id)" == route.name || "iiidea \($0.id) (remote)" == route.name }?.route.declaration
+            var view = Self.counters(of: route)
+            view["name"] = route.name
+            view["at_least_once"] = route.atLeastOnce
+            view["from"] = declaration?.from.value.description ?? "?"
+            view["to"] = declaration?.to.map(\.value.description).joined(separator: ", ") ?? "?"
+            return view
+        }
+        var data: [String: Any] = ["instances": instances, "routes": routes, "has_spool": spool != nil]
+        if let spool {
+            let letters = (try? spool.deadLetters(limit: Self.deadLettersShown + 1)) ?? []
+            data["dead_letters"] = letters.prefix(Self.deadLettersShown).map(deadLetterView)
+            data["has_dead_letters"] = !letters.isEmpty
+            data["more_dead_letters"] = letters.count > Self.deadLettersShown
+            data["shown"] = Self.deadLettersShown
+        }
+        return page(
+            title: "Graph", template: "graph", data: data, session: session, nav: "graph", notice: notice,
+            live: ("graph", "/console/events/graph"))
+    }
+
+    private func deadLetterView(_ letter: DeadLetter) -> [String: Any] {
+        [
+            "id": letter.id, "route": letter.route, "sink": letter.sink, "envelope_id": letter.envelopeID, "type": letter.type,
+            "attempts": letter.attempts, "error": letter.error, "failed_at": Self.time(letter.failedAt),
+            "failed_at_iso": Clock.rfc3339(unixNanos: letter.failedAt),
+        ]
+    }
+
+    private static func counters(of route: RouterStatistics.Route) -> [String: Any] {
+        [
+            "received": route.received, "filtered": route.filtered, "delivered": route.dispatched,
+            "dropped": route.droppedFull + route.droppedLoop, "queued": route.queued,
+        ]
+    }
+
+    /// Server-sent events: `event: counters` once a second with every route's and instance's
+    /// counters and readiness (`{"routes": {NAME: {...}}, "instances": {NAME: {...}}}`).
+    private func graphEvents() -> Response {
+        let router = self.router
+        var response = Response(
+            status: .ok,
+            body: ResponseBody { writer in
+                while !Task.isCancelled {
+                    let statistics = router.statistics
+                    var ready: [String: Bool] = [:]
+                    for (instance, isReady) in router.readiness { ready[instance] = isReady }
+                    var routes: [String: JSONValue] = [:]
+                    for route in statistics.routes {
+                        routes[route.name] = .object(Self.counters(of: route).mapValues { .int($0 as? Int ?? 0) })
+                    }
+                    var instances: [String: JSONValue] = [:]
+                    for instance in statistics.instances {
+                        instances[instance.name] = [
+                            "ready": .bool(ready[instance.name] ?? false), "emitted": .int(instance.emitted),
+                            "acknowledged": .int(instance.acknowledged), "failed": .int(instance.failed),
+                        ]
+                    }
+                    let data = JSONValue.object(["routes": .object(routes), "instances": .object(instances)]).serialized()
+                    try await writer.write(ByteBuffer(string: "event: counters\ndata: \(data)\n\n"))
+                    // The counters are sampled, like a Prometheus scrape: once a second is live
+                    // for a person and costs the routes nothing (atomic loads).
+                    try await Task.sleep(for: .seconds(1))
+                }
+                try await writer.finish(nil)
+            })
+        response.headers[.contentType] = "text/event-stream"
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+}

@@ -1,0 +1,258 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import SwitchyardConfig
+import SwitchyardCore
+import SwitchyardRuntime
+import SwitchyardSpool
+
+extension Console {
+    /// Runs per page of the run history.
+    static let runsPerPage = 25
+
+    func addIiideaPages(to routes: Hummingbird.Router<BasicRequestContext>) {
+        routes.get("console/iiideas") { request, _ -> Response in
+            guard let session = sessions.session(of: request) else { return signIn(request) }
+            let list = catalog.summaries().map { summaryView($0) }
+            return page(
+                title: "iiideas", template: "iiideas", data: ["iiideas": list], session: session, nav: "iiideas",
+                notice: Self.notice(request))
+        }
+        routes.get("console/iiideas/:id") { request, context -> Response in
+            guard let session = sessions.session(of: request) else { return signIn(request) }
+            let id = try context.parameters.require("id")
+            guard let summary = catalog.summaries().first(where: { $0.id == id }) else { return notFound(session, "No iiidea '\(id)'.") }
+            return settingsPage(summary, session: session, notice: Self.notice(request))
+        }
+        routes.get("console/iiideas/:id/runs") { request, context -> Response in
+            guard let session = sessions.session(of: request) else { return signIn(request) }
+            let id = try context.parameters.require("id")
+            guard let summary = catalog.summaries().first(where: { $0.id == id }) else { return notFound(session, "No iiidea '\(id)'.") }
+            return runsPage(summary, request: request, session: session)
+        }
+        routes.get("console/events/runs") { request, _ -> Response in
+            guard sessions.session(of: request) != nil else { return Response(status: .unauthorized) }
+            return runEvents(iiidea: request.uri.queryParameters.get("iiidea"))
+        }
+        for (verb, enabled) in [("enable", true), ("disable", false)] {
+            routes.post("console/iiideas/:id/\(verb)") { request, context -> Response in
+                let id = try context.parameters.require("id")
+                return try await change(request) { session, _ in
+                    do {
+                        try router.setIiidea(id, enabled: enabled)
+                    } catch {
+                        return notFound(session, "No iiidea '\(id)'.")
+                    }
+                    return Self.redirect("/console/iiideas?done=\(verb)d&id=\(Self.queryEscaped(id))")
+                }
+            }
+        }
+        routes.post("console/iiideas/:id/delete") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            return try await change(request) { session, _ in
+                do throws(IiideaCatalog.Refusal) {
+                    try catalog.delete(id)
+                } catch {
+                    return page(
+                        title: "iiideas", template: "iiideas", data: ["iiideas": catalog.summaries().map { summaryView($0) }],
+                        session: session, nav: "iiideas", problem: error.description, status: Self.status(of: error))
+                }
+                return Self.redirect("/console/iiideas?done=deleted&id=\(Self.queryEscaped(id))")
+            }
+        }
+        routes.post("console/iiideas/:id/preferences") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            return try await change(request) { session, form in
+                guard let summary = catalog.summaries().first(where: { $0.id == id }) else {
+                    return notFound(session, "No iiidea '\(id)'.")
+                }
+                let schemas = router.preferenceSchemas(of: summary.declaration)
+                let service = ConsoleForm(piece: "service", schema: schemas.service).read(form)
+                let action = ConsoleForm(piece: "action", schema: schemas.action).read(form)
+                var refusal = IiideaCatalog.Refusal.invalid(
+                    "Some values are not valid; see the fields.", fields: service.errors.merging(action.errors) { a, _ in a })
+                if refusal.fields.isEmpty {
+                    do throws(IiideaCatalog.Refusal) {
+                        try catalog.setPreferences(of: id, to: PiecePreferences(service: service.value, action: action.value))
+                        return Self.redirect("/console/iiideas/\(Self.queryEscaped(id))?done=saved")
+                    } catch {
+                        refusal = error
+                    }
+                }
+                return settingsPage(summary, session: session, posted: form, refusal: refusal)
+            }
+        }
+        routes.post("console/iiideas/:id/preferences/reset") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            return try await change(request) { session, _ in
+                do throws(IiideaCatalog.Refusal) {
+                    try catalog.setPreferences(of: id, to: PiecePreferences(), reset: true)
+                } catch {
+                    return notFound(session, error.description)
+                }
+                return Self.redirect("/console/iiideas/\(Self.queryEscaped(id))?done=reset")
+            }
+        }
+        routes.post("console/iiideas/:id/run") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            return try await change(request) { session, form in
+                guard let summary = catalog.summaries().first(where: { $0.id == id }) else {
+                    return notFound(session, "No iiidea '\(id)'.")
+                }
+                guard let input = try? JSONValue(parsing: Array((form["input"] ?? "{}").utf8)) else {
+                    return settingsPage(summary, session: session, posted: form, refusal: .invalid("The sample input is not JSON."))
+                }
+                do throws(RouterError) {
+                    _ = try router.runIiidea(id, input: input)
+                } catch {
+                    return settingsPage(summary, session: session, posted: form, refusal: .invalid(error.reason))
+                }
+                return Self.redirect("/console/iiideas/\(Self.queryEscaped(id))/runs?done=started")
+            }
+        }
+    }
+
+    // MARK: Views
+
+    func summaryView(_ summary: IiideaSummary) -> [String: Any] {
+        let declaration = summary.declaration
+        var view: [String: Any] = [
+            "id": summary.id, "display_title": declaration.title ?? summary.id, "trigger": declaration.trigger.value.description,
+            "service": declaration.piece.value, "action": declaration.action.value.description,
+            "file": declaration.location.file, "runs_last_hour": summary.runsLastHour,
+            "toggle": summary.enabled ? "disable" : "enable", "toggle_label": summary.enabled ? "Disable" : "Enable",
+            "overridden": declaration.hasPreferenceOverride,
+        ]
+        view["template"] = summary.template
+        view["reason"] = summary.inactiveReason
+        (view["state"], view["state_class"]) =
+            !summary.enabled ? ("disabled", "off") : summary.inactiveReason != nil ? ("inactive", "warn") : ("enabled", "on")
+        view["last_run"] = summary.lastRun.map(runView)
+        return view
+    }
+
+    func runView(_ run: IiideaRun) -> [String: Any] {
+        var view: [String: Any] = [
+            "run_id": run.id, "started": Self.time(run.startedAt), "started_iso": Clock.rfc3339(unixNanos: run.startedAt),
+            "outcome": run.outcome.rawValue,
+            "input": Self.pretty(run.input), "output": Self.pretty(run.output),
+        ]
+        view["duration"] = run.endedAt.map { Self.duration($0 - run.startedAt) } ?? "—"
+        view["error"] = run.error
+        view["piece"] = run.error == nil ? nil : run.endedPiece?.rawValue
+        return view
+    }
+
+    private func settingsPage(
+        _ summary: IiideaSummary, session: ConsoleSessions.Session, posted: [String: String]? = nil, refusal: IiideaCatalog.Refusal? = nil,
+        notice: String? = nil
+    ) -> Response {
+        let declaration = summary.declaration
+        let schemas = router.preferenceSchemas(of: declaration)
+        let current = declaration.preferences
+        var data = summaryView(summary)
+        let errors = refusal?.fields ?? [:]
+        data["service_form"] = [
+            "legend": "Service: \(declaration.piece.value)",
+            "form": ConsoleForm(piece: "service", schema: schemas.service).view(values: current.service, posted: posted, errors: errors),
+        ]
+        data["action_form"] = [
+            "legend": "Action: \(declaration.action.value)",
+            "form": ConsoleForm(piece: "action", schema: schemas.action).view(values: current.action, posted: posted, errors: errors),
+        ]
+        data["read_only"] = summary.template == nil
+        let lastInput = (try? spool?.runs(iiidea: summary.id, limit: 1))?.first?.input
+        data["sample_input"] = posted?["input"] ?? lastInput.map { Self.pretty($0) } ?? "{}"
+        return page(
+            title: declaration.title ?? summary.id, template: "iiidea", data: data, session: session, nav: "iiideas", notice: notice,
+            problem: refusal?.description, status: refusal.map(Self.status) ?? .ok)
+    }
+
+    private func runsPage(_ summary: IiideaSummary, request: Request, session: ConsoleSessions.Session) -> Response {
+        let query = request.uri.queryParameters
+        let outcome = query.get("outcome").flatMap { IiideaRun.Outcome(rawValue: $0) }
+        let pageNumber = max(0, min(query.get("page", as: Int.self) ?? 0, 10_000))
+        let runs =
+            (try? spool?.runs(iiidea: summary.id, outcome: outcome, limit: Self.runsPerPage + 1, offset: pageNumber * Self.runsPerPage))
+            ?? []
+        let base = "/console/iiideas/\(Self.queryEscaped(summary.id))/runs?outcome=\(outcome?.rawValue ?? "")&page="
+        var data: [String: Any] = [
+            "id": summary.id, "runs": runs.prefix(Self.runsPerPage).map(runView),
+            "outcomes": [["value": "", "label": "All", "selected": outcome == nil]]
+                + IiideaRun.Outcome.allCases.map { ["value": $0.rawValue, "label": $0.rawValue.capitalized, "selected": $0 == outcome] },
+        ]
+        data["filtered"] = outcome != nil
+        data["newer"] = pageNumber > 0 ? base + String(pageNumber - 1) : nil
+        data["older"] = runs.count > Self.runsPerPage ? base + String(pageNumber + 1) : nil
+        // New runs stream in only where they belong: the first page, unfiltered.
+        let live = pageNumber == 0 && outcome == nil
+        data["live"] = live
+        return page(
+            title: "Runs of \(summary.declaration.title ?? summary.id)", template: "runs", data: data, session: session, nav: "iiideas",
+            notice: Self.notice(request), live: live ? ("runs", "/console/events/runs?iiidea=\(Self.queryEscaped(summary.id))") : nil)
+    }
+
+    /// Server-sent events: `event: run` with `{"run": ID, "html": "<tr…>"}` as each run of
+    /// `iiidea` (or of any) starts and ends.
+    private func runEvents(iiidea: String?) -> Response {
+        let feed = router.runFeed.subscribe()
+        let spool = self.spool
+        let console = self
+        var response = Response(
+            status: .ok,
+            body: ResponseBody { writer in
+                try await writer.write(ByteBuffer(string: ": connected\n\n"))
+                for await event in feed where iiidea == nil || event.iiidea == iiidea {
+                    guard let run = try? spool?.run(id: event.run) else { continue }
+                    let html = ConsoleTemplates.library.render(console.runView(run), withTemplate: "run_row") ?? ""
+                    let data = JSONValue.object(["run": .string(run.id), "html": .string(html)]).serialized()
+                    try await writer.write(ByteBuffer(string: "event: run\ndata: \(data)\n\n"))
+                }
+                try await writer.finish(nil)
+            })
+        response.headers[.contentType] = "text/event-stream"
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    func notFound(_ session: ConsoleSessions.Session, _ message: String) -> Response {
+        page(title: "Not found", template: "iiideas", data: ["iiideas": []], session: session, problem: message, status: .notFound)
+    }
+
+    static func status(of refusal: IiideaCatalog.Refusal) -> HTTPResponse.Status {
+        switch refusal.kind {
+        case .notFound: .notFound
+        case .conflict: .conflict
+        case .invalid: .unprocessableContent
+        case .unavailable: .serviceUnavailable
+        }
+    }
+
+    /// The notice a redirect after a change asks for (`?done=…&id=…`): fixed sentences only.
+    static func notice(_ request: Request) -> String? {
+        let query = request.uri.queryParameters
+        let id = query.get("id") ?? ""
+        switch query.get("done") {
+        case "enabled": return "Enabled \(id)."
+        case "disabled": return "Disabled \(id)."
+        case "deleted": return "Deleted \(id)."
+        case "obtained": return "Obtained \(id); it runs now."
+        case "saved": return "Saved; the pieces run with the new preferences."
+        case "reset": return "Back to the route file's preferences."
+        case "started": return "Started a test run; it appears below."
+        case "replayed": return "Replayed dead letter \(id)."
+        case "dropped": return "Dropped dead letter \(id)."
+        default: return nil
+        }
+    }
+
+    /// JSON text indented for reading; other text as it is.
+    static func pretty(_ text: String?) -> String {
+        guard let text else { return "" }
+        guard let value = try? JSONValue(parsing: Array(text.utf8)),
+            let object = try? JSONSerialization.jsonObject(with: Data(value.serialized().utf8), options: [.fragmentsAllowed]),
+            let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .fragmentsAllowed])
+        else { return text }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
