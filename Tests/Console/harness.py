@@ -134,6 +134,12 @@ class Router:
             raise RouterError("the router is not running")
         return f"http://{self.address}"
 
+    def wait_for_output(self, seconds: float) -> None:
+        """Returns when the router prints something, or after `seconds`: how a test awaits a
+        change it cannot be told about directly without spinning."""
+        with self._changed:
+            self._changed.wait(seconds)
+
     def log(self) -> str:
         """Everything the router printed so far (standard output and standard error, merged)."""
         with self._changed:
@@ -255,9 +261,10 @@ def chromium_executable() -> str:
 
 
 @contextlib.contextmanager
-def browser(*, viewport: tuple[int, int] = (1280, 800)) -> Iterator["Page"]:
-    """A page of a fresh headless Chromium; every wait (actions, navigation, `expect`) is
-    bounded by 10 s. The browser is closed when the block ends."""
+def browser(*, viewport: tuple[int, int] = (1280, 800), javascript: bool = True) -> Iterator["Page"]:
+    """A page of a fresh headless Chromium (with JavaScript off when `javascript` is false);
+    every wait (actions, navigation, `expect`) is bounded by 10 s. The browser is closed when
+    the block ends."""
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=PAGE_TIMEOUT_MS)
@@ -273,7 +280,7 @@ def browser(*, viewport: tuple[int, int] = (1280, 800)) -> Iterator["Page"]:
             timeout=30_000,
         )
         try:
-            context = instance.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+            context = instance.new_context(viewport={"width": viewport[0], "height": viewport[1]}, java_script_enabled=javascript)
             context.set_default_timeout(PAGE_TIMEOUT_MS)
             context.set_default_navigation_timeout(PAGE_TIMEOUT_MS)
             yield context.new_page()

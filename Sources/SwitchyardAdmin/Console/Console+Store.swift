@@ -8,7 +8,7 @@ extension Console {
     func addStorePages(to routes: Hummingbird.Router<BasicRequestContext>) {
         routes.get("console/store") { request, _ -> Response in
             guard let session = sessions.session(of: request) else { return signIn(request) }
-            let query = String((request.uri.queryParameters.get("q") ?? "").prefix(200))
+            let query = String((Self.query(request)["q"] ?? "").prefix(200))
             let templates = catalog.templates(matching: query).map(templateView)
             var data: [String: Any] = ["templates": templates]
             data["query"] = query.isEmpty ? nil : query

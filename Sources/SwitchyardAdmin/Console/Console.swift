@@ -151,6 +151,13 @@ struct Console: Sendable {
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~/"))) ?? ""
     }
 
+    /// The query of a GET form as name → value: `+` is a space there, as in a posted form
+    /// (the URI's own parameters keep it a plus).
+    static func query(_ request: Request) -> [String: String] {
+        guard let query = request.uri.query, !query.isEmpty else { return [:] }
+        return (try? URLEncodedFormDecoder().decode([String: String].self, from: query)) ?? [:]
+    }
+
     /// A posted form (`application/x-www-form-urlencoded`, at most 64 KiB) as name → value.
     static func form(_ request: Request) async throws -> [String: String] {
         let buffer = try await request.body.collect(upTo: 64 * 1024)
