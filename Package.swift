@@ -224,6 +224,7 @@ let package = Package(
         .testTarget(name: "SwitchyardConfigTests", dependencies: ["SwitchyardConfig"], swiftSettings: strict),
         .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime"], swiftSettings: strict),
         .testTarget(name: "SwitchyardPluginKitTests", dependencies: ["SwitchyardPluginKit", "SwitchyardCore"], swiftSettings: strict),
+        .testTarget(name: "SwitchyardAdminTests", dependencies: ["SwitchyardAdmin", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchyardSpoolTests", dependencies: ["SwitchyardSpool", "SwitchyardCore"], swiftSettings: strict),
         // A seeded generator and byte mutations shared by the codec fuzz tests.
         .target(name: "FuzzingSupport", path: "Tests/FuzzingSupport", swiftSettings: strict),

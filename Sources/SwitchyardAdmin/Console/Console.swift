@@ -141,7 +141,8 @@ struct Console: Sendable {
 
     /// A `next` that stays on this console: a path under /console, else the iiideas page.
     static func localPath(_ text: String?) -> String {
-        guard let text, text.hasPrefix("/console"), !text.hasPrefix("//"), !text.contains("\\"),
+        guard let text, text == "/console" || text.hasPrefix("/console/") || text.hasPrefix("/console?"), !text.contains(".."),
+            !text.contains("\\"),
             !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
         else { return "/console/iiideas" }
         return text
