@@ -106,7 +106,8 @@ import Testing
     @Test(arguments: [
         ("/console/graph", "/console/graph"), ("/console/iiideas/a?x=1", "/console/iiideas/a?x=1"),
         ("https://evil.example/console", "/console/iiideas"), ("//evil.example/console", "/console/iiideas"),
-        ("/consolex/../v1", "/console/iiideas"), ("/console/../v1", "/console/iiideas"), ("/console\\@evil", "/console/iiideas"), ("/console/\r\nSet-Cookie: x", "/console/iiideas"),
+        ("/consolex/../v1", "/console/iiideas"), ("/console/../v1", "/console/iiideas"), ("/console\\@evil", "/console/iiideas"),
+        ("/console/\r\nSet-Cookie: x", "/console/iiideas"),
         ("/v1/iiideas", "/console/iiideas"),
     ])
     func aSignInReturnsOnlyToAConsolePath(next: String, expected: String) {
