@@ -66,20 +66,12 @@ extension Console {
                 guard let summary = catalog.summaries().first(where: { $0.id == id }) else {
                     return notFound(session, "No iiidea '\(id)'.")
                 }
-                let schemas = router.preferenceSchemas(of: summary.declaration)
-                let service = ConsoleForm(piece: "service", schema: schemas.service).read(form)
-                let action = ConsoleForm(piece: "action", schema: schemas.action).read(form)
-                var refusal = IiideaCatalog.Refusal.invalid(
-                    "Some values are not valid; see the fields.", fields: service.errors.merging(action.errors) { a, _ in a })
-                if refusal.fields.isEmpty {
-                    do throws(IiideaCatalog.Refusal) {
-                        try catalog.setPreferences(of: id, to: PiecePreferences(service: service.value, action: action.value))
-                        return Self.redirect("/console/iiideas/\(Self.queryEscaped(id))?done=saved")
-                    } catch {
-                        refusal = error
-                    }
+                do throws(IiideaCatalog.Refusal) {
+                    try catalog.setPreferences(of: id, to: try readPreferences(form, of: summary.declaration))
+                    return Self.redirect("/console/iiideas/\(Self.queryEscaped(id))?done=saved")
+                } catch {
+                    return settingsPage(summary, session: session, posted: form, refusal: error)
                 }
-                return settingsPage(summary, session: session, posted: form, refusal: refusal)
             }
         }
         routes.post("console/iiideas/:id/preferences/reset") { request, context -> Response in
@@ -148,18 +140,10 @@ extension Console {
         notice: String? = nil
     ) -> Response {
         let declaration = summary.declaration
-        let schemas = router.preferenceSchemas(of: declaration)
-        let current = declaration.preferences
         var data = summaryView(summary)
-        let errors = refusal?.fields ?? [:]
-        data["service_form"] = [
-            "legend": "Service: \(declaration.piece.value)",
-            "form": ConsoleForm(piece: "service", schema: schemas.service).view(values: current.service, posted: posted, errors: errors),
-        ]
-        data["action_form"] = [
-            "legend": "Action: \(declaration.action.value)",
-            "form": ConsoleForm(piece: "action", schema: schemas.action).view(values: current.action, posted: posted, errors: errors),
-        ]
+        data.merge(preferenceForms(of: declaration, values: declaration.preferences, posted: posted, errors: refusal?.fields ?? [:])) {
+            _, new in new
+        }
         data["read_only"] = summary.template == nil
         let lastInput = (try? spool?.runs(iiidea: summary.id, limit: 1))?.first?.input
         data["sample_input"] = posted?["input"] ?? lastInput.map { Self.pretty($0) } ?? "{}"
@@ -213,6 +197,35 @@ extension Console {
         response.headers[.contentType] = "text/event-stream"
         response.headers[.cacheControl] = "no-store"
         return response
+    }
+
+    /// The preferences a posted settings form gives for the pieces of `declaration`, read by
+    /// their schemas; a value they cannot read is refused at its field.
+    func readPreferences(_ form: [String: String], of declaration: IiideaDeclaration) throws(IiideaCatalog.Refusal) -> PiecePreferences {
+        let schemas = router.preferenceSchemas(of: declaration)
+        let service = ConsoleForm(piece: "service", schema: schemas.service).read(form)
+        let action = ConsoleForm(piece: "action", schema: schemas.action).read(form)
+        let errors = service.errors.merging(action.errors) { first, _ in first }
+        guard errors.isEmpty else { throw .invalid("Some values are not valid; see the fields.", fields: errors) }
+        return PiecePreferences(service: service.value, action: action.value)
+    }
+
+    /// The service and action forms of `declaration` for the templates, filled from `values`
+    /// (or what was `posted`), with `errors` at their fields.
+    func preferenceForms(
+        of declaration: IiideaDeclaration, values: PiecePreferences, posted: [String: String]?, errors: [String: String]
+    ) -> [String: Any] {
+        let schemas = router.preferenceSchemas(of: declaration)
+        return [
+            "service_form": [
+                "legend": "Service: \(declaration.piece.value)",
+                "form": ConsoleForm(piece: "service", schema: schemas.service).view(values: values.service, posted: posted, errors: errors),
+            ],
+            "action_form": [
+                "legend": "Action: \(declaration.action.value)",
+                "form": ConsoleForm(piece: "action", schema: schemas.action).view(values: values.action, posted: posted, errors: errors),
+            ],
+        ]
     }
 
     func notFound(_ session: ConsoleSessions.Session, _ message: String) -> Response {

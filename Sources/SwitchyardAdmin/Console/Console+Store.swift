@@ -26,22 +26,13 @@ extension Console {
                 guard let template = catalog.templates().first(where: { $0.id == templateID }) else {
                     return notFound(session, "No template '\(templateID)'.")
                 }
-                let schemas = router.preferenceSchemas(of: template.declaration)
-                let service = ConsoleForm(piece: "service", schema: schemas.service).read(form)
-                let action = ConsoleForm(piece: "action", schema: schemas.action).read(form)
-                var refusal = IiideaCatalog.Refusal.invalid(
-                    "Some values are not valid; see the fields.", fields: service.errors.merging(action.errors) { first, _ in first })
-                if refusal.fields.isEmpty {
-                    do throws(IiideaCatalog.Refusal) {
-                        let id = try catalog.obtain(
-                            template: templateID, id: form["id"], title: form["title"],
-                            preferences: PiecePreferences(service: service.value, action: action.value))
-                        return Self.redirect("/console/iiideas?done=obtained&id=\(Self.queryEscaped(id))")
-                    } catch {
-                        refusal = error
-                    }
+                do throws(IiideaCatalog.Refusal) {
+                    let preferences = try readPreferences(form, of: template.declaration)
+                    let id = try catalog.obtain(template: templateID, id: form["id"], title: form["title"], preferences: preferences)
+                    return Self.redirect("/console/iiideas?done=obtained&id=\(Self.queryEscaped(id))")
+                } catch {
+                    return obtainPage(template, session: session, posted: form, refusal: error)
                 }
-                return obtainPage(template, session: session, posted: form, refusal: refusal)
             }
         }
     }
@@ -61,23 +52,13 @@ extension Console {
         _ template: IiideaTemplate, session: ConsoleSessions.Session, posted: [String: String]? = nil, refusal: IiideaCatalog.Refusal? = nil
     ) -> Response {
         let declaration = template.declaration
-        let schemas = router.preferenceSchemas(of: declaration)
         let errors = refusal?.fields ?? [:]
         var data = templateView(template)
         data["template_id"] = template.id
         data["new_id"] = posted?["id"] ?? catalog.freeID(for: template.id)
         data["new_title"] = posted?["title"] ?? declaration.title ?? ""
         data["id_error"] = errors["id"]
-        data["service_form"] = [
-            "legend": "Service: \(declaration.piece.value)",
-            "form": ConsoleForm(piece: "service", schema: schemas.service).view(
-                values: declaration.servicePreferences?.json, posted: posted, errors: errors),
-        ]
-        data["action_form"] = [
-            "legend": "Action: \(declaration.action.value)",
-            "form": ConsoleForm(piece: "action", schema: schemas.action).view(
-                values: declaration.actionPreferences?.json, posted: posted, errors: errors),
-        ]
+        data.merge(preferenceForms(of: declaration, values: declaration.preferences, posted: posted, errors: errors)) { _, new in new }
         return page(
             title: "Obtain: \(declaration.title ?? template.id)", template: "template_form", data: data, session: session, nav: "store",
             problem: refusal?.description, status: refusal.map(Self.status) ?? .ok)

@@ -112,29 +112,16 @@ extension Spool {
             let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
             values += [.int(Int64(max(0, min(limit, 10_000)))), .int(Int64(max(0, offset)))]
             return try database.prepare(
-                "SELECT run_id, iiidea_id, trigger_envelope_id, started_at, ended_at, ended_piece, output, error, input FROM iiidea_runs \(filter) ORDER BY started_at DESC, run_id DESC LIMIT ? OFFSET ?"
-            ).rows(values) { row in
-                IiideaRun(
-                    id: row.text(0), iiidea: row.text(1), triggerEnvelopeID: row.text(2), startedAt: row.int(3),
-                    endedAt: row.isNull(4) ? nil : row.int(4), endedPiece: row.isNull(5) ? nil : IiideaRun.Piece(rawValue: row.text(5)),
-                    output: row.isNull(6) ? nil : row.text(6), error: row.isNull(7) ? nil : row.text(7),
-                    input: row.isNull(8) ? nil : row.text(8))
-            }
+                "SELECT \(IiideaRun.columns) FROM iiidea_runs \(filter) ORDER BY started_at DESC, run_id DESC LIMIT ? OFFSET ?"
+            ).rows(values, IiideaRun.init(row:))
         }
     }
 
     /// The run `id`, if it is kept.
     public func run(id: String) throws(SQLiteError) -> IiideaRun? {
         try locked { () throws(SQLiteError) in
-            try database.prepare(
-                "SELECT run_id, iiidea_id, trigger_envelope_id, started_at, ended_at, ended_piece, output, error, input FROM iiidea_runs WHERE run_id = ?"
-            ).rows([.text(id)]) { row in
-                IiideaRun(
-                    id: row.text(0), iiidea: row.text(1), triggerEnvelopeID: row.text(2), startedAt: row.int(3),
-                    endedAt: row.isNull(4) ? nil : row.int(4), endedPiece: row.isNull(5) ? nil : IiideaRun.Piece(rawValue: row.text(5)),
-                    output: row.isNull(6) ? nil : row.text(6), error: row.isNull(7) ? nil : row.text(7),
-                    input: row.isNull(8) ? nil : row.text(8))
-            }.first
+            try database.prepare("SELECT \(IiideaRun.columns) FROM iiidea_runs WHERE run_id = ?").rows([.text(id)], IiideaRun.init(row:))
+                .first
         }
     }
 
@@ -165,6 +152,17 @@ public struct IiideaRun: Sendable {
         case failed
         /// Not ended yet.
         case running
+    }
+
+    /// The columns ``init(row:)`` reads, in its order.
+    static let columns = "run_id, iiidea_id, trigger_envelope_id, started_at, ended_at, ended_piece, output, error, input"
+
+    /// A run from a row of ``columns``.
+    init(row: SQLiteStatement) {
+        self.init(
+            id: row.text(0), iiidea: row.text(1), triggerEnvelopeID: row.text(2), startedAt: row.int(3),
+            endedAt: row.isNull(4) ? nil : row.int(4), endedPiece: row.isNull(5) ? nil : Piece(rawValue: row.text(5)),
+            output: row.isNull(6) ? nil : row.text(6), error: row.isNull(7) ? nil : row.text(7), input: row.isNull(8) ? nil : row.text(8))
     }
 
     /// How this run went.
