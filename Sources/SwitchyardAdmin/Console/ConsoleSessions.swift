@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Hummingbird
+import Metrics
 import SwitchyardCore
 import Synchronization
 
@@ -54,7 +55,11 @@ final class ConsoleSessions: Sendable {
 
     /// A new session when `offered` is the admin token; its cookie value.
     func logIn(offering offered: String) -> String? {
-        guard let token, BearerToken.constantTimeEquals(Array(offered.utf8), Array(token.utf8)) else { return nil }
+        guard let token, BearerToken.constantTimeEquals(Array(offered.utf8), Array(token.utf8)) else {
+            // Counted so a guessing browser shows on /metrics (switchyard_console_login_failures_total).
+            Counter(label: "switchyard_console_login_failures_total").increment()
+            return nil
+        }
         let value = Self.randomToken()
         let now = ContinuousClock.now
         sessions.withLock { sessions in
