@@ -160,6 +160,18 @@ struct IiideaStoreTests {
         #expect(((shown["preferences"] as? [String: Any])?["action"] as? [String: Any])?["level"] as? String == "high")
         let badChange = try Self.refused(["preferences", "collect-notes", "--set", "action.level=3"], admin: admin, in: sandbox)
         #expect(badChange.contains("action.level"), "\(badChange)")
+        // A piece sent as null keeps its preferences (GET shows a piece without any as null).
+        let put = try HTTPExchange.send(
+            "http://\(admin)/v1/iiideas/collect-notes/preferences", method: "PUT", body: #"{"service": null, "action": {"level": "low"}}"#)
+        #expect(put.status == 200, "\(put.body)")
+        let kept = try #require(Self.json(try Self.cli(["preferences", "collect-notes"], admin: admin, in: sandbox)) as? [String: Any])
+        #expect(((kept["preferences"] as? [String: Any])?["service"] as? [String: Any])?["text"] as? String == "t {{body.count}}")
+        let obtainedWithNulls = try HTTPExchange.send(
+            "http://\(admin)/v1/iiideas", method: "POST",
+            body: #"{"template": "collect-notes", "id": "nulls", "preferences": {"service": null, "action": null}}"#)
+        #expect(obtainedWithNulls.status == 201, "\(obtainedWithNulls.body)")
+        let after = try #require(Self.json(try Self.cli(["preferences", "nulls"], admin: admin, in: sandbox)) as? [String: Any])
+        #expect(((after["preferences"] as? [String: Any])?["service"] as? [String: Any])?["text"] as? String == "t {{body.count}}")
         #expect(router.stop() == 0)
     }
 
