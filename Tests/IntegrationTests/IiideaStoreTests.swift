@@ -268,6 +268,41 @@ struct IiideaStoreTests {
         #expect(router.stop() == 0)
     }
 
+    @Test func aStoredIiideaThatNoLongerFitsItsChangedTemplateIsLeftOutAndTheOthersRun() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        func routes(passing service: String) -> String {
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 20ms } }
+              out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
+            iiidea_templates:
+              - { id: passing, trigger: { port: clock.tick }, service: \(service), action: { port: out.write } }
+              - id: steady
+                trigger: { port: clock.tick }
+                service: { piece: template, preferences: { text: "steady {{body.count}}" } }
+                action:  { port: out.write }
+            """
+        }
+        try sandbox.writeRoutes(routes(passing: #"{ piece: template, preferences: { text: "passing {{body.count}}" } }"#))
+        var (router, admin) = try Self.start(sandbox)
+        #expect(try Self.cli(["obtain", "passing", "--id", "changed"], admin: admin, in: sandbox) == "obtained changed\n")
+        #expect(try Self.cli(["obtain", "steady"], admin: admin, in: sandbox) == "obtained steady\n")
+        #expect(router.stop() == 0)
+
+        // The template's service becomes a delay: the stored preferences ({text}) no longer fit,
+        // and the problem is reported at the template's piece in the route file.
+        try sandbox.writeRoutes(routes(passing: "{ piece: delay, preferences: { duration: 10ms } }"))
+        (router, admin) = try Self.start(sandbox)
+        #expect(try Self.ids(admin: admin, in: sandbox) == ["steady"], "the stored iiidea that still validates runs")
+        let mark = Self.texts(sandbox).count
+        router.waitUntil("the other stored iiidea runs") { Self.texts(sandbox).dropFirst(mark).contains { $0.hasPrefix("steady ") } }
+        let log = router.standardError
+        #expect(log.contains("stored iiidea left out") && log.contains("changed"), "\(log)")
+        #expect(log.contains("needs preferences.duration"), "\(log)")
+        #expect(router.stop() == 0)
+    }
+
     @Test func runNowRunsWithTheGivenInputEvenWhenTheConditionWouldFilterIt() throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
