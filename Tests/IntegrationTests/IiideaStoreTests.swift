@@ -303,6 +303,44 @@ struct IiideaStoreTests {
         #expect(router.stop() == 0)
     }
 
+    @Test func theSIPSendPortTakesItsDestinationAndContentTypeFromCheckedActionPreferences() throws {
+        let peer = try SIPScriptedPeer { request, _ in SIPScriptedPeer.response(to: request, "200 OK") }
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("sip")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 1h } }
+              pager: { plugin: sip, identity: { impu: "sip:alice@example.test" }, listen: { host: 127.0.0.1, port: 0 } }
+            iiidea_templates:
+              - id: page
+                trigger: { port: clock.tick }
+                service: { piece: template, preferences: { text: "page {{body.count}}" } }
+                action:  { port: pager.send, preferences: { to: "sip:nobody@127.0.0.1:9" } }
+            """)
+        let (router, admin) = try Self.start(sandbox)
+        let templates = try #require(Self.json(try Self.cli(["templates", "--json"], admin: admin, in: sandbox)) as? [[String: Any]])
+        let action = try #require((templates.first?["schemas"] as? [String: Any])?["action"] as? [String: Any])
+        #expect(Set(((action["properties"] as? [String: Any]) ?? [:]).keys) == ["to", "content_type"], "\(action)")
+        let wrong = try Self.refused(
+            ["obtain", "page", "--set", "action.to=5", "--set", "action.subject=hi"], admin: admin, in: sandbox)
+        #expect(wrong.contains("action.to: expected string"), "\(wrong)")
+        #expect(wrong.contains("action.subject: is not a known field"), "\(wrong)")
+        let bob = "sip:bob@127.0.0.1:\(peer.port)"
+        #expect(
+            try Self.cli(
+                ["obtain", "page", "--set", "action.to=\(bob)", "--set", "action.content_type=text/x-iiidea"], admin: admin, in: sandbox)
+                == "obtained page\n")
+        _ = try Self.cli(["run", "page", "--input", #"{"count": 4}"#], admin: admin, in: sandbox)
+        let requests = peer.waitForRequests(1)
+        let message = try #require(requests.first { $0.hasPrefix("MESSAGE ") }, "\(requests)")
+        #expect(message.hasPrefix("MESSAGE \(bob) SIP/2.0"), "\(message)")
+        #expect(SIPScriptedPeer.header("Content-Type", in: message) == "text/x-iiidea")
+        #expect(message.hasSuffix(#"{"text":"page 4"}"#), "\(message)")
+        #expect(router.stop() == 0)
+    }
+
     @Test func runNowRunsWithTheGivenInputEvenWhenTheConditionWouldFilterIt() throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
