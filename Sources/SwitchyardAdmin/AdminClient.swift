@@ -56,14 +56,24 @@ public struct AdminClient: Sendable {
         try exchange(method: "GET", path: path)
     }
 
-    private func exchange(method: String, path: String) throws(AdminError) -> Answer {
+    /// Sends `method path` (`GET`, `POST`, `PUT`, `DELETE`) with `json` as an
+    /// `application/json` body (none when nil) and reads the answer.
+    public func request(_ method: String, _ path: String, json: [UInt8]? = nil) throws(AdminError) -> Answer {
+        guard !method.isEmpty, method.allSatisfy({ $0.isASCII && $0.isUppercase }) else {
+            throw AdminError(description: "'\(method)' is not an HTTP method")
+        }
+        return try exchange(method: method, path: path, body: json)
+    }
+
+    private func exchange(method: String, path: String, body: [UInt8]? = nil) throws(AdminError) -> Answer {
         let place = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         let socket = try connect(place: place)
         defer { close(socket) }
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(place)\r\nContent-Length: 0\r\nConnection: close\r\n"
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(place)\r\nContent-Length: \(body?.count ?? 0)\r\nConnection: close\r\n"
+        if body != nil { head += "Content-Type: application/json\r\n" }
         if let token { head += "Authorization: Bearer \(token)\r\n" }
         head += "\r\n"
-        let bytes = Array(head.utf8)
+        let bytes = Array(head.utf8) + (body ?? [])
         var sent = 0
         while sent < bytes.count {
             let count = bytes[sent...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

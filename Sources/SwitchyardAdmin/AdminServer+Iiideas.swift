@@ -79,7 +79,7 @@ extension AdminServer {
             do throws(IiideaCatalog.Refusal) {
                 let id = try catalog.obtain(
                     template: template, id: body["id"]?.stringValue, title: body["title"]?.stringValue,
-                    preferences: PiecePreferences(service: body["preferences"]?["service"], action: body["preferences"]?["action"]))
+                    preferences: Self.preferences(body["preferences"]?["service"], body["preferences"]?["action"]))
                 let summary = catalog.summaries().first { $0.id == id }
                 return .json((summary?.json ?? ["id": .string(id)]).serializedBytes(), status: .created)
             } catch {
@@ -99,7 +99,7 @@ extension AdminServer {
             let id = try context.parameters.require("id")
             let body = try await Self.jsonBody(request)
             do throws(IiideaCatalog.Refusal) {
-                try catalog.setPreferences(of: id, to: PiecePreferences(service: body["service"], action: body["action"]))
+                try catalog.setPreferences(of: id, to: Self.preferences(body["service"], body["action"]))
                 return .json(JSONValue.object(["id": .string(id), "applied": true]).serializedBytes())
             } catch {
                 return .refusal(error)
@@ -114,6 +114,12 @@ extension AdminServer {
                 return .refusal(error)
             }
         }
+    }
+
+    /// A body's preferences per piece: a piece that is absent or null keeps its preferences
+    /// (`GET /v1/iiideas/{id}` shows a piece without any as null, so its answer can be sent back).
+    static func preferences(_ service: JSONValue?, _ action: JSONValue?) -> PiecePreferences {
+        PiecePreferences(service: service == .null ? nil : service, action: action == .null ? nil : action)
     }
 
     /// The runs a request asks for (`limit`, `offset`, `outcome`).

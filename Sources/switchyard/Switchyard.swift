@@ -106,6 +106,22 @@ struct GraphOptions: ParsableArguments {
         return all.isEmpty ? plan : nil
     }
 
+    /// The stored records that do not validate on `config` each by itself, with their problems.
+    private func culprits(
+        _ config: GraphConfig, _ records: (obtained: [ObtainedIiidea], overrides: [String: PiecePreferences]), validator: GraphValidator
+    ) -> [String: [String]] {
+        var found: [String: [String]] = [:]
+        for record in records.obtained {
+            let (_, problems) = validator.validate(config.applying(obtained: [record], overrides: [:]).config)
+            if !problems.isEmpty { found[record.id, default: []] += problems.map(\.message) }
+        }
+        for (id, preferences) in records.overrides {
+            let (_, problems) = validator.validate(config.applying(obtained: [], overrides: [id: preferences]).config)
+            if !problems.isEmpty { found[id, default: []] += problems.map(\.message) }
+        }
+        return found
+    }
+
     /// `config` with the store's iiideas, validated; stored iiideas with problems are left out.
     private func validateWithStore(
         _ config: GraphConfig, store: Spool, validator: GraphValidator, logger: Logger, skipped: ((String, String) -> Void)?
@@ -128,17 +144,27 @@ struct GraphOptions: ParsableArguments {
             var reasons = unusable
             let (plan, problems) = validator.validate(merged)
             var storeProblems: [String: [String]] = [:]
+            var unattributed = false
+            // A problem is a stored iiidea's when it points into the store or names one.
+            func storedID(of problem: Diagnostic) -> String? {
+                GraphConfig.storedIiidea(at: problem.location)
+                    ?? merged.iiideas.first { $0.origin != .routeFile && problem.message.contains("'\($0.id)'") }?.id
+            }
             for problem in problems {
-                guard
-                    let id = GraphConfig.storedIiidea(at: problem.location)
-                        ?? merged.iiideas.first(where: { iiidea in
-                            iiidea.origin != .routeFile && problem.message.contains("'\(iiidea.id)'")
-                        })?.id
-                else {
+                guard let id = storedID(of: problem) else {
+                    unattributed = true
+                    continue
+                }
+                storeProblems[id, default: []].append(problem.message)
+            }
+            if unattributed, storeProblems.isEmpty {
+                // Problems that name no stored iiidea (one reported at its template's piece in
+                // the route file): each record is tried alone on the route files' graph.
+                storeProblems = culprits(config, left, validator: validator)
+                if storeProblems.isEmpty {
                     logger.error("the store's iiideas do not validate with the route files; running the route files' alone")
                     return validator.validate(config)
                 }
-                storeProblems[id, default: []].append(problem.message)
             }
             for (id, messages) in storeProblems { reasons.append((id, messages.joined(separator: "; "))) }
             for (id, reason) in reasons where reported.insert(id).inserted {

@@ -68,10 +68,10 @@ enum SIPEnvelopes {
     /// `send.allow_envelope_destination` is on: a route's input must not choose where the
     /// instance's identity (and credentials) go. A value holding CR, LF or NUL is refused, never written.
     static func outgoing(for envelope: Envelope, configuration: SIPConfiguration) throws(Refusal) -> Outgoing {
-        let preferences = envelope.headers["iiidea.preferences"].flatMap { try? JSONValue(parsing: $0) }
-        var to = envelope.headers["sip.to"] ?? preferences?["to"]?.stringValue ?? configuration.defaultTo
+        let preferences = SIPSendPreferences(of: envelope)
+        var to = envelope.headers["sip.to"] ?? preferences.to ?? configuration.defaultTo
         var contentType =
-            envelope.headers["sip.content_type"] ?? preferences?["content_type"]?.stringValue
+            envelope.headers["sip.content_type"] ?? preferences.contentType
             ?? (envelope.contentType.isEmpty || envelope.contentType == "application/octet-stream"
                 ? configuration.defaultContentType : envelope.contentType)
         var body = envelope.body
@@ -156,5 +156,38 @@ enum SIPEnvelopes {
         if let reason { body["reason"] = .string(reason) }
         return Envelope(
             type: registrationType, subject: aor, contentType: "application/json", body: JSONValue.object(body).serializedBytes())
+    }
+}
+
+/// The preferences an iiidea gives `send` as its action (`action.preferences`, rendered over
+/// the service's output): the destination and the content type, in place of the instance's
+/// `send:` defaults. The `send` port's preference schema is derived from this type, so what
+/// the router checks and what `send` reads cannot disagree.
+struct SIPSendPreferences: PluginConfiguration {
+    static let descriptions = [
+        "/to": "Where the MESSAGE goes: a sip: or sips: URI (may insert the service's output, as {{body.to}})",
+        "/content_type": "The MESSAGE's content type, such as text/plain",
+    ]
+
+    /// The destination.
+    var to: String?
+    /// The content type.
+    var contentType: String?
+
+    init(to: String? = nil, contentType: String? = nil) {
+        self.to = to
+        self.contentType = contentType
+    }
+
+    /// The preferences `envelope` carries in its `iiidea.preferences` header; none when it has
+    /// none or they are not these preferences.
+    init(of envelope: Envelope) {
+        guard let text = envelope.headers["iiidea.preferences"], let json = try? JSONValue(parsing: text),
+            let preferences = try? Self(config: json)
+        else {
+            self.init()
+            return
+        }
+        self = preferences
     }
 }

@@ -30,7 +30,8 @@ final class SIPPlugin: SwitchyardPlugin {
                 summary: "Each MESSAGE received, once, answered 200 (or 202) when the routes have it"),
             PortDeclaration(
                 name: sendPort, direction: .sink, types: ["*"],
-                summary: "Sends a MESSAGE per envelope; acknowledged on a 2xx, failed on 4xx-6xx or Timer F"),
+                summary: "Sends a MESSAGE per envelope; acknowledged on a 2xx, failed on 4xx-6xx or Timer F",
+                preferences: SIPSendPreferences.jsonSchema),
             PortDeclaration(
                 name: registrationPort, direction: .source, types: [SIPEnvelopes.registrationType],
                 summary: "The registration state each time it changes"),

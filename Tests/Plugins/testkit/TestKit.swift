@@ -28,8 +28,21 @@ final class TestKit: SwitchyardPlugin {
         ports: [
             PortDeclaration(
                 name: "numbers", direction: .source, types: ["test.Number"], requires: "numbers", summary: "Numbered envelopes"),
-            PortDeclaration(name: "collect", direction: .sink, types: ["*"], requires: "collect", summary: "Records what it accepts"),
-            PortDeclaration(name: "double", direction: .service, types: ["*"], summary: "An iiidea service piece: {doubled: 2 × count}"),
+            PortDeclaration(
+                name: "collect", direction: .sink, types: ["*"], requires: "collect", summary: "Records what it accepts",
+                preferences: [
+                    "type": "object",
+                    "properties": [
+                        "refuse": ["type": "string", "description": "Refuse to serve the iiidea, with this reason"],
+                        "level": ["type": "string", "enum": ["low", "high"], "default": "low", "description": "How loud"],
+                    ],
+                ]),
+            PortDeclaration(
+                name: "double", direction: .service, types: ["*"], summary: "An iiidea service piece: {doubled: 2 × count}",
+                preferences: [
+                    "type": "object",
+                    "properties": ["fail": ["type": "string", "description": "Fail every run with this reason"]],
+                ]),
         ],
         types: ["test.Number": ["type": "object", "properties": ["n": ["type": "integer"]]]],
         config: TestKitConfiguration.jsonSchema
