@@ -69,11 +69,13 @@ struct IiideaCatalog: Sendable {
         try check(chosen, of: template.declaration)
         let title = title.flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
         let record = ObtainedIiidea(id: id, template: templateID, title: title, preferences: chosen)
+        let added: Bool
         do {
-            try store.saveObtained(record)
+            added = try store.addObtained(record)
         } catch {
             throw Refusal(kind: .unavailable, description: "cannot keep the iiidea in the store: \(error)")
         }
+        guard added else { throw Refusal(kind: .conflict, description: "an iiidea '\(id)' exists already", fields: ["id": "taken"]) }
         do {
             try apply(id)
         } catch {
@@ -105,6 +107,12 @@ struct IiideaCatalog: Sendable {
         guard let store = spool else { throw Refusal(kind: .unavailable, description: "the router has no store (spool) open") }
         guard let entry = iiidea(id) else { throw Refusal(kind: .notFound, description: "no iiidea '\(id)'") }
         let declaration = entry.iiidea.declaration
+        if reset, case .obtained = declaration.origin {
+            throw Refusal(
+                kind: .conflict,
+                description:
+                    "iiidea '\(id)' was obtained from the store: its preferences are its own, there is no route file's to go back to")
+        }
         let current = declaration.preferences
         let chosen = PiecePreferences(service: preferences.service ?? current.service, action: preferences.action ?? current.action)
         if !reset { try check(chosen, of: declaration) }

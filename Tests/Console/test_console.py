@@ -258,10 +258,13 @@ class ConsoleTests(unittest.TestCase):
         with browser() as page:
             self.sign_in(page)
             self.card(page, "witness").get_by_role("link", name="Settings of witness").click()
-            page.get_by_label("Sample input").fill('{"count": 4242, "by": "hand"}')
+            page.get_by_label("Sample input").fill('{"count": "many"}')
+            page.get_by_role("button", name="Run now").click()
+            expect(page.get_by_role("alert")).to_contain_text("the sample input is not a core.Tick")
+            page.get_by_label("Sample input").fill('{"count": 4242, "time": "2026-11-25T00:00:00Z"}')
             page.get_by_role("button", name="Run now").click()
             page.wait_for_url("**/console/iiideas/witness/runs?done=started")
-            expect(page.locator("#runs")).to_contain_text('"by" : "hand"', timeout=EXPECT_MS)
+            expect(page.locator("#runs")).to_contain_text('"count" : 4242', timeout=EXPECT_MS)
 
     def test_the_graph_counts_live_and_a_dead_letter_replays(self) -> None:
         from playwright.sync_api import expect

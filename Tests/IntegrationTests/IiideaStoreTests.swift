@@ -84,6 +84,8 @@ struct IiideaStoreTests {
         #expect(try Self.cli(["obtain", "note-ticks"], admin: admin, in: sandbox) == "obtained note-ticks-2\n")
         let taken = try Self.refused(["obtain", "note-ticks", "--id", "mine"], admin: admin, in: sandbox)
         #expect(taken.contains("an iiidea 'mine' exists already"), "\(taken)")
+        let noFile = try Self.refused(["preferences", "note-ticks-2", "--reset"], admin: admin, in: sandbox)
+        #expect(noFile.contains("there is no route file's to go back to"), "\(noFile)")
         #expect(try Self.cli(["delete", "note-ticks-2"], admin: admin, in: sandbox) == "deleted note-ticks-2\n")
         #expect(router.stop() == 0)
 
@@ -332,7 +334,7 @@ struct IiideaStoreTests {
             try Self.cli(
                 ["obtain", "page", "--set", "action.to=\(bob)", "--set", "action.content_type=text/x-iiidea"], admin: admin, in: sandbox)
                 == "obtained page\n")
-        _ = try Self.cli(["run", "page", "--input", #"{"count": 4}"#], admin: admin, in: sandbox)
+        _ = try Self.cli(["run", "page", "--input", #"{"count": 4, "time": "2026-11-25T00:00:00Z"}"#], admin: admin, in: sandbox)
         let requests = peer.waitForRequests(1)
         let message = try #require(requests.first { $0.hasPrefix("MESSAGE ") }, "\(requests)")
         #expect(message.hasPrefix("MESSAGE \(bob) SIP/2.0"), "\(message)")
@@ -362,7 +364,8 @@ struct IiideaStoreTests {
             """
         )
         let (router, admin) = try Self.start(sandbox)
-        let started = try Self.cli(["run", "manual", "--input", #"{"who": "me", "count": 7}"#], admin: admin, in: sandbox)
+        let started = try Self.cli(
+            ["run", "manual", "--input", #"{"count": 7, "time": "2026-11-25T00:00:00Z"}"#], admin: admin, in: sandbox)
         #expect(started.hasPrefix("started manual: trigger envelope "), "\(started)")
         let envelope = String(started.dropFirst("started manual: trigger envelope ".count).dropLast())
         router.waitUntil("the action's output") { Self.texts(sandbox) == ["manual 7"] }
@@ -372,7 +375,7 @@ struct IiideaStoreTests {
             return runs.count == 1
         }
         let input = runs.first?["input"] as? [String: Any]
-        #expect(input?["who"] as? String == "me")
+        #expect(input?["time"] as? String == "2026-11-25T00:00:00Z")
         #expect(input?["count"] as? Int == 7)
         #expect(runs.first?["trigger_envelope_id"] as? String == envelope)
         #expect(runs.first?["outcome"] as? String == "succeeded")
@@ -380,6 +383,9 @@ struct IiideaStoreTests {
         #expect(try Self.refused(["run", "nope"], admin: admin, in: sandbox).contains("no such iiidea"))
         let badInput = try RouterProcess.runToExit(["iiidea", "run", "manual", "--input", "{not json", "--admin", admin], in: sandbox.root)
         #expect(badInput.status != 0 && badInput.errors.contains("--input must be JSON"), "\(badInput.errors)")
+        // The sample stands for the trigger's output: it must be a core.Tick.
+        let notATick = try Self.refused(["run", "manual", "--input", #"{"count": "seven"}"#], admin: admin, in: sandbox)
+        #expect(notATick.contains("the sample input is not a core.Tick"), "\(notATick)")
         #expect(Self.texts(sandbox) == ["manual 7"])
         #expect(router.stop() == 0)
     }
@@ -426,12 +432,13 @@ struct IiideaStoreTests {
         try sandbox.writeRoutes(
             """
             instances:
-              clock: { plugin: core, timer: { interval: 1h } }
-              kit:   { plugin: testkit }
+              kit:   { plugin: testkit, numbers: { count: 1, prefix: n, subjects: 1, state: "\(sandbox.path("numbers.state"))" } }
               out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
             iiideas:
+              # test.Number requires no field, so every sample input below is one; the number the
+              # source emits itself is filtered out by the condition (run now skips it).
               - id: doubling
-                trigger: { port: clock.tick }
+                trigger: { port: kit.numbers, when: "body.n > 1000000" }
                 service: { piece: kit.double }
                 action:  { port: out.write }
             """

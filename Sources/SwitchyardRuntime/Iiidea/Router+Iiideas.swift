@@ -21,6 +21,13 @@ extension Router {
         let trigger = entry.iiidea.declaration.trigger.value
         let declared = graph.plan.instances.first { $0.name == trigger.instance }?.ports.first { $0.name == trigger.port }?.types.first
         let type = declared.flatMap { $0 == "*" ? nil : $0 } ?? BuiltinTypes.json
+        // The sample stands for the trigger's output: it must be what the trigger could emit.
+        let violations = graph.plan.types[type]?.schema.violations(of: input) ?? []
+        if !violations.isEmpty {
+            throw RouterError(
+                instance: id,
+                reason: "the sample input is not a \(type): " + violations.prefix(5).map(\.description).joined(separator: "; "))
+        }
         let envelope = Envelope(
             type: type, source: "console", body: input.serializedBytes(),
             trace: [trigger.instance])

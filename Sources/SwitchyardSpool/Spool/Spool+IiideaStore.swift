@@ -39,6 +39,27 @@ extension Spool {
         }
     }
 
+    /// Keeps a newly obtained `iiidea`; false (nothing written) when one with its id is kept
+    /// already: two people obtaining the same id at once cannot overwrite each other.
+    public func addObtained(_ iiidea: ObtainedIiidea) throws(SQLiteError) -> Bool {
+        try locked { () throws(SQLiteError) in
+            try database.transaction { () throws(SQLiteError) in
+                let exists = try database.prepare("SELECT 1 FROM iiidea_obtained WHERE id = ?").rows([.text(iiidea.id)]) { _ in true }
+                guard exists.isEmpty else { return false }
+                try database.prepare(
+                    """
+                    INSERT INTO iiidea_obtained(id, template, title, service_preferences, action_preferences, created_at)
+                    VALUES(?, ?, ?, ?, ?, ?)
+                    """
+                ).run([
+                    .text(iiidea.id), .text(iiidea.template), iiidea.title.map { .text($0) } ?? .null,
+                    Self.value(iiidea.preferences.service), Self.value(iiidea.preferences.action), .int(Clock.nowUnixNanos()),
+                ])
+                return true
+            }
+        }
+    }
+
     /// Keeps `iiidea` (replacing one with its id).
     public func saveObtained(_ iiidea: ObtainedIiidea) throws(SQLiteError) {
         try locked { () throws(SQLiteError) in
