@@ -413,14 +413,15 @@ struct IiideaStoreTests {
             try Self.cli(["list"], admin: admin, in: sandbox)
                 == "collect\tinactive (sink.collect refused: no permission here)\tclock.tick\tpass\tsink.collect\t\n")
         #expect(try Self.runs("collect", admin: admin, in: sandbox).isEmpty)
-        // New preferences: the piece is told disable, then enable with them, and accepts.
+        // New preferences: the piece is asked to enable with them, and accepts. It is not told
+        // disable first: it never accepted the old ones.
         #expect(
             try Self.cli(
                 ["preferences", "collect", "--set", "action.refuse=null", "--set", "action.level=high"], admin: admin, in: sandbox)
                 == "set the preferences of collect\n")
         #expect(try Self.cli(["list"], admin: admin, in: sandbox) == "collect\tenabled\tclock.tick\tpass\tsink.collect\t\n")
         router.waitUntil("runs once the piece accepts") { sandbox.lines(of: "collected.txt").count >= 3 }
-        #expect(router.standardError.contains("piece collect disabled for collect"))
+        #expect(!router.standardError.contains("piece collect disabled for collect"))
         #expect(router.standardError.contains("piece collect enabled for collect"))
         #expect(router.stop() == 0)
     }

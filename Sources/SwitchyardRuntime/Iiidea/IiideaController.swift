@@ -43,6 +43,8 @@ final class IiideaController: Sendable {
         } catch {
             throw RouterError(instance: id, reason: "cannot store the iiidea's state: \(error)")
         }
+        // Held back until its pieces answer, as a new iiidea is.
+        if enabled, !state.isEnabled { state.set(inactiveReason: IiideaState.pending) }
         state.set(enabled: enabled)
         if enabled { activate(iiidea, state: state, in: graph) } else { deactivate(iiidea, state: state, in: graph) }
         logger.notice(enabled ? "iiidea enabled" : "iiidea disabled", metadata: ["iiidea": .string(id)])
@@ -69,10 +71,14 @@ final class IiideaController: Sendable {
     private func activate(_ iiidea: PlannedIiidea, state: IiideaState, in graph: CompiledGraph) {
         let instances = graph.instances
         var reason: String?
+        var accepted: [PortReference] = []
         for piece in pieces(of: iiidea) where reason == nil {
             guard let instance = instances.first(where: { $0.name == piece.port.instance }), let handle = instance.handle,
                 let enable = instance.plugin.table.api.piece_enable
-            else { continue }
+            else {
+                accepted.append(piece.port)
+                continue
+            }
             var port = piece.port.port
             var id = iiidea.id
             let preferences = piece.preferences.serializedBytes()
@@ -94,8 +100,11 @@ final class IiideaController: Sendable {
             if status != SY_OK {
                 let message = String(decoding: errorBytes.prefix(min(errorLength, errorBytes.count)), as: UTF8.self)
                 reason = "\(piece.port) refused: \(message.isEmpty ? "status \(status)" : message)"
+            } else {
+                accepted.append(piece.port)
             }
         }
+        state.set(acceptedPieces: accepted)
         state.set(inactiveReason: reason)
         if let reason {
             logger.warning(
@@ -103,15 +112,16 @@ final class IiideaController: Sendable {
         }
     }
 
-    /// Tells every piece of an iiidea it was disabled.
+    /// Tells every piece of an iiidea that accepted `piece_enable` it was disabled (a piece that
+    /// refused, or was never asked, is not told).
     private func deactivate(_ iiidea: PlannedIiidea, state: IiideaState, in graph: CompiledGraph) {
         let instances = graph.instances
         state.set(inactiveReason: nil)
-        for piece in pieces(of: iiidea) {
-            guard let instance = instances.first(where: { $0.name == piece.port.instance }), let handle = instance.handle,
+        for piece in state.takeAcceptedPieces() {
+            guard let instance = instances.first(where: { $0.name == piece.instance }), let handle = instance.handle,
                 let disable = instance.plugin.table.api.piece_disable
             else { continue }
-            var port = piece.port.port
+            var port = piece.port
             var id = iiidea.id
             port.withUTF8 { portBytes in id.withUTF8 { idBytes in disable(handle, sy_bytes(portBytes), sy_bytes(idBytes)) } }
         }
@@ -139,8 +149,8 @@ final class IiideaController: Sendable {
             return before
         }
         for iiidea in old.plan.iiideas where fingerprints[iiidea.id] != iiidea.declaration.pieceFingerprint {
-            let state = states[iiidea.id] ?? IiideaState(id: iiidea.id, enabled: false)
-            if state.isEnabled || fingerprints[iiidea.id] == nil { deactivate(iiidea, state: state, in: old) }
+            guard let state = states[iiidea.id] else { continue }
+            deactivate(iiidea, state: state, in: old)
         }
         activateEnabled(in: new)
     }

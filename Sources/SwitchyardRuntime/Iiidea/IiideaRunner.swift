@@ -1,6 +1,7 @@
 import Foundation
 internal import Logging
 internal import SwitchyardABI
+internal import SwitchyardConfig
 internal import SwitchyardCore
 internal import SwitchyardRouting
 import SwitchyardSQLite
@@ -17,9 +18,15 @@ public final class IiideaState: Sendable {
     init(id: String, enabled: Bool) {
         self.id = id
         self.enabled = Atomic(enabled)
+        // A new iiidea's routes start before its pieces are asked to enable: until they answer
+        // it must not run (a piece may yet refuse).
+        refusal = Mutex(enabled ? Self.pending : nil)
     }
 
-    private let refusal = Mutex<String?>(nil)
+    /// The reason an enabled iiidea shows until its pieces have answered `piece_enable`.
+    static let pending = "its pieces are being enabled"
+
+    private let refusal: Mutex<String?>
 
     /// Whether the user wants it on.
     public var isEnabled: Bool { enabled.load(ordering: .relaxed) }
@@ -33,6 +40,18 @@ public final class IiideaState: Sendable {
     func set(enabled value: Bool) { enabled.store(value, ordering: .relaxed) }
 
     func set(inactiveReason reason: String?) { refusal.withLock { $0 = reason } }
+
+    /// The plugin pieces that accepted `piece_enable` (or have no such entry) since the iiidea
+    /// was last enabled: the ones `piece_disable` goes to.
+    private let acceptedPieces = Mutex<[PortReference]>([])
+
+    func set(acceptedPieces pieces: [PortReference]) { acceptedPieces.withLock { $0 = pieces } }
+
+    func takeAcceptedPieces() -> [PortReference] {
+        acceptedPieces.withLock { pieces in
+            defer { pieces = [] }; return pieces
+        }
+    }
 
     /// Envelopes a person queued with "run now": they run without the trigger's condition.
     private let manualRuns = Mutex<Set<String>>([])
