@@ -381,6 +381,8 @@ struct PushTests {
         curl.waitUntilExit()
         let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(answer.hasPrefix(#"{"name":"projects/demo-project/messages/"#), "\(answer)")
+        // The webhook answers once the envelope is accepted; the journal route writes it after.
+        router.waitUntil("the journal line") { sandbox.lines(of: "push-journal.jsonl").count >= 1 }
         let journal = try sandbox.jsonLines(of: "push-journal.jsonl")
         #expect(journal.count == 1)
         #expect((journal.first?["body"] as? [String: Any])?["notification_id"] as? String == "morning")
