@@ -21,18 +21,20 @@ extension AdminServer {
             .json(JSONValue.array(catalog.summaries().map(\.json)).serializedBytes())
         }
         routes.get("v1/iiideas/:id") { _, context -> Response in
-            let id = try context.parameters.require("id")
+            let id = try context.decodedParameter("id")
             guard let summary = catalog.summaries().first(where: { $0.id == id }) else { return .refusal(.notFound, "no iiidea '\(id)'") }
             let schemas = router.preferenceSchemas(of: summary.declaration)
             guard case .object(var object) = summary.json else { return .refusal(.internalServerError, "unexpected") }
-            let preferences = summary.declaration.preferences
+            let preferences = summary.declaration.shownPreferences
+            let locked = summary.declaration.lockedPieces
+            object["locked"] = .object(["service": .bool(locked.service), "action": .bool(locked.action)])
             object["preferences"] = .object(["service": preferences.service ?? .null, "action": preferences.action ?? .null])
             object["schemas"] = .object(["service": schemas.service ?? .null, "action": schemas.action ?? .null])
             return .json(JSONValue.object(object).serializedBytes())
         }
         for (verb, enabled) in [("enable", true), ("disable", false)] {
             routes.post("v1/iiideas/:id/\(verb)") { _, context -> Response in
-                let id = try context.parameters.require("id")
+                let id = try context.decodedParameter("id")
                 do {
                     try router.setIiidea(id, enabled: enabled)
                 } catch {
@@ -45,7 +47,7 @@ extension AdminServer {
             }
         }
         routes.post("v1/iiideas/:id/run") { request, context -> Response in
-            let id = try context.parameters.require("id")
+            let id = try context.decodedParameter("id")
             let body = try await Self.jsonBody(request)
             do throws(RouterError) {
                 let envelope = try router.runIiidea(id, input: body["input"] ?? .object([:]))
@@ -56,7 +58,7 @@ extension AdminServer {
             }
         }
         routes.get("v1/iiideas/:id/runs") { request, context -> Response in
-            let id = try context.parameters.require("id")
+            let id = try context.decodedParameter("id")
             guard router.iiideas.contains(where: { $0.iiidea.id == id }) else { return .refusal(.notFound, "no iiidea '\(id)'") }
             return .json(JSONValue.array(try Self.runs(request, iiidea: id, spool: spool).map(\.json)).serializedBytes())
         }
@@ -77,9 +79,11 @@ extension AdminServer {
             let body = try await Self.jsonBody(request)
             guard let template = body["template"]?.stringValue else { return .refusal(.badRequest, "the body needs \"template\"") }
             do throws(IiideaCatalog.Refusal) {
-                let id = try catalog.obtain(
-                    template: template, id: body["id"]?.stringValue, title: body["title"]?.stringValue,
-                    preferences: Self.preferences(body["preferences"]?["service"], body["preferences"]?["action"]))
+                let preferences = Self.preferences(body["preferences"]?["service"], body["preferences"]?["action"])
+                let id = try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in
+                    try catalog.obtain(
+                        template: template, id: body["id"]?.stringValue, title: body["title"]?.stringValue, preferences: preferences)
+                }
                 let summary = catalog.summaries().first { $0.id == id }
                 return .json((summary?.json ?? ["id": .string(id)]).serializedBytes(), status: .created)
             } catch {
@@ -87,28 +91,32 @@ extension AdminServer {
             }
         }
         routes.delete("v1/iiideas/:id") { _, context -> Response in
-            let id = try context.parameters.require("id")
+            let id = try context.decodedParameter("id")
             do throws(IiideaCatalog.Refusal) {
-                try catalog.delete(id)
+                try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in try catalog.delete(id) }
                 return .json(JSONValue.object(["deleted": .string(id)]).serializedBytes())
             } catch {
                 return .refusal(error)
             }
         }
         routes.put("v1/iiideas/:id/preferences") { request, context -> Response in
-            let id = try context.parameters.require("id")
+            let id = try context.decodedParameter("id")
             let body = try await Self.jsonBody(request)
             do throws(IiideaCatalog.Refusal) {
-                try catalog.setPreferences(of: id, to: Self.preferences(body["service"], body["action"]))
+                let preferences = Self.preferences(body["service"], body["action"])
+                try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in try catalog.setPreferences(of: id, to: preferences)
+                }
                 return .json(JSONValue.object(["id": .string(id), "applied": true]).serializedBytes())
             } catch {
                 return .refusal(error)
             }
         }
         routes.delete("v1/iiideas/:id/preferences") { _, context -> Response in
-            let id = try context.parameters.require("id")
+            let id = try context.decodedParameter("id")
             do throws(IiideaCatalog.Refusal) {
-                try catalog.setPreferences(of: id, to: PiecePreferences(), reset: true)
+                try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in
+                    try catalog.setPreferences(of: id, to: PiecePreferences(), reset: true)
+                }
                 return .json(JSONValue.object(["id": .string(id), "reset": true]).serializedBytes())
             } catch {
                 return .refusal(error)
@@ -159,5 +167,14 @@ extension Response {
             case .unavailable: .serviceUnavailable
             }
         return .refusal(status, refusal.description, fields: refusal.fields)
+    }
+}
+
+extension BasicRequestContext {
+    /// A path parameter percent-decoded (the router matches the raw path): an id with a
+    /// non-ASCII letter arrives as `caf%C3%A9`.
+    func decodedParameter(_ name: String) throws -> String {
+        let raw = try parameters.require(name)
+        return raw.removingPercentEncoding ?? raw
     }
 }

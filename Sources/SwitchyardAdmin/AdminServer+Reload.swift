@@ -10,7 +10,8 @@ extension AdminServer {
     /// runs. A POST, behind the same guard
     /// as every other change: the token, the Host check and the cross-site check.
     func addReloadRoute(
-        to routes: Hummingbird.Router<BasicRequestContext>, reload: (@Sendable () -> SwitchyardRuntime.Router.ReloadSummary?)?
+        to routes: Hummingbird.Router<BasicRequestContext>,
+        reload: (@Sendable (_ waiting: Bool) -> SwitchyardRuntime.Router.ReloadSummary?)?
     ) {
         routes.post("reload") { _, _ -> Response in
             guard let reload else {
@@ -19,7 +20,7 @@ extension AdminServer {
             // A reload blocks (it waits for deliveries and for plugins to start): on its own
             // thread, not on the server's executor.
             let answer = await withCheckedContinuation { continuation in
-                Thread.detachNewThread { continuation.resume(returning: reload()) }
+                Thread.detachNewThread { continuation.resume(returning: reload(false)) }
             }
             guard let summary = answer else {
                 let busy = JSONValue.object(["error": "a reload is already running; try again when it is done"])

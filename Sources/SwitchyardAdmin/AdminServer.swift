@@ -86,10 +86,12 @@ public final class AdminServer: Sendable {
     }
 
     /// Binds and serves; returns the bound `host:port` once listening. Throws when the
-    /// address cannot be bound. `reload` serves `POST /reload` (re-read the route files, as
-    /// SIGHUP does; nil while another reload runs); without it the path answers 404.
+    /// address cannot be bound. `reload` re-reads the route files as SIGHUP does: `POST /reload`
+    /// calls it with `false` (nil while another reload runs: answered 409), the iiidea store
+    /// with `true` (wait for it). Without it `POST /reload` answers 404.
     public func start(
-        router: SwitchyardRuntime.Router, spool: Spool?, reload: (@Sendable () -> SwitchyardRuntime.Router.ReloadSummary?)? = nil
+        router: SwitchyardRuntime.Router, spool: Spool?,
+        reload: (@Sendable (_ waiting: Bool) -> SwitchyardRuntime.Router.ReloadSummary?)? = nil
     ) throws(AdminError) -> String {
         try configuration.validate()
         let routes = Hummingbird.Router()

@@ -10,7 +10,21 @@ import SwitchyardSpool
 struct IiideaCatalog: Sendable {
     let router: SwitchyardRuntime.Router
     let spool: Spool?
-    let reload: (@Sendable () -> SwitchyardRuntime.Router.ReloadSummary?)?
+    /// Re-reads the route files and the store; `true` waits for a reload under way to end
+    /// (and runs after it) rather than answering nil.
+    let reload: (@Sendable (_ waiting: Bool) -> SwitchyardRuntime.Router.ReloadSummary?)?
+    /// One change at a time, from writing the store to the reload that applies it (or to
+    /// putting the store back): two changes cannot interleave their writes and rollbacks.
+    private let changes = NSLock()
+
+    init(
+        router: SwitchyardRuntime.Router, spool: Spool?,
+        reload: (@Sendable (_ waiting: Bool) -> SwitchyardRuntime.Router.ReloadSummary?)?
+    ) {
+        self.router = router
+        self.spool = spool
+        self.reload = reload
+    }
 
     /// A change the catalog refused.
     struct Refusal: Error, CustomStringConvertible {
@@ -26,6 +40,15 @@ struct IiideaCatalog: Sendable {
         static func invalid(_ message: String, fields: [String: String] = [:]) -> Refusal {
             Refusal(kind: .invalid, description: message, fields: fields)
         }
+    }
+
+    /// Runs a change on a thread of its own: it blocks on a reload (which waits for
+    /// deliveries to drain and plugins to start), which must not hold the server's executor.
+    static func offThread<Value: Sendable>(_ change: @escaping @Sendable () throws(Refusal) -> Value) async throws(Refusal) -> Value {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, Refusal>, Never>) in
+            Thread.detachNewThread { continuation.resume(returning: Result(catching: change)) }
+        }
+        return try result.get()
     }
 
     /// The templates, those matching every word of `query` when it is not empty.
@@ -51,6 +74,8 @@ struct IiideaCatalog: Sendable {
     /// runs it; returns its id.
     func obtain(template templateID: String, id requested: String?, title: String?, preferences: PiecePreferences) throws(Refusal) -> String
     {
+        changes.lock()
+        defer { changes.unlock() }
         guard let store = spool else { throw Refusal(kind: .unavailable, description: "the router has no store (spool) open") }
         guard let template = router.iiideaTemplates.first(where: { $0.id == templateID }) else {
             throw Refusal(kind: .notFound, description: "no iiidea template '\(templateID)'")
@@ -63,12 +88,11 @@ struct IiideaCatalog: Sendable {
         {
             throw Refusal(kind: .conflict, description: "an iiidea '\(id)' exists already", fields: ["id": "taken"])
         }
-        let chosen = PiecePreferences(
-            service: preferences.service ?? template.declaration.servicePreferences?.json,
-            action: preferences.action ?? template.declaration.actionPreferences?.json)
-        try check(chosen, of: template.declaration)
+        try refuseLocked(preferences, of: template.declaration)
+        // Checked as they will run; kept as given: a piece left out follows its template.
+        try check(template.declaration.preferences.overridden(by: preferences), of: template.declaration)
         let title = title.flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
-        let record = ObtainedIiidea(id: id, template: templateID, title: title, preferences: chosen)
+        let record = ObtainedIiidea(id: id, template: templateID, title: title, preferences: preferences)
         let added: Bool
         do {
             added = try store.addObtained(record)
@@ -87,6 +111,8 @@ struct IiideaCatalog: Sendable {
 
     /// Deletes obtained iiidea `id` (route-file iiideas cannot be deleted here).
     func delete(_ id: String) throws(Refusal) {
+        changes.lock()
+        defer { changes.unlock() }
         guard let store = spool else { throw Refusal(kind: .unavailable, description: "the router has no store (spool) open") }
         guard let entry = iiidea(id) else { throw Refusal(kind: .notFound, description: "no iiidea '\(id)'") }
         guard case .obtained = entry.iiidea.declaration.origin else {
@@ -104,6 +130,8 @@ struct IiideaCatalog: Sendable {
     /// Replaces the preferences of iiidea `id` (nil for a piece keeps its current ones) and
     /// re-enables its pieces with them; `reset` drops a route-file iiidea's override instead.
     func setPreferences(of id: String, to preferences: PiecePreferences, reset: Bool = false) throws(Refusal) {
+        changes.lock()
+        defer { changes.unlock() }
         guard let store = spool else { throw Refusal(kind: .unavailable, description: "the router has no store (spool) open") }
         guard let entry = iiidea(id) else { throw Refusal(kind: .notFound, description: "no iiidea '\(id)'") }
         let declaration = entry.iiidea.declaration
@@ -113,22 +141,26 @@ struct IiideaCatalog: Sendable {
                 description:
                     "iiidea '\(id)' was obtained from the store: its preferences are its own, there is no route file's to go back to")
         }
-        let current = declaration.preferences
-        let chosen = PiecePreferences(service: preferences.service ?? current.service, action: preferences.action ?? current.action)
-        if !reset { try check(chosen, of: declaration) }
+        if !reset {
+            try refuseLocked(preferences, of: declaration)
+            try check(declaration.preferences.overridden(by: preferences), of: declaration)
+        }
         let previous: (obtained: ObtainedIiidea?, override: PiecePreferences?)
         do {
+            // The store keeps what was chosen here, piece by piece; a piece never chosen
+            // follows its route file or template.
             switch declaration.origin {
             case .obtained:
                 guard var record = try store.obtainedIiideas().first(where: { $0.id == id }) else {
                     throw Refusal(kind: .notFound, description: "iiidea '\(id)' is not in the store")
                 }
                 previous = (record, nil)
-                record.preferences = chosen
+                record.preferences = record.preferences.overridden(by: preferences)
                 try store.saveObtained(record)
             case .routeFile:
-                previous = (nil, try store.preferenceOverrides()[id])
-                try store.setPreferenceOverride(id, to: reset ? nil : chosen)
+                let override = try store.preferenceOverrides()[id]
+                previous = (nil, override)
+                try store.setPreferenceOverride(id, to: reset ? nil : (override ?? PiecePreferences()).overridden(by: preferences))
             }
         } catch let refusal as Refusal {
             throw refusal
@@ -145,6 +177,19 @@ struct IiideaCatalog: Sendable {
                 try? store.setPreferenceOverride(id, to: previous.override)
             }
             throw error
+        }
+    }
+
+    /// Refuses preferences for a piece whose own hold values from the environment (secrets):
+    /// those stay in the route file, never copied into the store or shown.
+    private func refuseLocked(_ preferences: PiecePreferences, of declaration: IiideaDeclaration) throws(Refusal) {
+        let locked = declaration.lockedPieces
+        for (piece, given, isLocked) in [("service", preferences.service, locked.service), ("action", preferences.action, locked.action)]
+        where given != nil && isLocked {
+            throw Refusal(
+                kind: .conflict,
+                description: "the \(piece) preferences of this iiidea use values from the environment; change them in the route file",
+                fields: [piece: "set in the route file (values from the environment)"])
         }
     }
 
@@ -169,7 +214,7 @@ struct IiideaCatalog: Sendable {
     /// Reloads the graph with the store's iiideas; `expecting` must then run.
     private func apply(_ expecting: String?) throws(Refusal) {
         guard let reload else { throw Refusal(kind: .unavailable, description: "this router cannot reload its graph") }
-        guard let summary = reload() else {
+        guard let summary = reload(true) else {
             throw Refusal(kind: .conflict, description: "a reload is running; try again when it is done")
         }
         guard summary.isApplied else { throw Refusal(kind: .unavailable, description: "the graph was not reloaded: \(summary)") }
@@ -235,8 +280,8 @@ extension IiideaTemplate {
         if let title = declaration.title { object["title"] = .string(title) }
         if let description { object["description"] = .string(description) }
         var preferences: [String: JSONValue] = [:]
-        if let service = declaration.servicePreferences { preferences["service"] = service.json }
-        if let action = declaration.actionPreferences { preferences["action"] = action.json }
+        if let service = declaration.servicePreferences { preferences["service"] = service.maskedJSON }
+        if let action = declaration.actionPreferences { preferences["action"] = action.maskedJSON }
         object["preferences"] = .object(preferences)
         var schemaObject: [String: JSONValue] = [:]
         if let service = schemas.service { schemaObject["service"] = service }

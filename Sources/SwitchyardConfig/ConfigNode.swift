@@ -105,6 +105,18 @@ public struct ConfigNode: Sendable {
         self.init(kind: kind, location: location)
     }
 
+    /// The node as JSON with every value from the environment replaced by ``Redaction/mask``:
+    /// what may be shown.
+    public var maskedJSON: JSONValue {
+        guard isSecret else { return json }
+        switch kind {
+        case .scalar: return .string(Redaction.mask)
+        case .sequence(let elements): return .array(elements.map(\.maskedJSON))
+        case .mapping(let members):
+            return .object(Dictionary(members.map { ($0.key, $0.value.maskedJSON) }, uniquingKeysWith: { _, last in last }))
+        }
+    }
+
     /// The node as JSON (what plugins receive as their instance configuration).
     public var json: JSONValue {
         switch kind {

@@ -265,7 +265,8 @@ struct Run: AsyncParsableCommand {
         if let adminConfiguration, let registry {
             let server = AdminServer(configuration: adminConfiguration, registry: registry, logger: logger)
             do {
-                _ = try server.start(router: router, spool: openSpool, reload: reloader.reloadUnlessBusy)
+                _ = try server.start(
+                    router: router, spool: openSpool, reload: { waiting in waiting ? reloader.reload() : reloader.reloadUnlessBusy() })
             } catch {
                 printError("error: admin: \(error)")
                 router.shutdown(drainTimeout: .nanoseconds(Int64(timeout)))

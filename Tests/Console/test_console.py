@@ -15,6 +15,7 @@ from pathlib import Path
 from harness import REPOSITORY, Router, browser, screenshot
 
 TOKEN = "console-test-token-7f3a"
+SECRET = "key-from-the-environment-91c2"
 EXPECT_MS = 10_000
 
 
@@ -47,6 +48,11 @@ iiideas:
     trigger: {{ port: clock.tick }}
     service: {{ piece: pass }}
     action:  {{ port: out.write }}
+  - id: with-a-secret
+    title: Notes with a key from the environment
+    trigger: {{ port: clock.tick, when: "body.count < 0" }}
+    service: {{ piece: pass }}
+    action:  {{ port: out.write, preferences: {{ key: "${{CONSOLE_SECRET}}" }} }}
   - id: show-on-display
     title: Show ticks on the display
     trigger: {{ port: clock.tick }}
@@ -82,7 +88,7 @@ class ConsoleTests(unittest.TestCase):
         self.data = Path(tempfile.mkdtemp(prefix="switchyard-console-data-"))
         self.addCleanup(shutil.rmtree, self.data, True)
         (self.data / "down.flag").write_text("the depot is down\n")
-        self.router = Router(routes(self.data), plugins=self.plugins, environment={"SWITCHYARD_ADMIN_TOKEN": TOKEN})
+        self.router = Router(routes(self.data), plugins=self.plugins, environment={"SWITCHYARD_ADMIN_TOKEN": TOKEN, "CONSOLE_SECRET": SECRET})
         self.router.start()
         self.addCleanup(self.router.stop)
 
@@ -203,7 +209,7 @@ class ConsoleTests(unittest.TestCase):
             self.assertTrue(any(str(entry["body"].get("text", "")).startswith("tock ") for entry in written))
             # Kept in the store: a restart still runs with it.
             self.router.stop()
-            self.router = Router(routes(self.data), plugins=self.plugins, environment={"SWITCHYARD_ADMIN_TOKEN": TOKEN})
+            self.router = Router(routes(self.data), plugins=self.plugins, environment={"SWITCHYARD_ADMIN_TOKEN": TOKEN, "CONSOLE_SECRET": SECRET})
             self.router.start()
             self.addCleanup(self.router.stop)
             before = len((self.data / "out.jsonl").read_text().splitlines())
@@ -302,6 +308,25 @@ class ConsoleTests(unittest.TestCase):
             self.sign_in(page)
             self.card(page, "witness").get_by_role("button", name="Disable witness").click()
             expect(self.card(page, "witness").locator("[data-state]")).to_have_text("disabled")
+
+    def test_values_from_the_environment_are_masked_and_not_editable(self) -> None:
+        from playwright.sync_api import expect
+
+        with browser() as page:
+            self.sign_in(page)
+            page.goto(self.router.base_url + "/console/iiideas/with-a-secret")
+            expect(page.locator("main")).to_contain_text("use values from the environment")
+            expect(page.locator("main")).to_contain_text('"key":"***"')
+            self.assertNotIn(SECRET, page.content())
+            screenshot(page, "settings-secret")
+            page.get_by_role("button", name="Save and apply").click()
+            expect(page.get_by_role("status")).to_contain_text("new preferences")
+            self.assertNotIn(SECRET, page.content())
+        # Saving did not copy the secret into the store (the route file's value still runs).
+        detail = self.api("/v1/iiideas/with-a-secret")
+        self.assertEqual(detail["preferences"]["action"], {"key": "***"})  # type: ignore[index]
+        self.assertTrue(detail["locked"]["action"])  # type: ignore[index]
+        self.assertNotIn(SECRET.encode(), (self.data / "state.db").read_bytes())
 
     def test_phone_width_keyboard_and_labels(self) -> None:
         with browser(viewport=(390, 844)) as page:

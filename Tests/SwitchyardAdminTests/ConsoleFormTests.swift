@@ -89,6 +89,14 @@ import Testing
         #expect(first?.count == 43)  // 32 random bytes, base64url without padding
     }
 
+    @Test func tenWrongTokensInAMinuteStopFurtherSignIns() {
+        let sessions = ConsoleSessions(token: "s3cret")
+        for _ in 1..<ConsoleSessions.failuresPerMinute { #expect(sessions.logIn(offering: "guess") == nil) }
+        #expect(!sessions.isThrottled)
+        #expect(sessions.logIn(offering: "guess") == nil)
+        #expect(sessions.isThrottled)
+    }
+
     @Test func withoutATokenNoLoginIsNeeded() {
         #expect(!ConsoleSessions(token: nil).requiresLogin)
         #expect(!ConsoleSessions(token: "").requiresLogin)

@@ -15,8 +15,7 @@ extension Console {
             return graphPage(session: session, notice: Self.notice(request))
         }
         routes.get("console/events/graph") { request, _ -> Response in
-            guard sessions.session(of: request) != nil else { return Response(status: .unauthorized) }
-            return graphEvents()
+            return graphEvents(request)
         }
         routes.get("console/dead-letters/:id") { request, context -> Response in
             guard let session = sessions.session(of: request) else { return signIn(request) }
@@ -24,7 +23,7 @@ extension Console {
             guard let letter = try? spool?.deadLetter(id: id) else { return notFound(session, "No dead letter \(id).") }
             var data = deadLetterView(letter)
             let envelope = (try? Envelope(serialized: letter.envelope))?.jsonObject().serialized()
-            data["envelope"] = Self.pretty(envelope)
+            data["envelope"] = Redaction.redact(Self.pretty(envelope))
             return page(title: "Dead letter \(id)", template: "dead_letter", data: data, session: session, nav: "graph")
         }
         for (verb, done) in [("replay", "replayed"), ("drop", "dropped")] {
@@ -53,7 +52,7 @@ extension Console {
                 "ready_class": isReady ? "on" : "warn",
                 "ports": (planned?.ports ?? []).map { ["name": $0.name, "direction": $0.direction.rawValue] },
             ]
-            view["reason"] = isReady ? nil : router.notReadyReason(of: instance.name)
+            view["reason"] = isReady ? nil : router.notReadyReason(of: instance.name).map(Redaction.redact)
             return view
         }
         let routes: [[String: Any]] = statistics.routes.map { route in
@@ -83,7 +82,7 @@ extension Console {
     private func deadLetterView(_ letter: DeadLetter) -> [String: Any] {
         [
             "id": letter.id, "route": letter.route, "sink": letter.sink, "envelope_id": letter.envelopeID, "type": letter.type,
-            "attempts": letter.attempts, "error": letter.error, "failed_at": Self.time(letter.failedAt),
+            "attempts": letter.attempts, "error": Redaction.redact(letter.error), "failed_at": Self.time(letter.failedAt),
             "failed_at_iso": Clock.rfc3339(unixNanos: letter.failedAt),
         ]
     }
@@ -96,37 +95,30 @@ extension Console {
     }
 
     /// Server-sent events: `event: counters` once a second with every route's and instance's
-    /// counters and readiness (`{"routes": {NAME: {...}}, "instances": {NAME: {...}}}`).
-    private func graphEvents() -> Response {
+    /// counters and readiness (`{"routes": {NAME: {...}}, "instances": {NAME: {...}}}`). The
+    /// counters are sampled, like a Prometheus scrape: once a second is live for a person and
+    /// costs the routes nothing (atomic loads).
+    private func graphEvents(_ request: Request) -> Response {
         let router = self.router
-        var response = Response(
-            status: .ok,
-            body: ResponseBody { writer in
-                while !Task.isCancelled {
-                    let statistics = router.statistics
-                    var ready: [String: Bool] = [:]
-                    for (instance, isReady) in router.readiness { ready[instance] = isReady }
-                    var routes: [String: JSONValue] = [:]
-                    for route in statistics.routes {
-                        routes[route.name] = .object(Self.counters(of: route).mapValues { .int($0 as? Int ?? 0) })
-                    }
-                    var instances: [String: JSONValue] = [:]
-                    for instance in statistics.instances {
-                        instances[instance.name] = [
-                            "ready": .bool(ready[instance.name] ?? false), "emitted": .int(instance.emitted),
-                            "acknowledged": .int(instance.acknowledged), "failed": .int(instance.failed),
-                        ]
-                    }
-                    let data = JSONValue.object(["routes": .object(routes), "instances": .object(instances)]).serialized()
-                    try await writer.write(ByteBuffer(string: "event: counters\ndata: \(data)\n\n"))
-                    // The counters are sampled, like a Prometheus scrape: once a second is live
-                    // for a person and costs the routes nothing (atomic loads).
-                    try await Task.sleep(for: .seconds(1))
+        return eventStream(
+            for: request, tick: .seconds(1),
+            onTick: {
+                let statistics = router.statistics
+                var ready: [String: Bool] = [:]
+                for (instance, isReady) in router.readiness { ready[instance] = isReady }
+                var routes: [String: JSONValue] = [:]
+                for route in statistics.routes {
+                    routes[route.name] = .object(Self.counters(of: route).mapValues { .int($0 as? Int ?? 0) })
                 }
-                try await writer.finish(nil)
+                var instances: [String: JSONValue] = [:]
+                for instance in statistics.instances {
+                    instances[instance.name] = [
+                        "ready": .bool(ready[instance.name] ?? false), "emitted": .int(instance.emitted),
+                        "acknowledged": .int(instance.acknowledged), "failed": .int(instance.failed),
+                    ]
+                }
+                return
+                    "event: counters\ndata: \(JSONValue.object(["routes": .object(routes), "instances": .object(instances)]).serialized())\n\n"
             })
-        response.headers[.contentType] = "text/event-stream"
-        response.headers[.cacheControl] = "no-store"
-        return response
     }
 }

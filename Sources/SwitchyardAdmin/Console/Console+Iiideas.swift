@@ -20,23 +20,25 @@ extension Console {
         }
         routes.get("console/iiideas/:id") { request, context -> Response in
             guard let session = sessions.session(of: request) else { return signIn(request) }
-            let id = try context.parameters.require("id")
+            let id = try context.decodedParameter("id")
             guard let summary = catalog.summaries().first(where: { $0.id == id }) else { return notFound(session, "No iiidea '\(id)'.") }
             return settingsPage(summary, session: session, notice: Self.notice(request))
         }
         routes.get("console/iiideas/:id/runs") { request, context -> Response in
             guard let session = sessions.session(of: request) else { return signIn(request) }
-            let id = try context.parameters.require("id")
+            let id = try context.decodedParameter("id")
             guard let summary = catalog.summaries().first(where: { $0.id == id }) else { return notFound(session, "No iiidea '\(id)'.") }
             return runsPage(summary, request: request, session: session)
         }
         routes.get("console/events/runs") { request, _ -> Response in
-            guard sessions.session(of: request) != nil else { return Response(status: .unauthorized) }
-            return runEvents(iiidea: request.uri.queryParameters.get("iiidea"))
+            guard let id = Self.query(request)["iiidea"], router.iiideas.contains(where: { $0.iiidea.id == id }) else {
+                return Response(status: .notFound)
+            }
+            return runEvents(request, iiidea: id)
         }
         for (verb, enabled) in [("enable", true), ("disable", false)] {
             routes.post("console/iiideas/:id/\(verb)") { request, context -> Response in
-                let id = try context.parameters.require("id")
+                let id = try context.decodedParameter("id")
                 return try await change(request) { session, _ in
                     do {
                         try router.setIiidea(id, enabled: enabled)
@@ -48,10 +50,10 @@ extension Console {
             }
         }
         routes.post("console/iiideas/:id/delete") { request, context -> Response in
-            let id = try context.parameters.require("id")
+            let id = try context.decodedParameter("id")
             return try await change(request) { session, _ in
                 do throws(IiideaCatalog.Refusal) {
-                    try catalog.delete(id)
+                    try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in try catalog.delete(id) }
                 } catch {
                     return page(
                         title: "iiideas", template: "iiideas", data: ["iiideas": catalog.summaries().map { summaryView($0) }],
@@ -61,13 +63,16 @@ extension Console {
             }
         }
         routes.post("console/iiideas/:id/preferences") { request, context -> Response in
-            let id = try context.parameters.require("id")
+            let id = try context.decodedParameter("id")
             return try await change(request) { session, form in
                 guard let summary = catalog.summaries().first(where: { $0.id == id }) else {
                     return notFound(session, "No iiidea '\(id)'.")
                 }
                 do throws(IiideaCatalog.Refusal) {
-                    try catalog.setPreferences(of: id, to: try readPreferences(form, of: summary.declaration))
+                    let preferences = try readPreferences(form, of: summary.declaration)
+                    try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in
+                        try catalog.setPreferences(of: id, to: preferences)
+                    }
                     return Self.redirect("/console/iiideas/\(Self.queryEscaped(id))?done=saved")
                 } catch {
                     return settingsPage(summary, session: session, posted: form, refusal: error)
@@ -75,10 +80,12 @@ extension Console {
             }
         }
         routes.post("console/iiideas/:id/preferences/reset") { request, context -> Response in
-            let id = try context.parameters.require("id")
+            let id = try context.decodedParameter("id")
             return try await change(request) { session, _ in
                 do throws(IiideaCatalog.Refusal) {
-                    try catalog.setPreferences(of: id, to: PiecePreferences(), reset: true)
+                    try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in
+                        try catalog.setPreferences(of: id, to: PiecePreferences(), reset: true)
+                    }
                 } catch {
                     return notFound(session, error.description)
                 }
@@ -86,7 +93,7 @@ extension Console {
             }
         }
         routes.post("console/iiideas/:id/run") { request, context -> Response in
-            let id = try context.parameters.require("id")
+            let id = try context.decodedParameter("id")
             return try await change(request) { session, form in
                 guard let summary = catalog.summaries().first(where: { $0.id == id }) else {
                     return notFound(session, "No iiidea '\(id)'.")
@@ -116,7 +123,7 @@ extension Console {
             "overridden": declaration.hasPreferenceOverride,
         ]
         view["template"] = summary.template
-        view["reason"] = summary.inactiveReason
+        view["reason"] = summary.inactiveReason.map(Redaction.redact)
         (view["state"], view["state_class"]) =
             !summary.enabled ? ("disabled", "off") : summary.inactiveReason != nil ? ("inactive", "warn") : ("enabled", "on")
         view["last_run"] = summary.lastRun.map(runView)
@@ -127,10 +134,10 @@ extension Console {
         var view: [String: Any] = [
             "run_id": run.id, "started": Self.time(run.startedAt), "started_iso": Clock.rfc3339(unixNanos: run.startedAt),
             "outcome": run.outcome.rawValue,
-            "input": Self.pretty(run.input), "output": Self.pretty(run.output),
+            "input": Redaction.redact(Self.pretty(run.input)), "output": Redaction.redact(Self.pretty(run.output)),
         ]
         view["duration"] = run.endedAt.map { Self.duration($0 - run.startedAt) } ?? "—"
-        view["error"] = run.error
+        view["error"] = run.error.map(Redaction.redact)
         view["piece"] = run.error == nil ? nil : run.endedPiece?.rawValue
         return view
     }
@@ -141,7 +148,7 @@ extension Console {
     ) -> Response {
         let declaration = summary.declaration
         var data = summaryView(summary)
-        data.merge(preferenceForms(of: declaration, values: declaration.preferences, posted: posted, errors: refusal?.fields ?? [:])) {
+        data.merge(preferenceForms(of: declaration, values: declaration.shownPreferences, posted: posted, errors: refusal?.fields ?? [:])) {
             _, new in new
         }
         data["read_only"] = summary.template == nil
@@ -177,34 +184,29 @@ extension Console {
     }
 
     /// Server-sent events: `event: run` with `{"run": ID, "html": "<tr…>"}` as each run of
-    /// `iiidea` (or of any) starts and ends.
-    private func runEvents(iiidea: String?) -> Response {
+    /// `iiidea` starts and ends; a heartbeat every 15 s.
+    private func runEvents(_ request: Request, iiidea: String) -> Response {
         let feed = router.runFeed.subscribe()
         let spool = self.spool
         let console = self
-        var response = Response(
-            status: .ok,
-            body: ResponseBody { writer in
-                try await writer.write(ByteBuffer(string: ": connected\n\n"))
-                for await event in feed where iiidea == nil || event.iiidea == iiidea {
+        return eventStream(
+            for: request, tick: .seconds(15),
+            source: { output in
+                for await event in feed where event.iiidea == iiidea {
                     guard let run = try? spool?.run(id: event.run) else { continue }
                     let html = ConsoleTemplates.library.render(console.runView(run), withTemplate: "run_row") ?? ""
-                    let data = JSONValue.object(["run": .string(run.id), "html": .string(html)]).serialized()
-                    try await writer.write(ByteBuffer(string: "event: run\ndata: \(data)\n\n"))
+                    output.yield("event: run\ndata: \(JSONValue.object(["run": .string(run.id), "html": .string(html)]).serialized())\n\n")
                 }
-                try await writer.finish(nil)
             })
-        response.headers[.contentType] = "text/event-stream"
-        response.headers[.cacheControl] = "no-store"
-        return response
     }
 
     /// The preferences a posted settings form gives for the pieces of `declaration`, read by
     /// their schemas; a value they cannot read is refused at its field.
     func readPreferences(_ form: [String: String], of declaration: IiideaDeclaration) throws(IiideaCatalog.Refusal) -> PiecePreferences {
         let schemas = router.preferenceSchemas(of: declaration)
-        let service = ConsoleForm(piece: "service", schema: schemas.service).read(form)
-        let action = ConsoleForm(piece: "action", schema: schemas.action).read(form)
+        let locked = declaration.lockedPieces
+        let service = ConsoleForm(piece: "service", schema: schemas.service, locked: locked.service).read(form)
+        let action = ConsoleForm(piece: "action", schema: schemas.action, locked: locked.action).read(form)
         let errors = service.errors.merging(action.errors) { first, _ in first }
         guard errors.isEmpty else { throw .invalid("Some values are not valid; see the fields.", fields: errors) }
         return PiecePreferences(service: service.value, action: action.value)
@@ -216,14 +218,17 @@ extension Console {
         of declaration: IiideaDeclaration, values: PiecePreferences, posted: [String: String]?, errors: [String: String]
     ) -> [String: Any] {
         let schemas = router.preferenceSchemas(of: declaration)
+        let locked = declaration.lockedPieces
         return [
             "service_form": [
                 "legend": "Service: \(declaration.piece.value)",
-                "form": ConsoleForm(piece: "service", schema: schemas.service).view(values: values.service, posted: posted, errors: errors),
+                "form": ConsoleForm(piece: "service", schema: schemas.service, locked: locked.service).view(
+                    values: values.service, posted: posted, errors: errors),
             ],
             "action_form": [
                 "legend": "Action: \(declaration.action.value)",
-                "form": ConsoleForm(piece: "action", schema: schemas.action).view(values: values.action, posted: posted, errors: errors),
+                "form": ConsoleForm(piece: "action", schema: schemas.action, locked: locked.action).view(
+                    values: values.action, posted: posted, errors: errors),
             ],
         ]
     }
@@ -243,9 +248,11 @@ extension Console {
 
     /// The notice a redirect after a change asks for (`?done=…&id=…`): fixed sentences only.
     static func notice(_ request: Request) -> String? {
-        let query = request.uri.queryParameters
-        let id = query.get("id") ?? ""
-        switch query.get("done") {
+        let query = Self.query(request)
+        // Only an id as ids are written: a crafted link cannot put a sentence in the banner.
+        let given = query["id"] ?? ""
+        let id = given.count <= 64 && given.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) ? given : "it"
+        switch query["done"] {
         case "enabled": return "Enabled \(id)."
         case "disabled": return "Disabled \(id)."
         case "deleted": return "Deleted \(id)."

@@ -16,19 +16,21 @@ extension Console {
         }
         routes.get("console/store/:template") { request, context -> Response in
             guard let session = sessions.session(of: request) else { return signIn(request) }
-            let id = try context.parameters.require("template")
+            let id = try context.decodedParameter("template")
             guard let template = catalog.templates().first(where: { $0.id == id }) else { return notFound(session, "No template '\(id)'.") }
             return obtainPage(template, session: session)
         }
         routes.post("console/store/:template") { request, context -> Response in
-            let templateID = try context.parameters.require("template")
+            let templateID = try context.decodedParameter("template")
             return try await change(request) { session, form in
                 guard let template = catalog.templates().first(where: { $0.id == templateID }) else {
                     return notFound(session, "No template '\(templateID)'.")
                 }
                 do throws(IiideaCatalog.Refusal) {
                     let preferences = try readPreferences(form, of: template.declaration)
-                    let id = try catalog.obtain(template: templateID, id: form["id"], title: form["title"], preferences: preferences)
+                    let id = try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in
+                        try catalog.obtain(template: templateID, id: form["id"], title: form["title"], preferences: preferences)
+                    }
                     return Self.redirect("/console/iiideas?done=obtained&id=\(Self.queryEscaped(id))")
                 } catch {
                     return obtainPage(template, session: session, posted: form, refusal: error)
@@ -58,7 +60,7 @@ extension Console {
         data["new_id"] = posted?["id"] ?? catalog.freeID(for: template.id)
         data["new_title"] = posted?["title"] ?? declaration.title ?? ""
         data["id_error"] = errors["id"]
-        data.merge(preferenceForms(of: declaration, values: declaration.preferences, posted: posted, errors: errors)) { _, new in new }
+        data.merge(preferenceForms(of: declaration, values: declaration.shownPreferences, posted: posted, errors: errors)) { _, new in new }
         return page(
             title: "Obtain: \(declaration.title ?? template.id)", template: "template_form", data: data, session: session, nav: "store",
             problem: refusal?.description, status: refusal.map(Self.status) ?? .ok)

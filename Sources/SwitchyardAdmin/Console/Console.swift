@@ -16,6 +16,7 @@ import SwitchyardSpool
 struct Console: Sendable {
     let catalog: IiideaCatalog
     let sessions: ConsoleSessions
+    let streams = ConsoleStreams()
 
     var router: SwitchyardRuntime.Router { catalog.router }
     var spool: Spool? { catalog.spool }
@@ -53,6 +54,11 @@ struct Console: Sendable {
         routes.post("console/login") { request, _ -> Response in
             let form = try await Self.form(request)
             let next = Self.localPath(form["next"])
+            if sessions.isThrottled {
+                return page(
+                    title: "Sign in", template: "login", data: ["next": next], session: nil,
+                    problem: "Too many wrong tokens in the last minute; wait a minute and try again.", status: .tooManyRequests)
+            }
             guard let value = sessions.logIn(offering: form["token"] ?? "") else {
                 return page(
                     title: "Sign in", template: "login", data: ["next": next], session: nil, problem: "That token is not this router's.",
@@ -103,7 +109,8 @@ struct Console: Sendable {
         layout["signed_in"] = session != nil && sessions.requiresLogin
         if let nav { layout["nav_\(nav)"] = true }
         layout["notice"] = notice
-        layout["problem"] = problem
+        // Errors may quote a configuration value (a URL, a header): secrets are masked, as in the log.
+        layout["problem"] = problem.map(Redaction.redact)
         if let live {
             layout["live"] = live.kind
             layout["live_source"] = live.source

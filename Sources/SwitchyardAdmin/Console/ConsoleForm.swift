@@ -24,10 +24,16 @@ struct ConsoleForm {
     let fields: [Field]
     /// The piece takes a JSON object the schema does not describe field by field.
     let wholeJSON: Bool
+    /// The piece's preferences hold values from the environment: shown masked, not edited.
+    let locked: Bool
 
-    init(piece: String, schema: JSONValue?) {
+    init(piece: String, schema: JSONValue?, locked: Bool = false) {
         self.piece = piece
-        guard let schema, case .object(let properties)? = schema["properties"] else {
+        self.locked = locked
+        // Keys a form name cannot carry (`[`, `]`, `.`) fall back to JSON for the piece.
+        guard let schema, case .object(let properties)? = schema["properties"],
+            properties.keys.allSatisfy({ !$0.contains(where: { "[].".contains($0) }) })
+        else {
             fields = []
             wholeJSON = true
             return
@@ -50,6 +56,9 @@ struct ConsoleForm {
     /// The form's fields as the templates render them, filled from `values` (the current
     /// preferences, or what was posted), with `errors` by field path (`service.text`).
     func view(values: JSONValue?, posted: [String: String]? = nil, errors: [String: String] = [:]) -> [String: Any] {
+        if locked {
+            return ["piece": piece, "locked": true, "masked": values.map { $0.serialized() } ?? "{}"]
+        }
         if wholeJSON {
             let name = "\(piece).json"
             let text = posted?[name] ?? (values.map { $0.serialized() } ?? "{}")
@@ -93,6 +102,7 @@ struct ConsoleForm {
 
     /// The preferences a posted form gives, or the problems by field path.
     func read(_ posted: [String: String]) -> (value: JSONValue?, errors: [String: String]) {
+        if locked { return (nil, [:]) }
         if wholeJSON {
             let text = posted["\(piece).json"] ?? "{}"
             guard let value = try? JSONValue(parsing: Array(text.utf8)), case .object = value else {

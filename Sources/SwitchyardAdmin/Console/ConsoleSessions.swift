@@ -25,7 +25,13 @@ final class ConsoleSessions: Sendable {
     /// The most sessions kept; the one closest to expiry goes first.
     static let capacity = 256
 
+    /// Failed sign-ins tolerated per minute; past it every sign-in is refused until the
+    /// minute has gone (guessing the token costs a minute per ten guesses).
+    static let failuresPerMinute = 10
+
     private let token: String?
+    /// When the failed sign-ins of the last minute happened.
+    private let failures = Mutex<[ContinuousClock.Instant]>([])
     /// Sessions by their cookie value.
     private let sessions = Mutex<[String: Session]>([:])
     /// The CSRF token when no admin token is set.
@@ -53,11 +59,21 @@ final class ConsoleSessions: Sendable {
         }
     }
 
+    /// Whether `request` has a live session (or needs none), without renewing it: a live view
+    /// does not keep a session alive by itself.
+    func isSignedIn(_ request: Request) -> Bool {
+        guard token != nil else { return true }
+        guard let value = request.cookies[Self.cookieName]?.value else { return false }
+        let now = ContinuousClock.now
+        return sessions.withLock { $0[value].map { $0.expiresAt > now } ?? false }
+    }
+
     /// A new session when `offered` is the admin token; its cookie value.
     func logIn(offering offered: String) -> String? {
         guard let token, BearerToken.constantTimeEquals(Array(offered.utf8), Array(token.utf8)) else {
             // Counted so a guessing browser shows on /metrics (switchyard_console_login_failures_total).
             Counter(label: "switchyard_console_login_failures_total").increment()
+            failures.withLock { $0.append(.now) }
             return nil
         }
         let value = Self.randomToken()
@@ -70,6 +86,15 @@ final class ConsoleSessions: Sendable {
             sessions[value] = Session(csrf: Self.randomToken(), expiresAt: now + Self.idleLifetime)
         }
         return value
+    }
+
+    /// Whether sign-ins are refused for now: too many failed in the last minute.
+    var isThrottled: Bool {
+        let minuteAgo = ContinuousClock.now - .seconds(60)
+        return failures.withLock { failures in
+            failures.removeAll { $0 < minuteAgo }
+            return failures.count >= Self.failuresPerMinute
+        }
     }
 
     /// Ends the session of `request`.

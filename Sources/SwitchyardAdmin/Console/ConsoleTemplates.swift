@@ -69,6 +69,10 @@ enum ConsoleTemplates {
         <fieldset>
         <legend>{{legend}}</legend>
         {{#form}}
+        {{#locked}}
+        <p class="help">These preferences use values from the environment (shown as ***); change them in the route file.</p>
+        <pre>{{masked}}</pre>
+        {{/locked}}
         {{#whole_json}}
         <label for="{{json_id}}">Preferences (JSON object)</label>
         <textarea id="{{json_id}}" name="{{json_name}}" rows="4"{{#json_error}} aria-invalid="true" aria-describedby="{{json_id}}-error"{{/json_error}}>{{json_value}}</textarea>

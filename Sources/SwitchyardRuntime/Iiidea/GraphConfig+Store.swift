@@ -61,9 +61,21 @@ extension IiideaDeclaration {
         hasPreferenceOverride = preferences.service != nil || preferences.action != nil
     }
 
-    /// The preferences as JSON, the form the console edits and the store keeps.
+    /// The preferences as JSON, as the pieces get them.
     public var preferences: PiecePreferences {
         PiecePreferences(service: servicePreferences?.json, action: actionPreferences?.json)
+    }
+
+    /// The preferences as the console and the API show them: values from the environment
+    /// (secrets) masked.
+    public var shownPreferences: PiecePreferences {
+        PiecePreferences(service: servicePreferences?.maskedJSON, action: actionPreferences?.maskedJSON)
+    }
+
+    /// The pieces whose preferences hold values from the environment: they are shown masked
+    /// and changed only in the route file (the store never holds a secret).
+    public var lockedPieces: (service: Bool, action: Bool) {
+        (servicePreferences?.isSecret ?? false, actionPreferences?.isSecret ?? false)
     }
 
     /// What the plugin pieces see of this iiidea: a change re-enables them.

@@ -139,6 +139,11 @@ public struct PiecePreferences: Sendable, Equatable {
         self.service = service
         self.action = action
     }
+
+    /// These preferences with each piece `other` sets taken from `other`.
+    public func overridden(by other: PiecePreferences) -> PiecePreferences {
+        PiecePreferences(service: other.service ?? service, action: other.action ?? action)
+    }
 }
 
 /// An iiidea a person obtained from a template of the store.
