@@ -288,12 +288,13 @@ extension [Iiideas.PreferenceSettings.Setting] {
     func touches(_ piece: String) -> Bool { contains { $0.piece == piece } }
 
     /// `preferences` (`{"service": …, "action": …}`, either may be null) with these settings
-    /// made (a null value removes its key); a piece no setting touches keeps its preferences as
-    /// they are (nil when it has none).
+    /// made (a null value removes its key); nil for a piece no setting touches: it is not sent,
+    /// so it keeps its own (the template's, the route file's — values from the environment
+    /// among them, which the API shows masked and never takes back).
     func applied(to preferences: JSONValue) -> (service: JSONValue?, action: JSONValue?) {
         func piece(_ name: String) -> JSONValue? {
+            guard touches(name) else { return nil }
             let current = preferences[name].flatMap { $0 == .null ? nil : $0 }
-            guard touches(name) else { return current }
             var object = current?.objectValue ?? [:]
             for setting in self where setting.piece == name {
                 if setting.value == .null { object.removeValue(forKey: setting.key) } else { object[setting.key] = setting.value }
