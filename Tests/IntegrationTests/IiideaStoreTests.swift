@@ -288,11 +288,14 @@ struct IiideaStoreTests {
         }
         try sandbox.writeRoutes(routes(passing: #"{ piece: template, preferences: { text: "passing {{body.count}}" } }"#))
         var (router, admin) = try Self.start(sandbox)
-        #expect(try Self.cli(["obtain", "passing", "--id", "changed"], admin: admin, in: sandbox) == "obtained changed\n")
+        // A piece set when obtaining is the person's; one left alone follows its template.
+        #expect(
+            try Self.cli(["obtain", "passing", "--id", "changed", "--set", "service.text=mine {{body.count}}"], admin: admin, in: sandbox)
+                == "obtained changed\n")
         #expect(try Self.cli(["obtain", "steady"], admin: admin, in: sandbox) == "obtained steady\n")
         #expect(router.stop() == 0)
 
-        // The template's service becomes a delay: the stored preferences ({text}) no longer fit,
+        // The template's service becomes a delay: the person's preferences ({text}) no longer fit,
         // and the problem is reported at the template's piece in the route file.
         try sandbox.writeRoutes(routes(passing: "{ piece: delay, preferences: { duration: 10ms } }"))
         (router, admin) = try Self.start(sandbox)
