@@ -64,10 +64,14 @@ extension AdminServer {
             for (instance, isReady) in router.readiness { ready[instance] = isReady }
             let body = JSONValue.array(
                 router.statistics.instances.map { instance -> JSONValue in
-                    .object([
+                    var object: [String: JSONValue] = [
                         "name": .string(instance.name), "ready": .bool(ready[instance.name] ?? false), "emitted": .int(instance.emitted),
                         "acknowledged": .int(instance.acknowledged), "failed": .int(instance.failed), "in_flight": .int(instance.inFlight),
-                    ])
+                    ]
+                    if ready[instance.name] != true, let reason = router.notReadyReason(of: instance.name) {
+                        object["reason"] = .string(Redaction.redact(reason))
+                    }
+                    return .object(object)
                 })
             return .json(body.serializedBytes())
         }
