@@ -25,7 +25,8 @@ struct Switchyard: AsyncParsableCommand {
         abstract: "A plugin-based message router: YAML routes between protocol plugins.",
         version: "switchyard \(version) (plugin ABI \(PluginLoader.supportedVersions.map(String.init).joined(separator: ", ")))",
         subcommands: [
-            Run.self, Validate.self, Reload.self, Plugins.self, Graph.self, DeadLetters.self, SpoolCommand.self, Iiideas.self, Top.self, Explain.self,
+            Run.self, Validate.self, Reload.self, Plugins.self, Graph.self, DeadLetters.self, SpoolCommand.self, Iiideas.self, Top.self,
+            Explain.self,
         ],
         defaultSubcommand: Run.self
     )
