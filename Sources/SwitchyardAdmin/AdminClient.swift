@@ -1,4 +1,5 @@
 import Foundation
+import SwitchyardCore
 
 #if canImport(Glibc)
     import Glibc
@@ -96,7 +97,60 @@ public struct AdminClient: Sendable {
         return try Self.parse(answer, from: place)
     }
 
-    /// The status and body of a whole `Connection: close` answer (Content-Length or to the end).
+    /// Reads the server-sent events of `GET path` as they come and hands each (its `event:`
+    /// name and `data:`) to `onEvent`, until the server ends the stream or `onEvent` answers
+    /// false. An answer other than 200 is an error with the server's message.
+    public func events(_ path: String, onEvent: (_ event: String, _ data: String) -> Bool) throws(AdminError) {
+        let place = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        let socket = try connect(place: place)
+        defer { close(socket) }
+        var head = "GET \(path) HTTP/1.1\r\nHost: \(place)\r\nAccept: text/event-stream\r\nConnection: close\r\n"
+        if let token { head += "Authorization: Bearer \(token)\r\n" }
+        let bytes = Array((head + "\r\n").utf8)
+        let count = bytes.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard count == bytes.count else { throw AdminError(description: "\(place): sending failed: \(String(cString: strerror(errno)))") }
+        var raw: [UInt8] = []
+        var body = SSEBody()
+        var headRead = false
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let received = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if received == 0 { return }
+            guard received > 0 else {
+                throw AdminError(description: "\(place): the stream stalled for \(timeout) (\(String(cString: strerror(errno))))")
+            }
+            raw += buffer.prefix(received)
+            guard raw.count <= Self.maximumAnswerBytes else {
+                throw AdminError(description: "\(place): an event is over \(Self.maximumAnswerBytes) bytes")
+            }
+            if !headRead {
+                guard let end = SSEBody.find([13, 10, 13, 10], in: raw) else { continue }
+                let headText = String(decoding: raw[..<end], as: UTF8.self)
+                let status = headText.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+                guard status == 200 else {
+                    // Not a stream: read the rest, which is the error.
+                    while raw.count < 65536 {
+                        let more = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+                        if more <= 0 { break }
+                        raw += buffer.prefix(more)
+                    }
+                    let answer = try Self.parse(raw, from: place)
+                    let message = (try? JSONValue(parsing: answer.body))?["error"]?.stringValue
+                    throw AdminError(description: message ?? "\(place) answered \(answer.status)")
+                }
+                body.chunked = headText.lowercased().contains("transfer-encoding: chunked")
+                raw.removeFirst(end + 4)
+                headRead = true
+            }
+            let ended = body.take(&raw)
+            while let event = body.nextEvent() {
+                if !onEvent(event.name, event.data) { return }
+            }
+            if ended { return }
+        }
+    }
+
+    /// The status and body of a whole `Connection: close` answer    /// The status and body of a whole `Connection: close` answer (Content-Length or to the end).
     static func parse(_ answer: [UInt8], from place: String) throws(AdminError) -> Answer {
         let separator: [UInt8] = [13, 10, 13, 10]
         guard let end = answer.indices.first(where: { answer[$0...].starts(with: separator) }) else {
@@ -142,5 +196,54 @@ public struct AdminClient: Sendable {
             close(socket)
         }
         throw AdminError(description: "cannot connect to the admin port \(place): \(lastError)")
+    }
+}
+
+/// The body of an event stream as it arrives: chunk framing removed (when chunked), then
+/// split into events at blank lines.
+struct SSEBody {
+    var chunked = false
+    /// Body bytes not yet split into events.
+    private var text: [UInt8] = []
+
+    /// Moves what `raw` holds of the body into `text`; true when the last chunk came.
+    mutating func take(_ raw: inout [UInt8]) -> Bool {
+        guard chunked else {
+            text += raw
+            raw.removeAll()
+            return false
+        }
+        while let lineEnd = Self.find([13, 10], in: raw) {
+            let sizeText = String(decoding: raw[..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
+            guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else { return true }
+            if size == 0 { return true }
+            guard raw.count >= lineEnd + 2 + size + 2 else { return false }
+            text += raw[(lineEnd + 2)..<(lineEnd + 2 + size)]
+            raw.removeFirst(lineEnd + 2 + size + 2)
+        }
+        return false
+    }
+
+    /// The next whole event: its name (`message` unless `event:` says) and its data lines.
+    mutating func nextEvent() -> (name: String, data: String)? {
+        while let end = Self.find([10, 10], in: text) {
+            let block = String(decoding: text[..<end], as: UTF8.self)
+            text.removeFirst(end + 2)
+            var name = "message"
+            var data: [Substring] = []
+            for line in block.split(separator: "\n", omittingEmptySubsequences: false) {
+                if line.hasPrefix("event: ") { name = String(line.dropFirst(7)) }
+                if line.hasPrefix("data: ") { data.append(line.dropFirst(6)) }
+            }
+            if !data.isEmpty { return (name, data.joined(separator: "\n")) }
+        }
+        return nil
+    }
+
+    static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
+        guard bytes.count >= pattern.count else { return nil }
+        return (0...(bytes.count - pattern.count)).first { index in
+            pattern.indices.allSatisfy { bytes[index + $0] == pattern[$0] }
+        }
     }
 }

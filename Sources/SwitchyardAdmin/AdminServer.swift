@@ -103,6 +103,7 @@ public final class AdminServer: Sendable {
         addIiideaRoutes(to: routes, catalog: catalog)
         Console(catalog: catalog, sessions: ConsoleSessions(token: configuration.token)).addRoutes(to: routes)
         addReloadRoute(to: routes, reload: reload)
+        addTapRoute(to: routes, router: router)
 
         let outcome = StartOutcome()
         let application = Application(

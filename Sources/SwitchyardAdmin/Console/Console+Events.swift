@@ -25,27 +25,43 @@ final class ConsoleStreams: Sendable {
 }
 
 extension Console {
-    /// A server-sent event stream for a live view. `source` feeds it events (already in
-    /// `event:`/`data:` form); every `tick` it sends what `onTick` gives (a heartbeat comment
-    /// by default), which also finds a browser that has gone: a write to a closed connection
-    /// ends the stream. It also ends when the request's session does, and when the server stops.
+    /// A server-sent event stream for a live view of a signed-in browser (see
+    /// ``EventStream/response(tick:onTick:isOpen:source:)``); at most ``ConsoleStreams/limit``.
     func eventStream(
         for request: Request, tick: Duration, onTick: @escaping @Sendable () -> String = { ": ping\n\n" },
         source: (@Sendable (AsyncStream<String>.Continuation) async -> Void)? = nil
     ) -> Response {
         guard sessions.isSignedIn(request) else { return Response(status: .unauthorized) }
-        guard streams.enter() else {
-            return Response(status: .serviceUnavailable, headers: [.retryAfter: "30"])
-        }
+        guard streams.enter() else { return Response(status: .serviceUnavailable, headers: [.retryAfter: "30"]) }
         let sessions = self.sessions
         let streams = self.streams
+        return EventStream.response(
+            tick: tick, onTick: onTick, isOpen: { sessions.isSignedIn(request) }, onEnd: { streams.leave() }, source: source)
+    }
+}
+
+/// Server-sent event responses: the console's live views and `/v1/tap`.
+enum EventStream {
+    /// A `text/event-stream` response. `source` feeds it events (already in `event:`/`data:`
+    /// form) and may end it by finishing; every `tick` it sends what `onTick` gives (a
+    /// heartbeat comment by default), which also finds a client that has gone: a write to a
+    /// closed connection ends the stream. It ends as well when `isOpen` turns false and when
+    /// the server stops; `onEnd` runs then.
+    static func response(
+        tick: Duration, onTick: @escaping @Sendable () -> String = { ": ping\n\n" }, isOpen: @escaping @Sendable () -> Bool = { true },
+        onEnd: @escaping @Sendable () -> Void = {}, source: (@Sendable (AsyncStream<String>.Continuation) async -> Void)? = nil
+    ) -> Response {
         var response = Response(
             status: .ok,
             body: ResponseBody { writer in
-                defer { streams.leave() }
+                defer { onEnd() }
                 let (merged, input) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(256))
                 try await withThrowingTaskGroup(of: Void.self) { group in
-                    if let source { group.addTask { await source(input) } }
+                    if let source {
+                        group.addTask {
+                            await source(input)
+                        }
+                    }
                     group.addTask {
                         while !Task.isCancelled {
                             input.yield(onTick())
@@ -54,7 +70,7 @@ extension Console {
                     }
                     try await writer.write(ByteBuffer(string: ": connected\n\n"))
                     for await text in merged {
-                        guard sessions.isSignedIn(request) else { break }
+                        guard isOpen() else { break }
                         try await writer.write(ByteBuffer(string: text))
                     }
                     group.cancelAll()

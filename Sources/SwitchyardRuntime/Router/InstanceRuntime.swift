@@ -159,6 +159,7 @@ final class InstanceRuntime: @unchecked Sendable {
         envelope.trace.append(name)
         counters.emitted.add(1, ordering: .relaxed)
         port.emitted.add(1, ordering: .relaxed)
+        if router.taps.isActive { router.taps.publish(.port(port.qualifiedName), envelope) }
         let settlement = settleToken != 0 && plugin.table.api.settled != nil ? Settlement(instance: self, token: settleToken) : nil
         if routes.count == 1 {
             settlement?.expect()

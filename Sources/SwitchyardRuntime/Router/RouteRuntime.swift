@@ -191,13 +191,18 @@ final class RouteRuntime: @unchecked Sendable {
     /// rejects the envelope.
     func transformed(_ envelope: Envelope) -> Envelope? {
         // A plain route neither looks inside nor changes the envelope: no scope to build.
-        if plan.condition == nil, plan.transform == nil { return envelope }
+        if plan.condition == nil, plan.transform == nil {
+            if router.taps.isActive { router.taps.publish(.route(name), envelope) }
+            return envelope
+        }
         var scope = EnvelopeScope(envelope)
         if let condition = plan.condition, !condition.evaluate(&scope) {
             counters.filtered.add(1, ordering: .relaxed)
             return nil
         }
-        return plan.transform.map { $0.apply(&scope) } ?? envelope
+        let output = plan.transform.map { $0.apply(&scope) } ?? envelope
+        if router.taps.isActive { router.taps.publish(.route(name), output) }
+        return output
     }
 
     /// The indexes of the sinks `envelope` may go to: all but those already in its trace

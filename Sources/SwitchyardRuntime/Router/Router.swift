@@ -23,6 +23,8 @@ public final class Router: Sendable {
     let iiideaController: IiideaController
     /// Every iiidea run as it starts and ends, for live views.
     public let runFeed = RunFeed()
+    /// Copies of what passes routes and source ports, for `switchyard tap`.
+    public let taps = TapRegistry()
     private let deliveryCounter = Atomic<UInt64>(0)
     private let tracked = Mutex<[UInt64: Settlement]>([:])
     let runningWorkers = Atomic<Int>(0)

@@ -1,0 +1,46 @@
+import Hummingbird
+import SwitchyardCore
+import SwitchyardRuntime
+
+extension AdminServer {
+    /// `GET /v1/tap?route=NAME` or `?port=INSTANCE.PORT`, with `when=CONDITION` and `limit=N`:
+    /// server-sent events, one `event: envelope` per envelope passing the route (after its
+    /// condition and map/template) or leaving the port, its data the envelope as JSON with
+    /// secrets masked; after `limit` envelopes the stream ends. 404 for an unknown route or
+    /// port, 400 for a condition that does not parse, 503 when too many taps are open.
+    func addTapRoute(to routes: Hummingbird.Router<BasicRequestContext>, router: SwitchyardRuntime.Router) {
+        routes.get("v1/tap") { request, _ -> Response in
+            let query = request.uri.queryParameters
+            let point: TapRegistry.Point
+            if let route = query.get("route") {
+                point = .route(route.removingPercentEncoding ?? route)
+            } else if let port = query.get("port") {
+                point = .port(port)
+            } else {
+                return .refusal(.badRequest, "name a route (?route=NAME) or a source port (?port=INSTANCE.PORT)")
+            }
+            let limit = query.get("limit", as: Int.self).map { max(1, $0) }
+            let envelopes: AsyncStream<Envelope>
+            do throws(RouterError) {
+                envelopes = try router.tap(point, when: query.get("when"))
+            } catch {
+                let status: HTTPResponse.Status =
+                    error.reason.hasPrefix("no such")
+                    ? .notFound : error.reason.contains("taps are open") ? .serviceUnavailable : .badRequest
+                return .refusal(status, "\(point): \(error.reason)")
+            }
+            return EventStream.response(
+                tick: .seconds(15),
+                source: { output in
+                    var sent = 0
+                    for await envelope in envelopes {
+                        let data = Redaction.redact(envelope.jsonObject().serialized())
+                        output.yield("event: envelope\ndata: \(data)\n\n")
+                        sent += 1
+                        if let limit, sent >= limit { break }
+                    }
+                    output.finish()
+                })
+        }
+    }
+}
