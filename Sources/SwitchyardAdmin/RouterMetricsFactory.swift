@@ -12,7 +12,9 @@ struct RouterMetricsFactory: MetricsFactory {
 
     init(registry: PrometheusCollectorRegistry) {
         self.registry = registry
-        prometheus = PrometheusMetricsFactory(registry: registry)
+        var prometheus = PrometheusMetricsFactory(registry: registry)
+        prometheus.durationHistogramBuckets[RouterMetricNames.routeLatency] = RouterMetricNames.routeLatencyBuckets
+        self.prometheus = prometheus
     }
 
     func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {

@@ -63,6 +63,9 @@ struct AdminTests {
             Self.sample("switchyard_port_envelopes_total{instance=\"sink\",port=\"collect\",direction=\"sink\"}", in: metrics) == 100)
         #expect(Self.sample("switchyard_ack_latency_seconds_count{route=\"durable\"}", in: metrics) == 100)
         #expect(metrics.contains("# TYPE switchyard_ack_latency_seconds histogram"))
+        // Emit → ok, retries included, sampled one envelope in flight at a time.
+        #expect((Self.sample("switchyard_route_latency_seconds_count{route=\"durable\"}", in: metrics) ?? 0) >= 1)
+        #expect(metrics.contains("switchyard_route_latency_seconds_bucket{route=\"durable\",le=\"0.00005\"}"))
         #expect(metrics.contains("switchyard_plugin_info{plugin=\"testkit\",version=\"1.0.0\",abi=\"2\""))
         // A second scrape adds nothing: counters are not counted twice.
         let again = try Self.request(base + "/metrics").body

@@ -129,25 +129,4 @@ private func at(_ line: Int, _ column: Int) -> SwitchyardCore.SourceLocation {
         #expect(diagnostics.isEmpty)
         #expect(plan?.instances.first?.declaredPorts.map(\.name) == ["out", "in", "any", "opt", "either"])
     }
-
-    @Test func anAtLeastOnceRouteFromAPortThatDoesNotSettleGetsANote() throws {
-        let yaml = """
-            instances:
-              d: { plugin: desc, describe: { settles: [SETTLES] } }
-              a: { plugin: fake }
-            routes:
-              - { name: durable, from: d.out, to: a.any, delivery: at-least-once }
-              - { name: quick, from: d.out, to: a.any }
-            """
-        let (unsettled, problems) = try validate(yaml.replacingOccurrences(of: "SETTLES", with: ""))
-        #expect(problems.isEmpty, "\(problems)")
-        #expect(unsettled?.notes.count == 1)
-        #expect(unsettled?.notes.first?.message.hasPrefix("route 'durable' is at-least-once from the spool on, but d.out") == true)
-        #expect(unsettled?.notes.first?.location == at(5, 28))
-        let (settled, _) = try validate(yaml.replacingOccurrences(of: "SETTLES", with: "out"))
-        #expect(settled?.notes.isEmpty == true)
-        #expect(settled?.instances.first?.settles == ["out"])
-        let (_, wrong) = try validate(yaml.replacingOccurrences(of: "SETTLES", with: "in"))
-        #expect(wrong.map(\.message) == ["instance 'd' (plugin desc): 'settles' names 'in', which is not a source port"])
-    }
 }

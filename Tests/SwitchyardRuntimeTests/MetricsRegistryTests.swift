@@ -48,6 +48,65 @@ import Testing
         }
     }
 
+    /// `switchyard_route_latency_seconds`: emit → the first sink's ok, one envelope of the
+    /// route in flight at a time (``LatencyProbe``).
+    @Test func routeLatencySamplesOneEnvelopeInFlightAtATime() throws {
+        let source = FakeInstance.register("latSrc")
+        let sink = FakeInstance.register("latSnk", autoAck: false)
+        let backend = RecordingMetrics()
+        let yaml = """
+            instances:
+              latSrc: { plugin: fake }
+              latSnk: { plugin: fake }
+            routes:
+              - { name: timed, from: latSrc.out, when: "body.x > 0", to: latSnk.any }
+            """
+        let samples = "switchyard_route_latency_seconds{route=timed}"
+        try withRouter(yaml, metricsFactory: backend) { router in
+            // Three while the first is unacknowledged: only the first is the sample.
+            for x in 1...3 { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
+            #expect(waitUntil { sink.deliveries.count == 3 })
+            for delivery in sink.deliveries.reversed() { sink.ack(delivery.id, outcome: SY_OUTCOME_OK) }
+            #expect(backend.value(samples) == 1)
+            // Acknowledged, the probe is free: the next envelope is timed.
+            #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 4))) == SY_OK)
+            #expect(waitUntil { sink.deliveries.count == 4 })
+            sink.ack(sink.deliveries[3].id, outcome: SY_OUTCOME_OK)
+            #expect(backend.value(samples) == 2)
+            // A sample the condition filters out, or the sink rejects, is given back unrecorded.
+            #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 0))) == SY_OK)
+            #expect(waitUntil { router.routes[0].counters.processed.load(ordering: .relaxed) == 5 })
+            #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 5))) == SY_OK)
+            #expect(waitUntil { sink.deliveries.count == 5 })
+            sink.ack(sink.deliveries[4].id, outcome: SY_OUTCOME_REJECT)
+            #expect(backend.value(samples) == 2)
+            #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 6))) == SY_OK)
+            #expect(waitUntil { sink.deliveries.count == 6 })
+            sink.ack(sink.deliveries[5].id, outcome: SY_OUTCOME_OK)
+            #expect(backend.value(samples) == 3)
+        }
+    }
+
+    /// A sample whose acknowledgement never comes is released when metrics are read, so the
+    /// route is timed again.
+    @Test func aLostSampleIsReleasedAtTheNextScrape() throws {
+        let probe = LatencyProbe(histogram: CoreMetrics.Timer(label: "lost", dimensions: [], factory: RecordingMetrics()))
+        let lost = probe.claim()
+        #expect(lost != 0)
+        #expect(probe.claim() == 0)
+        probe.releaseIfStale(olderThan: 60_000_000_000)
+        #expect(probe.claim() == 0)
+        probe.releaseIfStale(olderThan: 0)
+        let next = probe.claim()
+        #expect(next != 0)
+        // The lost sample's late acknowledgement does not end the new one.
+        probe.dispatched(next, as: 7)
+        probe.finish(lost, ok: true)
+        #expect(probe.claim() == 0)
+        probe.acknowledged(7, ok: true)
+        #expect(probe.claim() != 0)
+    }
+
     @Test func aRouteThatReplacedAnotherCountsOnInTheSameSeries() throws {
         let backend = RecordingMetrics()
         var routes: [RouteRuntime] = []

@@ -5,8 +5,10 @@ extension MQTTPlugin {
     /// The instance as its configuration makes it (ABI `describe`). MQTT's types are static
     /// (the manifest has them, the MQTT Connect formats included); what depends on the
     /// configuration is which of them `messages` emits — the phone's formats only with
-    /// `mqtt_connect: true` — and whether `messages` settles: a QoS 1 or 2 subscription is
-    /// acknowledged to the broker only once the router has settled the publish.
+    /// `mqtt_connect: true` — and what the ports promise: a QoS 1 or 2 subscription is
+    /// acknowledged to the broker only once the router has settled the publish (`messages`
+    /// settles), a QoS 1 or 2 publish is acknowledged `ok` on the broker's PUBACK or PUBCOMP
+    /// (`publish` confirms); QoS 0 makes either end at-most-once.
     static func describe(name: String, config: JSONValue) throws -> InstanceDescription? {
         let connect = config["mqtt_connect"]?.boolValue == true
         let ports = manifest.ports.map { port in
@@ -15,7 +17,21 @@ extension MQTTPlugin {
             plain.types = [MQTTEnvelopes.messageType]
             return plain
         }
-        let confirmed = (config["subscriptions"]?.arrayValue ?? []).contains { ($0["qos"]?.intValue ?? 0) > 0 }
-        return InstanceDescription(ports: ports, settles: confirmed ? ["messages"] : [])
+        var description = InstanceDescription(ports: ports)
+        let subscriptions = config["subscriptions"]?.arrayValue ?? []
+        if let index = subscriptions.firstIndex(where: { ($0["qos"]?.intValue ?? 0) == 0 }) {
+            let topic = subscriptions[index]["topic"]?.stringValue ?? "?"
+            description.atMostOnce["messages"] =
+                "subscriptions/\(index) ('\(topic)') is QoS 0\(subscriptions[index]["qos"] == nil ? " (the default)" : ""): the broker lets go of a message as it sends it; subscribe with `qos: 1`"
+        } else if !subscriptions.isEmpty {
+            description.settles = ["messages"]
+        }
+        if (config["publish"]?["qos"]?.intValue ?? 0) == 0 {
+            description.atMostOnce["publish"] =
+                "publish.qos is 0\(config["publish"]?["qos"] == nil ? " (the default)" : ""): nothing confirms a QoS 0 PUBLISH; set `publish: { qos: 1 }`"
+        } else {
+            description.confirms = ["publish"]
+        }
+        return description
     }
 }

@@ -127,7 +127,8 @@
  * a crash cannot lose it, so a source may confirm upstream (MQTT PUBACK, SIP 200). On
  * best-effort routes it means every sink acknowledged (or the envelope was dropped). The
  * outcome is the worst of the routes'. A source whose upstream confirmation waits for
- * settled() lists its port under "settles" in its description (section 6).
+ * settled() lists its port under "settles" in its description (section 6); a sink that acks
+ * SY_OUTCOME_OK only once the far side confirmed lists its port under "confirms".
  *
  * A "service" port (manifest direction "service") is neither a source nor a sink: it is an
  * iiidea service piece, a function from the trigger's JSON output to a JSON result, run by
@@ -139,9 +140,18 @@
  * describe() writes one JSON object into its sy_writer:
  *   { "ports":   [ <port objects, as in the manifest> ],
  *     "types":   { "qeo.org.qeo.sample.simplechat.ChatMessage": <JSON Schema of the body> },
- *     "settles": [ "in" ] }
- * Every key is optional: absent "ports" or "types" mean the manifest's, "settles" absent means
- * none. Types an instance adds must start with the plugin's name and a dot.
+ *     "settles": [ "in" ],
+ *     "confirms": [ "out" ],
+ *     "at_most_once": { "in": "subscriptions/0 is QoS 0; subscribe with `qos: 1`" } }
+ * Every key is optional: absent "ports" or "types" mean the manifest's, absent "settles",
+ * "confirms" or "at_most_once" mean none. Types an instance adds must start with the plugin's
+ * name and a dot. The last three say what the ports promise under this configuration:
+ * "settles" names source ports whose upstream confirmation waits for settled(); "confirms"
+ * names sink ports whose SY_OUTCOME_OK means the far side confirmed (a PUBACK, a 2xx, a synced
+ * write); "at_most_once" maps ports this configuration cannot make at-least-once to why and
+ * what to change. The host refuses an at-least-once route that starts or ends at an
+ * "at_most_once" port (reporting the reason at the route's from:/to: entry), and notes one
+ * whose source does not settle or whose sink does not confirm.
  *
  * An error message (create(), describe(), reconfigure()) that is about one configuration
  * value starts with that value's JSON Pointer in the instance configuration, a colon and a

@@ -1,6 +1,9 @@
 /// What one plugin instance is, derived by the plugin from its configuration (ABI version 2's
-/// `describe`): its ports, the envelope types it adds, and the source ports that confirm
-/// upstream only once the router has settled what they emitted.
+/// `describe`): its ports, the envelope types it adds, and what its ports can promise — the
+/// source ports that confirm upstream only once the router has settled what they emitted, the
+/// sink ports whose acknowledgement means the far side has the envelope, and the ports this
+/// configuration makes at-most-once (with what to change), which `validate` holds against
+/// at-least-once routes.
 public struct InstanceDescription: Sendable, Hashable {
     /// The instance's ports; nil means the manifest's.
     public var ports: [PortDeclaration]?
@@ -9,17 +12,32 @@ public struct InstanceDescription: Sendable, Hashable {
     public var types: [String: JSONValue]?
     /// Source ports whose upstream confirmation waits for `settled`.
     public var settles: [String]
+    /// Sink ports that acknowledge `ok` only once the far side has confirmed (an MQTT PUBACK,
+    /// a SIP 2xx, an HTTP 2xx, a completed write).
+    public var confirms: [String]
+    /// Ports this configuration makes at-most-once, each with why and what to change (a QoS 0
+    /// subscription: the broker has let go of a message before the router has it; a QoS 0
+    /// publish: nothing confirms it). An at-least-once route cannot start or end at one.
+    public var atMostOnce: [String: String]
 
     /// Creates a description.
-    public init(ports: [PortDeclaration]? = nil, types: [String: JSONValue]? = nil, settles: [String] = []) {
+    public init(
+        ports: [PortDeclaration]? = nil, types: [String: JSONValue]? = nil, settles: [String] = [], confirms: [String] = [],
+        atMostOnce: [String: String] = [:]
+    ) {
         self.ports = ports
         self.types = types
         self.settles = settles
+        self.confirms = confirms
+        self.atMostOnce = atMostOnce
     }
 
     /// The description as the JSON `describe` writes.
     public var json: JSONValue {
-        var object: [String: JSONValue] = ["settles": .array(settles.map { .string($0) })]
+        var object: [String: JSONValue] = [
+            "settles": .array(settles.map { .string($0) }), "confirms": .array(confirms.map { .string($0) }),
+        ]
+        if !atMostOnce.isEmpty { object["at_most_once"] = .object(atMostOnce.mapValues { .string($0) }) }
         if let ports { object["ports"] = .array(ports.map(\.json)) }
         if let types { object["types"] = .object(types) }
         return .object(object)
@@ -34,10 +52,22 @@ public struct InstanceDescription: Sendable, Hashable {
             ports = try PluginManifest(parsing: probe.serializedBytes()).ports
         }
         types = try ManifestError.typeSchemas(members["types"], what: "description")
-        switch members["settles"] {
-        case nil: settles = []
-        case .array(let values)? where values.allSatisfy({ $0.stringValue != nil }): settles = values.compactMap(\.stringValue)
-        default: throw ManifestError(reason: "description field 'settles' must be an array of port names")
+        settles = try Self.portNames(members["settles"], field: "settles")
+        confirms = try Self.portNames(members["confirms"], field: "confirms")
+        switch members["at_most_once"] {
+        case nil: atMostOnce = [:]
+        case .object(let reasons)? where reasons.values.allSatisfy({ $0.stringValue != nil }):
+            atMostOnce = reasons.compactMapValues(\.stringValue)
+        default:
+            throw ManifestError(reason: "description field 'at_most_once' must map port names to why they are at-most-once")
+        }
+    }
+
+    private static func portNames(_ value: JSONValue?, field: String) throws(ManifestError) -> [String] {
+        switch value {
+        case nil: return []
+        case .array(let values)? where values.allSatisfy({ $0.stringValue != nil }): return values.compactMap(\.stringValue)
+        default: throw ManifestError(reason: "description field '\(field)' must be an array of port names")
         }
     }
 }

@@ -34,11 +34,17 @@ public struct GraphPlan: Sendable {
     /// `switchyard validate` prints them as notes.
     public var notes: [Diagnostic] = []
 
-    /// The notes as `file:line:column: note: message` lines, the form compilers use.
+    /// Graphs that run but probably not as meant, such as a source port feeding routes of
+    /// both deliveries. `switchyard validate` prints them as warnings.
+    public var warnings: [Diagnostic] = []
+
+    /// The warnings and notes as `file:line:column: warning|note: message` lines, the form
+    /// compilers use, warnings first.
     public var noteLines: [String] {
-        Diagnostics(notes).items.map { note in
-            (note.location.map { "\($0): " } ?? "") + "note: \(note.message)"
+        func lines(_ items: [Diagnostic], _ kind: String) -> [String] {
+            Diagnostics(items).items.map { item in (item.location.map { "\($0): " } ?? "") + "\(kind): \(item.message)" }
         }
+        return lines(warnings, "warning") + lines(notes, "note")
     }
 
     /// Whether the spool database is needed: at-least-once routes keep envelopes there,
@@ -65,6 +71,11 @@ public struct PlannedInstance: Sendable {
     /// Source ports that confirm upstream only once the router has settled what they emitted
     /// (the description's `settles`).
     public var settles: Set<String> = []
+    /// Sink ports whose `ok` means the far side confirmed (the description's `confirms`).
+    public var confirms: Set<String> = []
+    /// Ports the configuration makes at-most-once, with what to change (the description's
+    /// `at_most_once`).
+    public var atMostOnce: [String: String] = [:]
     /// Its own log level, if the YAML set one.
     public var logLevel: String?
     /// Where it was declared.

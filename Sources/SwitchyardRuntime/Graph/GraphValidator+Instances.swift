@@ -108,11 +108,20 @@ extension GraphValidator {
                 diagnostics.append(
                     Diagnostic("\(subject): 'settles' names '\(port)', which is not a source port", at: declaration.location))
             }
+            for port in description.confirms where !declaredPorts.contains(where: { $0.name == port && $0.direction == .sink }) {
+                diagnostics.append(
+                    Diagnostic("\(subject): 'confirms' names '\(port)', which is not a sink port", at: declaration.location))
+            }
+            for port in description.atMostOnce.keys.sorted() where !declaredPorts.contains(where: { $0.name == port }) {
+                diagnostics.append(
+                    Diagnostic("\(subject): 'at_most_once' names '\(port)', which is not a port", at: declaration.location))
+            }
             let ports = declaredPorts.filter { port in port.requires.map { json[$0] != nil } ?? true }
             instances.append(
                 PlannedInstance(
                     name: declaration.name, plugin: plugin, config: json, ports: ports, declaredPorts: declaredPorts,
-                    settles: Set(description.settles), logLevel: declaration.logLevel?.value, location: declaration.location))
+                    settles: Set(description.settles), confirms: Set(description.confirms), atMostOnce: description.atMostOnce,
+                    logLevel: declaration.logLevel?.value, location: declaration.location))
         }
         return instances
     }
@@ -142,23 +151,5 @@ extension GraphValidator {
         case .sequence(let elements): return elements.contains(where: hasUnsetVariable)
         case .mapping(let members): return members.contains { hasUnsetVariable($0.value) }
         }
-    }
-
-    /// One note per at-least-once route whose source port does not settle: the source
-    /// confirms upstream (or has nothing to confirm) without waiting for the spool, so
-    /// at-least-once starts at the router, not at the far side.
-    func settlementNotes(_ routes: [PlannedRoute], instances: [PlannedInstance]) -> [Diagnostic] {
-        var notes: [Diagnostic] = []
-        for route in routes where route.declaration.delivery == .atLeastOnce {
-            let source = route.declaration.from
-            guard let instance = instances.first(where: { $0.name == source.value.instance }),
-                !instance.settles.contains(source.value.port)
-            else { continue }
-            notes.append(
-                Diagnostic(
-                    "route '\(route.name)' is at-least-once from the spool on, but \(source.value) (plugin \(instance.plugin.manifest.name)) does not settle: it does not wait for the spool before its upstream counts an envelope as delivered",
-                    at: source.location))
-        }
-        return notes
     }
 }

@@ -40,7 +40,9 @@ public struct GraphValidator: Sendable {
             _ = check(template.declaration, config: config, instances: instances, registry: registry, diagnostics: &diagnostics)
         }
         diagnostics.append(contentsOf: unguardedCycles(in: routes, instances: instances))
+        diagnostics.append(contentsOf: brokenGuarantees(routes, instances: instances))
         guard diagnostics.isEmpty else { return (nil, diagnostics.map { $0.redacting(config.secrets) }) }
+        let guarantees = guaranteeRemarks(routes, instances: instances)
         return (
             GraphPlan(
                 instances: instances, routes: routes, types: registry, spoolPath: config.spoolPath?.value,
@@ -48,7 +50,8 @@ public struct GraphValidator: Sendable {
                 adminListen: config.adminListen?.value, adminToken: config.adminToken?.value,
                 adminAllowedHosts: config.adminAllowedHosts, iiideas: iiideas, iiideaTemplates: config.iiideaTemplates,
                 iiideaHistory: config.iiideaHistory,
-                notes: settlementNotes(routes, instances: instances).map { $0.redacting(config.secrets) }), []
+                notes: guarantees.notes.map { $0.redacting(config.secrets) },
+                warnings: guarantees.warnings.map { $0.redacting(config.secrets) }), []
         )
     }
 

@@ -94,12 +94,19 @@ public final class MetricsRegistry: Sendable {
     // MARK: Timers
 
     /// The acknowledgement latency timer of route `route`.
-    func ackLatency(route: String) -> CoreMetrics.Timer {
+    func ackLatency(route: String) -> CoreMetrics.Timer { timer(RouterMetricNames.ackLatency, route: route) }
+
+    /// The emit → acknowledgement latency timer of route `route` (``LatencyProbe``).
+    func routeLatency(route: String) -> CoreMetrics.Timer { timer(RouterMetricNames.routeLatency, route: route) }
+
+    /// The timer `name` of route `route`, one per name and route: a route a reload replaced
+    /// records on in the same series.
+    private func timer(_ name: String, route: String) -> CoreMetrics.Timer {
         let labels = [("route", route)]
         return handles.withLock { handles in
-            let key = Self.key(RouterMetricNames.ackLatency, labels)
+            let key = Self.key(name, labels)
             if let series = handles[key], case .timer(let timer) = series.handle { return timer }
-            let timer = CoreMetrics.Timer(label: RouterMetricNames.ackLatency, dimensions: labels, factory: handleFactory)
+            let timer = CoreMetrics.Timer(label: name, dimensions: labels, factory: handleFactory)
             handles[key] = Series(handle: .timer(timer))
             return timer
         }
@@ -115,6 +122,8 @@ public final class MetricsRegistry: Sendable {
     ) {
         handles.withLock { handles in
             for route in routes {
+                // A sample whose acknowledgement is not coming must not keep the route untimed.
+                route.latency?.releaseIfStale()
                 let labels = [("route", route.name)]
                 for metric in RouteMetric.allCases where route.isAtLeastOnce || !metric.atLeastOnceOnly {
                     let (name, extra) = metric.series

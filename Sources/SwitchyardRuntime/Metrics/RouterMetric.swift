@@ -111,6 +111,16 @@ public enum RouterMetricNames {
     public static let pluginMetric = "switchyard_plugin_metric"
     /// Time from delivery to acknowledgement on at-least-once routes; label `route`.
     public static let ackLatency = "switchyard_ack_latency_seconds"
+    /// Time from a source's emit to the first sink's `ok`, one envelope of the route at a
+    /// time; label `route`.
+    public static let routeLatency = "switchyard_route_latency_seconds"
+    /// The histogram buckets of ``routeLatency``: in-process routing takes microseconds, a
+    /// remote sink's confirmation up to seconds.
+    public static let routeLatencyBuckets: [Duration] = [
+        .microseconds(50), .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+        .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10), .seconds(30),
+    ]
 
     /// The help text of series `name` (empty for names the router does not export).
     public static func help(for name: String) -> String {
@@ -120,6 +130,7 @@ public enum RouterMetricNames {
         case pluginInfo: "Loaded plugins (always 1)"
         case pluginMetric: "Metrics the plugins reported, by instance and name"
         case ackLatency: "Time from delivery to acknowledgement on at-least-once routes"
+        case routeLatency: "Time from a source's emit to the first sink's ok, sampled one envelope in flight per route at a time"
         default:
             RouteMetric.allCases.first { $0.series.name == name }?.help
                 ?? InstanceMetric.allCases.first { $0.seriesName == name }?.help ?? ""

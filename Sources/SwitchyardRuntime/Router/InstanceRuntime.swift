@@ -163,14 +163,16 @@ final class InstanceRuntime: @unchecked Sendable {
         let settlement = settleToken != 0 && plugin.table.api.settled != nil ? Settlement(instance: self, token: settleToken) : nil
         if routes.count == 1 {
             settlement?.expect()
-            guard routes[0].enqueue(QueuedEnvelope(envelope: envelope, settlement: settlement), orWake: (self, port.name)) else {
+            let queued = QueuedEnvelope(envelope: envelope, settlement: settlement, probe: routes[0].latency?.claim() ?? 0)
+            guard routes[0].enqueue(queued, orWake: (self, port.name)) else {
+                if queued.probe != 0 { routes[0].latency?.finish(queued.probe, ok: false) }
                 counters.refusedFull.add(1, ordering: .relaxed)
                 return SY_ERR_FULL
             }
         } else {
             for route in routes {
                 settlement?.expect()
-                route.enqueue(QueuedEnvelope(envelope: envelope, settlement: settlement))
+                route.enqueue(QueuedEnvelope(envelope: envelope, settlement: settlement, probe: route.latency?.claim() ?? 0))
             }
         }
         settlement?.complete(SY_OUTCOME_OK)

@@ -20,6 +20,9 @@ final class SpooledEntry {
     /// Per sink: when the next attempt is due, while waiting.
     var due: [ContinuousClock.Instant?]
     var lastError: String?
+    /// When the envelope is its route's latency sample: its emit time (``LatencyProbe``),
+    /// until a sink acknowledges it `ok` or it is given up on; 0 otherwise.
+    var probe: UInt64 = 0
 
     init(sequence: Int64, envelope: Envelope, size: Int, states: [SpooledSinkState], attempts: Int) {
         self.sequence = sequence
@@ -106,6 +109,12 @@ final class RedeliveryScheduler {
         let latency = since.duration(to: .now).components
         ackLatency.recordNanoseconds(latency.seconds * 1_000_000_000 + latency.attoseconds / 1_000_000_000)
         guard let entry = entries[sequence] else { return }
+        // A failed attempt keeps the sample: its latency runs until a sink's ok, retries
+        // included, or ends unrecorded when the envelope is given up on (finished).
+        if entry.probe != 0, ack.outcome == SY_OUTCOME_OK {
+            route.latency?.finish(entry.probe, ok: true)
+            entry.probe = 0
+        }
         if ack.outcome == SY_OUTCOME_OK {
             route.counters.acknowledged.add(1, ordering: .relaxed)
             finished(entry, sink: sink)
@@ -118,6 +127,10 @@ final class RedeliveryScheduler {
 
     /// One sink is done with `entry` (delivered, or given up on).
     private func finished(_ entry: SpooledEntry, sink: Int) {
+        if entry.probe != 0 {
+            route.latency?.finish(entry.probe, ok: false)
+            entry.probe = 0
+        }
         entry.states[sink] = .done
         unblock(entry, sink: sink)
         if entry.isDone {

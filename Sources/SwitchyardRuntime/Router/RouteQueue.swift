@@ -12,6 +12,8 @@ internal import SwitchyardCore
 struct QueuedEnvelope: Sendable {
     var envelope: Envelope
     var settlement: Settlement?
+    /// When the envelope is its route's latency sample: the emit time (``LatencyProbe``); 0 otherwise.
+    var probe: UInt64 = 0
 }
 
 /// A sink's acknowledgement of an at-least-once delivery, on its way to the route worker.

@@ -14,6 +14,8 @@ struct PlainRouteSlice {
     var sink = 0
     /// The delivery id of a delivery the sink refused as full, reused when it is tried again.
     var retriedDeliveryID: UInt64?
+    /// Whether the envelope at `position`, when it is the route's latency sample, went out.
+    var probeSent = false
     /// How long to wait before trying a full sink again.
     var pause = RouteRuntime.firstPause
 }
@@ -95,19 +97,28 @@ extension RouteRuntime {
             output = current
         } else {
             guard let transformed = transformed(item.envelope) else {
+                if item.probe != 0 { latency?.finish(item.probe, ok: false) }
                 item.settlement?.complete(SY_OUTCOME_OK)
                 return nil
             }
             output = transformed
             work.output = transformed
             work.sink = 0
+            work.probeSent = false
         }
         // Sink by sink rather than through targets(for:): no array per envelope.
         while work.sink < sinks.count {
             let index = work.sink
             if admits(output, toSink: index) {
                 let sink = sinks[index]
-                let deliveryID = work.retriedDeliveryID ?? router.nextDeliveryID(tracking: item.settlement)
+                // The sample rides on the first delivery of its envelope.
+                let probing = item.probe != 0 && !work.probeSent
+                let deliveryID =
+                    work.retriedDeliveryID ?? router.nextDeliveryID(tracking: item.settlement, probing: probing ? self.index : nil)
+                if probing {
+                    latency?.dispatched(item.probe, as: deliveryID)
+                    work.probeSent = true
+                }
                 guard let status = deliverUnlessFull(output, to: sink, deliveryID: deliveryID) else {
                     work.retriedDeliveryID = deliveryID
                     defer { work.pause = min(work.pause * 2, Self.longestPause) }
@@ -124,6 +135,7 @@ extension RouteRuntime {
             work.sink = index + 1
         }
         work.output = nil
+        if item.probe != 0, !work.probeSent { latency?.finish(item.probe, ok: false) }
         item.settlement?.complete(SY_OUTCOME_OK)
         return nil
     }

@@ -62,6 +62,9 @@ final class RouteRuntime: @unchecked Sendable {
     let iiidea: IiideaRunner?
     /// A plain route's place in its work between slices on the pool.
     var slice = PlainRouteSlice()
+    /// Emit → acknowledgement timing of one envelope at a time; nil for an iiidea route (its
+    /// runs have their own durations).
+    let latency: LatencyProbe?
 
     init(plan: PlannedRoute, index: Int, sinks: [SinkPort], router: Router, spool: Spool?, iiidea: IiideaRunner? = nil) {
         self.plan = plan
@@ -69,6 +72,7 @@ final class RouteRuntime: @unchecked Sendable {
         self.sinks = sinks
         self.router = router
         self.iiidea = iiidea
+        latency = iiidea == nil ? LatencyProbe(histogram: router.metrics.routeLatency(route: plan.name)) : nil
         queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull, pooled: spool == nil && iiidea == nil)
         spooled = spool.map { SpooledDelivery(spool: $0) }
         spooled?.route = self

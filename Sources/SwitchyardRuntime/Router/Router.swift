@@ -262,8 +262,13 @@ public final class Router: Sendable {
     /// rest needs no lock.
     static let trackedBit: UInt64 = 1 << 63
 
-    func nextDeliveryID(tracking settlement: Settlement?) -> UInt64 {
-        let id = deliveryCounter.add(1, ordering: .relaxed).newValue
+    /// Delivery ids that carry a route's latency sample (``LatencyProbe``) have this bit and
+    /// their route's index, so the acknowledgement finds the probe without a lookup.
+    static let probeBit: UInt64 = 1 << 61
+
+    func nextDeliveryID(tracking settlement: Settlement?, probing route: Int? = nil) -> UInt64 {
+        var id = deliveryCounter.add(1, ordering: .relaxed).newValue
+        if let route { id = Self.probeBit | (UInt64(route) << Self.routeIndexShift) | (id & ((1 << Self.routeIndexShift) - 1)) }
         guard let settlement else { return id }
         settlement.expect()
         let trackedID = id | Self.trackedBit
@@ -282,6 +287,10 @@ public final class Router: Sendable {
     }
 
     func deliveryFinished(_ id: UInt64, outcome: Int32, reason: sy_bytes) {
+        if id & Self.probeBit != 0, id & Self.spooledBit == 0 {
+            let index = Int((id & ~(Self.probeBit | Self.trackedBit)) >> Self.routeIndexShift)
+            routeTable[index]?.latency?.acknowledged(id, ok: outcome == SY_OUTCOME_OK)
+        }
         if id & Self.trackedBit != 0 {
             tracked.withLock { $0.removeValue(forKey: id) }?.complete(outcome)
         } else if id & Self.spooledBit != 0 {

@@ -109,11 +109,13 @@ final class SpooledDelivery {
         var accepted: [(item: QueuedEnvelope, envelope: Envelope, size: Int, sinks: [Int])] = []
         for item in items {
             guard let output = route.transformed(item.envelope) else {
+                abandonProbe(of: item)
                 item.settlement?.complete(SY_OUTCOME_OK)
                 continue
             }
             let sinks = route.targets(for: output)
             guard !sinks.isEmpty else {
+                abandonProbe(of: item)
                 item.settlement?.complete(SY_OUTCOME_OK)
                 continue
             }
@@ -122,27 +124,38 @@ final class SpooledDelivery {
             accepted.append((item, output, bytes.count, sinks))
         }
         guard let sequences = commit() else {
-            for entry in accepted { entry.item.settlement?.complete(SY_OUTCOME_RETRY) }
+            for entry in accepted {
+                abandonProbe(of: entry.item)
+                entry.item.settlement?.complete(SY_OUTCOME_RETRY)
+            }
             return
         }
         for (entry, sequence) in zip(accepted, sequences) {
             entry.item.settlement?.complete(SY_OUTCOME_OK)
             guard let sequence else {
+                abandonProbe(of: entry.item)
                 route.counters.deduplicated.add(1, ordering: .relaxed)
                 continue
             }
             route.counters.spooled.add(1, ordering: .relaxed)
             route.counters.spoolBytes.add(entry.size, ordering: .relaxed)
             guard deliver, !diskBacklog, scheduler.entries.count < windowLimit else {
+                abandonProbe(of: entry.item)
                 diskBacklog = true
                 continue
             }
             let states = route.sinks.indices.map { entry.sinks.contains($0) ? SpooledSinkState.ready : .done }
             let spooled = SpooledEntry(sequence: sequence, envelope: entry.envelope, size: entry.size, states: states, attempts: 0)
+            spooled.probe = entry.item.probe
             scheduler.entries[sequence] = spooled
             diskCursor = max(diskCursor, sequence)
             for sink in entry.sinks { scheduler.offer(spooled, to: sink) }
         }
+    }
+
+    /// An envelope that will not be delivered now gives its latency sample back.
+    private func abandonProbe(of item: QueuedEnvelope) {
+        if item.probe != 0 { route.latency?.finish(item.probe, ok: false) }
     }
 
     /// Writes the pending batch. Returns the sequence numbers of its inserts, or `nil` when

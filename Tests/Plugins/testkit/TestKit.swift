@@ -63,6 +63,12 @@ final class TestKit: SwitchyardPlugin {
         stateCheckPath = configuration.stateCheck?.path
     }
 
+    /// `numbers` settles (its state file advances only on settlement, so a restart emits again
+    /// what was not), and `collect` confirms (a line is written before the `ok`).
+    static func describe(name: String, config: JSONValue) throws -> InstanceDescription? {
+        InstanceDescription(settles: ["numbers"], confirms: ["collect"])
+    }
+
     func start() throws {
         source?.start()
         lateCaller?.start()
