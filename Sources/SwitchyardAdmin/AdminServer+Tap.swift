@@ -3,11 +3,13 @@ import SwitchyardCore
 import SwitchyardRuntime
 
 extension AdminServer {
-    /// `GET /v1/tap?route=NAME` or `?port=INSTANCE.PORT`, with `when=CONDITION` and `limit=N`:
-    /// server-sent events, one `event: envelope` per envelope passing the route (after its
-    /// condition and map/template) or leaving the port, its data the envelope as JSON with
-    /// secrets masked; after `limit` envelopes the stream ends. 404 for an unknown route or
-    /// port, 400 for a condition that does not parse, 503 when too many taps are open.
+    /// `GET /v1/tap?route=NAME` or `?port=INSTANCE.PORT`, with `when=CONDITION`, `limit=N` and
+    /// `rate=N`: server-sent events, one `event: envelope` per envelope passing the route
+    /// (after its condition and map/template) or leaving the port, its data the envelope as
+    /// JSON with secrets masked; at most `rate` a second (default 200), with an
+    /// `event: skipped` (`{"skipped": N}`) before the next envelope when some were not taken;
+    /// after `limit` envelopes the stream ends. 404 for an unknown route or port, 400 for a
+    /// condition that does not parse or a rate out of range, 503 when too many taps are open.
     func addTapRoute(to routes: Hummingbird.Router<BasicRequestContext>, router: SwitchyardRuntime.Router) {
         routes.get("v1/tap") { request, _ -> Response in
             let query = request.uri.queryParameters
@@ -20,9 +22,10 @@ extension AdminServer {
                 return .refusal(.badRequest, "name a route (?route=NAME) or a source port (?port=INSTANCE.PORT)")
             }
             let limit = query.get("limit", as: Int.self).map { max(1, $0) }
-            let envelopes: AsyncStream<Envelope>
+            let envelopes: TapStream
             do throws(RouterError) {
-                envelopes = try router.tap(point, when: query.get("when"))
+                envelopes = try router.tap(
+                    point, when: query.get("when"), rate: query.get("rate", as: Int.self) ?? TapRegistry.defaultRate)
             } catch {
                 let status: HTTPResponse.Status =
                     error.reason.hasPrefix("no such")
@@ -34,6 +37,8 @@ extension AdminServer {
                 source: { output in
                     var sent = 0
                     for await envelope in envelopes {
+                        let skipped = envelopes.takeSkipped()
+                        if skipped > 0 { output.yield("event: skipped\ndata: {\"skipped\": \(skipped)}\n\n") }
                         let data = Redaction.redact(envelope.jsonObject().serialized())
                         output.yield("event: envelope\ndata: \(data)\n\n")
                         sent += 1

@@ -37,11 +37,15 @@ struct Tap: ParsableCommand {
     @Flag(help: "Show bodies as hex rather than text.")
     var hex = false
 
+    @Option(help: "The most envelopes a second to show (1-10000); the rest are counted as not shown.")
+    var rate: Int = 200
+
     @Option(help: "The router's admin address (its run --admin).")
     var admin: String = "127.0.0.1:9180"
 
     func validate() throws {
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
+        guard (1...10_000).contains(rate) else { throw ValidationError("--rate must be 1-10000") }
     }
 
     func run() throws {
@@ -58,10 +62,15 @@ struct Tap: ParsableCommand {
         var query = [(isPort ? "port" : "route", target)]
         if let condition { query.append(("when", condition)) }
         if let limit { query.append(("limit", String(limit))) }
+        query.append(("rate", String(rate)))
         let path = "/v1/tap?" + query.map { "\($0.0)=\(pathSegment($0.1))" }.joined(separator: "&")
         var shown = 0
         do {
             try client.events(path) { event, data in
+                if event == "skipped", let count = (try? JSONValue(parsing: Array(data.utf8)))?["skipped"]?.intValue {
+                    printError("(\(count) more not shown: over --rate \(rate) a second)")
+                    return true
+                }
                 guard event == "envelope", let envelope = try? JSONValue(parsing: Array(data.utf8)) else { return true }
                 print(render(envelope))
                 fflush(nil)

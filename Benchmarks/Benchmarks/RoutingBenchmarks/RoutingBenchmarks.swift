@@ -1,5 +1,6 @@
 import Benchmark
 import MallocInterposerSwift
+import SwitchyardRuntime
 
 /// Envelopes per measured iteration. One iteration = one batch: the source emits this many
 /// envelopes on the benchmark thread and the iteration ends once the sink acknowledged all.
@@ -122,6 +123,35 @@ let benchmarks: @Sendable () -> Void = {
     } teardown: {
         wired.value?.shutdown()
         wired.value = nil
+    }
+
+    // The plain route with a tap open (`switchyard tap plain`): the route's thread evaluates
+    // the tap and hands over a copy; a reader that falls behind loses the oldest.
+    let tapped = Slot<RouterFixture>()
+    let drain = Slot<Task<Int, Never>>()
+    let tappedEmitted = Slot<Int>()
+    Benchmark("Router: plain route, tapped") { benchmark in
+        guard tapped.value != nil else { return benchmark.error("no fixture") }
+        measureBatch(benchmark) { pumpThroughSink(batch) }
+        tappedEmitted.value = (tappedEmitted.value ?? 0) + batch
+    } setup: {
+        tappedEmitted.value = 0
+        let fixture = try RouterFixture(route: measuredRoutes[0].yaml)
+        let envelopes = try fixture.router.tap(.route("plain"), when: nil)
+        drain.value = Task.detached {
+            var seen = 0
+            for await _ in envelopes { seen += 1 }
+            return seen
+        }
+        tapped.value = fixture
+    } teardown: {
+        drain.value?.cancel()
+        drain.value = nil
+        guard let fixture = tapped.value else { return }
+        tapped.value = nil
+        let problem = fixture.check(expected: tappedEmitted.value ?? 0)
+        fixture.shutdown()
+        if let problem { throw FixtureError(description: problem) }
     }
 
     for (name, yaml) in measuredRoutes {

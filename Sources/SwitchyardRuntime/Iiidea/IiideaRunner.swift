@@ -154,7 +154,7 @@ final class IiideaRunner {
             end(runID, .action, error: "loop stopped: the action's instance is already in the envelope's trace")
             return
         }
-        if route.router.taps.isActive { route.router.taps.publish(.route(route.name), action) }
+        if route.tap.isActive { route.tap.publish(action) }
         let deliveryID = route.router.nextSpooledDeliveryID(route: route.index)
         pending[deliveryID] = (runID, output.decodedBody().serialized())
         let status = route.deliverWaitingForRoom(action, to: sink, deliveryID: deliveryID)

@@ -15,6 +15,8 @@ final class SourcePort: Sendable {
     let name: String
     let nameBytes: [UInt8]
     let qualifiedName: String
+    /// Taps of what the port emits (`switchyard tap INSTANCE.PORT`).
+    let tap: TapPoint
     /// Envelopes emitted on the port that routes took.
     let emitted = Atomic<Int>(0)
     private let wiredRoutes = Mutex<[RouteRuntime]>([])
@@ -25,10 +27,11 @@ final class SourcePort: Sendable {
         set { wiredRoutes.withLock { $0 = newValue } }
     }
 
-    init(name: String, instance: String) {
+    init(name: String, instance: String, tap: TapPoint) {
         self.name = name
         nameBytes = Array(name.utf8)
         qualifiedName = instance + "." + name
+        self.tap = tap
     }
 }
 
@@ -159,7 +162,7 @@ final class InstanceRuntime: @unchecked Sendable {
         envelope.trace.append(name)
         counters.emitted.add(1, ordering: .relaxed)
         port.emitted.add(1, ordering: .relaxed)
-        if router.taps.isActive { router.taps.publish(.port(port.qualifiedName), envelope) }
+        if port.tap.isActive { port.tap.publish(envelope) }
         let settlement = settleToken != 0 && plugin.table.api.settled != nil ? Settlement(instance: self, token: settleToken) : nil
         if routes.count == 1 {
             settlement?.expect()

@@ -65,6 +65,8 @@ final class RouteRuntime: @unchecked Sendable {
     /// Emit → acknowledgement timing of one envelope at a time; nil for an iiidea route (its
     /// runs have their own durations).
     let latency: LatencyProbe?
+    /// Taps of the envelopes this route delivers (`switchyard tap ROUTE`).
+    let tap: TapPoint
 
     init(plan: PlannedRoute, index: Int, sinks: [SinkPort], router: Router, spool: Spool?, iiidea: IiideaRunner? = nil) {
         self.plan = plan
@@ -72,6 +74,7 @@ final class RouteRuntime: @unchecked Sendable {
         self.sinks = sinks
         self.router = router
         self.iiidea = iiidea
+        tap = router.taps.point(.route(plan.name))
         latency = iiidea == nil ? LatencyProbe(histogram: router.metrics.routeLatency(route: plan.name)) : nil
         queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull, pooled: spool == nil && iiidea == nil)
         spooled = spool.map { SpooledDelivery(spool: $0) }
@@ -196,7 +199,7 @@ final class RouteRuntime: @unchecked Sendable {
     func transformed(_ envelope: Envelope) -> Envelope? {
         // A plain route neither looks inside nor changes the envelope: no scope to build.
         if plan.condition == nil, plan.transform == nil {
-            if router.taps.isActive { router.taps.publish(.route(name), envelope) }
+            if tap.isActive { tap.publish(envelope) }
             return envelope
         }
         var scope = EnvelopeScope(envelope)
@@ -205,7 +208,7 @@ final class RouteRuntime: @unchecked Sendable {
             return nil
         }
         let output = plan.transform.map { $0.apply(&scope) } ?? envelope
-        if router.taps.isActive { router.taps.publish(.route(name), output) }
+        if tap.isActive { tap.publish(output) }
         return output
     }
 

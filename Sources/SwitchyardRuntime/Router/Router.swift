@@ -113,7 +113,9 @@ public final class Router: Sendable {
     func makeInstance(_ planned: PlannedInstance) -> InstanceRuntime {
         let instance = InstanceRuntime(
             name: planned.name, plugin: planned.plugin, config: planned.config, logLevel: planned.logLevel, router: self, logger: logger)
-        instance.sources = planned.ports.filter { $0.direction == .source }.map { SourcePort(name: $0.name, instance: planned.name) }
+        instance.sources = planned.ports.filter { $0.direction == .source }.map {
+            SourcePort(name: $0.name, instance: planned.name, tap: taps.point(.port(planned.name + "." + $0.name)))
+        }
         return instance
     }
 

@@ -1,0 +1,107 @@
+import SwitchyardABI
+import SwitchyardCore
+import Synchronization
+import Testing
+
+@testable import SwitchyardRuntime
+
+/// Taps in the running router: what a reader gets, what a slow reader loses, and that a tap
+/// ends with its reader.
+@Suite(.timeLimit(.minutes(1)))
+struct TapRegistryTests {
+    private static func graph(_ prefix: String) -> String {
+        """
+        instances:
+          \(prefix)Src: { plugin: fake }
+          \(prefix)Snk: { plugin: fake }
+        routes:
+          - { name: tapped, from: \(prefix)Src.out, to: \(prefix)Snk.any }
+        """
+    }
+
+    @Test func aRouteTapGetsWhatTheRouteDeliversAndItsConditionFilters() async throws {
+        let source = FakeInstance.register("tapASrc")
+        FakeInstance.register("tapASnk")
+        let router = Router(plan: try plan(Self.graph("tapA")), logger: quietLogger)
+        try router.start()
+        defer { router.shutdown(drainTimeout: .seconds(5)) }
+        let all = try router.tap(.route("tapped"), when: nil)
+        let later = try router.tap(.port("tapASrc.out"), when: "body.x > 3")
+        #expect(router.routes[0].tap.isActive)
+        for x in 1...6 { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
+        var seen: [Int] = []
+        for await envelope in all {
+            seen.append(try JSONValue(parsing: envelope.body)["x"]?.intValue ?? -1)
+            if seen.count == 6 { break }
+        }
+        #expect(seen == [1, 2, 3, 4, 5, 6])
+        var odds: [Int] = []
+        for await envelope in later {
+            odds.append(try JSONValue(parsing: envelope.body)["x"]?.intValue ?? -1)
+            if odds.count == 3 { break }
+        }
+        #expect(odds == [4, 5, 6])
+    }
+
+    @Test func aSlowReaderLosesTheOldestAndATapEndsWithItsReader() async throws {
+        let source = FakeInstance.register("tapBSrc")
+        FakeInstance.register("tapBSnk")
+        let router = Router(plan: try plan(Self.graph("tapB")), logger: quietLogger)
+        try router.start()
+        defer { router.shutdown(drainTimeout: .seconds(5)) }
+        let route = router.routes[0]
+        do {
+            let stream = try router.tap(.route("tapped"), when: nil, rate: TapRegistry.maximumRate)
+            let total = TapRegistry.buffer + 500
+            for x in 1...total { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
+            #expect(waitUntil { route.counters.processed.load(ordering: .relaxed) == total })
+            var first: Int?
+            var count = 0
+            for await envelope in stream {
+                if first == nil { first = try JSONValue(parsing: envelope.body)["x"]?.intValue }
+                count += 1
+                if count == TapRegistry.buffer { break }
+            }
+            #expect(first == 501)
+        }
+        // The stream is gone: the route no longer pays for it, and every tap slot is free.
+        #expect(!route.tap.isActive)
+        let taps = try (0..<TapRegistry.limit).map { _ in try router.tap(.route("tapped"), when: nil) }
+        #expect(throws: RouterError.self) { try router.tap(.route("tapped"), when: nil) }
+        _ = taps
+    }
+
+    /// Over its rate a tap only counts: a busy route keeps its throughput.
+    @Test func aTapTakesAtMostItsRateAndCountsTheRest() async throws {
+        let source = FakeInstance.register("tapCSrc")
+        FakeInstance.register("tapCSnk")
+        let router = Router(plan: try plan(Self.graph("tapC")), logger: quietLogger)
+        try router.start()
+        defer { router.shutdown(drainTimeout: .seconds(5)) }
+        // Two a second: one per half-second window.
+        let stream = try router.tap(.route("tapped"), when: nil, rate: 2)
+        for x in 1...10 { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
+        #expect(waitUntil { router.routes[0].counters.processed.load(ordering: .relaxed) == 10 })
+        var iterator = stream.makeAsyncIterator()
+        let first = await iterator.next()
+        #expect(try first.map { try JSONValue(parsing: $0.body)["x"]?.intValue } == 1)
+        #expect(stream.takeSkipped() == 9)
+        // A later window takes again: envelopes keep coming until the reader gets one.
+        let received = Atomic<Int>(0)
+        let reader = Task { [iterator] in
+            var iterator = iterator
+            let next = await iterator.next()
+            received.store(try next.map { try JSONValue(parsing: $0.body)["x"]?.intValue ?? -1 } ?? -1, ordering: .relaxed)
+        }
+        var x = 11
+        #expect(
+            waitUntil(timeout: .seconds(5)) {
+                if received.load(ordering: .relaxed) != 0 { return true }
+                x += 1
+                return source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) != SY_OK
+            })
+        try await reader.value
+        #expect(received.load(ordering: .relaxed) > 11)
+        #expect(throws: RouterError.self) { try router.tap(.route("tapped"), when: nil, rate: 0) }
+    }
+}
