@@ -46,21 +46,20 @@ struct GraphTest: ParsableCommand {
             return RedactingLogHandler(inner: handler)
         }
         let logger = Logger(label: "switchyard.test")
-        let files: [String]
+        let testFiles: [String]
         do {
-            files = try GraphTestFiles.list(tests)
+            testFiles = try GraphTestFiles.list(tests)
         } catch {
             printError("error: \(error)")
             throw ExitCode(1)
         }
         var suites: [GraphTestSuite] = []
-        for file in files { suites.append(runFile(file, logger: logger)) }
+        for file in testFiles { suites.append(runFile(file, logger: logger)) }
         let passed = suites.reduce(0) { $0 + $1.outcomes.filter(\.passed).count }
         let failed = suites.reduce(0) { $0 + $1.outcomes.count - $1.outcomes.filter(\.passed).count }
         let broken = suites.filter { $0.error != nil }.count
-        print(
-            "\(passed) passed, \(failed) failed"
-                + (broken > 0 ? ", \(broken) file\(broken == 1 ? "" : "s") not run" : "") + " (\(files.count) file\(files.count == 1 ? "" : "s"))")
+        func files(_ count: Int) -> String { count == 1 ? "1 file" : "\(count) files" }
+        print("\(passed) passed, \(failed) failed" + (broken > 0 ? ", \(files(broken)) not run" : "") + " (\(files(testFiles.count)))")
         if let junit {
             do {
                 try Data(GraphTestSuite.junit(suites).utf8).write(to: URL(fileURLWithPath: junit))
@@ -93,7 +92,7 @@ struct GraphTest: ParsableCommand {
         let runner = GraphTestRunner(plan: plan, logger: logger)
         for testCase in file.cases where filter.map({ testCase.name.contains($0) }) ?? true {
             let outcome = runner.run(testCase)
-            let seconds = String(format: "%.2fs", Double(outcome.duration.components.seconds) + Double(outcome.duration.components.attoseconds) * 1e-18)
+            let seconds = String(format: "%.2fs", GraphTestSuite.seconds(outcome.duration))
             if outcome.passed {
                 print("  PASS \(testCase.name) (\(seconds))")
             } else {
@@ -165,6 +164,11 @@ struct GraphTestSuite {
         return copy
     }
 
+    /// `duration` in seconds.
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+    }
+
     /// The JUnit XML of `suites`: one `testsuite` per file, one `testcase` per case.
     static func junit(_ suites: [GraphTestSuite]) -> String {
         func escaped(_ text: String) -> String {
@@ -180,9 +184,7 @@ struct GraphTestSuite {
             }
             return result
         }
-        func seconds(_ duration: Duration) -> String {
-            String(format: "%.3f", Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18)
-        }
+        func seconds(_ duration: Duration) -> String { String(format: "%.3f", Self.seconds(duration)) }
         let total = suites.reduce(0) { $0 + $1.outcomes.count }
         let failures = suites.reduce(0) { $0 + $1.outcomes.filter { !$0.passed }.count }
         let errors = suites.filter { $0.error != nil }.count

@@ -29,8 +29,9 @@ enum FakePlugin {
     }
 
     private static let hostTable = HostTable.offer.withOffer { offer in
-        // The offer lists version 2 first (see HostTable.offer).
-        HostFunctions(api: offer.pointee.host_tables[0]!.assumingMemoryBound(to: sy_host_api_v2.self).pointee)
+        // The offer lists version 2 first (see HostTable.offer), always present.
+        guard let versionTwo = offer.pointee.host_tables[0] else { return HostFunctions(api: sy_host_api_v2()) }
+        return HostFunctions(api: versionTwo.assumingMemoryBound(to: sy_host_api_v2.self).pointee)
     }
 
     static let table: PluginTable = {

@@ -60,7 +60,7 @@ struct GraphTestVerdict {
                 guard !differences.isEmpty else { continue }
                 lines.append("  \(number) (expected at \(expected.location)), from input #\(delivery.input + 1):")
                 lines += differences.map { "    " + $0 }
-                lines.append("  got: \(Self.describe(delivery.envelope))")
+                lines.append("    got: \(Self.describe(delivery.envelope))")
             case (let expected?, nil):
                 lines.append("  \(number) missing: nothing arrived for the envelope expected at \(expected.location)")
             case (nil, let delivery?):
@@ -161,7 +161,7 @@ enum JSONMatch {
         guard let actual else { return ["\(path): absent, expected \(Redaction.redact(expected.serialized()))"] }
         switch (expected, actual) {
         case (.object(let want), .object(let have)):
-            return want.keys.sorted().flatMap { missing(want[$0]!, in: have[$0], at: path + "." + $0) }
+            return want.sorted { $0.key < $1.key }.flatMap { missing($0.value, in: have[$0.key], at: path + "." + $0.key) }
         case (.array(let want), .array(let have)) where want.count == have.count:
             return want.indices.flatMap { missing(want[$0], in: have[$0], at: path + "[\($0)]") }
         default:
