@@ -199,4 +199,49 @@ struct GraphTestTests {
             errors.contains("\(file):6:25: error: sinks.log.write must be one of accept, reject, retry, refuse, fail"), "\(result.errors)")
         #expect(result.output.contains("0 passed, 0 failed, 1 file not run"), "\(result.output)")
     }
+
+    @Test func httpPiecesNeverCallOutAndSinksCanRetryFailOrRefuse() throws {
+        let sandbox = try Sandbox(plugins: ["core"])
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 1h } }
+              out:   { plugin: core, console: { format: body } }
+              log:   { plugin: core, file: { path: "never-written.jsonl" } }
+            routes:
+              - { name: durable, from: clock.tick, delivery: at-least-once, retry: { attempts: 3, backoff: 10ms }, to: log.write }
+              - { name: plain, from: clock.tick, to: out.print }
+            iiideas:
+              - id: weather
+                trigger: { port: clock.tick }
+                service: { piece: http, preferences: { url: "https://weather.invalid/now?c={{body.count}}" } }
+                action: { port: out.print }
+            """)
+        try """
+        tests:
+          - name: the http piece answers as the test says, retries end in a dead letter
+            sinks: { log.write: retry }
+            services: { weather: { sunny: true } }
+            input:
+              - { port: clock.tick, body: { count: 1, time: a } }
+            order: any
+            expect:
+              out.print:
+                - { type: core.Tick }
+                - { body: { sunny: true }, headers: { iiidea.id: weather } }
+              log.write: [ {}, {}, {} ]
+            dead_letters: { durable: 1 }
+          - name: failing and refusing sinks
+            sinks: { log.write: fail, out.print: refuse }
+            input:
+              - { port: clock.tick, body: { count: 1, time: a } }
+            expect:
+              log.write: [ {}, {}, {} ]
+              out.print: [ {}, {} ]
+            dead_letters: { durable: 1 }
+        """.write(to: sandbox.root.appendingPathComponent("graph.yaml"), atomically: true, encoding: .utf8)
+        let result = try RouterProcess.runToExit(["test", "graph.yaml", "routes", "--plugins", sandbox.plugins.path], in: sandbox.root)
+        #expect(result.status == 0, "\(result.output)\n\(result.errors)")
+        #expect(result.output.contains("2 passed, 0 failed (1 file)"), "\(result.output)")
+    }
 }

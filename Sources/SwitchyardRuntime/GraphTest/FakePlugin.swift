@@ -17,6 +17,36 @@ enum FakePlugin {
             table: table)
     }
 
+    /// The stand-in instance that answers for every `http` service piece (the real piece would
+    /// call out): its service port `http` answers with the test's `services: {IIIDEA: …}`.
+    static let httpInstance = "switchyard-test-http"
+
+    /// The plugin of ``httpInstance``: one service port.
+    static let httpStandIn: LoadedPlugin? = {
+        let manifest = #"{"name": "switchyard-test", "version": "1", "ports": [{"name": "http", "direction": "service", "types": ["*"]}]}"#
+        guard let parsed = try? PluginManifest(parsing: Array(manifest.utf8)), let schema = try? Schema(json: parsed.config) else {
+            return nil
+        }
+        return LoadedPlugin(path: "(switchyard test)", abiVersion: SY_ABI_VERSION_2, manifest: parsed, configSchema: schema, table: table)
+    }()
+
+    /// `plan` with every `http` service piece answered by ``httpInstance`` instead.
+    static func withoutHTTP(_ plan: GraphPlan, config: JSONValue) -> GraphPlan {
+        var plan = plan
+        var replaced = false
+        for index in plan.iiideas.indices {
+            guard case .http(_, let timeout, _) = plan.iiideas[index].service else { continue }
+            plan.iiideas[index].service = .plugin(PortReference(instance: httpInstance, port: "http"), preferences: .null, timeout: timeout)
+            replaced = true
+        }
+        guard replaced, let plugin = httpStandIn else { return plan }
+        plan.instances.append(
+            PlannedInstance(
+                name: httpInstance, plugin: plugin, config: config, ports: plugin.manifest.ports, declaredPorts: plugin.manifest.ports,
+                location: SourceLocation(file: "(switchyard test)", line: 1, column: 1)))
+        return plan
+    }
+
     /// The configuration a stand-in instance is created with: which session it belongs to.
     static func config(session: UInt64) -> JSONValue { ["switchyard_test_session": .int(Int(truncatingIfNeeded: session))] }
 
@@ -59,10 +89,11 @@ enum FakePlugin {
             guard let instance, let envelope, let read = EnvelopeBridge.envelope(from: envelope) else { return SY_ERR_INVALID }
             return Unmanaged<FakeInstance>.fromOpaque(instance).takeUnretainedValue().deliver(read, port: port.string, id: deliveryID)
         }
-        api.piece_execute = { instance, port, _, input, _, token in
+        api.piece_execute = { instance, port, iiidea, input, _, token in
             guard let instance else { return SY_ERR_INVALID }
             let fake = Unmanaged<FakeInstance>.fromOpaque(instance).takeUnretainedValue()
-            return fake.execute(port: port.string, input: (try? JSONValue(parsing: input.array)) ?? .null, token: token)
+            let value = (try? JSONValue(parsing: input.array)) ?? .null
+            return fake.execute(port: port.string, iiidea: iiidea.string, input: value, token: token)
         }
         return PluginTable(api: api, version: SY_ABI_VERSION_2)
     }()
@@ -132,8 +163,8 @@ final class FakeInstance: Sendable {
     }
 
     /// A service piece run: the test's answer for the port, else the input unchanged.
-    func execute(port: String, input: JSONValue, token: UInt64) -> Int32 {
-        let output = session.serviceOutput(of: name + "." + port, input: input)
+    func execute(port: String, iiidea: String, input: JSONValue, token: UInt64) -> Int32 {
+        let output = session.serviceOutput(of: name == FakePlugin.httpInstance ? iiidea : name + "." + port, input: input)
         let bytes = output.serializedBytes()
         bytes.withUnsafeBufferPointer { FakePlugin.host.piece_done?(hostContext, token, SY_OK, sy_bytes($0)) }
         return SY_OK
@@ -147,11 +178,10 @@ final class GraphTestSessions: Sendable {
     private let sessions = Mutex<[UInt64: GraphTestSession]>([:])
     private let counter = Atomic<UInt64>(0)
 
-    func register(_ session: GraphTestSession) -> UInt64 {
-        let id = counter.add(1, ordering: .relaxed).newValue
-        sessions.withLock { $0[id] = session }
-        return id
-    }
+    /// A new session id; the session is registered under it once its plan is made.
+    func reserve() -> UInt64 { counter.add(1, ordering: .relaxed).newValue }
+
+    func register(_ session: GraphTestSession, as id: UInt64) { sessions.withLock { $0[id] = session } }
 
     func remove(_ id: UInt64) { sessions.withLock { _ = $0.removeValue(forKey: id) } }
 

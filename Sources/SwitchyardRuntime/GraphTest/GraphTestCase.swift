@@ -30,7 +30,8 @@ public struct GraphTestCase: Sendable {
     public var ordered = true
     /// `sinks:`: how a sink port answers (default: it takes everything).
     public var sinks: [String: SinkBehaviour] = [:]
-    /// `services:`: what a plugin's service piece answers (default: its input).
+    /// `services:`: what a service piece answers, by `instance.port` for a plugin's and by
+    /// iiidea id for an `http` piece (which never calls out here); default: its input.
     public var services: [String: JSONValue] = [:]
     /// `enable:`: iiideas switched on before the inputs (e.g. ones declared `enabled: false`).
     public var enable: [String] = []
