@@ -76,7 +76,13 @@ struct GraphTest: ParsableCommand {
         var suite = GraphTestSuite(file: path)
         let text: String
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            defer { try? handle.close() }
+            let bytes = try handle.read(upToCount: GraphTestFiles.maximumBytes + 1) ?? Data()
+            guard bytes.count <= GraphTestFiles.maximumBytes else {
+                return suite.failing("\(path) is larger than \(GraphTestFiles.maximumBytes / (1024 * 1024)) MiB")
+            }
+            text = String(decoding: bytes, as: UTF8.self)
         } catch {
             return suite.failing("cannot read \(path): \(error)")
         }
@@ -119,6 +125,9 @@ struct GraphTest: ParsableCommand {
 
 /// Finding test files and their route files.
 enum GraphTestFiles {
+    /// The largest test file read.
+    static let maximumBytes = 4 << 20
+
     struct Problem: Error, CustomStringConvertible {
         var description: String
     }

@@ -148,7 +148,7 @@ final class FakeInstance: Sendable {
         let behaviour = session.behaviour(of: qualified)
         switch behaviour {
         case .refuse:
-            session.record(.init(port: qualified, envelope: envelope, outcome: .refusedInvalid("refused by the test")))
+            session.record(.init(port: qualified, envelope: envelope, outcome: .refusedByTest))
             return SY_ERR_INVALID
         case .fail:
             session.record(.init(port: qualified, envelope: envelope, outcome: .failed))

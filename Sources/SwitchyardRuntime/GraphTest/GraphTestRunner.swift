@@ -42,7 +42,36 @@ public struct GraphTestRunner: Sendable {
         return outcome
     }
 
+    /// Names in the case that are not in the graph (a misspelt port would otherwise only show
+    /// as "expected 1 envelope, got 0").
+    private func unknownNames(in testCase: GraphTestCase) -> [String] {
+        func has(_ port: String, _ direction: PortDirection) -> Bool {
+            guard let reference = PortReference(port) else { return false }
+            return plan.instances.contains { instance in
+                instance.name == reference.instance && instance.ports.contains { $0.name == reference.port && $0.direction == direction }
+            }
+        }
+        var problems: [String] = []
+        for expectation in testCase.expectations where !has(expectation.port.description, .sink) {
+            problems.append("expect (\(expectation.location)): \(expectation.port) is not a sink port of this graph")
+        }
+        for port in testCase.sinks.keys.sorted() where !has(port, .sink) {
+            problems.append("sinks: \(port) is not a sink port of this graph")
+        }
+        let iiideas = Set(plan.iiideas.map(\.id))
+        for name in testCase.services.keys.sorted() where !has(name, .service) && !iiideas.contains(name) {
+            problems.append("services: \(name) is neither a service port nor an iiidea of this graph")
+        }
+        let routes = Set(plan.routes.map(\.name))
+        for expected in testCase.deadLetters where !routes.contains(expected.route) {
+            problems.append("dead_letters (\(expected.location)): no route is named '\(expected.route)'")
+        }
+        return problems
+    }
+
     private func execute(_ testCase: GraphTestCase) -> [String] {
+        let unknown = unknownNames(in: testCase)
+        guard unknown.isEmpty else { return unknown }
         let sessionID = GraphTestSessions.shared.reserve()
         var testPlan = FakePlugin.withoutHTTP(plan, config: FakePlugin.config(session: sessionID))
         for index in plan.instances.indices {

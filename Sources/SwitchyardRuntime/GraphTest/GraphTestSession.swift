@@ -10,8 +10,10 @@ struct CapturedDelivery: Sendable {
         case taken
         /// Taken and acknowledged with this outcome (the test's `reject` or `retry`).
         case acknowledged(Int32)
-        /// Refused as not what the port takes (type or schema) or by the test's `refuse`.
+        /// Refused as not what the port takes (type or schema).
         case refusedInvalid(String)
+        /// Refused with SY_ERR_INVALID because the test's `refuse` says so.
+        case refusedByTest
         /// Refused for now (the test's `fail`).
         case failed
     }
@@ -25,7 +27,7 @@ struct CapturedDelivery: Sendable {
 
     /// Whether the port refused it for its types or schema (not by the test's choice).
     var refusedAsInvalid: String? {
-        guard case .refusedInvalid(let reason) = outcome, reason != "refused by the test" else { return nil }
+        guard case .refusedInvalid(let reason) = outcome else { return nil }
         return reason
     }
 }
