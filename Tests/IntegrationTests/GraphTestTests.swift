@@ -198,6 +198,23 @@ struct GraphTestTests {
         #expect(
             errors.contains("\(file):6:25: error: sinks.log.write must be one of accept, reject, retry, refuse, fail"), "\(result.errors)")
         #expect(result.output.contains("0 passed, 0 failed, 1 file not run"), "\(result.output)")
+        // Names the graph lacks: each named where it is written.
+        try """
+        tests:
+          - name: typos
+            services: { nobody: 1 }
+            input: [ { port: clock.tick, body: { count: 1, time: a } } ]
+            expect:
+              out.prnt: []
+            dead_letters: { durabel: 0 }
+        """.write(to: sandbox.routes.appendingPathComponent("tests/graph.yaml"), atomically: true, encoding: .utf8)
+        let typos = try Self.test(sandbox)
+        #expect(typos.status == 1)
+        let lines = typos.output.split(separator: "\n").map(String.init)
+        #expect(lines.contains("    expect (\(file):6:7): out.prnt is not a sink port of this graph"), "\(typos.output)")
+        #expect(
+            lines.contains("    services (\(file):3:17): nobody is neither a service port nor an iiidea of this graph"), "\(typos.output)")
+        #expect(lines.contains("    dead_letters (\(file):7:21): no route is named 'durabel'"), "\(typos.output)")
     }
 
     @Test func httpPiecesNeverCallOutAndSinksCanRetryFailOrRefuse() throws {

@@ -39,6 +39,8 @@ public struct GraphTestCase: Sendable {
     public var disable: [String] = []
     /// `dead_letters:`: per route, how many dead letters it must have written.
     public var deadLetters: [(route: String, count: Int, location: SourceLocation)] = []
+    /// Where each key of `sinks:` and `services:` is written, for errors about them.
+    public var keyLocations: [String: SourceLocation] = [:]
     /// `timeout:`: how long the graph may take to settle after one input.
     public var timeout: Duration = .seconds(10)
 

@@ -122,10 +122,12 @@ struct GraphTestParser {
                         continue
                     }
                     testCase.sinks[member.key] = behaviour
+                    testCase.keyLocations["sinks." + member.key] = member.keyLocation
                 }
             case "services":
                 for member in members(value, of: "services", known: value.members?.map(\.key) ?? []) {
                     testCase.services[member.key] = member.value.json
+                    testCase.keyLocations["services." + member.key] = member.keyLocation
                 }
             case "enable":
                 testCase.enable = (value.elements ?? [value]).compactMap { string($0, "enable (iiidea ids)") }

@@ -51,16 +51,17 @@ public struct GraphTestRunner: Sendable {
                 instance.name == reference.instance && instance.ports.contains { $0.name == reference.port && $0.direction == direction }
             }
         }
+        func written(_ key: String) -> String { testCase.keyLocations[key].map(\.description) ?? "\(testCase.location)" }
         var problems: [String] = []
         for expectation in testCase.expectations where !has(expectation.port.description, .sink) {
             problems.append("expect (\(expectation.location)): \(expectation.port) is not a sink port of this graph")
         }
         for port in testCase.sinks.keys.sorted() where !has(port, .sink) {
-            problems.append("sinks: \(port) is not a sink port of this graph")
+            problems.append("sinks (\(written("sinks." + port))): \(port) is not a sink port of this graph")
         }
         let iiideas = Set(plan.iiideas.map(\.id))
         for name in testCase.services.keys.sorted() where !has(name, .service) && !iiideas.contains(name) {
-            problems.append("services: \(name) is neither a service port nor an iiidea of this graph")
+            problems.append("services (\(written("services." + name))): \(name) is neither a service port nor an iiidea of this graph")
         }
         let routes = Set(plan.routes.map(\.name))
         for expected in testCase.deadLetters where !routes.contains(expected.route) {
