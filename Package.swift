@@ -207,7 +207,7 @@ let package = Package(
             name: "ShoutExample",
             dependencies: ["SwitchyardPluginKit"],
             path: "examples/swift-plugin",
-            exclude: ["README.md", "routes.yaml"],
+            exclude: ["README.md", "routes.yaml", "tests"],
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
         ),
