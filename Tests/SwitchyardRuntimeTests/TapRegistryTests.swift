@@ -1,6 +1,5 @@
 import SwitchyardABI
 import SwitchyardCore
-import Synchronization
 import Testing
 
 @testable import SwitchyardRuntime
@@ -86,25 +85,20 @@ struct TapRegistryTests {
         let first = await iterator.next()
         #expect(try first.map { try JSONValue(parsing: $0.body)["x"]?.intValue } == 1)
         #expect(stream.takeSkipped() == 9)
-        // A later window takes again: envelopes keep coming until the reader gets one. The
-        // emitting loop awaits between emits, so the reader's task always gets a thread.
-        let received = Atomic<Bool>(false)
-        let reader = Task { [iterator] () -> Int? in
-            var iterator = iterator
-            defer { received.store(true, ordering: .relaxed) }
-            return try await iterator.next().map { try JSONValue(parsing: $0.body)["x"]?.intValue ?? -1 }
-        }
-        var x = 11
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !received.load(ordering: .relaxed), ContinuousClock.now < deadline {
-            #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK)
-            x += 1
-            try await Task.sleep(for: .milliseconds(2))
-        }
-        // Cancelled, a reader that got nothing ends (take() returns nil) instead of waiting on.
-        reader.cancel()
-        let taken = try await reader.value
-        #expect((taken ?? 0) > 11, "the reader got \(String(describing: taken)) after \(x - 11) more envelopes")
         #expect(throws: RouterError.self) { try router.tap(.route("tapped"), when: nil, rate: 0) }
+    }
+
+    /// The budget is refilled when a window ends (a window of zero: at every take).
+    @Test func theBudgetIsRefilledEachWindow() async throws {
+        let reader = TapReader(condition: nil, rate: 2, window: .zero)
+        for x in 1...10 { reader.offer(Envelope(type: "t.A", body: bodyA(x: x))) }
+        #expect(await reader.take()?.count == 1)
+        #expect(reader.takeSkipped() == 9)
+        // take() began a new window: its budget (at least one) takes the next envelope.
+        reader.offer(Envelope(type: "t.A", body: bodyA(x: 11)))
+        let next = await reader.take()
+        #expect(try next.map { try $0.map { try JSONValue(parsing: $0.body)["x"]?.intValue } } == [11])
+        reader.close()
+        #expect(await reader.take() == nil)
     }
 }

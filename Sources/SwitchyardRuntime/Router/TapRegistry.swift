@@ -111,8 +111,9 @@ final class TapReader: Sendable {
     }
 
     let condition: Condition?
-    /// Envelopes taken per window of ``window``.
+    /// Envelopes taken per window.
     private let perWindow: Int
+    private let window: Duration
     /// What is left of this window's budget; refilled by the reader when a window ends.
     private let budget: Atomic<Int>
     /// Envelopes passing while the budget was spent (condition not evaluated).
@@ -121,13 +122,15 @@ final class TapReader: Sendable {
     /// The reader's own: when the current window ends.
     private let windowEnd = Mutex(ContinuousClock.now)
 
+    /// How long the budget of `rate / 2` envelopes lasts.
     static let window = Duration.milliseconds(500)
 
-    init(condition: Condition?, rate: Int) {
+    init(condition: Condition?, rate: Int, window: Duration = TapReader.window) {
         self.condition = condition
-        perWindow = max(1, min(rate, TapRegistry.maximumRate) / 2)
+        self.window = window
+        perWindow = max(1, Int((Double(min(rate, TapRegistry.maximumRate)) * (window / .seconds(1))).rounded()))
         budget = Atomic(perWindow)
-        windowEnd.withLock { $0 = .now + Self.window }
+        windowEnd.withLock { $0 = .now + window }
     }
 
     /// Envelopes skipped since the last call (over the rate).
@@ -164,7 +167,7 @@ final class TapReader: Sendable {
         while true {
             let windowEnd = self.windowEnd.withLock { end in
                 if ContinuousClock.now >= end {
-                    end = .now + Self.window
+                    end = .now + window
                     budget.store(perWindow, ordering: .relaxed)
                 }
                 return end
