@@ -18,11 +18,17 @@ struct TapRegistryTests {
         """
     }
 
-    @Test func aRouteTapGetsWhatTheRouteDeliversAndItsConditionFilters() async throws {
-        let source = FakeInstance.register("tapASrc")
-        FakeInstance.register("tapASnk")
-        let router = Router(plan: try plan(Self.graph("tapA")), logger: quietLogger)
+    /// A started router of `graph(prefix)` and its source's fake; shut down by the caller.
+    private static func start(_ prefix: String) throws -> (Router, FakeInstance) {
+        let source = FakeInstance.register(prefix + "Src")
+        FakeInstance.register(prefix + "Snk")
+        let router = Router(plan: try plan(graph(prefix)), logger: quietLogger)
         try router.start()
+        return (router, source)
+    }
+
+    @Test func aRouteTapGetsWhatTheRouteDeliversAndItsConditionFilters() async throws {
+        let (router, source) = try Self.start("tapA")
         defer { router.shutdown(drainTimeout: .seconds(5)) }
         let all = try router.tap(.route("tapped"), when: nil)
         let later = try router.tap(.port("tapASrc.out"), when: "body.x > 3")
@@ -43,10 +49,7 @@ struct TapRegistryTests {
     }
 
     @Test func aSlowReaderLosesTheOldestAndATapEndsWithItsReader() async throws {
-        let source = FakeInstance.register("tapBSrc")
-        FakeInstance.register("tapBSnk")
-        let router = Router(plan: try plan(Self.graph("tapB")), logger: quietLogger)
-        try router.start()
+        let (router, source) = try Self.start("tapB")
         defer { router.shutdown(drainTimeout: .seconds(5)) }
         let route = router.routes[0]
         do {
@@ -72,10 +75,7 @@ struct TapRegistryTests {
 
     /// Over its rate a tap only counts: a busy route keeps its throughput.
     @Test func aTapTakesAtMostItsRateAndCountsTheRest() async throws {
-        let source = FakeInstance.register("tapCSrc")
-        FakeInstance.register("tapCSnk")
-        let router = Router(plan: try plan(Self.graph("tapC")), logger: quietLogger)
-        try router.start()
+        let (router, source) = try Self.start("tapC")
         defer { router.shutdown(drainTimeout: .seconds(5)) }
         // Two a second: one per half-second window.
         let stream = try router.tap(.route("tapped"), when: nil, rate: 2)
