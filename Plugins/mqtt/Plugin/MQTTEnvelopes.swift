@@ -25,7 +25,15 @@ enum MQTTEnvelopes {
             if let responseTopic = properties.responseTopic { headers.append(name: "mqtt.response_topic", value: responseTopic) }
             if let correlation = properties.correlationData { headers.append(name: "mqtt.correlation_data", value: hex(correlation)) }
             if let contentType = properties.contentType { headers.append(name: "mqtt.content_type", value: contentType) }
-            for property in properties.userProperties { headers.append(name: "mqtt.user." + property.name, value: property.value) }
+            for property in properties.userProperties {
+                // W3C trace context travels as the envelope's own headers, which the router
+                // continues and the sink plugins send on (see TraceContext).
+                if property.name == TraceContext.parentHeader || property.name == TraceContext.stateHeader {
+                    if headers[property.name] == nil { headers.append(name: property.name, value: property.value) }
+                    continue
+                }
+                headers.append(name: "mqtt.user." + property.name, value: property.value)
+            }
         }
         var envelope = Envelope(
             type: messageType,
@@ -99,18 +107,31 @@ enum MQTTEnvelopes {
         var userProperties: [MQTTUserProperty] = []
 
         init(_ headers: Headers) {
-            for header in headers where header.name.hasPrefix("mqtt.") {
+            var traceContext: [MQTTUserProperty] = []
+            for header in headers {
+                // The envelope's trace context (the router's rewritten `traceparent`) is sent
+                // as the user properties of the same names, not the `mqtt.user.` copies a
+                // relayed publish may still carry.
+                if header.name == TraceContext.parentHeader || header.name == TraceContext.stateHeader {
+                    if !traceContext.contains(where: { $0.name == header.name }) {
+                        traceContext.append(MQTTUserProperty(name: header.name, value: header.value))
+                    }
+                    continue
+                }
+                guard header.name.hasPrefix("mqtt.") else { continue }
                 switch header.name {
                 case "mqtt.topic": topic = topic ?? header.value
                 case "mqtt.qos": qos = qos ?? header.value
                 case "mqtt.retain": retain = retain ?? header.value
                 case "mqtt.response_topic": responseTopic = responseTopic ?? header.value
                 case "mqtt.correlation_data": correlationData = correlationData ?? header.value
+                case "mqtt.user." + TraceContext.parentHeader, "mqtt.user." + TraceContext.stateHeader: break
                 case let name where name.hasPrefix("mqtt.user."):
                     userProperties.append(MQTTUserProperty(name: String(name.dropFirst("mqtt.user.".count)), value: header.value))
                 default: break
                 }
             }
+            userProperties += traceContext
         }
     }
 

@@ -49,6 +49,21 @@ enum PushEnvelopes {
             body: JSONValue.object(body).serializedBytes())
     }
 
+    /// The W3C trace context headers (`traceparent`, `tracestate`) of an HTTP request, as
+    /// `field` reads them, copied into `envelope`'s headers of the same names; the router
+    /// checks them (a malformed one is ignored there). Longer values are not taken.
+    static func carryTraceContext(into envelope: inout Envelope, from field: (String) -> String?) {
+        for name in [TraceContext.parentHeader, TraceContext.stateHeader] {
+            guard let value = field(name), value.utf8.count <= TraceContext.maximumStateLength else { continue }
+            envelope.headers[name] = value
+        }
+    }
+
+    /// The trace context headers of a delivered envelope, to send on with the FCM request.
+    static func traceContext(of envelope: Envelope) -> [(name: String, value: String)] {
+        [TraceContext.parentHeader, TraceContext.stateHeader].compactMap { name in envelope.headers[name].map { (name, $0) } }
+    }
+
     /// A registry record as the token endpoints answer it.
     static func json(_ record: PushTokenRecord) -> JSONValue {
         var fields: [String: JSONValue] = [

@@ -19,6 +19,10 @@ enum SIPEnvelopes {
         "accept", "supported", "require", "proxy-require", "user-agent", "server",
     ]
 
+    /// The W3C trace context header fields, carried as the envelope's headers of the same
+    /// names rather than as `sip.header.*`.
+    static let traceContextHeaders = [TraceContext.parentHeader, TraceContext.stateHeader]
+
     /// An incoming MESSAGE as a `sip.Message` envelope: the body as it came, with its content
     /// type; the sender as subject; addresses and the other header fields as `sip.*` headers.
     static func envelope(for request: SIPMessage) -> Envelope {
@@ -34,6 +38,14 @@ enum SIPEnvelopes {
         let contentType = request.headers["Content-Type"] ?? "text/plain"
         headers.append(name: "sip.content_type", value: contentType)
         for field in request.headers.fields where !protocolHeaders.contains(field.name.lowercased()) {
+            // W3C trace context becomes the envelope's own headers (the router checks and
+            // continues it); a longer value than trace context allows is not taken.
+            if let traceHeader = traceContextHeaders.first(where: { field.name.lowercased() == $0 }) {
+                if headers[traceHeader] == nil, field.value.utf8.count <= TraceContext.maximumStateLength {
+                    headers.append(name: traceHeader, value: field.value)
+                }
+                continue
+            }
             headers.append(name: "sip.header." + field.name, value: field.value)
         }
         return Envelope(type: messageType, subject: fromURI, headers: headers, contentType: contentType, body: request.body)
@@ -77,7 +89,13 @@ enum SIPEnvelopes {
         var body = envelope.body
         var headers: [(name: String, value: String)] = envelope.headers.fields.compactMap { field in
             guard field.name.hasPrefix("sip.header.") else { return nil }
-            return (String(field.name.dropFirst("sip.header.".count)), field.value)
+            let name = String(field.name.dropFirst("sip.header.".count))
+            // The envelope's own trace context (below) is the current one, not a relayed copy.
+            guard !traceContextHeaders.contains(name.lowercased()) else { return nil }
+            return (name, field.value)
+        }
+        for name in traceContextHeaders {
+            if let value = envelope.headers[name] { headers.append((name, value)) }
         }
         if envelope.type == sendType {
             let send = envelope.decodedBody()

@@ -46,7 +46,8 @@ public struct GraphValidator: Sendable {
                 instances: instances, routes: routes, types: registry, spoolPath: config.spoolPath?.value,
                 spoolSync: config.spoolSync?.value ?? .full,
                 adminListen: config.adminListen?.value, adminToken: config.adminToken?.value,
-                adminAllowedHosts: config.adminAllowedHosts, iiideas: iiideas, iiideaTemplates: config.iiideaTemplates,
+                adminAllowedHosts: config.adminAllowedHosts, tracing: config.tracing, iiideas: iiideas,
+                iiideaTemplates: config.iiideaTemplates,
                 iiideaHistory: config.iiideaHistory,
                 notes: settlementNotes(routes, instances: instances).map { $0.redacting(config.secrets) }), []
         )

@@ -157,6 +157,18 @@ final class InstanceRuntime: @unchecked Sendable {
         if envelope.id.isEmpty { envelope.id = ULID.next(unixNanos: envelope.time) }
         envelope.source = port.qualifiedName
         envelope.trace.append(name)
+        if let tracing = router.tracing {
+            let span = tracing.received(&envelope, on: port.qualifiedName)
+            defer { span.end() }
+            return hand(envelope, from: port, to: routes, settleToken: settleToken)
+        }
+        return hand(envelope, from: port, to: routes, settleToken: settleToken)
+    }
+
+    /// The rest of ``emit(port:settleToken:read:)``: counts the stamped envelope and queues it on
+    /// every route of `port`.
+    @inline(__always)
+    private func hand(_ envelope: consuming Envelope, from port: SourcePort, to routes: [RouteRuntime], settleToken: UInt64) -> Int32 {
         counters.emitted.add(1, ordering: .relaxed)
         port.emitted.add(1, ordering: .relaxed)
         if router.taps.isActive { router.taps.publish(.port(port.qualifiedName), envelope) }
@@ -237,6 +249,7 @@ final class InstanceRuntime: @unchecked Sendable {
 
     /// The host's `ack`.
     func acknowledge(deliveryID: UInt64, outcome: Int32, reason: sy_bytes) {
+        if let tracing = router.tracing { tracing.acknowledged(deliveryID, outcome: outcome, reason: reason) }
         // The in-flight count drops last, after the source is told (settled): a shutdown that
         // sees it reach zero and stops the source must find the source's confirmation already
         // handed over (an MQTT PUBACK queued before the DISCONNECT).

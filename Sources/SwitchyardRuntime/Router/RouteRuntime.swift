@@ -164,7 +164,12 @@ final class RouteRuntime: @unchecked Sendable {
     /// backpressure: the route queue fills and emits on `block` routes are refused until the
     /// sink has room. Gives up only when the sink instance stops.
     func deliverUnlessFull(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64) -> Int32? {
-        let status = sink.instance.deliver(envelope, port: sink, deliveryID: deliveryID)
+        let status =
+            if let tracing = router.tracing {
+                tracing.deliver(envelope, route: name, to: sink, deliveryID: deliveryID)
+            } else {
+                sink.instance.deliver(envelope, port: sink, deliveryID: deliveryID)
+            }
         guard status == SY_ERR_FULL || status == SY_ERR_STOPPED, sink.instance.accepting.load(ordering: .relaxed) else {
             return status
         }
@@ -190,6 +195,13 @@ final class RouteRuntime: @unchecked Sendable {
     /// Applies `when:` and the transform; `nil` (counted as filtered) when the condition
     /// rejects the envelope.
     func transformed(_ envelope: Envelope) -> Envelope? {
+        if let tracing = router.tracing { return tracing.routed(envelope, route: name) { untracedTransformed($0) } }
+        return untracedTransformed(envelope)
+    }
+
+    /// ``transformed(_:)`` outside a span.
+    @inline(__always)
+    private func untracedTransformed(_ envelope: Envelope) -> Envelope? {
         // A plain route neither looks inside nor changes the envelope: no scope to build.
         if plan.condition == nil, plan.transform == nil {
             if router.taps.isActive { router.taps.publish(.route(name), envelope) }

@@ -53,12 +53,13 @@ final class FCMSender: Sendable {
         }
         inFlight.add(1, ordering: .relaxed)
         let key = nextTask.add(1, ordering: .relaxed).newValue
+        let traceContext = PushEnvelopes.traceContext(of: envelope)
         let task = Task {
             var outcome = DeliveryOutcome.ok
             var reasons: [String] = []
             var delivered = 0
             for message in messages {
-                let result = await self.send(message)
+                let result = await self.send(message, traceContext: traceContext)
                 switch result {
                 case .sent: delivered += 1
                 case .failed(let error, let retryable):
@@ -139,10 +140,13 @@ final class FCMSender: Sendable {
         case unregistered(String)
     }
 
-    private func send(_ message: FCMMessage) async -> Result {
+    /// Sends one message; `traceContext` (the envelope's `traceparent` and `tracestate`) goes
+    /// with it as HTTP headers.
+    private func send(_ message: FCMMessage, traceContext: [(name: String, value: String)]) async -> Result {
         var request = HTTPClientRequest(url: "\(settings.baseURL)/v1/projects/\(project)/messages:send")
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
+        for header in traceContext { request.headers.add(name: header.name, value: header.value) }
         var body: [String: JSONValue] = ["message": message.json]
         if settings.validateOnly { body["validate_only"] = true }
         let bytes = JSONValue.object(body).serializedBytes()

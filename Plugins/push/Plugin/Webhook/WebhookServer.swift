@@ -179,7 +179,8 @@ final class WebhookServer: Sendable {
         if send.validateOnly {
             return Self.json(200, ["name": .string("projects/\(project)/messages/fake_message_id")])
         }
-        let envelope = PushEnvelopes.dataMessage(send.message, project: project, requestID: Self.header(request, WebhookSignature.idHeader))
+        var envelope = PushEnvelopes.dataMessage(send.message, project: project, requestID: Self.header(request, WebhookSignature.idHeader))
+        PushEnvelopes.carryTraceContext(into: &envelope) { Self.header(request, $0) }
         return await submit(envelope, request) { ["name": .string("projects/\(project)/messages/\($0)")] }
     }
 
@@ -201,7 +202,8 @@ final class WebhookServer: Sendable {
         } catch {
             return refuse(error, request)
         }
-        let envelope = PushEnvelopes.dataMessage(message, project: nil, requestID: Self.header(request, WebhookSignature.idHeader))
+        var envelope = PushEnvelopes.dataMessage(message, project: nil, requestID: Self.header(request, WebhookSignature.idHeader))
+        PushEnvelopes.carryTraceContext(into: &envelope) { Self.header(request, $0) }
         return await submit(envelope, request) { ["id": .string($0)] }
     }
 

@@ -1,0 +1,151 @@
+import Foundation
+import Testing
+
+/// Tracing (issue 23) through the router binary: a W3C `traceparent` user property on an MQTT 5
+/// publish reaches the FCM request of the push sender as its `traceparent` header, and the
+/// router's spans, exported over OTLP/HTTP to `otlp_receiver.py` (which checks the protobuf
+/// payloads with the OpenTelemetry schema), join that one trace.
+@Suite(.timeLimit(.minutes(3)))
+struct TracingTests {
+    static let clientID = "switchyard-trace"
+    static let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+    static let publisherSpanID = "00f067aa0ba902b7"
+    static var incoming: String { "00-\(traceID)-\(publisherSpanID)-01" }
+
+    /// The OTLP/HTTP receiver, with the spans and refusals it reports.
+    final class Receiver {
+        private let server: PythonServer
+        var baseURL: String { "http://127.0.0.1:\(server.port)" }
+
+        init(in sandbox: Sandbox) throws {
+            let script = BuildProducts.packageRoot.appendingPathComponent("Tests/IntegrationTests/Support/otlp_receiver.py").path
+            let portFile = sandbox.path("otlp.port")
+            server = try PythonServer(arguments: [script, portFile], portFile: portFile, what: "the OTLP receiver")
+        }
+
+        func stop() { server.stop() }
+
+        /// The spans exported so far.
+        func spans() throws -> [[String: Any]] {
+            let answer = try HTTPExchange.send(baseURL + "/control/spans")
+            return (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [[String: Any]] ?? []
+        }
+
+        /// Every export the receiver refused, and why.
+        func errors() throws -> [String] {
+            let answer = try HTTPExchange.send(baseURL + "/control/errors")
+            return (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [String] ?? []
+        }
+    }
+
+    /// `00-TRACE-PARENT-FLAGS` split into its four fields, or nil.
+    static func fields(_ traceparent: String?) -> [String]? {
+        guard let parts = traceparent?.split(separator: "-").map(String.init), parts.count == 4 else { return nil }
+        guard parts[1].count == 32, parts[2].count == 16 else { return nil }
+        return parts
+    }
+
+    @Test func aTraceparentOnAnMQTTPublishReachesThePushRequestThroughTheRoutersSpans() throws {
+        let broker = try Mosquitto()
+        let sandbox = try Sandbox()
+        let endpoint = try FCMEndpoint(in: sandbox)
+        defer { endpoint.stop() }
+        let receiver = try Receiver(in: sandbox)
+        defer { receiver.stop() }
+        for plugin in ["core", "mqtt", "push"] { try sandbox.installPlugin(plugin) }
+        try sandbox.writeRoutes(
+            """
+            tracing: { otlp_endpoint: "\(receiver.baseURL)", service_name: switchyard-trace-test }
+            instances:
+              broker: { plugin: mqtt, url: "\(broker.url)", client_id: \(Self.clientID), subscriptions: [ { topic: "alerts/#", qos: 1 } ] }
+              push:
+                plugin: push
+                listen: "127.0.0.1:0"
+                auth: { bearer_token: "app-token" }
+                registry: "\(sandbox.path("tokens.db"))"
+                fcm: { service_account: "\(endpoint.serviceAccountFile)", base_url: "\(endpoint.baseURL)" }
+            routes:
+              - { name: alerts, from: broker.messages, to: push.send }
+            """)
+        // A short batch delay: the spans are also flushed at shutdown, which the test relies on.
+        let router = try RouterProcess(
+            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root,
+            environment: ["OTEL_BSP_SCHEDULE_DELAY": "100"])
+        broker.waitForLog("Sending SUBACK to \(Self.clientID)")
+        try broker.publish(
+            topic: "alerts/door", message: #"{"token": "abc", "data": {"door": "open"}}"#, qos: 1, version: "mqttv5",
+            arguments: ["-D", "publish", "user-property", "traceparent", Self.incoming])
+        router.waitUntil("the push request") { (try? endpoint.sends().count) == 1 }
+        // Hostile input: malformed trace contexts start new traces and are logged once.
+        for (index, malformed) in ["00-not-hex-01", "00-\(Self.traceID)-0000000000000000-01"].enumerated() {
+            try broker.publish(
+                topic: "alerts/window", message: #"{"token": "t\#(index)", "data": {"window": "open"}}"#, qos: 1, version: "mqttv5",
+                arguments: ["-D", "publish", "user-property", "traceparent", malformed])
+        }
+        router.waitUntil("three push requests") { (try? endpoint.sends().count) == 3 }
+        let sends = try endpoint.sends()
+        #expect(sends.map(\.verdict) == ["ok", "ok", "ok"])
+        let first = try #require(sends.first { $0.message?["token"] as? String == "abc" })
+        let sent = try #require(Self.fields(first.traceparent), "traceparent of the push request: \(first.traceparent ?? "none")")
+        #expect(sent[0] == "00" && sent[1] == Self.traceID && sent[3] == "01", "\(sent)")
+        #expect(sent[2] != Self.publisherSpanID, "the router's delivery span is the request's parent")
+        for other in sends where other.message?["token"] as? String != "abc" {
+            let fields = try #require(Self.fields(other.traceparent), "\(other.traceparent ?? "none")")
+            #expect(fields[1] != Self.traceID && fields[1] != String(repeating: "0", count: 32), "a new trace: \(fields)")
+        }
+        #expect(router.occurrences(of: "malformed traceparent ignored") == 1, "\(router.standardError)")
+        // Graceful shutdown drains the router, then flushes its spans.
+        #expect(router.stop() == 0, "\(router.standardError)")
+        #expect(try receiver.errors().isEmpty, "\(try receiver.errors())")
+        let spans = try receiver.spans().filter { $0["trace_id"] as? String == Self.traceID }
+        let names = spans.compactMap { $0["name"] as? String }.sorted()
+        #expect(names == ["deliver push.send", "receive broker.messages", "route alerts"], "\(spans)")
+        #expect(spans.allSatisfy { $0["service"] as? String == "switchyard-trace-test" }, "\(spans)")
+        let receive = try #require(spans.first { $0["name"] as? String == "receive broker.messages" })
+        let route = try #require(spans.first { $0["name"] as? String == "route alerts" })
+        let deliver = try #require(spans.first { $0["name"] as? String == "deliver push.send" })
+        #expect(receive["parent_span_id"] as? String == Self.publisherSpanID)
+        #expect(receive["kind"] as? String == "SPAN_KIND_CONSUMER")
+        #expect(route["parent_span_id"] as? String == receive["span_id"] as? String)
+        #expect(deliver["parent_span_id"] as? String == route["span_id"] as? String)
+        #expect(deliver["kind"] as? String == "SPAN_KIND_PRODUCER")
+        #expect(deliver["span_id"] as? String == sent[2], "the push request's parent is the delivery span")
+        #expect(deliver["status"] as? String != "STATUS_CODE_ERROR", "\(deliver)")
+        #expect((deliver["attributes"] as? [String: Any])?["switchyard.route"] as? String == "alerts")
+        // The malformed contexts' envelopes were traced too, each as a trace of its own.
+        let others = Set(try receiver.spans().compactMap { $0["trace_id"] as? String }).subtracting([Self.traceID])
+        #expect(others.count == 2, "\(others)")
+    }
+
+    @Test func withoutTracingTheTraceparentPassesThroughUnchanged() throws {
+        let broker = try Mosquitto()
+        let sandbox = try Sandbox()
+        for plugin in ["core", "mqtt"] { try sandbox.installPlugin(plugin) }
+        try sandbox.writeRoutes(
+            """
+            instances:
+              broker: { plugin: mqtt, url: "\(broker.url)", client_id: \(Self.clientID), subscriptions: [ { topic: "in/#", qos: 1 } ] }
+            routes:
+              - name: relay
+                from: broker.messages
+                map: { topic: "out/relayed", payload: "{{body}}", qos: 1 }
+                type: mqtt.Publish
+                to: broker.publish
+                loop: allow
+            """)
+        let subscriber = try MosquittoSubscriber(broker, topic: "out/#", qos: 1, version: "mqttv5", format: "%P|%p")
+        defer { subscriber.stop() }
+        let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        broker.waitForLog("Sending SUBACK to \(Self.clientID)")
+        try broker.publish(
+            topic: "in/a", message: "hello", qos: 1, version: "mqttv5",
+            arguments: [
+                "-D", "publish", "user-property", "traceparent", Self.incoming, "-D", "publish", "user-property", "tracestate", "vendor=1",
+                "-D", "publish", "user-property", "room", "kitchen",
+            ])
+        let lines = subscriber.waitForLines(1)
+        // Other user properties keep their order; the trace context follows them, once each.
+        #expect(lines == ["room:kitchen traceparent:\(Self.incoming) tracestate:vendor=1|hello"], "\(router.standardError)")
+        #expect(router.stop() == 0, "\(router.standardError)")
+    }
+}
