@@ -19,7 +19,11 @@ struct TracingBackend {
     init(settings: TracingSettings, logger: Logger) throws {
         var configuration = OTel.Configuration.default
         configuration.serviceName = settings.serviceName
-        configuration.diagnosticLogger = .custom(logger)
+        // swift-otel tells at info level each setting the environment changed, for every
+        // signal; the router's log keeps its notices and warnings unless asked for debug.
+        var diagnostics = logger
+        if diagnostics.logLevel == .info { diagnostics.logLevel = .notice }
+        configuration.diagnosticLogger = .custom(diagnostics)
         // The router's own metrics and logs have their own outputs (the admin port, stderr).
         configuration.metrics.enabled = false
         configuration.logs.enabled = false

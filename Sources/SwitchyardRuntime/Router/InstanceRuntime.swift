@@ -159,8 +159,9 @@ final class InstanceRuntime: @unchecked Sendable {
         envelope.trace.append(name)
         if let tracing = router.tracing {
             let span = tracing.received(&envelope, on: port.qualifiedName)
-            defer { span.end() }
-            return hand(envelope, from: port, to: routes, settleToken: settleToken)
+            let status = hand(envelope, from: port, to: routes, settleToken: settleToken)
+            tracing.emitted(span, status: status)
+            return status
         }
         return hand(envelope, from: port, to: routes, settleToken: settleToken)
     }
@@ -168,7 +169,7 @@ final class InstanceRuntime: @unchecked Sendable {
     /// The rest of ``emit(port:settleToken:read:)``: counts the stamped envelope and queues it on
     /// every route of `port`.
     @inline(__always)
-    private func hand(_ envelope: consuming Envelope, from port: SourcePort, to routes: [RouteRuntime], settleToken: UInt64) -> Int32 {
+    private func hand(_ envelope: Envelope, from port: SourcePort, to routes: [RouteRuntime], settleToken: UInt64) -> Int32 {
         counters.emitted.add(1, ordering: .relaxed)
         port.emitted.add(1, ordering: .relaxed)
         if router.taps.isActive { router.taps.publish(.port(port.qualifiedName), envelope) }

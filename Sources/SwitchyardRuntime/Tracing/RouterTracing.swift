@@ -1,4 +1,4 @@
-internal import Logging
+public import Logging
 internal import SwitchyardABI
 public import SwitchyardCore
 import Synchronization
@@ -54,6 +54,12 @@ public final class RouterTracing: Sendable {
         }
         inject(span, into: &envelope)
         return span
+    }
+
+    /// Ends the `receive` span with the emit's answer: refused (`full`) is an error.
+    func emitted(_ span: any Span, status: Int32) {
+        if status != SY_OK { span.setStatus(SpanStatus(code: .error, message: "emit refused (status \(status))")) }
+        span.end()
     }
 
     /// Runs `body` (the route's condition and transform) in a `route` span and makes that span
