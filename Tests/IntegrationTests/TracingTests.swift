@@ -68,9 +68,7 @@ struct TracingTests {
               - { name: alerts, from: broker.messages, to: push.send }
             """)
         // A short batch delay: the spans are also flushed at shutdown, which the test relies on.
-        let router = try RouterProcess(
-            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root,
-            environment: ["OTEL_BSP_SCHEDULE_DELAY": "100"])
+        let (router, admin) = try RouterProcess.startWithAdmin(sandbox, environment: ["OTEL_BSP_SCHEDULE_DELAY": "100"])
         broker.waitForLog("Sending SUBACK to \(Self.clientID)")
         try broker.publish(
             topic: "alerts/door", message: #"{"token": "abc", "data": {"door": "open"}}"#, qos: 1, version: "mqttv5",
@@ -94,6 +92,9 @@ struct TracingTests {
             #expect(fields[1] != Self.traceID && fields[1] != String(repeating: "0", count: 32), "a new trace: \(fields)")
         }
         #expect(router.occurrences(of: "malformed traceparent ignored") == 1, "\(router.standardError)")
+        #expect(try MetricsExposition.sample("switchyard_trace_contexts_malformed_total", admin: admin) == 2)
+        // Every delivery span ended with the sender's acknowledgement: none is left open.
+        router.waitUntil("no open delivery span") { (try? MetricsExposition.sample("switchyard_trace_deliveries_open", admin: admin)) == 0 }
         // Graceful shutdown drains the router, then flushes its spans.
         #expect(router.stop() == 0, "\(router.standardError)")
         let refused = try receiver.errors()

@@ -111,6 +111,10 @@ public enum RouterMetricNames {
     public static let pluginMetric = "switchyard_plugin_metric"
     /// Time from delivery to acknowledgement on at-least-once routes; label `route`.
     public static let ackLatency = "switchyard_ack_latency_seconds"
+    /// With tracing on: `traceparent`/`tracestate` headers ignored as malformed.
+    public static let traceContextsMalformed = "switchyard_trace_contexts_malformed_total"
+    /// With tracing on: delivery spans waiting for the sink's acknowledgement.
+    public static let traceDeliveriesOpen = "switchyard_trace_deliveries_open"
 
     /// The help text of series `name` (empty for names the router does not export).
     public static func help(for name: String) -> String {
@@ -120,6 +124,8 @@ public enum RouterMetricNames {
         case pluginInfo: "Loaded plugins (always 1)"
         case pluginMetric: "Metrics the plugins reported, by instance and name"
         case ackLatency: "Time from delivery to acknowledgement on at-least-once routes"
+        case traceContextsMalformed: "Malformed traceparent or tracestate headers ignored (tracing on)"
+        case traceDeliveriesOpen: "Delivery spans waiting for the sink's acknowledgement (tracing on)"
         default:
             RouteMetric.allCases.first { $0.series.name == name }?.help
                 ?? InstanceMetric.allCases.first { $0.seriesName == name }?.help ?? ""

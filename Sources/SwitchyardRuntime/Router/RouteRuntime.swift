@@ -54,6 +54,9 @@ final class RouteRuntime: @unchecked Sendable {
     /// The route's place in the router: part of its at-least-once delivery ids.
     let index: Int
     unowned let router: Router
+    /// The router's tracing (nil when off), kept here so the worker tests a field of its own
+    /// rather than load the unowned router first.
+    let tracing: RouterTracing?
     private let loopWarned = Atomic<Bool>(false)
     /// The durable side of an at-least-once route; touched by the worker thread only.
     private let spooled: SpooledDelivery?
@@ -68,6 +71,7 @@ final class RouteRuntime: @unchecked Sendable {
         self.index = index
         self.sinks = sinks
         self.router = router
+        tracing = router.tracing
         self.iiidea = iiidea
         queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull, pooled: spool == nil && iiidea == nil)
         spooled = spool.map { SpooledDelivery(spool: $0) }
@@ -165,7 +169,7 @@ final class RouteRuntime: @unchecked Sendable {
     /// sink has room. Gives up only when the sink instance stops.
     func deliverUnlessFull(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64) -> Int32? {
         let status =
-            if let tracing = router.tracing {
+            if let tracing {
                 tracing.deliver(envelope, route: name, to: sink, deliveryID: deliveryID)
             } else {
                 sink.instance.deliver(envelope, port: sink, deliveryID: deliveryID)
@@ -195,7 +199,7 @@ final class RouteRuntime: @unchecked Sendable {
     /// Applies `when:` and the transform; `nil` (counted as filtered) when the condition
     /// rejects the envelope.
     func transformed(_ envelope: Envelope) -> Envelope? {
-        if let tracing = router.tracing { return tracing.routed(envelope, route: name) { untracedTransformed($0) } }
+        if let tracing { return tracing.routed(envelope, route: name) { untracedTransformed($0) } }
         return untracedTransformed(envelope)
     }
 
