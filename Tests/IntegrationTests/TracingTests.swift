@@ -164,4 +164,57 @@ struct TracingTests {
         #expect(lines == ["room:kitchen traceparent:\(Self.incoming) tracestate:vendor=1|hello"], "\(router.standardError)")
         #expect(router.stop() == 0, "\(router.standardError)")
     }
+
+    @Test func thePushWebhookCarriesTheRequestsTraceContextIntoTheEnvelope() throws {
+        let sandbox = try Sandbox()
+        let (router, webhook, _) = try PushTests.startWebhookToFile(sandbox)
+        let body = #"{"topic": "news", "data": {"k": "v"}}"#
+        var headers = PushTests.signed(body)
+        headers["traceparent"] = Self.incoming
+        headers["tracestate"] = "vendor=1"
+        let answer = try HTTPExchange.send(webhook + "/push", method: "POST", headers: headers, body: body)
+        #expect(answer.status == 200, "\(answer.body)")
+        // A value longer than any trace context is not taken.
+        let long = #"{"topic": "news", "data": {"k": "long"}}"#
+        var longHeaders = PushTests.signed(long)
+        longHeaders["traceparent"] = String(repeating: "a", count: 600)
+        #expect(try HTTPExchange.send(webhook + "/push", method: "POST", headers: longHeaders, body: long).status == 200)
+        let envelopes = try sandbox.jsonLines(of: "out.jsonl")
+        #expect(envelopes.count == 2)
+        let traced = envelopes.first?["headers"] as? [String: String]
+        #expect(traced?["traceparent"] == Self.incoming && traced?["tracestate"] == "vendor=1", "\(traced ?? [:])")
+        #expect((envelopes.last?["headers"] as? [String: String])?["traceparent"] == nil)
+        #expect(router.stop() == 0)
+    }
+
+    @Test func sipMessagesCarryTheTraceContextInAndOut() throws {
+        let uas = try SIPp(scenario: SIPTests.uasScenario())
+        let sandbox = try Sandbox()
+        let receiver = try Receiver(in: sandbox)
+        defer { receiver.stop() }
+        try sandbox.writeRoutes("tracing: { otlp_endpoint: \"\(receiver.baseURL)\" }\n", name: "tracing.yaml")
+        let (router, _, port) = try SIPEndpointTests.startRouter(sandbox, sendTo: "sip:bob@127.0.0.1:\(uas.port)")
+        // In: a MESSAGE with a traceparent field; the file sink gets the router's delivery span as parent.
+        let body = "traced"
+        let text =
+            "MESSAGE sip:alice@127.0.0.1:\(port) SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:9;branch=z9hG4bK-traced\r\n"
+            + "From: <sip:bob@peer.test>;tag=t1\r\nTo: <sip:alice@example.test>\r\nCall-ID: traced-1\r\nCSeq: 1 MESSAGE\r\n"
+            + "Max-Forwards: 70\r\ntraceparent: \(Self.incoming)\r\nContent-Type: text/plain\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        let answer = try UDPExchange.send(Array(text.utf8), to: port)
+        #expect(answer.hasPrefix("SIP/2.0 200 OK\r\n"), "\(answer)")
+        let headers = try #require(try sandbox.jsonLines(of: "messages.jsonl").first?["headers"] as? [String: String])
+        let inbound = try #require(Self.fields(headers["traceparent"]), "\(headers)")
+        #expect(inbound[1] == Self.traceID && inbound[2] != Self.publisherSpanID, "\(inbound)")
+        #expect(headers["sip.header.traceparent"] == nil)
+        // Out: a console line starts a trace; the MESSAGE sent carries it as a header field.
+        router.send("hello\n")
+        #expect(uas.waitForExit() == 0, "\(uas.diagnostics)\n\(router.standardError)")
+        // SIPp's log: one header field per line, ended by CR LF (one Character in Swift).
+        let fields = uas.messages.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let sent = fields.first { $0.hasPrefix("traceparent: ") }.map { String($0.dropFirst("traceparent: ".count)) }
+        let outbound = try #require(Self.fields(sent), "\(uas.messages)")
+        #expect(outbound[1] != Self.traceID, "\(outbound)")
+        #expect(router.stop() == 0)
+    }
 }
