@@ -16,6 +16,11 @@ public struct TracingSettings: Sendable, Equatable {
 
     /// The defaults: export to OTLP's default endpoint, every trace.
     public init() {}
+
+    /// Equal when they export alike: where the section is written does not count.
+    public static func == (lhs: TracingSettings, rhs: TracingSettings) -> Bool {
+        lhs.endpoint == rhs.endpoint && lhs.serviceName == rhs.serviceName && lhs.sampleRatio == rhs.sampleRatio
+    }
 }
 
 extension ConfigLoader {

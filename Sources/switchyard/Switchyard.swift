@@ -271,7 +271,7 @@ struct Run: AsyncParsableCommand {
         }
         let reloader = RouteReloader(
             options: options, spoolPath: spool, spool: openSpool, router: router, logger: logger,
-            drainTimeout: .nanoseconds(Int64(timeout)))
+            drainTimeout: .nanoseconds(Int64(timeout)), startedTracing: plan.tracing)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // First, so shut down last: after the router's drain, its spans are flushed.
         if let tracingBackend { services.append(.init(service: tracingBackend.service)) }

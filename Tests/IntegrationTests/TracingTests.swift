@@ -4,7 +4,8 @@ import Testing
 /// Tracing (issue 23) through the router binary: a W3C `traceparent` user property on an MQTT 5
 /// publish reaches the FCM request of the push sender as its `traceparent` header, and the
 /// router's spans, exported over OTLP/HTTP to `otlp_receiver.py` (which checks the protobuf
-/// payloads with the OpenTelemetry schema), join that one trace.
+/// payloads with the OpenTelemetry schema), join that one trace. Also: the trace context through
+/// MQTT out, the push webhook in and SIP in and out, and malformed contexts.
 @Suite(.timeLimit(.minutes(3)))
 struct TracingTests {
     static let clientID = "switchyard-trace"
@@ -162,6 +163,10 @@ struct TracingTests {
         let lines = subscriber.waitForLines(1)
         // Other user properties keep their order; the trace context follows them, once each.
         #expect(lines == ["room:kitchen traceparent:\(Self.incoming) tracestate:vendor=1|hello"], "\(router.standardError)")
+        // Tracing is set up at start: a reload that adds it says so and changes nothing.
+        try sandbox.writeRoutes("tracing: {}\n", name: "tracing.yaml")
+        router.send(signal: SIGHUP)
+        router.waitUntil("the reload's warning") { router.standardError.contains("the tracing settings changed") }
         #expect(router.stop() == 0, "\(router.standardError)")
     }
 
