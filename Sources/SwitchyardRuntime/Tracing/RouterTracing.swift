@@ -1,6 +1,6 @@
 public import Logging
 internal import SwitchyardABI
-public import SwitchyardCore
+internal import SwitchyardCore
 import Synchronization
 public import Tracing
 
