@@ -107,18 +107,7 @@ enum MQTTEnvelopes {
         var userProperties: [MQTTUserProperty] = []
 
         init(_ headers: Headers) {
-            var traceContext: [MQTTUserProperty] = []
-            for header in headers {
-                // The envelope's trace context (the router's rewritten `traceparent`) is sent
-                // as the user properties of the same names, not the `mqtt.user.` copies a
-                // relayed publish may still carry.
-                if header.name == TraceContext.parentHeader || header.name == TraceContext.stateHeader {
-                    if !traceContext.contains(where: { $0.name == header.name }) {
-                        traceContext.append(MQTTUserProperty(name: header.name, value: header.value))
-                    }
-                    continue
-                }
-                guard header.name.hasPrefix("mqtt.") else { continue }
+            for header in headers where header.name.hasPrefix("mqtt.") {
                 switch header.name {
                 case "mqtt.topic": topic = topic ?? header.value
                 case "mqtt.qos": qos = qos ?? header.value
@@ -131,7 +120,10 @@ enum MQTTEnvelopes {
                 default: break
                 }
             }
-            userProperties += traceContext
+            // The envelope's trace context (the router's rewritten `traceparent`), when
+            // well-formed, goes as the user properties of the same names, not the `mqtt.user.`
+            // copies a relayed publish may still carry.
+            userProperties += TraceContext.outgoing(headers).map { MQTTUserProperty(name: $0.name, value: $0.value) }
         }
     }
 

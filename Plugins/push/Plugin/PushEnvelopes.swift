@@ -59,9 +59,10 @@ enum PushEnvelopes {
         }
     }
 
-    /// The trace context headers of a delivered envelope, to send on with the FCM request.
+    /// The trace context headers of a delivered envelope, to send on with the FCM request (only
+    /// well-formed ones: see ``TraceContext/outgoing(_:)``).
     static func traceContext(of envelope: Envelope) -> [(name: String, value: String)] {
-        [TraceContext.parentHeader, TraceContext.stateHeader].compactMap { name in envelope.headers[name].map { (name, $0) } }
+        TraceContext.outgoing(envelope.headers)
     }
 
     /// A registry record as the token endpoints answer it.

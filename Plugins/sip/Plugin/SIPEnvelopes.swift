@@ -94,9 +94,8 @@ enum SIPEnvelopes {
             guard !traceContextHeaders.contains(name.lowercased()) else { return nil }
             return (name, field.value)
         }
-        for name in traceContextHeaders {
-            if let value = envelope.headers[name] { headers.append((name, value)) }
-        }
+        // Only a well-formed trace context: a malformed one must not fail the MESSAGE.
+        headers += TraceContext.outgoing(envelope.headers)
         if envelope.type == sendType {
             let send = envelope.decodedBody()
             if let value = send["to"]?.stringValue { to = value }

@@ -15,6 +15,15 @@ public enum TraceContext {
     /// The most list members a `tracestate` may have.
     public static let maximumStateMembers = 32
 
+    /// The trace context of `headers` that a plugin sends on: `traceparent` when it is
+    /// well-formed, with `tracestate` when that is too; nothing otherwise. So a peer never gets
+    /// a malformed value (or one with line breaks) from the router, traced or not.
+    public static func outgoing(_ headers: Headers) -> [(name: String, value: String)] {
+        guard let parent = headers[parentHeader], isValidParent(parent) else { return [] }
+        guard let state = headers[stateHeader], !state.isEmpty, isValidState(state) else { return [(parentHeader, parent)] }
+        return [(parentHeader, parent), (stateHeader, state)]
+    }
+
     /// Whether `value` is a version 00 `traceparent` a tracer may trust: exactly
     /// ``parentLength`` characters, lowercase hex fields of the right lengths, and trace and
     /// parent ids that are not all zeros. Looks at no more than its length otherwise and
