@@ -107,14 +107,26 @@ enum MQTTEnvelopes {
         var userProperties: [MQTTUserProperty] = []
 
         init(_ headers: Headers) {
-            for header in headers where header.name.hasPrefix("mqtt.") {
+            var parent: String?
+            var state: String?
+            for header in headers {
+                guard header.name.hasPrefix("mqtt.") else {
+                    // Literals, as in the switch below (see TraceContext for the names).
+                    if header.name == "traceparent" {
+                        parent = parent ?? header.value
+                    } else if header.name == "tracestate" {
+                        state = state ?? header.value
+                    }
+                    continue
+                }
                 switch header.name {
                 case "mqtt.topic": topic = topic ?? header.value
                 case "mqtt.qos": qos = qos ?? header.value
                 case "mqtt.retain": retain = retain ?? header.value
                 case "mqtt.response_topic": responseTopic = responseTopic ?? header.value
                 case "mqtt.correlation_data": correlationData = correlationData ?? header.value
-                case "mqtt.user." + TraceContext.parentHeader, "mqtt.user." + TraceContext.stateHeader: break
+                // (Literals: a pattern built with `+` would be built again for every header.)
+                case "mqtt.user.traceparent", "mqtt.user.tracestate": break
                 case let name where name.hasPrefix("mqtt.user."):
                     userProperties.append(MQTTUserProperty(name: String(name.dropFirst("mqtt.user.".count)), value: header.value))
                 default: break
@@ -123,7 +135,12 @@ enum MQTTEnvelopes {
             // The envelope's trace context (the router's rewritten `traceparent`), when
             // well-formed, goes as the user properties of the same names, not the `mqtt.user.`
             // copies a relayed publish may still carry.
-            userProperties += TraceContext.outgoing(headers).map { MQTTUserProperty(name: $0.name, value: $0.value) }
+            if let parent, TraceContext.isValidParent(parent) {
+                userProperties.append(MQTTUserProperty(name: TraceContext.parentHeader, value: parent))
+                if let state, !state.isEmpty, TraceContext.isValidState(state) {
+                    userProperties.append(MQTTUserProperty(name: TraceContext.stateHeader, value: state))
+                }
+            }
         }
     }
 

@@ -49,20 +49,12 @@ enum PushEnvelopes {
             body: JSONValue.object(body).serializedBytes())
     }
 
-    /// The W3C trace context headers (`traceparent`, `tracestate`) of an HTTP request, as
-    /// `field` reads them, copied into `envelope`'s headers of the same names; the router
-    /// checks them (a malformed one is ignored there). Longer values are not taken.
-    static func carryTraceContext(into envelope: inout Envelope, from field: (String) -> String?) {
-        for name in [TraceContext.parentHeader, TraceContext.stateHeader] {
-            guard let value = field(name), value.utf8.count <= TraceContext.maximumStateLength else { continue }
-            envelope.headers[name] = value
-        }
-    }
-
-    /// The trace context headers of a delivered envelope, to send on with the FCM request (only
-    /// well-formed ones: see ``TraceContext/outgoing(_:)``).
-    static func traceContext(of envelope: Envelope) -> [(name: String, value: String)] {
-        TraceContext.outgoing(envelope.headers)
+    /// The W3C trace context of an HTTP request (its `traceparent` and `tracestate` fields)
+    /// copied into `envelope`'s headers of the same names; the router checks them (a malformed
+    /// one is ignored there). Longer values than trace context allows are not taken.
+    static func carryTraceContext(into envelope: inout Envelope, parent: String?, state: String?) {
+        if let parent, parent.utf8.count <= TraceContext.maximumStateLength { envelope.headers[TraceContext.parentHeader] = parent }
+        if let state, state.utf8.count <= TraceContext.maximumStateLength { envelope.headers[TraceContext.stateHeader] = state }
     }
 
     /// A registry record as the token endpoints answer it.

@@ -37,10 +37,12 @@ enum SIPEnvelopes {
         headers.append(name: "sip.call_id", value: request.headers["Call-ID"] ?? "")
         let contentType = request.headers["Content-Type"] ?? "text/plain"
         headers.append(name: "sip.content_type", value: contentType)
-        for field in request.headers.fields where !protocolHeaders.contains(field.name.lowercased()) {
+        for field in request.headers.fields {
+            let lowercased = field.name.lowercased()
+            guard !protocolHeaders.contains(lowercased) else { continue }
             // W3C trace context becomes the envelope's own headers (the router checks and
             // continues it); a longer value than trace context allows is not taken.
-            if let traceHeader = traceContextHeaders.first(where: { field.name.lowercased() == $0 }) {
+            if let traceHeader = traceContextHeaders.first(where: { lowercased == $0 }) {
                 if headers[traceHeader] == nil, field.value.utf8.count <= TraceContext.maximumStateLength {
                     headers.append(name: traceHeader, value: field.value)
                 }
@@ -95,7 +97,10 @@ enum SIPEnvelopes {
             return (name, field.value)
         }
         // Only a well-formed trace context: a malformed one must not fail the MESSAGE.
-        headers += TraceContext.outgoing(envelope.headers)
+        if let context = TraceContext.outgoing(envelope.headers) {
+            headers.append((TraceContext.parentHeader, context.parent))
+            if let state = context.state { headers.append((TraceContext.stateHeader, state)) }
+        }
         if envelope.type == sendType {
             let send = envelope.decodedBody()
             if let value = send["to"]?.stringValue { to = value }

@@ -16,12 +16,24 @@ public enum TraceContext {
     public static let maximumStateMembers = 32
 
     /// The trace context of `headers` that a plugin sends on: `traceparent` when it is
-    /// well-formed, with `tracestate` when that is too; nothing otherwise. So a peer never gets
-    /// a malformed value (or one with line breaks) from the router, traced or not.
-    public static func outgoing(_ headers: Headers) -> [(name: String, value: String)] {
-        guard let parent = headers[parentHeader], isValidParent(parent) else { return [] }
-        guard let state = headers[stateHeader], !state.isEmpty, isValidState(state) else { return [(parentHeader, parent)] }
-        return [(parentHeader, parent), (stateHeader, state)]
+    /// well-formed, with `tracestate` when that is too; nil otherwise. So a peer never gets a
+    /// malformed value (or one with line breaks) from the router, traced or not. One pass over
+    /// the headers and no allocation: it runs on every publish, request and MESSAGE sent.
+    public static func outgoing(_ headers: Headers) -> (parent: String, state: String?)? {
+        var parent: String?
+        var state: String?
+        // Literals rather than the static names: this measured 4 allocations fewer per call in
+        // a debug build (the one CI's allocation thresholds hold).
+        for field in headers {
+            if field.name == "traceparent" {
+                parent = parent ?? field.value
+            } else if field.name == "tracestate" {
+                state = state ?? field.value
+            }
+        }
+        guard let parent, isValidParent(parent) else { return nil }
+        guard let state, !state.isEmpty, isValidState(state) else { return (parent, nil) }
+        return (parent, state)
     }
 
     /// Whether `value` is a version 00 `traceparent` a tracer may trust: exactly
