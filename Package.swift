@@ -239,7 +239,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["SDBus", .product(name: "SwitchyardDependencies", package: "Dependencies")],
-            exclude: ["Support/fcm_endpoint.py", "Support/bluez_slate.py", "Support/ABIv1"],
+            exclude: ["Support/fcm_endpoint.py", "Support/otlp_receiver.py", "Support/bluez_slate.py", "Support/ABIv1"],
             swiftSettings: strict
         ),
     ]

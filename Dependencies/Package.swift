@@ -24,6 +24,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", "4.0.0"..<"5.0.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.0"),
+        // Tracing (issue 23): only the OTLP/HTTP exporter; the OTLPGRPC trait would build gRPC and HTTP/2 for nothing.
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.0"),
     ],
     targets: [
         .target(
@@ -45,8 +48,10 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "OTel", package: "swift-otel"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
             ]

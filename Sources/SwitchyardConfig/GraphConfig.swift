@@ -244,6 +244,8 @@ public struct GraphConfig: Sendable {
     /// `admin.allowed_hosts`: host names (besides IP literals and `localhost`) that requests
     /// may name in their `Host` header.
     public var adminAllowedHosts: [String] = []
+    /// `tracing:`, if a route file has it: tracing is on.
+    public var tracing: TracingSettings?
     /// `types:`.
     public var types: [TypeDeclaration] = []
     /// `instances:`, in the order written.

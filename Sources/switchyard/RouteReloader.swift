@@ -22,7 +22,14 @@ final class RouteReloader: @unchecked Sendable {
     private let logger: Logger
     private let drainTimeout: Duration
 
-    init(options: GraphOptions, spoolPath: String?, spool: Spool?, router: Router, logger: Logger, drainTimeout: Duration) {
+    /// The `tracing:` the process started with: a reload cannot change it.
+    private let startedTracing: TracingSettings?
+
+    init(
+        options: GraphOptions, spoolPath: String?, spool: Spool?, router: Router, logger: Logger, drainTimeout: Duration,
+        startedTracing: TracingSettings?
+    ) {
+        self.startedTracing = startedTracing
         self.options = options
         self.spoolPath = spoolPath
         self.spool = spool
@@ -84,6 +91,10 @@ final class RouteReloader: @unchecked Sendable {
         if let spool, !attached {
             router.attach(spool: spool)
             attached = true
+        }
+        if plan.tracing != startedTracing {
+            // The tracer is wired into the router and every instance at start.
+            logger.warning("reload: the tracing settings changed; they take effect at the next start (tracing is unchanged)")
         }
         var summary = router.reload(to: plan, drainTimeout: drainTimeout)
         summary.skippedIiideas = skipped

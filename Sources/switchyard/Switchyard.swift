@@ -248,7 +248,17 @@ struct Run: AsyncParsableCommand {
         }
         // The registry must exist before the routes create their latency timers.
         let registry = adminConfiguration.map { _ in AdminServer.bootstrapMetrics() }
-        let router = Router(plan: plan, logger: logger, spool: openSpool)
+        // Tracing is off unless the route files have `tracing:`; then the router gets a tracer.
+        var tracingBackend: TracingBackend?
+        if let settings = plan.tracing {
+            do {
+                tracingBackend = try TracingBackend(settings: settings, logger: logger)
+            } catch {
+                printError("error: tracing: \(error)")
+                throw ExitCode(1)
+            }
+        }
+        let router = Router(plan: plan, logger: logger, spool: openSpool, tracing: tracingBackend?.tracing)
         // Never deallocated, on any path out (a failed start too): a plugin's threads can
         // outlive its stop() by a few event-loop turns and call the host with their instance's
         // context; the process ends right after.
@@ -261,8 +271,10 @@ struct Run: AsyncParsableCommand {
         }
         let reloader = RouteReloader(
             options: options, spoolPath: spool, spool: openSpool, router: router, logger: logger,
-            drainTimeout: .nanoseconds(Int64(timeout)))
+            drainTimeout: .nanoseconds(Int64(timeout)), startedTracing: plan.tracing)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        // First, so shut down last: after the router's drain, its spans are flushed.
+        if let tracingBackend { services.append(.init(service: tracingBackend.service)) }
         if let adminConfiguration, let registry {
             let server = AdminServer(configuration: adminConfiguration, registry: registry, logger: logger)
             do {

@@ -25,7 +25,15 @@ enum MQTTEnvelopes {
             if let responseTopic = properties.responseTopic { headers.append(name: "mqtt.response_topic", value: responseTopic) }
             if let correlation = properties.correlationData { headers.append(name: "mqtt.correlation_data", value: hex(correlation)) }
             if let contentType = properties.contentType { headers.append(name: "mqtt.content_type", value: contentType) }
-            for property in properties.userProperties { headers.append(name: "mqtt.user." + property.name, value: property.value) }
+            for property in properties.userProperties {
+                // W3C trace context travels as the envelope's own headers, which the router
+                // continues and the sink plugins send on (see TraceContext).
+                if property.name == TraceContext.parentHeader || property.name == TraceContext.stateHeader {
+                    if headers[property.name] == nil { headers.append(name: property.name, value: property.value) }
+                    continue
+                }
+                headers.append(name: "mqtt.user." + property.name, value: property.value)
+            }
         }
         var envelope = Envelope(
             type: messageType,
@@ -99,16 +107,38 @@ enum MQTTEnvelopes {
         var userProperties: [MQTTUserProperty] = []
 
         init(_ headers: Headers) {
-            for header in headers where header.name.hasPrefix("mqtt.") {
+            var parent: String?
+            var state: String?
+            for header in headers {
+                guard header.name.hasPrefix("mqtt.") else {
+                    // Literals, as in the switch below (see TraceContext for the names).
+                    if header.name == "traceparent" {
+                        parent = parent ?? header.value
+                    } else if header.name == "tracestate" {
+                        state = state ?? header.value
+                    }
+                    continue
+                }
                 switch header.name {
                 case "mqtt.topic": topic = topic ?? header.value
                 case "mqtt.qos": qos = qos ?? header.value
                 case "mqtt.retain": retain = retain ?? header.value
                 case "mqtt.response_topic": responseTopic = responseTopic ?? header.value
                 case "mqtt.correlation_data": correlationData = correlationData ?? header.value
+                // (Literals: a pattern built with `+` would be built again for every header.)
+                case "mqtt.user.traceparent", "mqtt.user.tracestate": break
                 case let name where name.hasPrefix("mqtt.user."):
                     userProperties.append(MQTTUserProperty(name: String(name.dropFirst("mqtt.user.".count)), value: header.value))
                 default: break
+                }
+            }
+            // The envelope's trace context (the router's rewritten `traceparent`), when
+            // well-formed, goes as the user properties of the same names, not the `mqtt.user.`
+            // copies a relayed publish may still carry.
+            if let parent, TraceContext.isValidParent(parent) {
+                userProperties.append(MQTTUserProperty(name: TraceContext.parentHeader, value: parent))
+                if let state, !state.isEmpty, TraceContext.isValidState(state) {
+                    userProperties.append(MQTTUserProperty(name: TraceContext.stateHeader, value: state))
                 }
             }
         }

@@ -49,6 +49,14 @@ enum PushEnvelopes {
             body: JSONValue.object(body).serializedBytes())
     }
 
+    /// The W3C trace context of an HTTP request (its `traceparent` and `tracestate` fields)
+    /// copied into `envelope`'s headers of the same names; the router checks them (a malformed
+    /// one is ignored there). Longer values than trace context allows are not taken.
+    static func carryTraceContext(into envelope: inout Envelope, parent: String?, state: String?) {
+        if let parent, parent.utf8.count <= TraceContext.maximumStateLength { envelope.headers[TraceContext.parentHeader] = parent }
+        if let state, state.utf8.count <= TraceContext.maximumStateLength { envelope.headers[TraceContext.stateHeader] = state }
+    }
+
     /// A registry record as the token endpoints answer it.
     static func json(_ record: PushTokenRecord) -> JSONValue {
         var fields: [String: JSONValue] = [

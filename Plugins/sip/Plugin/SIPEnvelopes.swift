@@ -19,6 +19,10 @@ enum SIPEnvelopes {
         "accept", "supported", "require", "proxy-require", "user-agent", "server",
     ]
 
+    /// The W3C trace context header fields, carried as the envelope's headers of the same
+    /// names rather than as `sip.header.*`.
+    static let traceContextHeaders = [TraceContext.parentHeader, TraceContext.stateHeader]
+
     /// An incoming MESSAGE as a `sip.Message` envelope: the body as it came, with its content
     /// type; the sender as subject; addresses and the other header fields as `sip.*` headers.
     static func envelope(for request: SIPMessage) -> Envelope {
@@ -33,7 +37,17 @@ enum SIPEnvelopes {
         headers.append(name: "sip.call_id", value: request.headers["Call-ID"] ?? "")
         let contentType = request.headers["Content-Type"] ?? "text/plain"
         headers.append(name: "sip.content_type", value: contentType)
-        for field in request.headers.fields where !protocolHeaders.contains(field.name.lowercased()) {
+        for field in request.headers.fields {
+            let lowercased = field.name.lowercased()
+            guard !protocolHeaders.contains(lowercased) else { continue }
+            // W3C trace context becomes the envelope's own headers (the router checks and
+            // continues it); a longer value than trace context allows is not taken.
+            if let traceHeader = traceContextHeaders.first(where: { lowercased == $0 }) {
+                if headers[traceHeader] == nil, field.value.utf8.count <= TraceContext.maximumStateLength {
+                    headers.append(name: traceHeader, value: field.value)
+                }
+                continue
+            }
             headers.append(name: "sip.header." + field.name, value: field.value)
         }
         return Envelope(type: messageType, subject: fromURI, headers: headers, contentType: contentType, body: request.body)
@@ -77,7 +91,15 @@ enum SIPEnvelopes {
         var body = envelope.body
         var headers: [(name: String, value: String)] = envelope.headers.fields.compactMap { field in
             guard field.name.hasPrefix("sip.header.") else { return nil }
-            return (String(field.name.dropFirst("sip.header.".count)), field.value)
+            let name = String(field.name.dropFirst("sip.header.".count))
+            // The envelope's own trace context (below) is the current one, not a relayed copy.
+            guard !traceContextHeaders.contains(name.lowercased()) else { return nil }
+            return (name, field.value)
+        }
+        // Only a well-formed trace context: a malformed one must not fail the MESSAGE.
+        if let context = TraceContext.outgoing(envelope.headers) {
+            headers.append((TraceContext.parentHeader, context.parent))
+            if let state = context.state { headers.append((TraceContext.stateHeader, state)) }
         }
         if envelope.type == sendType {
             let send = envelope.decodedBody()

@@ -21,6 +21,8 @@ public struct GraphPlan: Sendable {
     public var adminToken: String?
     /// `admin.allowed_hosts` of the route files.
     public var adminAllowedHosts: [String] = []
+    /// `tracing:` of the route files; nil: tracing is off.
+    public var tracing: TracingSettings?
 
     /// The iiideas.
     public var iiideas: [PlannedIiidea] = []

@@ -48,7 +48,8 @@ public struct GraphValidator: Sendable {
                 instances: instances, routes: routes, types: registry, spoolPath: config.spoolPath?.value,
                 spoolSync: config.spoolSync?.value ?? .full,
                 adminListen: config.adminListen?.value, adminToken: config.adminToken?.value,
-                adminAllowedHosts: config.adminAllowedHosts, iiideas: iiideas, iiideaTemplates: config.iiideaTemplates,
+                adminAllowedHosts: config.adminAllowedHosts, tracing: config.tracing, iiideas: iiideas,
+                iiideaTemplates: config.iiideaTemplates,
                 iiideaHistory: config.iiideaHistory,
                 notes: guarantees.notes.map { $0.redacting(config.secrets) },
                 warnings: guarantees.warnings.map { $0.redacting(config.secrets) }), []

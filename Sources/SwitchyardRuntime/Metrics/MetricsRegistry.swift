@@ -7,7 +7,7 @@ import Synchronization
 /// process bootstrapped (the admin port's Prometheus registry) sees them.
 ///
 /// Route and instance counters are counted in their own atomics on the hot path (a handle's
-/// backend may take a lock per increment); ``publish(routes:instances:ready:plugins:)`` adds
+/// backend may take a lock per increment); ``publish(routes:instances:ready:plugins:tracing:)`` adds
 /// what they counted since the last call to the handles. What plugins report through the
 /// host's `metric` call goes to its handle at once, and its value is kept for readiness.
 public final class MetricsRegistry: Sendable {
@@ -114,13 +114,19 @@ public final class MetricsRegistry: Sendable {
 
     // MARK: Publishing the router's counters
 
-    /// Adds what the route and instance counters counted since the last call to their
-    /// handles and sets the gauges: call before exporting.
+    /// Adds what the route and instance counters (and, with tracing on, the malformed trace
+    /// contexts) counted since the last call to their handles and sets the gauges: call before
+    /// exporting.
     func publish(
         routes: [RouteRuntime], instances: [InstanceRuntime], ready: [(instance: String, ready: Bool)],
-        plugins: [(name: String, version: String, abi: UInt32, path: String)]
+        plugins: [(name: String, version: String, abi: UInt32, path: String)], tracing: RouterTracing? = nil
     ) {
         handles.withLock { handles in
+            if let tracing {
+                let malformed = tracing.malformedContexts.load(ordering: .relaxed)
+                advance(&handles, RouterMetricNames.traceContextsMalformed, [], to: malformed, source: ObjectIdentifier(tracing))
+                set(&handles, RouterMetricNames.traceDeliveriesOpen, [], Double(tracing.openDeliveryCount))
+            }
             for route in routes {
                 // A sample whose acknowledgement is not coming must not keep the route untimed.
                 route.latency?.releaseIfStale()

@@ -13,6 +13,6 @@ extension Router {
     /// loaded plugins): call before the metrics backend exports them.
     public func publishMetrics() {
         let graph = self.graph
-        metrics.publish(routes: graph.routes, instances: graph.instances, ready: readiness, plugins: plugins)
+        metrics.publish(routes: graph.routes, instances: graph.instances, ready: readiness, plugins: plugins, tracing: tracing)
     }
 }

@@ -121,6 +121,10 @@ public enum RouterMetricNames {
         .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
         .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10), .seconds(30),
     ]
+    /// With tracing on: `traceparent`/`tracestate` headers ignored as malformed.
+    public static let traceContextsMalformed = "switchyard_trace_contexts_malformed_total"
+    /// With tracing on: delivery spans waiting for the sink's acknowledgement.
+    public static let traceDeliveriesOpen = "switchyard_trace_deliveries_open"
 
     /// The help text of series `name` (empty for names the router does not export).
     public static func help(for name: String) -> String {
@@ -131,6 +135,8 @@ public enum RouterMetricNames {
         case pluginMetric: "Metrics the plugins reported, by instance and name"
         case ackLatency: "Time from delivery to acknowledgement on at-least-once routes"
         case routeLatency: "Time from a source's emit to the first sink's ok, sampled one envelope in flight per route at a time"
+        case traceContextsMalformed: "Malformed traceparent or tracestate headers ignored (tracing on)"
+        case traceDeliveriesOpen: "Delivery spans waiting for the sink's acknowledgement (tracing on)"
         default:
             RouteMetric.allCases.first { $0.series.name == name }?.help
                 ?? InstanceMetric.allCases.first { $0.seriesName == name }?.help ?? ""

@@ -69,12 +69,16 @@ final class InstanceRuntime: @unchecked Sendable {
     /// Bounds the lines the plugin's `log` calls may write (a flood of peer errors).
     let logThrottle = Mutex(LogThrottle())
     unowned let router: Router
+    /// The router's tracing (nil when off), kept here so emit and ack test a field of their own
+    /// rather than load the unowned router first.
+    let tracing: RouterTracing?
 
     init(name: String, plugin: LoadedPlugin, config: JSONValue, logLevel: String?, router: Router, logger: Logger) {
         self.name = name
         self.plugin = plugin
         self.config = config
         self.router = router
+        tracing = router.tracing
         var logger = logger
         logger[metadataKey: "instance"] = .string(name)
         if let level = logLevel.flatMap(Logger.Level.init(rawValue:)) { logger.logLevel = level }
@@ -160,6 +164,19 @@ final class InstanceRuntime: @unchecked Sendable {
         if envelope.id.isEmpty { envelope.id = ULID.next(unixNanos: envelope.time) }
         envelope.source = port.qualifiedName
         envelope.trace.append(name)
+        if let tracing {
+            let span = tracing.received(&envelope, on: port.qualifiedName)
+            let status = hand(envelope, from: port, to: routes, settleToken: settleToken)
+            tracing.emitted(span, status: status)
+            return status
+        }
+        return hand(envelope, from: port, to: routes, settleToken: settleToken)
+    }
+
+    /// The rest of ``emit(port:settleToken:read:)``: counts the stamped envelope and queues it on
+    /// every route of `port`.
+    @inline(__always)
+    private func hand(_ envelope: Envelope, from port: SourcePort, to routes: [RouteRuntime], settleToken: UInt64) -> Int32 {
         counters.emitted.add(1, ordering: .relaxed)
         port.emitted.add(1, ordering: .relaxed)
         if port.tap.isActive { port.tap.publish(envelope) }
@@ -242,6 +259,7 @@ final class InstanceRuntime: @unchecked Sendable {
 
     /// The host's `ack`.
     func acknowledge(deliveryID: UInt64, outcome: Int32, reason: sy_bytes) {
+        if let tracing { tracing.acknowledged(deliveryID, outcome: outcome, reason: reason) }
         // The in-flight count drops last, after the source is told (settled): a shutdown that
         // sees it reach zero and stops the source must find the source's confirmation already
         // handed over (an MQTT PUBACK queued before the DISCONNECT).

@@ -54,6 +54,9 @@ final class RouteRuntime: @unchecked Sendable {
     /// The route's place in the router: part of its at-least-once delivery ids.
     let index: Int
     unowned let router: Router
+    /// The router's tracing (nil when off), kept here so the worker tests a field of its own
+    /// rather than load the unowned router first.
+    let tracing: RouterTracing?
     private let loopWarned = Atomic<Bool>(false)
     /// The durable side of an at-least-once route; touched by the worker thread only.
     private let spooled: SpooledDelivery?
@@ -73,6 +76,7 @@ final class RouteRuntime: @unchecked Sendable {
         self.index = index
         self.sinks = sinks
         self.router = router
+        tracing = router.tracing
         self.iiidea = iiidea
         tap = router.taps.point(.route(plan.name))
         latency = iiidea == nil ? LatencyProbe(histogram: router.metrics.routeLatency(route: plan.name)) : nil
@@ -171,7 +175,12 @@ final class RouteRuntime: @unchecked Sendable {
     /// backpressure: the route queue fills and emits on `block` routes are refused until the
     /// sink has room. Gives up only when the sink instance stops.
     func deliverUnlessFull(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64) -> Int32? {
-        let status = sink.instance.deliver(envelope, port: sink, deliveryID: deliveryID)
+        let status =
+            if let tracing {
+                tracing.deliver(envelope, route: name, to: sink, deliveryID: deliveryID)
+            } else {
+                sink.instance.deliver(envelope, port: sink, deliveryID: deliveryID)
+            }
         guard status == SY_ERR_FULL || status == SY_ERR_STOPPED, sink.instance.accepting.load(ordering: .relaxed) else {
             return status
         }
@@ -197,6 +206,13 @@ final class RouteRuntime: @unchecked Sendable {
     /// Applies `when:` and the transform; `nil` (counted as filtered) when the condition
     /// rejects the envelope.
     func transformed(_ envelope: Envelope) -> Envelope? {
+        if let tracing { return tracing.routed(envelope, route: name) { untracedTransformed($0) } }
+        return untracedTransformed(envelope)
+    }
+
+    /// ``transformed(_:)`` outside a span.
+    @inline(__always)
+    private func untracedTransformed(_ envelope: Envelope) -> Envelope? {
         // A plain route neither looks inside nor changes the envelope: no scope to build.
         if plan.condition == nil, plan.transform == nil {
             if tap.isActive { tap.publish(envelope) }

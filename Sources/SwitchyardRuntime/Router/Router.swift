@@ -25,6 +25,8 @@ public final class Router: Sendable {
     public let runFeed = RunFeed()
     /// Copies of what passes routes and source ports, for `switchyard tap`.
     public let taps = TapRegistry()
+    /// The spans of each hop, when tracing is configured; nil (one branch per hop) otherwise.
+    public let tracing: RouterTracing?
     private let deliveryCounter = Atomic<UInt64>(0)
     private let tracked = Mutex<[UInt64: Settlement]>([:])
     let runningWorkers = Atomic<Int>(0)
@@ -52,11 +54,13 @@ public final class Router: Sendable {
     /// Prepares a router for `plan`; nothing runs until ``start()``. `spool` is needed when
     /// any route is `delivery: at-least-once`. The metrics go to `metricsFactory`, by default
     /// the one the process bootstrapped. Plain routes run on at most `routeThreads` threads
-    /// (by default one per active core); at-least-once and iiidea routes have one each.
+    /// (by default one per active core); at-least-once and iiidea routes have one each. With
+    /// `tracing`, each hop of an envelope is a span (see ``RouterTracing``).
     public init(
         plan: GraphPlan, logger: Logger, spool: Spool? = nil, metricsFactory: (any MetricsFactory)? = nil,
-        routeThreads: Int? = nil
+        routeThreads: Int? = nil, tracing: RouterTracing? = nil
     ) {
+        self.tracing = tracing
         workerPool = RouteWorkerPool(threads: routeThreads ?? ProcessInfo.processInfo.activeProcessorCount)
         current = Mutex(.empty(plan))
         metrics = MetricsRegistry(factory: metricsFactory)

@@ -62,6 +62,8 @@ final class FCMEndpoint {
         var verdict: String
         var at: Double
         var message: [String: Any]?
+        /// The request's `traceparent` header, if it had one.
+        var traceparent: String?
     }
 
     /// Every request so far.
@@ -71,7 +73,7 @@ final class FCMEndpoint {
         return entries.map { entry in
             Seen(
                 kind: entry["kind"] as? String ?? "", verdict: entry["verdict"] as? String ?? "", at: entry["at"] as? Double ?? 0,
-                message: (entry["body"] as? [String: Any])?["message"] as? [String: Any])
+                message: (entry["body"] as? [String: Any])?["message"] as? [String: Any], traceparent: entry["traceparent"] as? String)
         }
     }
 

@@ -11,7 +11,7 @@ It checks what it receives as strictly as the real services do:
 - Scripted answers for the next sends: POST /control/script with a JSON list of
   {"status": 404, "errorCode": "UNREGISTERED", "retry_after": "1"}; tokens starting with "dead-"
   are always UNREGISTERED.
-- GET /control/log: every request it saw, with its verdict and arrival time.
+- GET /control/log: every request it saw, with its verdict, arrival time and traceparent header.
 
 Usage: fcm_endpoint.py PORT_FILE PUBLIC_KEY_PEM CLIENT_EMAIL AUDIENCE PROJECT
 Writes "port pid" to PORT_FILE once listening.
@@ -139,6 +139,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def record(self, **entry):
         entry["at"] = time.time()
         entry["path"] = self.path
+        # W3C trace context the sender passed on (the tracing tests check it).
+        if self.headers.get("traceparent") is not None:
+            entry["traceparent"] = self.headers.get("traceparent")
         with lock:
             log.append(entry)
 

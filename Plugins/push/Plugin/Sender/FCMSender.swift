@@ -53,12 +53,14 @@ final class FCMSender: Sendable {
         }
         inFlight.add(1, ordering: .relaxed)
         let key = nextTask.add(1, ordering: .relaxed).newValue
+        // Only a well-formed trace context goes on (see TraceContext.outgoing).
+        let traceContext = TraceContext.outgoing(envelope.headers)
         let task = Task {
             var outcome = DeliveryOutcome.ok
             var reasons: [String] = []
             var delivered = 0
             for message in messages {
-                let result = await self.send(message)
+                let result = await self.send(message, traceContext: traceContext)
                 switch result {
                 case .sent: delivered += 1
                 case .failed(let error, let retryable):
@@ -139,10 +141,16 @@ final class FCMSender: Sendable {
         case unregistered(String)
     }
 
-    private func send(_ message: FCMMessage) async -> Result {
+    /// Sends one message; `traceContext` (the envelope's `traceparent` and `tracestate`) goes
+    /// with it as HTTP headers.
+    private func send(_ message: FCMMessage, traceContext: (parent: String, state: String?)?) async -> Result {
         var request = HTTPClientRequest(url: "\(settings.baseURL)/v1/projects/\(project)/messages:send")
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
+        if let traceContext {
+            request.headers.add(name: TraceContext.parentHeader, value: traceContext.parent)
+            if let state = traceContext.state { request.headers.add(name: TraceContext.stateHeader, value: state) }
+        }
         var body: [String: JSONValue] = ["message": message.json]
         if settings.validateOnly { body["validate_only"] = true }
         let bytes = JSONValue.object(body).serializedBytes()
