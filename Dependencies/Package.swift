@@ -6,6 +6,13 @@ import PackageDescription
 /// NIOSingletons event-loop group, one BoringSSL. The router links it and installs it beside
 /// itself; the plugins link it and find the router's copy already loaded (same SONAME).
 /// Third-party plugins built elsewhere keep their own copies: only the C ABI crosses.
+/// `SWITCHYARD_WITHOUT_OTLP=1` leaves swift-otel (the OTLP exporter) out: scripts/sanitize sets it
+/// for the ThreadSanitizer build, where Swift 6.3 refuses two files of swift-otel 1.6
+/// ("sending 'logger' risks causing data races", raised only with -sanitize=thread). The router
+/// then records no spans (`switchyard run` says so if the route files ask for tracing); the
+/// suites run under the sanitizers export none.
+let withOTLP = Context.environment["SWITCHYARD_WITHOUT_OTLP"] == nil
+
 let package = Package(
     name: "switchyard-dependencies",
     products: [.library(name: "SwitchyardDependencies", type: .dynamic, targets: ["SwitchyardDependencies"])],
@@ -24,10 +31,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", "4.0.0"..<"5.0.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.0"),
-        // Tracing (issue 23): only the OTLP/HTTP exporter; the OTLPGRPC trait would build gRPC and HTTP/2 for nothing.
-        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.0"),
-    ],
+    ]
+        // Tracing (issue 23): only the OTLP/HTTP exporter; the OTLPGRPC trait would build gRPC and HTTP/2 for nothing.
+        + (withOTLP ? [.package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"])] : []),
     targets: [
         .target(
             name: "SwitchyardDependencies",
@@ -48,13 +55,12 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "OTel", package: "swift-otel"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
-            ]
+            ] + (withOTLP ? [.product(name: "OTel", package: "swift-otel")] : [])
         )
     ]
 )
