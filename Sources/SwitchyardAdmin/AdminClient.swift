@@ -66,21 +66,33 @@ public struct AdminClient: Sendable {
         return try exchange(method: method, path: path, body: json)
     }
 
-    private func exchange(method: String, path: String, body: [UInt8]? = nil) throws(AdminError) -> Answer {
-        let place = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    /// `host:port` as the `Host` header and the error messages name it.
+    private var place: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// Connects and sends `method path` with `headers` (each line ending in CRLF), the bearer
+    /// token and `body`; the connected socket, which the caller closes.
+    private func open(_ method: String, _ path: String, headers: String, body: [UInt8] = []) throws(AdminError) -> Int32 {
         let socket = try connect(place: place)
-        defer { close(socket) }
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(place)\r\nContent-Length: \(body?.count ?? 0)\r\nConnection: close\r\n"
-        if body != nil { head += "Content-Type: application/json\r\n" }
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(place)\r\n" + headers + "Connection: close\r\n"
         if let token { head += "Authorization: Bearer \(token)\r\n" }
-        head += "\r\n"
-        let bytes = Array(head.utf8) + (body ?? [])
+        let bytes = Array((head + "\r\n").utf8) + body
         var sent = 0
         while sent < bytes.count {
             let count = bytes[sent...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { throw AdminError(description: "\(place): sending failed: \(String(cString: strerror(errno)))") }
+            guard count > 0 else {
+                let reason = String(cString: strerror(errno))
+                close(socket)
+                throw AdminError(description: "\(place): sending failed: \(reason)")
+            }
             sent += count
         }
+        return socket
+    }
+
+    private func exchange(method: String, path: String, body: [UInt8]? = nil) throws(AdminError) -> Answer {
+        let headers = "Content-Length: \(body?.count ?? 0)\r\n" + (body == nil ? "" : "Content-Type: application/json\r\n")
+        let socket = try open(method, path, headers: headers, body: body ?? [])
+        defer { close(socket) }
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)
         while true {
@@ -101,14 +113,8 @@ public struct AdminClient: Sendable {
     /// name and `data:`) to `onEvent`, until the server ends the stream or `onEvent` answers
     /// false. An answer other than 200 is an error with the server's message.
     public func events(_ path: String, onEvent: (_ event: String, _ data: String) -> Bool) throws(AdminError) {
-        let place = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        let socket = try connect(place: place)
+        let socket = try open("GET", path, headers: "Accept: text/event-stream\r\n")
         defer { close(socket) }
-        var head = "GET \(path) HTTP/1.1\r\nHost: \(place)\r\nAccept: text/event-stream\r\nConnection: close\r\n"
-        if let token { head += "Authorization: Bearer \(token)\r\n" }
-        let bytes = Array((head + "\r\n").utf8)
-        let count = bytes.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        guard count == bytes.count else { throw AdminError(description: "\(place): sending failed: \(String(cString: strerror(errno)))") }
         var raw: [UInt8] = []
         var body = SSEBody()
         var headRead = false

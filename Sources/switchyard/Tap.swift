@@ -49,15 +49,8 @@ struct Tap: ParsableCommand {
     }
 
     func run() throws {
-        var client: AdminClient
-        do {
-            client = try AdminClient(address: admin, token: ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"])
-        } catch {
-            printError("error: \(error)")
-            throw ExitCode(1)
-        }
         // Heartbeats come every 15 s: a minute of silence means the router is gone.
-        client.timeout = .seconds(60)
+        let client = try AdminClient.command(admin, timeout: .seconds(60))
         let isPort = port || target.contains(".")
         var query = [(isPort ? "port" : "route", target)]
         if let condition { query.append(("when", condition)) }

@@ -38,14 +38,7 @@ struct Top: ParsableCommand {
 
     func run() throws {
         let pause = Double(DurationText.nanoseconds(interval) ?? 1_000_000_000) / 1e9
-        var client: AdminClient
-        do {
-            client = try AdminClient(address: admin, token: ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"])
-        } catch {
-            printError("error: \(error)")
-            throw ExitCode(1)
-        }
-        client.timeout = .seconds(10)
+        let client = try AdminClient.command(admin, timeout: .seconds(10))
         let terminal = isatty(STDOUT_FILENO) == 1
         var previous: TopSnapshot?
         var count = 0
