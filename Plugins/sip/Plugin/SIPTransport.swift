@@ -98,7 +98,7 @@ final class SIPTransport: @unchecked Sendable {
         return bindDatagramAndStream(host: host, attemptsLeft: 8)
             .flatMap {
                 guard self.serverTLS != nil else { return self.eventLoop.makeSucceededVoidFuture() }
-                return self.listen(host: host, port: self.configuration.tlsPort ?? (self.port == 0 ? 0 : self.port + 1), tls: true)
+                return self.listen(host: host, port: self.configuration.tlsPort ?? (self.configuration.listenPort == 0 ? 0 : self.port + 1), tls: true)
             }
     }
 

@@ -7,7 +7,10 @@ final class RouterProcess {
     let process = Process()
     private let output = Pipe()
     private let errors = Pipe()
-    private let input = Pipe()
+    /// The router's standard input: a socket, not a pipe, so a write to a router that has
+    /// died fails with EPIPE (`MSG_NOSIGNAL`) instead of killing the whole test process with
+    /// SIGPIPE.
+    private let input = StandardInputSocket()
     private let stdoutBuffer = OutputBuffer()
     private let stderrBuffer = OutputBuffer()
 
@@ -21,7 +24,7 @@ final class RouterProcess {
         process.environment = env
         process.standardOutput = output
         process.standardError = errors
-        process.standardInput = input
+        process.standardInput = input.childEnd
         let stdoutBuffer = stdoutBuffer
         let stderrBuffer = stderrBuffer
         output.fileHandleForReading.readabilityHandler = { handle in stdoutBuffer.append(handle.availableData) }
@@ -41,7 +44,7 @@ final class RouterProcess {
     var standardError: String { stderrBuffer.text }
 
     /// Writes to the router's standard input.
-    func send(_ text: String) { input.fileHandleForWriting.write(Data(text.utf8)) }
+    func send(_ text: String) { input.write(text) }
 
     /// Sends `signal` (SIGHUP to reload, say) without waiting for anything.
     func send(signal: Int32) {
@@ -72,7 +75,7 @@ final class RouterProcess {
     func occurrences(of needle: String) -> Int { standardError.components(separatedBy: needle).count - 1 }
 
     /// Closes the router's standard input.
-    func closeInput() { try? input.fileHandleForWriting.close() }
+    func closeInput() { input.close() }
 
     /// Waits until `condition` holds, checking every 20 ms, for at most `timeout`. Fails the
     /// test (with the router's log) when time runs out or the router exits first.
@@ -143,4 +146,33 @@ final class OutputBuffer: @unchecked Sendable {
     func append(_ more: Data) { lock.withLock { data.append(more) } }
 
     var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+}
+
+/// A connected pair of Unix stream sockets standing in for a pipe to a child's standard input.
+final class StandardInputSocket: Sendable {
+    /// The end the child reads as its standard input.
+    let childEnd: FileHandle
+    private let writerEnd: FileHandle
+
+    init() {
+        var ends: [Int32] = [-1, -1]
+        let made = ends.withUnsafeMutableBufferPointer { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress) }
+        precondition(made == 0, "socketpair: errno \(errno)")
+        childEnd = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
+        writerEnd = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+    }
+
+    /// Writes all of `text`; gives up quietly once the child has gone.
+    func write(_ text: String) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let sent = bytes.withUnsafeBytes { Glibc.send(writerEnd.fileDescriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent < 0 && errno == EINTR { continue }
+            guard sent > 0 else { return }
+            bytes = bytes.dropFirst(sent)
+        }
+    }
+
+    /// Ends the child's input (its reads see end of file).
+    func close() { shutdown(writerEnd.fileDescriptor, Int32(SHUT_WR)) }
 }
