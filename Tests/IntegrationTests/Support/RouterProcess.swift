@@ -156,7 +156,8 @@ final class StandardInputSocket: Sendable {
 
     init() {
         var ends: [Int32] = [-1, -1]
-        let made = ends.withUnsafeMutableBufferPointer { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress) }
+        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let made = ends.withUnsafeMutableBufferPointer { socketpair(AF_UNIX, type, 0, $0.baseAddress) }
         precondition(made == 0, "socketpair: errno \(errno)")
         childEnd = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
         writerEnd = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
