@@ -85,6 +85,12 @@ let package = Package(
             swiftSettings: strict
         ),
         // Plugin commands parsed with swift-argument-parser, for plugins that want it.
+        // A plugin's HTTP server on Hummingbird: launch and graceful stop, connection limits, logs.
+        .target(
+            name: "SwitchyardPluginHTTP",
+            dependencies: ["SwitchyardPluginKit", .product(name: "SwitchyardDependencies", package: "Dependencies")],
+            swiftSettings: strict
+        ),
         .target(
             name: "SwitchyardPluginCommands",
             dependencies: ["SwitchyardPluginKit", .product(name: "SwitchyardDependencies", package: "Dependencies")],
@@ -147,7 +153,7 @@ let package = Package(
         .target(
             name: "PushPlugin",
             dependencies: [
-                "PushMessage", "PushTokens", "SwitchyardPluginKit", "SwitchyardPluginCommands",
+                "PushMessage", "PushTokens", "SwitchyardPluginKit", "SwitchyardPluginCommands", "SwitchyardPluginHTTP",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/push/Plugin",
@@ -195,10 +201,28 @@ let package = Package(
         .target(name: "CRealmCrypto", path: "Plugins/qeo/CRealmCrypto", linkerSettings: [.linkedLibrary("crypto")]),
         // Qeo realms on DDS Security: policy files, governance/permissions, device credentials.
         .target(name: "QeoRealm", dependencies: ["CRealmCrypto"], path: "Plugins/qeo/Realm", swiftSettings: strict),
+        // A realm's HTTPS endpoint: one-time-code enrollment, permission renewal (mutual TLS).
+        .target(
+            name: "QeoEnrollment",
+            dependencies: [
+                "QeoRealm", "SwitchyardPluginHTTP", "SwitchyardPluginKit", .product(name: "SwitchyardDependencies", package: "Dependencies"),
+            ],
+            path: "Plugins/qeo/Enrollment",
+            swiftSettings: strict
+        ),
+        // Waking members' apps: the feed of watched state changes (SQLite) and who may read them.
+        .target(
+            name: "QeoWake",
+            dependencies: ["QeoRealm", "SwitchyardSQLite", "SwitchyardPluginKit"],
+            path: "Plugins/qeo/Wake",
+            swiftSettings: strict
+        ),
+        // libqrencode (Debian's libqrencode-dev): the QR code `realm otc` prints.
+        .systemLibrary(name: "CQRencode", path: "Plugins/qeo/CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         // The qeo plugin: one DDS participant per instance.
         .target(
             name: "QeoPlugin",
-            dependencies: ["QeoDDS", "QeoQDM", "QeoRealm", "SwitchyardPluginKit", "SwitchyardPluginCommands"],
+            dependencies: ["QeoDDS", "QeoQDM", "QeoRealm", "QeoEnrollment", "QeoWake", "CQRencode", "SwitchyardPluginKit", "SwitchyardPluginCommands"],
             path: "Plugins/qeo/Plugin",
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings

@@ -3,6 +3,7 @@ import Dispatch
 import Logging
 import PushTokens
 import SwitchyardCore
+import SwitchyardPluginHTTP
 import SwitchyardPluginKit
 import Synchronization
 

@@ -27,7 +27,7 @@ struct RealmCommand: ParsableCommand {
         CommandConfiguration(
             commandName: PluginCommandRunner.program,
             abstract: "Create and manage a secured Qeo realm (CA, users, devices, policy).",
-            subcommands: [Init.self, AddUser.self, AddDevice.self, Policy.self]
+            subcommands: [Init.self, AddUser.self, AddDevice.self, Policy.self, OneTimeCode.self, Revoke.self]
         )
     }
 
@@ -37,6 +37,17 @@ struct RealmCommand: ParsableCommand {
 
         func open(io: CommandIO) throws -> RealmAuthority {
             try attempt(io) { () throws(RealmError) in try RealmAuthority(directory: directory) }
+        }
+
+        /// Runs `change` on the realm under its lock (a router's enrollment endpoint may be
+        /// changing it too), printing its error and exiting 1 when it fails.
+        func change<Result>(io: CommandIO, _ change: (inout RealmAuthority) throws(RealmError) -> Result) throws -> Result {
+            try attempt(io) { () throws(RealmError) in
+                try RealmLock.withLock(directory: directory) { () throws(RealmError) in
+                    var authority = try RealmAuthority(directory: directory)
+                    return try change(&authority)
+                }
+            }
         }
     }
 
@@ -76,9 +87,8 @@ struct RealmCommand: ParsableCommand {
         var id: String?
 
         func run(io: CommandIO) throws {
-            var authority = try options.open(io: io)
             let id = try id.map { try parseIdentifier($0, "--id") }
-            let user = try attempt(io) { () throws(RealmError) in try authority.addUser(name: name, id: id) }
+            let user = try options.change(io: io) { authority throws(RealmError) in try authority.addUser(name: name, id: id) }
             io.write("user uid:\(QeoIdentifier.hex(user.id)) (\(user.name))\n")
         }
     }
@@ -100,11 +110,12 @@ struct RealmCommand: ParsableCommand {
         var id: String?
 
         func run(io: CommandIO) throws {
-            var authority = try options.open(io: io)
             let user = try parseIdentifier(user, "--user")
             let id = try id.map { try parseIdentifier($0, "--id") }
-            let device = try attempt(io) { () throws(RealmError) in try authority.addDevice(user: user, name: name, id: id) }
-            io.write(authority.deviceDirectory(device).path + "\n")
+            let directory = try options.change(io: io) { authority throws(RealmError) in
+                authority.deviceDirectory(try authority.addDevice(user: user, name: name, id: id))
+            }
+            io.write(directory.path + "\n")
         }
     }
 
@@ -124,7 +135,7 @@ struct RealmCommand: ParsableCommand {
                 return
             }
             let text = try readPolicy(file, io: io)
-            try attempt(io) { () throws(RealmError) in try authority.installPolicy(text, file: file) }
+            try options.change(io: io) { authority throws(RealmError) in try authority.installPolicy(text, file: file) }
             io.write("policy installed; permissions re-signed for \(authority.registry.devices.count) devices\n")
         }
     }
@@ -164,7 +175,7 @@ private func readPolicy(_ file: String, io: CommandIO) throws -> String {
 }
 
 /// Runs a realm operation, printing its error and exiting 1 when it fails.
-private func attempt<Result>(_ io: CommandIO, _ body: () throws(RealmError) -> Result) throws -> Result {
+func attempt<Result>(_ io: CommandIO, _ body: () throws(RealmError) -> Result) throws -> Result {
     do {
         return try body()
     } catch {
@@ -174,7 +185,7 @@ private func attempt<Result>(_ io: CommandIO, _ body: () throws(RealmError) -> R
 }
 
 /// A 64-bit id, decimal or 0x-hex, as the qeo plugin's settings take them.
-private func parseIdentifier(_ text: String, _ option: String) throws -> UInt64 {
+func parseIdentifier(_ text: String, _ option: String) throws -> UInt64 {
     guard let parsed = QeoIdentifier.parse(text) else {
         throw ValidationError("\(option): '\(text)' is not a 64-bit number (decimal or 0x-hex)")
     }

@@ -1,5 +1,7 @@
+import QeoEnrollment
 import QeoQDM
 import QeoRealm
+import QeoWake
 import SwitchyardCore
 import SwitchyardPluginKit
 
@@ -14,6 +16,10 @@ struct QeoConfiguration: Sendable {
     var write: [QDMStruct]
     /// The `dds.sec.*` participant properties of a secured realm; empty on an open domain.
     var securityProperties: [(name: String, value: String)] = []
+    /// The realm's enrollment endpoint, when this instance serves it.
+    var enroll: EnrollmentSettings?
+    /// The state topics whose changes wake members' apps.
+    var wake: WakeSettings?
 
     /// Decodes the settings (``QeoSettings``), then loads the QDM files (``QeoTopics``).
     init(config: JSONValue) throws {
@@ -24,6 +30,20 @@ struct QeoConfiguration: Sendable {
         realm = settings.realm?.value ?? 0
         user = settings.user?.value ?? 0
         device = settings.device?.value ?? 0
+        enroll = settings.enroll
+        wake = settings.wake
+        if let wake = settings.wake {
+            guard enroll != nil else {
+                throw PluginError("/wake: needs enroll: (its endpoint serves the feed, its realm says who reads a topic)")
+            }
+            for topic in wake.topics {
+                guard let item = read.first(where: { $0.name == QeoTopics.qdmName(of: topic, in: model) }) else {
+                    throw PluginError("/wake/topics: \(topic) is not a topic in read")
+                }
+                guard item.behavior == .state else { throw PluginError("/wake/topics: \(topic) is an event topic, not state") }
+            }
+            self.wake?.topics = wake.topics.map { QeoTopics.qdmName(of: $0, in: model) }
+        }
         if let security = settings.security { try secure(security, settings: settings) }
     }
 
@@ -78,8 +98,17 @@ struct QeoSettings: PluginConfiguration {
     var read: [String]
     var write: [String]
     var security: Security?
+    var enroll: EnrollmentSettings?
+    var wake: WakeSettings?
 
     static let descriptions = [
+        "/wake": "wake members' apps (a qeo.Wake on the wakes port) when a watched state topic changes; needs enroll",
+        "/wake/topics": "state topics in read whose changes wake the users allowed to read them",
+        "/wake/store": "the feed's SQLite file (default: wake.sqlite in the realm directory)",
+        "/enroll": "serve the realm's enrollment endpoint (HTTPS): one-time codes, permission renewal",
+        "/enroll/listen": "HOST:PORT of the enrollment endpoint (port 0 picks a free one)",
+        "/enroll/realm": "the realm directory of `switchyard qeo realm init` (holds the CA key)",
+        "/enroll/lease": "how long an enrolled device's permissions stay valid before it renews them (default 1h)",
         "/qdm": "QDM files, relative to the working directory",
         "/security":
             "a secured realm: the device credentials directory of `switchyard qeo realm add-device`, or {credentials, libraries}",
@@ -95,9 +124,11 @@ struct QeoSettings: PluginConfiguration {
         read = try container.decode(.read, default: [])
         write = try container.decode(.write, default: [])
         security = try container.decodeIfPresent(Security.self, forKey: .security)
+        enroll = try container.decodeIfPresent(EnrollmentSettings.self, forKey: .enroll)
+        wake = try container.decodeIfPresent(WakeSettings.self, forKey: .wake)
     }
 
-    private enum CodingKeys: CodingKey { case qdm, domain, realm, user, device, read, write, security }
+    private enum CodingKeys: CodingKey { case qdm, domain, realm, user, device, read, write, security, enroll, wake }
 
     /// `qdm:`: a file, or a list of files.
     struct QDMFiles: ConfigurationValue {

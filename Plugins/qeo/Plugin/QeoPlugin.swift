@@ -1,5 +1,7 @@
 import QeoDDS
+import QeoEnrollment
 import QeoQDM
+import QeoWake
 import SwitchyardCore
 import SwitchyardPluginKit
 import Synchronization
@@ -24,6 +26,8 @@ final class QeoPlugin: SwitchyardPlugin {
     static let removedType = "qeo.Removed"
     static let statesType = "qeo.States"
     static let removeType = "qeo.Remove"
+    static let wakesPort = "wakes"
+    static let wakeType = "qeo.Wake"
 
     /// Decoded by `validate` before anything starts (see ``SwitchyardPlugin/configuration``).
     static let configuration: (any PluginConfiguration.Type)? = QeoSettings.self
@@ -43,6 +47,9 @@ final class QeoPlugin: SwitchyardPlugin {
                 name: statesPort, direction: .source, types: [statesType], requires: "read",
                 summary: "State reader: the full current set of a state topic's instances on every change"),
             PortDeclaration(
+                name: wakesPort, direction: .source, types: [wakeType], requires: "wake",
+                summary: "qeo.Wake {user, cursor, topic, removed} for each user a watched state change concerns (route it to push)"),
+            PortDeclaration(
                 name: writePort, direction: .sink, types: ["*"], requires: "write",
                 summary: "Writes the envelope's body as a sample of its type; a qeo.Remove {type, key} disposes that instance"),
         ],
@@ -55,6 +62,12 @@ final class QeoPlugin: SwitchyardPlugin {
                 "type": "object", "required": ["type", "key"], "additionalProperties": false,
                 "properties": ["type": ["type": "string"], "key": ["type": "object"]],
             ],
+            wakeType: [
+                "type": "object", "required": ["user", "cursor", "topic", "removed"], "additionalProperties": false,
+                "properties": [
+                    "user": ["type": "string"], "cursor": ["type": "integer"], "topic": ["type": "string"], "removed": ["type": "boolean"],
+                ],
+            ],
             statesType: [
                 "type": "object", "required": ["type", "instances"],
                 "properties": ["type": ["type": "string"], "instances": ["type": "array"]],
@@ -64,9 +77,13 @@ final class QeoPlugin: SwitchyardPlugin {
         commands: commands
     )
 
-    private let context: PluginContext
-    private let configuration: QeoConfiguration
+    let context: PluginContext
+    let configuration: QeoConfiguration
     private let state = Mutex(State())
+    /// The realm's enrollment endpoint, when `enroll:` is set.
+    let enrollment: EnrollmentServer?
+    /// Who a watched state change wakes, and their feeds, when `wake:` is set.
+    let wake: WakeWatcher?
 
     private struct State {
         var participant: DDSParticipant?
@@ -82,9 +99,14 @@ final class QeoPlugin: SwitchyardPlugin {
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
         configuration = try QeoConfiguration(config: config)
+        wake = try Self.makeWake(configuration)
+        enrollment = configuration.enroll.map { [wake] settings in
+            EnrollmentServer(settings: settings, instance: name, context: context, memberRoutes: wake.map { [Self.feedRoute($0)] } ?? [])
+        }
     }
 
     func start() throws {
+        try startEnrollment()
         do {
             try join()
         } catch let unavailable as DomainUnavailable {
@@ -185,6 +207,7 @@ final class QeoPlugin: SwitchyardPlugin {
         }
         // Readers first: their listeners must not run once the router has stopped the instance.
         withExtendedLifetime((readers, writers, participant)) {}
+        stopEnrollment()
     }
 
     // MARK: Reading
@@ -202,11 +225,13 @@ final class QeoPlugin: SwitchyardPlugin {
                 if emit(envelope(item, body: value.serializedBytes()), on: Self.eventsPort) { emitted += 1 }
             case (.state?, .sample(let value, let instance)):
                 state.withLock { $0.instances[item.name, default: [:]][instance] = value }
+                wakeUp(item, key: value, value: value)
                 if emit(envelope(item, body: value.serializedBytes(), instance: instance), on: Self.changesPort) { emitted += 1 }
             case (.state?, .removed(let instance)):
                 guard let last = state.withLock({ $0.instances[item.name]?.removeValue(forKey: instance) }) else { continue }
                 var key: [String: JSONValue] = [:]
                 for member in item.keys { key[member.name] = last[member.name] }
+                wakeUp(item, key: last, value: nil)
                 let body: JSONValue = ["type": .string(item.name), "key": .object(key)]
                 var removed = Envelope(
                     type: Self.removedType, subject: item.name, contentType: "application/json", body: body.serializedBytes())

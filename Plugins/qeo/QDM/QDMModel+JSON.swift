@@ -20,7 +20,7 @@ extension QDMModel {
         case .byte: ["type": "integer", "minimum": 0, "maximum": 255]
         case .int16: ["type": "integer", "minimum": .int(Int(Int16.min)), "maximum": .int(Int(Int16.max))]
         case .int32: ["type": "integer", "minimum": .int(Int(Int32.min)), "maximum": .int(Int(Int32.max))]
-        case .int64: ["type": "integer"]
+        case .int64: ["type": "integer", "minimum": .int(Int(Int64.min)), "maximum": .int(Int(Int64.max))]
         case .float32: ["type": "number"]
         case .string: ["type": "string"]
         case .structure(let name): schema(of: name)

@@ -97,6 +97,11 @@ public struct DeviceCredentials: Sendable {
             ("dds.sec.access.governance", file(Self.governanceFile)),
             ("dds.sec.access.permissions", file(Self.permissionsFile)),
         ]
+        // The realm's revocation list, once a member was revoked: Cyclone reads it when the
+        // participant is created and refuses handshakes with the certificates it lists.
+        if FileManager.default.isReadableFile(atPath: directory + "/" + RealmAuthority.revocationListFile) {
+            properties.append(("org.eclipse.cyclonedds.sec.auth.crl", file(RealmAuthority.revocationListFile)))
+        }
         return properties
     }
 

@@ -203,4 +203,14 @@ public struct QeoPolicy: Sendable, Equatable {
             .sorted { ($0.element.specificity, -$0.offset) > ($1.element.specificity, -$1.offset) }
             .map(\.element)
     }
+
+    /// What a device of `user` may do with `topic` (a QDM name, `.` or `::` separated): the
+    /// most specific matching rule decides; no rule denies both.
+    public func rights(realm: UInt64, user: UInt64, topic: String) -> (read: Bool, write: Bool) {
+        let name = topic.replacingOccurrences(of: "::", with: ".")
+        let rule = rules(realm: realm, user: user).first { rule in
+            rule.topic.hasSuffix("*") ? name.hasPrefix(rule.topic.dropLast()) : rule.topic == name
+        }
+        return (rule?.read ?? false, rule?.write ?? false)
+    }
 }

@@ -10,7 +10,7 @@ public struct RealmAuthority: Sendable {
     /// The realm directory.
     public let directory: URL
     /// The realm's members and settings (`realm.json`).
-    public private(set) var registry: RealmRegistry
+    public internal(set) var registry: RealmRegistry
 
     /// How long certificates and permissions stay valid.
     static let validityDays = 3650
@@ -18,16 +18,7 @@ public struct RealmAuthority: Sendable {
     /// Opens an existing realm directory.
     public init(directory: String) throws(RealmError) {
         self.directory = URL(fileURLWithPath: directory, isDirectory: true)
-        let file = self.directory.appendingPathComponent(RealmRegistry.fileName)
-        do {
-            registry = try JSONDecoder().decode(RealmRegistry.self, from: Data(contentsOf: file))
-        } catch let error as DecodingError {
-            throw RealmError("\(file.path): not a realm registry (\(error))")
-        } catch {
-            throw RealmError(
-                "\(directory) is not a realm directory: \(file.path) cannot be read (\(error.localizedDescription); `switchyard qeo realm init` makes one)"
-            )
-        }
+        registry = try RealmRegistry.load(from: self.directory.appendingPathComponent(RealmRegistry.fileName))
     }
 
     /// Creates a realm in `directory` (which must not hold one): its CA, the initial policy
@@ -45,7 +36,7 @@ public struct RealmAuthority: Sendable {
         let certificate = try RealmCrypto.issueCertificate(
             key: key, subject: [("O", "Qeo"), ("OU", QeoIdentifier.hex(realm)), ("CN", "\(QeoIdentifier.hex(realm)) realm CA")],
             issuer: nil,
-            role: .authority, days: validityDays, serial: UInt64.random(in: 1...UInt64.max))
+            role: .authority, seconds: validityDays * 86400, serial: UInt64.random(in: 1...UInt64.max))
         try write(key, to: url.appendingPathComponent("ca.key"), private: true)
         try write(certificate, to: url.appendingPathComponent("ca.pem"))
         try write(QeoPolicy.initial(realm: realm), to: url.appendingPathComponent("policy"))
@@ -85,9 +76,9 @@ public struct RealmAuthority: Sendable {
         let certificate = try RealmCrypto.issueCertificate(
             key: key,
             subject: [("O", "Qeo"), ("CN", "\(QeoIdentifier.hex(registry.realm)) \(QeoIdentifier.hex(id)) \(QeoIdentifier.hex(user))")],
-            issuer: (try read("ca.pem"), try read("ca.key")), role: .device, days: Self.validityDays,
+            issuer: (try read("ca.pem"), try read("ca.key")), role: .device, seconds: Self.validityDays * 86400,
             serial: UInt64.random(in: 1...UInt64.max))
-        let device = RealmRegistry.Device(id: id, user: user, name: name)
+        let device = RealmRegistry.Device(id: id, user: user, name: name, serial: try RealmCrypto.facts(ofCertificate: certificate).serial)
         let folder = deviceDirectory(device)
         try Self.write(key, to: folder.appendingPathComponent(DeviceCredentials.keyFile), private: true)
         try Self.write(certificate, to: folder.appendingPathComponent(DeviceCredentials.certificateFile))
@@ -146,16 +137,17 @@ public struct RealmAuthority: Sendable {
         try publishDocuments(policy: try QeoPolicy(parsing: try policyText(), file: directory.appendingPathComponent("policy").path))
     }
 
-    private func publishDocuments(policy: QeoPolicy) throws(RealmError) {
+    func publishDocuments(policy: QeoPolicy) throws(RealmError) {
         let authority = (certificate: try read("ca.pem"), key: try read("ca.key"))
         var grants: [SecurityDocuments.Grant] = []
-        for device in registry.devices {
+        // A revoked member has no grant: documents signed from now on do not let it in.
+        for device in registry.devices where registry.member(device: device.id) != nil {
             let certificate = try Self.read(deviceDirectory(device).appendingPathComponent(DeviceCredentials.certificateFile))
             grants.append(
                 SecurityDocuments.Grant(
                     name: "device \(QeoIdentifier.hex(device.id)) of user \(QeoIdentifier.hex(device.user))",
                     subject: try RealmCrypto.subject(ofCertificate: certificate),
-                    rules: policy.rules(realm: registry.realm, user: device.user)))
+                    rules: policy.rules(realm: registry.realm, user: device.user), notAfter: device.leaseUntil))
         }
         let now = Date()
         let governance = SecurityDocuments.governance(domain: registry.domain)
@@ -170,8 +162,13 @@ public struct RealmAuthority: Sendable {
             try Self.write(signedGovernance, to: folder.appendingPathComponent(DeviceCredentials.governanceFile))
             try Self.write(signedPermissions, to: folder.appendingPathComponent(DeviceCredentials.permissionsFile))
         }
+        let revocationList = directory.appendingPathComponent(Self.revocationListFile)
+        let revocations = FileManager.default.fileExists(atPath: revocationList.path) ? try Self.read(revocationList) : nil
         for device in registry.devices {
             try Self.write(authority.certificate, to: deviceDirectory(device).appendingPathComponent(DeviceCredentials.authorityFile))
+            if let revocations {
+                try Self.write(revocations, to: deviceDirectory(device).appendingPathComponent(Self.revocationListFile))
+            }
         }
     }
 
@@ -180,11 +177,11 @@ public struct RealmAuthority: Sendable {
         directory.appendingPathComponent("devices").appendingPathComponent(QeoIdentifier.hex(device.id), isDirectory: true)
     }
 
-    private func saveRegistry() throws(RealmError) {
+    func saveRegistry() throws(RealmError) {
         try registry.save(to: directory.appendingPathComponent(RealmRegistry.fileName))
     }
 
-    private func read(_ name: String) throws(RealmError) -> String {
+    func read(_ name: String) throws(RealmError) -> String {
         try Self.read(directory.appendingPathComponent(name))
     }
 
@@ -217,43 +214,6 @@ public struct RealmAuthority: Sendable {
             throw error
         } catch {
             throw RealmError("writing \(file.path): \(error.localizedDescription)")
-        }
-    }
-}
-
-/// `realm.json`: the realm id, domain and members.
-public struct RealmRegistry: Codable, Sendable {
-    static let fileName = "realm.json"
-
-    public var realm: UInt64
-    public var name: String
-    public var domain: UInt32
-    public var users: [User]
-    public var devices: [Device]
-
-    /// A realm user.
-    public struct User: Codable, Sendable {
-        public var id: UInt64
-        public var name: String
-    }
-
-    /// A device of a user.
-    public struct Device: Codable, Sendable {
-        public var id: UInt64
-        public var user: UInt64
-        public var name: String
-    }
-
-    func save(to file: URL) throws(RealmError) {
-        do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try FileManager.default.createDirectory(
-                at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            try encoder.encode(self).write(to: file, options: .atomic)
-            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
-        } catch {
-            throw RealmError("writing \(file.path): \(error)")
         }
     }
 }

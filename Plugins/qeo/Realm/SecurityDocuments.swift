@@ -8,11 +8,15 @@ public enum SecurityDocuments {
         public var name: String
         public var subject: String
         public var rules: [QeoPolicy.Rule]
+        /// The end of this grant when it is earlier than the document's (an enrolled device's
+        /// permissions lease).
+        public var notAfter: Date?
 
-        public init(name: String, subject: String, rules: [QeoPolicy.Rule]) {
+        public init(name: String, subject: String, rules: [QeoPolicy.Rule], notAfter: Date? = nil) {
             self.name = name
             self.subject = subject
             self.rules = rules
+            self.notAfter = notAfter
         }
     }
 
@@ -69,7 +73,7 @@ public enum SecurityDocuments {
                       <subject_name>\(escaped(grant.subject))</subject_name>
                       <validity>
                         <not_before>\(format.string(from: notBefore))</not_before>
-                        <not_after>\(format.string(from: notAfter))</not_after>
+                        <not_after>\(format.string(from: min(grant.notAfter ?? notAfter, notAfter)))</not_after>
                       </validity>
 
                 """

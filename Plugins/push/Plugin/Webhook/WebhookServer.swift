@@ -8,8 +8,8 @@ import NIOCore
 import NIOSSL
 import PushMessage
 import PushTokens
-import ServiceLifecycle
 import SwitchyardCore
+import SwitchyardPluginHTTP
 import SwitchyardPluginKit
 import Synchronization
 
@@ -26,10 +26,9 @@ final class WebhookServer: Sendable {
     private let accepting = Atomic<Bool>(true)
     private let running = Mutex(Running())
 
-    /// The server's tasks, for ``stop()``.
+    private let http: PluginHTTPServer
+    /// The task that expires settlement waits, for ``stop()``.
     private struct Running {
-        var group: ServiceGroup?
-        var task: Task<Void, Never>?
         var sweeper: Task<Void, Never>?
     }
 
@@ -38,6 +37,7 @@ final class WebhookServer: Sendable {
         self.instance = instance
         self.context = context
         self.registry = registry
+        http = PluginHTTPServer(name: "push.\(instance)", context: context)
     }
 
     private var settings: PushConfiguration.Webhook { current.withLock { $0.settings } }
@@ -72,11 +72,12 @@ final class WebhookServer: Sendable {
         }
         router.get("/v1/tokens") { request, _ in await self.listTokens(request) }
 
-        let limits = WebhookConnectionLimits(
-            maximumConnections: settings.maximumConnections, headerTimeout: settings.headerTimeout, bodyTimeout: settings.bodyTimeout,
+        let limits = HTTPConnectionLimits(
+            name: "webhook", maximumConnections: settings.maximumConnections, headerTimeout: settings.headerTimeout,
+            bodyTimeout: settings.bodyTimeout,
             context: context)
         let http1 = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [WebhookConnectionGuard(limits: limits)], idleTimeout: TimeAmount(settings.idleTimeout))
+            additionalChannelHandlers: [HTTPConnectionGuard(limits: limits)], idleTimeout: TimeAmount(settings.idleTimeout))
         var server = HTTPServerBuilder.http1(configuration: http1)
         if let certificate = settings.certificateFile, let key = settings.keyFile {
             do {
@@ -98,13 +99,9 @@ final class WebhookServer: Sendable {
             }
         }
         running.withLock { $0.sweeper = sweeper }
-        switch launch(router: router, server: server).wait(timeout: .seconds(10)) {
-        case .success(let port):
-            listening(on: port)
-            return port
-        case .failure(let error):
-            throw error
-        }
+        let port = try http.start(router: router, server: server, host: settings.host, port: settings.port)
+        listening(on: port)
+        return port
     }
 
     private func listening(on port: Int) {
@@ -113,33 +110,6 @@ final class WebhookServer: Sendable {
         context.log(.notice, "webhook listening on \(scheme)://\(host):\(port)")
         context.metric(.gauge, "webhook_port", Double(port))
         context.metric(.gauge, "ready", 1)
-    }
-
-    /// Runs one Hummingbird application; the answer says where it listens or why it cannot.
-    private func launch(router: Router<BasicRequestContext>, server: HTTPServerBuilder) -> BoundPort {
-        var logger = Logger(label: "push.\(instance)") { _ in PluginLogHandler(context: self.context) }
-        logger.logLevel = .warning
-        let bound = BoundPort()
-        let application = Application(
-            router: router,
-            server: server,
-            configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: nil),
-            onServerRunning: { channel in bound.set(.success(channel.localAddress?.port ?? -1)) },
-            logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [application], gracefulShutdownSignals: [], logger: logger))
-        let task = Task {
-            do {
-                try await group.run()
-                bound.set(.failure(PluginError("the webhook server stopped")))
-            } catch {
-                bound.set(.failure(PluginError("cannot listen on \(self.settings.host):\(self.settings.port): \(error)")))
-            }
-        }
-        running.withLock { running in
-            running.group = group
-            running.task = task
-        }
-        return bound
     }
 
     /// New requests get 503 from now on; the ones waiting are answered as their envelopes settle.
@@ -153,9 +123,8 @@ final class WebhookServer: Sendable {
             return running
         }
         waiters.resolveAll(.refused(.stopped))
-        await stopping.group?.triggerGracefulShutdown()
+        await http.stop()
         stopping.sweeper?.cancel()
-        await stopping.task?.value
     }
 
     // MARK: Endpoints

@@ -1,20 +1,24 @@
 import HTTPTypes
-import NIOCore
-import NIOHTTPTypes
-import SwitchyardPluginKit
+public import NIOCore
+public import NIOHTTPTypes
+public import SwitchyardPluginKit
 import Synchronization
 
-/// The limits every connection of one webhook shares: how many may be open, how long a client
-/// may take to send a request's head and its body.
-final class WebhookConnectionLimits: Sendable {
+/// The limits every connection of one plugin HTTP server shares: how many may be open, how
+/// long a client may take to send a request's head and its body.
+public final class HTTPConnectionLimits: Sendable {
     let maximumConnections: Int
     let headerTimeout: TimeAmount
     let bodyTimeout: TimeAmount
     let context: PluginContext
+    /// What the server is called in logs and metric names (`webhook`, `enroll`).
+    let name: String
     /// Connections open now (any event loop adds and subtracts).
     let open = Atomic<Int>(0)
 
-    init(maximumConnections: Int, headerTimeout: Duration, bodyTimeout: Duration, context: PluginContext) {
+    /// Limits for the server `name` of the instance behind `context`.
+    public init(name: String, maximumConnections: Int, headerTimeout: Duration, bodyTimeout: Duration, context: PluginContext) {
+        self.name = name
         self.maximumConnections = maximumConnections
         self.headerTimeout = TimeAmount(headerTimeout)
         self.bodyTimeout = TimeAmount(bodyTimeout)
@@ -22,25 +26,25 @@ final class WebhookConnectionLimits: Sendable {
     }
 }
 
-/// Sits behind the HTTP codec of each webhook connection and keeps a client from holding the
-/// server: over `max_connections` a connection is answered `503` with `Retry-After` and closed;
+/// Sits behind the HTTP codec of each connection of a plugin's HTTP server and keeps a client
+/// from holding the server: over `max_connections` a connection is answered `503` with `Retry-After` and closed;
 /// a request head not complete within `header_timeout` is answered `408` and closed; a body
 /// not complete within `body_timeout` closes the connection; and once a response is written
 /// before the request's body was read (a `401` or `413` refusal), the rest of the body is not
 /// read: the response is followed by a half close, and the connection closes a second later.
-/// Each is counted (`webhook_connections_refused_total`, `webhook_timeouts_total`) and logged
+/// Each is counted (`<name>_connections_refused_total`, `<name>_timeouts_total`) and logged
 /// with the client's address.
-final class WebhookConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = HTTPRequestPart
+    public typealias InboundOut = HTTPRequestPart
+    public typealias OutboundIn = HTTPResponsePart
+    public typealias OutboundOut = HTTPResponsePart
 
     /// How long a refused request's connection stays half open, so the client reads the answer
     /// before the close.
     static let linger = TimeAmount.seconds(1)
 
-    private let limits: WebhookConnectionLimits
+    private let limits: HTTPConnectionLimits
     private var counted = false
     /// Over the connection cap, or a response ended the exchange early: nothing more is read.
     private var closing = false
@@ -56,30 +60,31 @@ final class WebhookConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
     /// connection schedules about one timer per `header_timeout`, not two per request.
     private var timer: (task: Scheduled<Void>, fires: NIODeadline)?
 
-    init(limits: WebhookConnectionLimits) { self.limits = limits }
+    /// A guard for one new connection.
+    public init(limits: HTTPConnectionLimits) { self.limits = limits }
 
-    func channelActive(context: ChannelHandlerContext) {
+    public func channelActive(context: ChannelHandlerContext) {
         counted = true
         let open = limits.open.add(1, ordering: .relaxed).newValue
         context.fireChannelActive()
         guard open <= limits.maximumConnections else {
             closing = true
             refuse(context, "connection refused: \(limits.maximumConnections) connections are open (max_connections)")
-            limits.context.metric(.counter, "webhook_connections_refused_total", 1)
+            limits.context.metric(.counter, "\(limits.name)_connections_refused_total", 1)
             respond(.serviceUnavailable, retryAfter: true, context: context)
             return
         }
         arm(limits.headerTimeout, context: context)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    public func channelInactive(context: ChannelHandlerContext) {
         release()
         context.fireChannelInactive()
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) { release() }
+    public func handlerRemoved(context: ChannelHandlerContext) { release() }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !closing else { return }
         switch unwrapInboundIn(data) {
         case .head:
@@ -94,7 +99,7 @@ final class WebhookConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
         context.fireChannelRead(data)
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         guard case .end = unwrapOutboundIn(data) else { return context.write(data, promise: promise) }
         guard requestOpen, !closing else {
             context.write(data, promise: promise)
@@ -158,7 +163,7 @@ final class WebhookConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
     private func timedOut(headStage: Bool, context: ChannelHandlerContext) {
         deadline = nil
         closing = true
-        limits.context.metric(.counter, "webhook_timeouts_total", 1)
+        limits.context.metric(.counter, "\(limits.name)_timeouts_total", 1)
         if headStage {
             refuse(context, "closed: no complete request head within \(limits.headerTimeout.seconds)s (header_timeout)")
             respond(.requestTimeout, retryAfter: false, context: context)
@@ -179,7 +184,7 @@ final class WebhookConnectionGuard: ChannelDuplexHandler, RemovableChannelHandle
 
     private func refuse(_ context: ChannelHandlerContext, _ reason: String) {
         let peer = context.remoteAddress.map { "\($0)" } ?? "a client"
-        limits.context.log(.warning, "webhook connection from \(peer) \(reason)")
+        limits.context.log(.warning, "\(limits.name) connection from \(peer) \(reason)")
     }
 }
 

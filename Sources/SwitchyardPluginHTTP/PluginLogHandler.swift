@@ -1,19 +1,26 @@
-import Logging
-import SwitchyardPluginKit
+public import Logging
+public import SwitchyardPluginKit
 
 /// Hands swift-log records of the libraries inside the plugin (Hummingbird, AsyncHTTPClient)
 /// to the router's log, attributed to the instance.
-struct PluginLogHandler: LogHandler {
+public struct PluginLogHandler: LogHandler {
     let context: PluginContext
-    var logLevel: Logger.Level = .warning
-    var metadata: Logger.Metadata = [:]
+    /// The lowest level passed on.
+    public var logLevel: Logger.Level = .warning
+    /// Fields added to every record.
+    public var metadata: Logger.Metadata = [:]
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    /// A handler writing to `context`'s log.
+    public init(context: PluginContext) { self.context = context }
+
+    /// One metadata field.
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    func log(event: LogEvent) {
+    /// Writes one record.
+    public func log(event: LogEvent) {
         let level: LogLevel =
             switch event.level {
             case .trace: .trace

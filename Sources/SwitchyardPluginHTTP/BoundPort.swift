@@ -2,7 +2,7 @@ import Dispatch
 import SwitchyardPluginKit
 import Synchronization
 
-/// The port the webhook server bound, or why it could not, handed from the server task to
+/// The port a plugin's HTTP server bound, or why it could not, handed from the server task to
 /// `start()`, which waits for it on the router's control thread.
 final class BoundPort: Sendable {
     private let result = Mutex<Result<Int, PluginError>?>(nil)
@@ -19,11 +19,11 @@ final class BoundPort: Sendable {
     }
 
     /// The outcome, waiting at most `timeout` for it.
-    func wait(timeout: Duration) -> Result<Int, PluginError> {
+    func wait(timeout: Duration, what: String) -> Result<Int, PluginError> {
         let (seconds, attoseconds) = timeout.components
         guard signal.wait(timeout: .now() + Double(seconds) + Double(attoseconds) * 1e-18) == .success else {
-            return .failure(PluginError("the webhook server did not start within \(timeout)"))
+            return .failure(PluginError("the \(what) server did not start within \(timeout)"))
         }
-        return result.withLock { $0 } ?? .failure(PluginError("the webhook server did not start"))
+        return result.withLock { $0 } ?? .failure(PluginError("the \(what) server did not start"))
     }
 }
