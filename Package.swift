@@ -218,11 +218,15 @@ let package = Package(
             swiftSettings: strict
         ),
         // libqrencode (Debian's libqrencode-dev): the QR code `realm otc` prints.
-        .systemLibrary(name: "CQRencode", path: "Plugins/qeo/CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(
+            name: "CQRencode", path: "Plugins/qeo/CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]
+        ),
         // The qeo plugin: one DDS participant per instance.
         .target(
             name: "QeoPlugin",
-            dependencies: ["QeoDDS", "QeoQDM", "QeoRealm", "QeoEnrollment", "QeoWake", "CQRencode", "SwitchyardPluginKit", "SwitchyardPluginCommands"],
+            dependencies: [
+                "QeoDDS", "QeoQDM", "QeoRealm", "QeoEnrollment", "QeoWake", "CQRencode", "SwitchyardPluginKit", "SwitchyardPluginCommands",
+            ],
             path: "Plugins/qeo/Plugin",
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings

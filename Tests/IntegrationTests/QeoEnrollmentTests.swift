@@ -47,7 +47,8 @@ struct QeoEnrollmentTests {
         let (router, admin) = try RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": QeoTests.loopback])
         router.waitUntil("the enrollment endpoint") { router.standardError.contains("enrollment listening on https://") }
         let line = try #require(router.standardError.split(separator: "\n").first { $0.contains("enrollment listening on https://") })
-        let url = String(line[line.range(of: "https://")!.lowerBound...].prefix { !$0.isWhitespace && $0 != "\"" })
+        let start = try #require(line.range(of: "https://")).lowerBound
+        let url = String(line[start...].prefix { !$0.isWhitespace && $0 != "\"" })
         return (sandbox, router, admin + "|" + url)
     }
 
