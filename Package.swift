@@ -205,7 +205,8 @@ let package = Package(
         .target(
             name: "QeoEnrollment",
             dependencies: [
-                "QeoRealm", "SwitchyardPluginHTTP", "SwitchyardPluginKit", .product(name: "SwitchyardDependencies", package: "Dependencies"),
+                "QeoRealm", "SwitchyardPluginHTTP", "SwitchyardPluginKit",
+                .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/qeo/Enrollment",
             swiftSettings: strict

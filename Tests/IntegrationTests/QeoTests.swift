@@ -240,7 +240,9 @@ struct QeoTests {
         }
         let viewer = routers[0].1
         // The loopback interface carries the DDS traffic itself, so its counters are never zero.
-        let line = /^lo in ([0-9]+) B\/([0-9]+) pkts out ([0-9]+) B\/([0-9]+) pkts at ([0-9]+)$/
+        // As the seed's readers get it: raw counters and a timestamp in nanoseconds, under the
+        // publishing device's id.
+        let line = /^-?[0-9]+:-?[0-9]+ lo in ([0-9]+) B\/([0-9]+) pkts out ([0-9]+) B\/([0-9]+) pkts at ([0-9]+) ns$/
         viewer.waitUntil("loopback statistics") {
             viewer.standardOutput.split(separator: "\n").contains { (try? line.wholeMatch(in: String($0))) != nil }
         }
@@ -248,7 +250,10 @@ struct QeoTests {
             viewer.standardOutput.split(separator: "\n").compactMap { try? line.wholeMatch(in: String($0)) }.first)
         #expect((Int(match.output.1) ?? 0) > 0 && (Int(match.output.2) ?? 0) > 0)
         let timestamp = Double(match.output.5) ?? 0
-        #expect(abs(timestamp / 1000 - Date().timeIntervalSince1970) < 60)
+        #expect(abs(timestamp / 1e9 - Date().timeIntervalSince1970) < 60)
+        // DeviceInfo, published once as state, names the device.
+        let device = /^device -?[0-9]+:-?[0-9]+ is .+/
+        #expect(viewer.standardOutput.split(separator: "\n").contains { (try? device.wholeMatch(in: String($0))) != nil })
         for (_, router) in routers.reversed() { #expect(router.stop() == 0) }
     }
 

@@ -5,6 +5,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import QeoRealm
+import SwitchyardCore
 
 extension EnrollmentServer {
     /// `GET /ca`.
@@ -186,10 +187,11 @@ extension EnrollmentServer {
                 RefusedRequest(
                     response: json(.contentTooLarge, ["error": "too_large", "message": "at most \(EnrollmentSettings.maximumBody) bytes"])))
         }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: buffer)) as? [String: Any] else {
+        // The router's own parser: bounded in depth and size, fuzzed.
+        guard case .object(let object)? = try? JSONValue(parsing: buffer.readableBytesView) else {
             return .failure(RefusedRequest(response: json(.badRequest, ["error": "invalid", "message": "the body is not a JSON object"])))
         }
-        return .success(object.compactMapValues { $0 as? String })
+        return .success(object.compactMapValues(\.stringValue))
     }
 
     static func json(_ status: HTTPResponse.Status, _ fields: [String: String]) -> Response {

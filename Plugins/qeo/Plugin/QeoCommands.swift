@@ -43,7 +43,9 @@ struct RealmCommand: ParsableCommand {
         /// changing it too), printing its error and exiting 1 when it fails.
         func change<Result>(io: CommandIO, _ change: (inout RealmAuthority) throws(RealmError) -> Result) throws -> Result {
             try attempt(io) { () throws(RealmError) in
-                try RealmLock.withLock(directory: directory) { () throws(RealmError) in
+                // Not a realm: say so, rather than that its lock cannot be made.
+                _ = try RealmAuthority(directory: directory)
+                return try RealmLock.withLock(directory: directory) { () throws(RealmError) in
                     var authority = try RealmAuthority(directory: directory)
                     return try change(&authority)
                 }
