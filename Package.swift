@@ -264,6 +264,7 @@ let package = Package(
             name: "QeoDDSTests", dependencies: ["QeoDDS", "QeoQDM", "SwitchyardCore"], exclude: ["qeo_peer.py"], swiftSettings: strict
         ),
         .testTarget(name: "QeoRealmTests", dependencies: ["QeoRealm"], swiftSettings: strict),
+        .testTarget(name: "QeoWakeTests", dependencies: ["QeoWake", "QeoEnrollment"], swiftSettings: strict),
         .testTarget(name: "PushMessageTests", dependencies: ["PushMessage", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
