@@ -44,19 +44,8 @@ extension EnrollmentServer {
         case .failure(let refusal): return refusal.response
         }
         let lease = Int(settings.lease.components.seconds)
-        let outcome = await withRealm { authority throws(EnrollmentRefusal) in
+        return await answer("enroll", peer: peer, counting: "enroll_accepted_total") { authority throws(EnrollmentRefusal) in
             try authority.enroll(code: body.code, request: body.csr, leaseSeconds: lease)
-        }
-        switch outcome {
-        case .success(let enrollment):
-            self.context.metric(.counter, "enroll_accepted_total", 1)
-            self.context.log(
-                .notice,
-                "enroll: \(peer) enrolled device \(QeoIdentifier.hex(enrollment.identity.device)) of user \(QeoIdentifier.hex(enrollment.identity.user))"
-            )
-            return Self.answer(enrollment)
-        case .failure(let refusal):
-            return refuse(refusal, peer: peer, what: "enroll")
         }
     }
 
@@ -68,15 +57,8 @@ extension EnrollmentServer {
         case .failure(let refusal): return refusal.response
         }
         let lease = Int(settings.lease.components.seconds)
-        let outcome = await withRealm { authority throws(EnrollmentRefusal) in
+        return await answer("renew", peer: context.peer, counting: "enroll_renewed_total") { authority throws(EnrollmentRefusal) in
             try authority.renew(device: member.device, serial: member.serial, leaseSeconds: lease)
-        }
-        switch outcome {
-        case .success(let enrollment):
-            self.context.metric(.counter, "enroll_renewed_total", 1)
-            return Self.answer(enrollment)
-        case .failure(let refusal):
-            return refuse(refusal, peer: context.peer, what: "renew")
         }
     }
 
@@ -140,6 +122,24 @@ extension EnrollmentServer {
         }
         context.metric(.counter, "\(what)_refused_\(code)_total", 1)
         return Self.json(status, ["error": code, "message": refusal.description])
+    }
+
+    /// Runs `body` on the realm and answers with the credentials it made (counted, logged), or
+    /// with its refusal.
+    private func answer(
+        _ what: String, peer: String, counting counter: String,
+        _ body: @escaping @Sendable (inout RealmAuthority) throws(EnrollmentRefusal) -> Enrollment
+    ) async -> Response {
+        switch await withRealm(body) {
+        case .success(let enrollment):
+            context.metric(.counter, counter, 1)
+            let identity = enrollment.identity
+            context.log(
+                .notice, "\(what): \(peer): device \(QeoIdentifier.hex(identity.device)) of user \(QeoIdentifier.hex(identity.user))")
+            return Self.answer(enrollment)
+        case .failure(let refusal):
+            return refuse(refusal, peer: peer, what: what)
+        }
     }
 
     /// Runs `body` on the realm under its lock, on NIO's blocking-work threads (it reads and
