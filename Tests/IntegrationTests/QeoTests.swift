@@ -222,6 +222,20 @@ struct QeoTests {
             Thread.sleep(forTimeInterval: 0.2)
         }
         #expect(subscriber.text.contains(#"{"from": "carol", "message": "hi from mqtt"}"#), "\(subscriber.text)")
+
+        // The bridge is a participant, as a QSimpleChat app is: it joined as "mqtt", takes the
+        // state published to it, and its instance goes when it leaves.
+        let watcher = try Peer(["watch-participants"], domain: 128)
+        func waitFor(_ text: String, _ what: String) {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !watcher.text.contains(text), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            #expect(watcher.text.contains(text), "\(what): \(watcher.text)")
+        }
+        waitFor(#"{"name": "mqtt", "state": "AVAILABLE"}"#, "joined")
+        try broker.publish(topic: "qeo/participant/state", message: "BUSY", qos: 1)
+        waitFor(#"{"name": "mqtt", "state": "BUSY"}"#, "a new state")
+        try broker.publish(topic: "qeo/participant/leave", message: "bye", qos: 1)
+        waitFor(#"{"disposed": true}"#, "left")
         #expect(router.stop() == 0)
     }
 
