@@ -138,24 +138,48 @@ extension SIPAgent {
         for (name, value) in outgoing.headers { request.headers.append(name, value) }
         request.headers.append("Content-Type", outgoing.contentType)
         request.body = outgoing.body
+        let attempts = countAttempt(outgoing.envelopeID)
         self.request(request, to: target) { outcome in
+            let (status, result, reason): (Int, DeliveryOutcome, String)
             switch outcome {
             case .response(let response) where (200..<300).contains(response.status ?? 0):
                 self.context.metric(.counter, "messages_sent_total", 1)
-                self.finish(delivery, .ok)
+                (status, result, reason) = (response.status ?? 200, .ok, Self.reason(response))
             case .response(let response):
-                let status = response.status ?? 0
-                let reason = "MESSAGE to \(outgoing.to): \(status) \(Self.reason(response))"
+                let code = response.status ?? 0
                 self.context.metric(.counter, "messages_failed_total", 1)
-                self.finish(delivery, [408, 480, 500, 503, 504].contains(status) ? .retry : .reject, reason: reason)
+                (status, result, reason) = (code, [408, 480, 500, 503, 504].contains(code) ? .retry : .reject, Self.reason(response))
             case .timedOut:
                 self.context.metric(.counter, "messages_failed_total", 1)
-                self.finish(delivery, .retry, reason: "MESSAGE to \(outgoing.to): no answer within 64·T1 (Timer F)")
-            case .transportFailed(let reason):
+                (status, result, reason) = (0, .retry, "no answer within 64·T1 (Timer F)")
+            case .transportFailed(let failure):
                 self.context.metric(.counter, "messages_failed_total", 1)
-                self.finish(delivery, .retry, reason: "MESSAGE to \(outgoing.to): \(reason)")
+                (status, result, reason) = (0, .retry, failure)
             }
+            if result != .retry { self.forgetAttempts(outgoing.envelopeID) }
+            self.context.emit(
+                SIPEnvelopes.outcome(of: outgoing, status: status, reason: reason, outcome: result, attempts: attempts), on: SIPPlugin.sentPort)
+            let detail = status == 0 ? reason : "\(status) \(reason)"
+            self.finish(delivery, result, reason: result == .ok ? "" : "MESSAGE to \(outgoing.to): \(detail)")
         }
+    }
+
+    /// Counts one more MESSAGE for an envelope; returns how many there have been.
+    private func countAttempt(_ id: String) -> Int {
+        if let count = sendAttempts[id] {
+            sendAttempts[id] = count + 1
+            return count + 1
+        }
+        sendAttempts[id] = 1
+        sendAttemptsOrder.append(id)
+        while sendAttemptsOrder.count > Self.maximumRememberedAttempts, let oldest = sendAttemptsOrder.popFirst() {
+            sendAttempts[oldest] = nil
+        }
+        return 1
+    }
+
+    private func forgetAttempts(_ id: String) {
+        sendAttempts[id] = nil
     }
 
     func finish(_ delivery: Delivery, _ outcome: DeliveryOutcome, reason: String = "") {

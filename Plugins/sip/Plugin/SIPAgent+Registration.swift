@@ -20,6 +20,11 @@ struct RegistrationState {
     var retryDelay: Duration?
     /// The stream connection the binding rides on: losing it means registering again.
     var connectionKey: String?
+    /// Whether the instance should be registered: `register.on_start`, then the last
+    /// `sip.Control` action. Unregistered on purpose is ready.
+    var wanted = true
+    /// `sip.Control` deliveries waiting for the REGISTER they caused to be answered.
+    var waiting: [Delivery] = []
 }
 
 extension SIPAgent {
@@ -33,7 +38,7 @@ extension SIPAgent {
 
     /// Sends a REGISTER (refresh or first); the answer schedules the next one.
     func register(expires requested: Int? = nil) {
-        guard let settings = configuration.registration, !stopped, !registration.inFlight else { return }
+        guard let settings = configuration.registration, !stopped, registration.wanted, !registration.inFlight else { return }
         registration.timer?.cancel()
         registration.inFlight = true
         let expires = requested ?? registration.expires ?? settings.expires
@@ -153,11 +158,18 @@ extension SIPAgent {
     }
 
     /// Records a state and tells the router (gauges, a `sip.Registration` envelope) when it changed.
-    private func setRegistration(_ state: String, reason: String?) {
+    func setRegistration(_ state: String, reason: String?) {
         let changed = state != registration.state
         registration.state = state
         context.metric(.gauge, "registered", state == "registered" ? 1 : 0)
-        context.metric(.gauge, "ready", state == "registered" ? 1 : 0)
+        context.metric(.gauge, "ready", state == "registered" || !registration.wanted ? 1 : 0)
+        if state == "registered" || state == "failed" || state == "unregistered" {
+            let waiting = registration.waiting
+            registration.waiting = []
+            for delivery in waiting {
+                finish(delivery, state == "registered" ? .ok : .reject, reason: state == "registered" ? "" : reason ?? state)
+            }
+        }
         guard changed else { return }
         let envelope = SIPEnvelopes.registration(
             state: state, aor: configuration.identity.impu, contact: contactURI,

@@ -77,6 +77,11 @@ final class SIPAgent: @unchecked Sendable {
     /// Answered keys in the order they expire (one window for all): the sweep pops the front.
     var answeredOrder: Deque<(key: String, expiry: NIODeadline)> = []
     var nextSettleToken: UInt64 = 0
+    /// MESSAGEs sent per envelope id while the router may still retry it (its `sip.Outcome`'s
+    /// `attempts`), oldest forgotten first past ``maximumRememberedAttempts``.
+    var sendAttempts: [String: Int] = [:]
+    var sendAttemptsOrder: Deque<String> = []
+    static let maximumRememberedAttempts = 10_000
     /// Deliveries taken from the router and not yet acknowledged (read from any thread).
     let outstanding = Atomic<Int>(0)
 
@@ -107,8 +112,14 @@ final class SIPAgent: @unchecked Sendable {
                 "listening on \(self.configuration.listenHost):\(self.transport.port) (UDP, TCP)"
                     + (self.transport.tlsPort.map { ", TLS on \($0)" } ?? ""))
             self.sweepTask = self.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in self.sweep() }
-            if self.configuration.registration != nil {
-                self.register()
+            if let registration = self.configuration.registration {
+                self.registration.wanted = registration.onStart
+                if registration.onStart {
+                    self.register()
+                } else {
+                    self.context.log(.info, "not registering until a sip.Control {action: register} asks (register.on_start: false)")
+                    self.context.metric(.gauge, "ready", 1)
+                }
             } else {
                 self.context.metric(.gauge, "ready", 1)
             }

@@ -60,6 +60,7 @@ extension SIPConfiguration {
         var enabled = true
         var registrar: String?
         var expires = 600
+        var onStart = true
         var retry = BackoffSettings<Retry>()
 
         static let off: Self = {
@@ -80,6 +81,7 @@ extension SIPConfiguration {
             // Registrars refuse under 10 s (most under 60 s); Expires is a 31-bit delta.
             expires = try container.decode(.expires, default: expires, in: 10...SIPDeltaSeconds.maximum)
             retry = try container.decode(.retry, default: retry)
+            onStart = try container.decode(.onStart, default: true)
         }
 
         /// The registration, nil when off; the registrar defaults to the IMPU's domain.
@@ -87,10 +89,10 @@ extension SIPConfiguration {
             guard enabled else { return nil }
             return Registration(
                 registrarURI: registrar ?? "sip:\(domain)", expires: expires, initialRetryDelay: retry.initialDelay,
-                maximumRetryDelay: retry.maxDelay)
+                maximumRetryDelay: retry.maxDelay, onStart: onStart)
         }
 
-        private enum CodingKeys: CodingKey { case registrar, expires, retry }
+        private enum CodingKeys: CodingKey { case registrar, expires, retry, onStart }
 
         static var configurationSchema: JSONValue { ConfigurationSchema.of(Self.self, orAlso: "boolean") }
         static var schemaPlaceholder: Self { Self() }

@@ -95,6 +95,9 @@ struct SIPConfiguration: PluginConfiguration {
         var expires: Int
         var initialRetryDelay: Duration
         var maximumRetryDelay: Duration
+        /// Registers when the instance starts (`register.on_start`, default true); otherwise a
+        /// `sip.Control {action: register}` does.
+        var onStart = true
     }
 
     var identity: Identity

@@ -10,6 +10,10 @@ enum SIPEnvelopes {
     static let sendType = "sip.Send"
     /// Registration state changes.
     static let registrationType = "sip.Registration"
+    /// What became of each MESSAGE the `send` port sent.
+    static let outcomeType = "sip.Outcome"
+    /// Registration on demand, delivered to the `control` port.
+    static let controlType = "sip.Control"
 
     /// Headers that are the transaction's and the proxies' business, not the message's: not
     /// copied into envelopes, and not taken from them.
@@ -67,6 +71,8 @@ enum SIPEnvelopes {
 
     /// What the `send` port makes of an envelope.
     struct Outgoing: Sendable {
+        /// The envelope's id, named in its `sip.Outcome`.
+        var envelopeID: String
         var to: String
         var contentType: String
         var body: [UInt8]
@@ -153,7 +159,7 @@ enum SIPEnvelopes {
                 throw Refusal("header \(header.name) holds CR, LF or NUL: '\(escaped(header.value))'", counter: unsafeValue)
             }
         }
-        return Outgoing(to: destination, contentType: contentType, body: body, headers: headers)
+        return Outgoing(envelopeID: envelope.id, to: destination, contentType: contentType, body: body, headers: headers)
     }
 
     /// The counter of values refused because they would break a header line.
@@ -172,6 +178,25 @@ enum SIPEnvelopes {
     }
 
     /// A registration state change as a `sip.Registration` envelope.
+    /// The `sip.Outcome` of one MESSAGE sent for an envelope: `status` 0 when no answer came
+    /// (Timer F, a transport failure), `outcome` what the router was told (`ok`, `retry`,
+    /// `reject`), `attempts` how many MESSAGEs this instance has sent for the envelope.
+    static func outcome(of outgoing: Outgoing, status: Int, reason: String, outcome: DeliveryOutcome, attempts: Int) -> Envelope {
+        let word =
+            switch outcome {
+            case .ok: "ok"
+            case .retry: "retry"
+            case .reject: "reject"
+            }
+        let body: JSONValue = [
+            "envelope_id": .string(outgoing.envelopeID), "to": .string(outgoing.to), "status": .int(status), "reason": .string(reason),
+            "outcome": .string(word), "attempts": .int(attempts),
+        ]
+        var envelope = Envelope(type: outcomeType, subject: outgoing.to, contentType: "application/json", body: body.serializedBytes())
+        envelope.headers.append(name: "sip.envelope_id", value: outgoing.envelopeID)
+        return envelope
+    }
+
     static func registration(state: String, aor: String, contact: String, expires: Int?, reason: String?) -> Envelope {
         var body: [String: JSONValue] = ["state": .string(state), "aor": .string(aor), "contact": .string(contact)]
         if let expires { body["expires"] = .int(expires) }

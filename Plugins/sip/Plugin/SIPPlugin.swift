@@ -16,6 +16,8 @@ final class SIPPlugin: SwitchyardPlugin {
     static let messagesPort = "messages"
     static let sendPort = "send"
     static let registrationPort = "registration"
+    static let sentPort = "sent"
+    static let controlPort = "control"
 
     /// Decoded by `validate` before anything starts (see ``SwitchyardPlugin/configuration``).
     static let configuration: (any PluginConfiguration.Type)? = SIPConfiguration.self
@@ -35,6 +37,12 @@ final class SIPPlugin: SwitchyardPlugin {
             PortDeclaration(
                 name: registrationPort, direction: .source, types: [SIPEnvelopes.registrationType],
                 summary: "The registration state each time it changes"),
+            PortDeclaration(
+                name: sentPort, direction: .source, types: [SIPEnvelopes.outcomeType],
+                summary: "sip.Outcome {envelope_id, to, status, reason, outcome, attempts} for every MESSAGE send finished"),
+            PortDeclaration(
+                name: controlPort, direction: .sink, types: [SIPEnvelopes.controlType],
+                summary: "sip.Control {action: register | unregister | refresh}: registration on demand"),
         ],
         types: [
             SIPEnvelopes.messageType: true,
@@ -48,6 +56,18 @@ final class SIPPlugin: SwitchyardPlugin {
                     "content_type": ["type": "string"],
                     "headers": ["type": "object", "additionalProperties": ["type": "string"]],
                 ],
+            ],
+            SIPEnvelopes.outcomeType: [
+                "type": "object",
+                "required": ["envelope_id", "to", "status", "reason", "outcome", "attempts"],
+                "properties": [
+                    "envelope_id": ["type": "string"], "to": ["type": "string"], "status": ["type": "integer"],
+                    "reason": ["type": "string"], "outcome": ["enum": ["ok", "retry", "reject"]], "attempts": ["type": "integer"],
+                ],
+            ],
+            SIPEnvelopes.controlType: [
+                "type": "object", "additionalProperties": false, "required": ["action"],
+                "properties": ["action": ["enum": .array(SIPControlAction.allCases.map { .string($0.rawValue) })]],
             ],
             SIPEnvelopes.registrationType: [
                 "type": "object",
@@ -99,12 +119,22 @@ final class SIPPlugin: SwitchyardPlugin {
     func stop() { agent.stop() }
 
     func canAccept(on port: String) -> Bool {
-        agent.outstanding.load(ordering: .relaxed) < current.withLock { $0.configuration.maximumInFlight }
+        guard port == Self.sendPort else { return true }
+        return agent.outstanding.load(ordering: .relaxed) < current.withLock { $0.configuration.maximumInFlight }
     }
 
     func settled(token: UInt64, outcome: DeliveryOutcome) { agent.settled(token: token, outcome: outcome) }
 
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
+        if port == Self.controlPort {
+            guard let word = envelope.decodedBody()["action"]?.stringValue ?? envelope.headers["sip.action"],
+                let action = SIPControlAction(rawValue: word)
+            else {
+                return delivery.ack(.reject, reason: "sip.Control needs action: register, unregister or refresh")
+            }
+            agent.outstanding.add(1, ordering: .relaxed)
+            return agent.eventLoop.execute { self.agent.control(action, delivery: delivery) }
+        }
         let outgoing: SIPEnvelopes.Outgoing
         do {
             outgoing = try SIPEnvelopes.outgoing(for: envelope, configuration: configuration)

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+
+/// iDoubs' registration control and message outcomes, against Kamailio and SIPp: an instance
+/// that starts unregistered registers, refreshes and unregisters on `sip.Control` envelopes,
+/// and every MESSAGE `send` finished comes out of `sent` as a `sip.Outcome`.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct SIPControlTests {
+    /// A router whose stdin lines are `sip.Control` actions (`register`, …) or SIP URIs to send
+    /// a MESSAGE to; registration states and outcomes are written to files.
+    static func startRouter(_ sandbox: Sandbox, kamailio: Kamailio) throws -> (RouterProcess, String) {
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("sip")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              pager:
+                plugin: sip
+                identity: { impu: "sip:alice@example.test", password: "${SIP_PASSWORD}" }
+                listen: { host: 127.0.0.1, port: 0 }
+                proxy: "sip:127.0.0.1:\(kamailio.port);transport=udp"
+                register: { expires: 60, on_start: false, retry: { initial_delay: 200ms, max_delay: 1s } }
+                send: { allow_envelope_destination: true }
+              in: { plugin: core, console: {} }
+              registration: { plugin: core, file: { path: "\(sandbox.path("registration.jsonl"))" } }
+              outcomes: { plugin: core, file: { path: "\(sandbox.path("outcomes.jsonl"))" } }
+              refused: { plugin: core, file: { path: "\(sandbox.path("refused.jsonl"))" } }
+            routes:
+              - { from: pager.registration, to: registration.write }
+              - { from: pager.sent, to: outcomes.write }
+              - { from: pager.sent, when: 'body.outcome == "reject"', to: refused.write }
+              - from: in.lines
+                when: 'not (body startsWith "sip:")'
+                type: sip.Control
+                map: { action: "{{body}}" }
+                to: pager.control
+              - from: in.lines
+                when: 'body startsWith "sip:"'
+                type: sip.Send
+                map: { to: "{{body}}", body: hello }
+                to: pager.send
+            """)
+        return try RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
+    }
+
+    @Test func anInstanceThatStartsUnregisteredRegistersAndUnregistersOnRequest() throws {
+        let kamailio = try Kamailio()
+        let sandbox = try Sandbox()
+        let (router, admin) = try Self.startRouter(sandbox, kamailio: kamailio)
+        router.waitUntil("listening") { router.standardError.contains("not registering until a sip.Control") }
+        // Unregistered on purpose is ready, and no REGISTER went out.
+        #expect(try HTTPExchange.send("http://" + admin + "/readyz").status == 200)
+        #expect(!kamailio.log.contains("REQ REGISTER"))
+
+        router.send("register\n")
+        router.waitUntil("registered") { SIPTests.states(sandbox).contains("registered") }
+        #expect(kamailio.log.contains("REQ REGISTER from sip:alice@example.test"))
+        #expect(try SIPTests.metric("control_register_total", admin: admin) == 1)
+
+        let sent = try SIPTests.metric("registrations_sent_total", admin: admin)
+        router.send("refresh\n")
+        router.waitUntil("a refreshing REGISTER") { (try? SIPTests.metric("registrations_sent_total", admin: admin)) ?? 0 > sent }
+
+        router.send("unregister\n")
+        router.waitUntil("unregistered") { SIPTests.states(sandbox).last == "unregistered" }
+        #expect(kamailio.waitForLog("via udp expires 0"), "\(kamailio.log)")
+        #expect(try HTTPExchange.send("http://" + admin + "/readyz").status == 200)
+        #expect(SIPTests.states(sandbox) == ["registering", "registered", "unregistered"])
+        // No refresh follows an unregister; a refresh now is refused, with its reason.
+        router.send("refresh\n")
+        router.waitUntil("the refused refresh") { router.standardError.contains("not registered: send {action: register} first") }
+        #expect(router.stop() == 0)
+    }
+
+    @Test func everySentMessageComesOutAsAnOutcome() throws {
+        let kamailio = try Kamailio()
+        let uas = try SIPp(scenario: SIPTests.uasScenario())
+        let sandbox = try Sandbox()
+        let (router, _) = try Self.startRouter(sandbox, kamailio: kamailio)
+        router.send("register\n")
+        router.waitUntil("registered") { SIPTests.states(sandbox).contains("registered") }
+
+        router.send("sip:bob@127.0.0.1:\(uas.port)\n")
+        #expect(uas.waitForExit() == 0, "\(uas.diagnostics)")
+        router.send("sip:nobody@example.test\n")
+        router.waitUntil("two outcomes") { ((try? sandbox.jsonLines(of: "outcomes.jsonl")) ?? []).count == 2 }
+        let outcomes = try sandbox.jsonLines(of: "outcomes.jsonl").compactMap { $0["body"] as? [String: Any] }
+        let delivered = try #require(outcomes.first { ($0["to"] as? String)?.hasPrefix("sip:bob@") == true })
+        #expect(delivered["status"] as? Int == 200)
+        #expect(delivered["outcome"] as? String == "ok")
+        #expect(delivered["attempts"] as? Int == 1)
+        #expect((delivered["envelope_id"] as? String)?.isEmpty == false)
+        let refused = try #require(outcomes.first { $0["to"] as? String == "sip:nobody@example.test" })
+        #expect(refused["status"] as? Int == 404)
+        #expect(refused["reason"] as? String == "Not Found")
+        #expect(refused["outcome"] as? String == "reject")
+        // A route reacts to the failure (the iDoubs case: tell the user).
+        #expect(try sandbox.jsonLines(of: "refused.jsonl").count == 1)
+        #expect(router.stop() == 0)
+    }
+}
