@@ -104,6 +104,7 @@ public final class AdminServer: Sendable {
         Console(catalog: catalog, sessions: ConsoleSessions(token: configuration.token)).addRoutes(to: routes)
         addReloadRoute(to: routes, reload: reload)
         addTapRoute(to: routes, router: router)
+        addInjectRoute(to: routes, router: router)
 
         let outcome = StartOutcome()
         let application = Application(

@@ -66,9 +66,21 @@ struct SIPControlTests {
         #expect(kamailio.waitForLog("via udp expires 0"), "\(kamailio.log)")
         #expect(try HTTPExchange.send("http://" + admin + "/readyz").status == 200)
         #expect(SIPTests.states(sandbox) == ["registering", "registered", "unregistered"])
-        // No refresh follows an unregister; a refresh now is refused, with its reason.
-        router.send("refresh\n")
-        router.waitUntil("the refused refresh") { router.standardError.contains("not registered: send {action: register} first") }
+        // The same actions through the admin API, answered with the plugin's acknowledgement:
+        // a refresh while unregistered is refused with its reason, a register succeeds once the
+        // registrar granted it, and what is not a sip.Control is refused before the plugin.
+        let control = "http://" + admin + "/v1/instances/pager/ports/control"
+        let json = ["Content-Type": "application/json"]
+        let refresh = try HTTPExchange.send(control, method: "POST", headers: json, body: #"{"action": "refresh"}"#)
+        #expect(refresh.status == 422 && refresh.body.contains("not registered: send {action: register} first"), "\(refresh.body)")
+        let register = try HTTPExchange.send(control, method: "POST", headers: json, body: #"{"action": "register"}"#)
+        #expect(register.status == 200 && register.body.contains(#""outcome":"ok""#), "\(register.body)")
+        router.waitUntil("registered again") { SIPTests.states(sandbox).last == "registered" }
+        let bogus = try HTTPExchange.send(control, method: "POST", headers: json, body: #"{"action": "dance"}"#)
+        #expect(bogus.status == 400 && bogus.body.contains("the body is not a sip.Control"), "\(bogus.body)")
+        let nowhere = try HTTPExchange.send(
+            "http://" + admin + "/v1/instances/pager/ports/messages", method: "POST", headers: json, body: "{}")
+        #expect(nowhere.status == 400 && nowhere.body.contains("pager has no sink port 'messages'"), "\(nowhere.body)")
         #expect(router.stop() == 0)
     }
 

@@ -28,7 +28,7 @@ public final class Router: Sendable {
     /// The spans of each hop, when tracing is configured; nil (one branch per hop) otherwise.
     public let tracing: RouterTracing?
     private let deliveryCounter = Atomic<UInt64>(0)
-    private let tracked = Mutex<[UInt64: Settlement]>([:])
+    private let tracked = Mutex<[UInt64: any DeliveryCompletion]>([:])
     let runningWorkers = Atomic<Int>(0)
     /// The threads of the plain routes (the others have one each).
     let workerPool: RouteWorkerPool
@@ -272,11 +272,11 @@ public final class Router: Sendable {
     /// their route's index, so the acknowledgement finds the probe without a lookup.
     static let probeBit: UInt64 = 1 << 61
 
-    func nextDeliveryID(tracking settlement: Settlement?, probing route: Int? = nil) -> UInt64 {
+    func nextDeliveryID(tracking settlement: (any DeliveryCompletion)?, probing route: Int? = nil) -> UInt64 {
         var id = deliveryCounter.add(1, ordering: .relaxed).newValue
         if let route { id = Self.probeBit | (UInt64(route) << Self.routeIndexShift) | (id & ((1 << Self.routeIndexShift) - 1)) }
         guard let settlement else { return id }
-        settlement.expect()
+        settlement.expect(1)
         let trackedID = id | Self.trackedBit
         tracked.withLock { $0[trackedID] = settlement }
         return trackedID
@@ -298,7 +298,7 @@ public final class Router: Sendable {
             routeTable[index]?.latency?.acknowledged(id, ok: outcome == SY_OUTCOME_OK)
         }
         if id & Self.trackedBit != 0 {
-            tracked.withLock { $0.removeValue(forKey: id) }?.complete(outcome)
+            tracked.withLock { $0.removeValue(forKey: id) }?.complete(outcome, reason: reason)
         } else if id & Self.spooledBit != 0 {
             let index = Int((id & ~Self.spooledBit) >> Self.routeIndexShift)
             routeTable[index]?.queue.post(RouteAck(deliveryID: id, outcome: outcome, reason: outcome == SY_OUTCOME_OK ? "" : reason.string))

@@ -1,0 +1,38 @@
+import Hummingbird
+import SwitchyardCore
+import SwitchyardRuntime
+
+extension AdminServer {
+    /// `POST /v1/instances/{instance}/ports/{port}[?type=T&timeout=S]`: the request body (JSON,
+    /// at most 64 KiB) delivered to a sink port as an envelope, without a route — Node-RED's
+    /// inject, for one-off actions such as a SIP registration (`sip.Control`). Checked like a
+    /// route's output (the port's types, the type's schema); answered with the plugin's
+    /// acknowledgement: `200 {"outcome": "ok"}`, `422` reject, `503` retry (both with the
+    /// plugin's reason), `504` none within `timeout` (default 10 s, at most 60 s).
+    func addInjectRoute(to routes: Hummingbird.Router<BasicRequestContext>, router: SwitchyardRuntime.Router) {
+        routes.post("v1/instances/:instance/ports/:port") { request, context -> Response in
+            let body = try await Self.jsonBody(request)
+            let query = request.uri.queryParameters
+            let seconds = min(max(query.get("timeout", as: Int.self) ?? 10, 1), 60)
+            let outcome: SwitchyardRuntime.Router.InjectionOutcome
+            do {
+                outcome = try await router.inject(
+                    body: body.serializedBytes(), type: query.get("type"), instance: context.parameters.get("instance") ?? "",
+                    port: context.parameters.get("port") ?? "", timeout: .seconds(seconds))
+            } catch {
+                return .refusal(.badRequest, error.description)
+            }
+            switch outcome {
+            case .ok: return .json(JSONValue.object(["outcome": "ok"]).serializedBytes())
+            case .reject(let reason):
+                return .json(JSONValue.object(["outcome": "reject", "reason": .string(reason)]).serializedBytes(), status: .unprocessableContent)
+            case .retry(let reason):
+                return .json(JSONValue.object(["outcome": "retry", "reason": .string(reason)]).serializedBytes(), status: .serviceUnavailable)
+            case .timedOut:
+                return .json(
+                    JSONValue.object(["outcome": "timed_out", "reason": .string("no acknowledgement within \(seconds) s")]).serializedBytes(),
+                    status: .gatewayTimeout)
+            }
+        }
+    }
+}
