@@ -21,11 +21,12 @@ extension MQTTConnectProfile {
     static let nfcType = "mqttconnect.NFC"
     static let cameraPictureType = "mqttconnect.CameraPicture"
     static let dialogReplyType = "mqttconnect.DialogReply"
+    static let settingsReceiptType = "mqttconnect.SettingsReceipt"
 
     /// Types a route builds for the phone; the plugin checks their bodies before publishing.
     static let outboundTypes = [dialogMessageType, settingsType]
     /// Types the `messages` port emits for what a phone sends (with `mqtt_connect: true`).
-    static let inboundTypes = [sensorValuesType, qrCodeType, nfcType, cameraPictureType, dialogReplyType]
+    static let inboundTypes = [sensorValuesType, qrCodeType, nfcType, cameraPictureType, dialogReplyType, settingsReceiptType]
 
     /// Every MQTT Connect type by name, for the manifest.
     static let typeSchemas: [String: JSONValue] = [
@@ -41,6 +42,15 @@ extension MQTTConnectProfile {
         cameraPictureType: phoneMessage(
             properties: ["Picture": ["type": "string", "minLength": 1, "description": "The picture, base64-encoded"]],
             required: ["Picture"]),
+        settingsReceiptType: phoneMessage(
+            properties: [
+                "Settings": [
+                    "type": "object",
+                    "description":
+                        "Every setting after a change, as the app echoes them; temporary: the app restores its own when it disconnects",
+                ]
+            ],
+            required: ["Settings"]),
         dialogReplyType: phoneMessage(
             properties: [
                 "ReplyObject": ["type": "object", "description": "The ReplyObject of the option the user chose"],

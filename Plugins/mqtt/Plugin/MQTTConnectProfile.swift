@@ -10,7 +10,8 @@ import Synchronization
 /// Inbound, a payload that is a JSON object is typed by its top-level keys, first match wins:
 /// `ReplyObject` or `InputFields` → `mqttconnect.DialogReply`; `QRContent` →
 /// `mqttconnect.QRCode`; `NFCContent` → `mqttconnect.NFC`; `Picture` →
-/// `mqttconnect.CameraPicture`; any sensor key (`Proximity`, `Battery`, `Acceleration`,
+/// `mqttconnect.CameraPicture`; `Settings` (the receipt the app sends after its settings were
+/// changed, every setting in it) → `mqttconnect.SettingsReceipt`; any sensor key (`Proximity`, `Battery`, `Acceleration`,
 /// `Altitude`, `GPS`, `Gravity`, `Magneticfield`, `Orientation`, `Rotation`, `Beacons`) →
 /// `mqttconnect.SensorValues`; anything else stays `mqtt.Message`. A string `iPhoneID` becomes
 /// the header `mqttconnect.iphone_id`, an object `SessionObject` the envelope's session; with
@@ -18,7 +19,8 @@ import Synchronization
 ///
 /// Outbound, a JSON object going to a phone gets a `SessionObject` unless it has one: the one
 /// remembered for the phone (named by the header `mqttconnect.iphone_id`, else the body's
-/// `iPhoneID`, else found by the envelope's session), else the envelope's own session.
+/// `iPhoneID`, else found by the envelope's session), else the envelope's own session. One it
+/// has replaces the phone's (the app stores it), so it is remembered for that phone.
 ///
 /// Thread safety: inbound runs on the link's event loop, outbound on the router's delivery
 /// threads; the memory of session objects is behind a lock.
@@ -71,6 +73,7 @@ final class MQTTConnectProfile: Sendable {
         if object["QRContent"] != nil { return qrCodeType }
         if object["NFCContent"] != nil { return nfcType }
         if object["Picture"] != nil { return cameraPictureType }
+        if case .object? = object["Settings"] { return settingsReceiptType }
         if object.keys.contains(where: { sensorKeys.contains($0) }) { return sensorValuesType }
         return nil
     }
@@ -90,8 +93,15 @@ final class MQTTConnectProfile: Sendable {
         } else {
             payload = body
         }
-        guard payload["SessionObject"] == nil else { return envelope }
         let named = envelope.headers[Self.phoneHeader] ?? payload["iPhoneID"]?.stringValue
+        if let own = payload["SessionObject"] {
+            // The app replaces its session object with this one: what comes next must carry it.
+            if case .object = own, let named, !named.isEmpty {
+                let dropped = sessions.withLock { $0.remember(own.serializedBytes(), for: named) }
+                if dropped > 0 { forgotten.add(dropped, ordering: .relaxed) }
+            }
+            return envelope
+        }
         let remembered: [UInt8]? = sessions.withLock { memory in
             if let named { return memory.session(for: named) }
             guard !envelope.session.isEmpty, let phone = memory.phone(withSession: envelope.session) else { return nil }
