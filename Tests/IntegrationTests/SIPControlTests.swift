@@ -8,7 +8,7 @@ import Testing
 struct SIPControlTests {
     /// A router whose stdin lines are `sip.Control` actions (`register`, …) or SIP URIs to send
     /// a MESSAGE to; registration states and outcomes are written to files.
-    static func startRouter(_ sandbox: Sandbox, kamailio: Kamailio) throws -> (RouterProcess, String) {
+    static func startRouter(_ sandbox: Sandbox, kamailio: Kamailio, iiideas: String = "") throws -> (RouterProcess, String) {
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("sip")
         try sandbox.writeRoutes(
@@ -39,6 +39,7 @@ struct SIPControlTests {
                 type: sip.Send
                 map: { to: "{{body}}", body: hello }
                 to: pager.send
+            \(iiideas)
             """)
         return try RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
     }
@@ -108,6 +109,30 @@ struct SIPControlTests {
         #expect(refused["outcome"] as? String == "reject")
         // A route reacts to the failure (the iDoubs case: tell the user).
         #expect(try sandbox.jsonLines(of: "refused.jsonl").count == 1)
+        #expect(router.stop() == 0)
+    }
+
+    @Test func anIiideaSendingThroughAnInstanceUnregisteredOnPurposeIsInactiveWithTheReason() throws {
+        let kamailio = try Kamailio()
+        let sandbox = try Sandbox()
+        let (router, admin) = try Self.startRouter(
+            sandbox, kamailio: kamailio,
+            iiideas: """
+                iiideas:
+                  - id: page
+                    trigger: { port: in.lines }
+                    service: { piece: pass }
+                    action: { port: pager.send, preferences: { to: "sip:bob@example.test" } }
+                """)
+        router.waitUntil("listening") { router.standardError.contains("not registering until a sip.Control") }
+        let reason = "pager.send refused: not registered (register.on_start: false): deliver {action: register} to the control port first"
+        let list = try RouterProcess.runToExit(["iiidea", "list", "--admin", admin], in: sandbox.root)
+        #expect(list.output.contains("page\tinactive (\(reason))"), "\(list.output)\(list.errors)")
+        // Once registered on request, enabling it again is accepted.
+        router.send("register\n")
+        router.waitUntil("registered") { SIPTests.states(sandbox).contains("registered") }
+        let enabled = try RouterProcess.runToExit(["iiidea", "enable", "page", "--admin", admin], in: sandbox.root)
+        #expect(enabled.output == "enabled page\n", "\(enabled.output)\(enabled.errors)")
         #expect(router.stop() == 0)
     }
 }

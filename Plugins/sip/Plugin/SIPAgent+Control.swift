@@ -43,4 +43,17 @@ extension SIPAgent {
             }
         }
     }
+
+    /// Why an iiidea action on `send` cannot work now, or nil: an instance that registers only
+    /// on request (`register.on_start: false`) and has not been asked yet would send MESSAGEs
+    /// the registrar has no binding to answer for. Waits for the event loop (any other thread).
+    func sendPieceRefusal() -> String? {
+        let refusal = eventLoop.submit { () -> String? in
+            guard self.configuration.registration != nil, !self.registration.wanted, self.registration.state != "registered" else {
+                return nil
+            }
+            return "not registered (register.on_start: false): deliver {action: register} to the control port first"
+        }
+        return (try? refusal.wait()) ?? nil
+    }
 }

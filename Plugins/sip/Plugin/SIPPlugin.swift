@@ -125,6 +125,12 @@ final class SIPPlugin: SwitchyardPlugin {
 
     func settled(token: UInt64, outcome: DeliveryOutcome) { agent.settled(token: token, outcome: outcome) }
 
+    /// Refuses an iiidea action on `send` while the instance is unregistered on purpose.
+    func enablePiece(port: String, iiidea: String, preferences: JSONValue) throws {
+        guard port == Self.sendPort, let reason = agent.sendPieceRefusal() else { return }
+        throw PluginError(reason)
+    }
+
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
         if port == Self.controlPort {
             guard let word = envelope.decodedBody()["action"]?.stringValue ?? envelope.headers["sip.action"],
