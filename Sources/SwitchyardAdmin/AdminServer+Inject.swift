@@ -19,18 +19,21 @@ extension AdminServer {
                 outcome = try await router.inject(
                     body: body.serializedBytes(), type: query.get("type"), instance: context.parameters.get("instance") ?? "",
                     port: context.parameters.get("port") ?? "", timeout: .seconds(seconds))
-            } catch {
+            } catch let error as SwitchyardRuntime.Router.InjectionError {
                 return .refusal(.badRequest, error.description)
             }
             switch outcome {
             case .ok: return .json(JSONValue.object(["outcome": "ok"]).serializedBytes())
             case .reject(let reason):
-                return .json(JSONValue.object(["outcome": "reject", "reason": .string(reason)]).serializedBytes(), status: .unprocessableContent)
+                return .json(
+                    JSONValue.object(["outcome": "reject", "reason": .string(reason)]).serializedBytes(), status: .unprocessableContent)
             case .retry(let reason):
-                return .json(JSONValue.object(["outcome": "retry", "reason": .string(reason)]).serializedBytes(), status: .serviceUnavailable)
+                return .json(
+                    JSONValue.object(["outcome": "retry", "reason": .string(reason)]).serializedBytes(), status: .serviceUnavailable)
             case .timedOut:
                 return .json(
-                    JSONValue.object(["outcome": "timed_out", "reason": .string("no acknowledgement within \(seconds) s")]).serializedBytes(),
+                    JSONValue.object(["outcome": "timed_out", "reason": .string("no acknowledgement within \(seconds) s")])
+                        .serializedBytes(),
                     status: .gatewayTimeout)
             }
         }

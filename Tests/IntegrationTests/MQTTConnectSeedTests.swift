@@ -183,8 +183,8 @@ struct MQTTConnectSeedTests {
         return String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
     }
 
-    /// A router between an office side (`office/settings` and `office/dialog` pass their JSON on
-    /// to the phone as `mqttconnect.Settings` and `mqttconnect.DialogMessage`) and the phones
+    /// A router between an office side (`office/settings` and `office/dialog…` pass their JSON
+    /// on to the phone as `mqttconnect.Settings` and `mqttconnect.DialogMessage`) and the phones
     /// (`mqtt_connect: true`: they publish on `phone/out`, on `cedalo/iPhone` once the seed's
     /// settings told them to, and answer on the seed option's topic); what phones send is
     /// recorded in phones.jsonl.
@@ -209,8 +209,31 @@ struct MQTTConnectSeedTests {
                 publish: { topic: "phone/in", qos: 1 }
               out: { plugin: core, file: { path: "\(sandbox.path("phones.jsonl"))" } }
             routes:
-              - { name: settings, from: office.messages, when: subject == "office/settings", type: mqttconnect.Settings, to: phones.publish }
-              - { name: dialog, from: office.messages, when: subject == "office/dialog", type: mqttconnect.DialogMessage, to: phones.publish }
+              - name: settings
+                from: office.messages
+                when: subject == "office/settings"
+                map: { iPhoneID: "{{body.iPhoneID}}", Settings: "{{body.Settings}}" }
+                type: mqttconnect.Settings
+                to: phones.publish
+              # A dialog as it comes; for a phone; for a phone with a session object.
+              - name: dialog
+                from: office.messages
+                when: subject == "office/dialog"
+                map: { DialogMessage: "{{body.DialogMessage}}" }
+                type: mqttconnect.DialogMessage
+                to: phones.publish
+              - name: dialog-to
+                from: office.messages
+                when: subject == "office/dialog-to"
+                map: { iPhoneID: "{{body.iPhoneID}}", DialogMessage: "{{body.DialogMessage}}" }
+                type: mqttconnect.DialogMessage
+                to: phones.publish
+              - name: dialog-session
+                from: office.messages
+                when: subject == "office/dialog-session"
+                map: { iPhoneID: "{{body.iPhoneID}}", DialogMessage: "{{body.DialogMessage}}", SessionObject: "{{body.SessionObject}}" }
+                type: mqttconnect.DialogMessage
+                to: phones.publish
               - { name: record, from: phones.messages, to: out.write }
             """)
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
@@ -277,7 +300,8 @@ struct MQTTConnectSeedTests {
         }
         var camera = nfc
         camera["Picture"] = picture
-        payloads.append((String(decoding: try JSONSerialization.data(withJSONObject: camera), as: UTF8.self), "mqttconnect.CameraPicture", picture))
+        payloads.append(
+            (String(decoding: try JSONSerialization.data(withJSONObject: camera), as: UTF8.self), "mqttconnect.CameraPicture", picture))
         for (payload, _, _) in payloads { try broker.publish(topic: "phone/out", message: payload, qos: 1) }
 
         let recorded = try Self.recorded(sandbox, router, count: payloads.count)
@@ -315,14 +339,14 @@ struct MQTTConnectSeedTests {
         let session: [String: Any] = ["Sheet": "Doorbell", "Step": 1]
         let dialog: [String: Any] = ["DialogMessage": message, "iPhoneID": Self.phoneID, "SessionObject": session]
         let text = String(decoding: try JSONSerialization.data(withJSONObject: dialog), as: UTF8.self)
-        try broker.publish(topic: "office/dialog", message: text, qos: 1)
+        try broker.publish(topic: "office/dialog-session", message: text, qos: 1)
         let first = try #require(MQTTConnectTests.object(phone.waitForLines(1).first ?? ""))
         #expect(MQTTConnectTests.same(first, dialog), "\(first)")
 
         // The app replaced its session object with the router's: the next dialog carries it.
         let next: [String: Any] = ["DialogMessage": ["Maintitle": "Still there?"], "iPhoneID": Self.phoneID]
         try broker.publish(
-            topic: "office/dialog", message: String(decoding: try JSONSerialization.data(withJSONObject: next), as: UTF8.self), qos: 1)
+            topic: "office/dialog-to", message: String(decoding: try JSONSerialization.data(withJSONObject: next), as: UTF8.self), qos: 1)
         let second = try #require(MQTTConnectTests.object(phone.waitForLines(2).last ?? ""))
         #expect(MQTTConnectTests.same(second["SessionObject"], session), "\(second)")
 

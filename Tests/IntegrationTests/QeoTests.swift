@@ -200,7 +200,7 @@ struct QeoTests {
         let broker = try Mosquitto()
         let chat = try MosquittoSubscriber(broker, topic: "qeo/chat", qos: 1)
         let participants = try MosquittoSubscriber(broker, topic: "qeo/participants/#", qos: 1)
-        let sandbox = try Sandbox(plugins: ["qeo", "mqtt"])
+        let sandbox = try Sandbox(plugins: ["core", "qeo", "mqtt"])
         try sandbox.writeRoutes(try String(contentsOf: example.appendingPathComponent("routes.yaml"), encoding: .utf8))
         let (router, _) = try RouterProcess.startWithAdmin(
             sandbox,

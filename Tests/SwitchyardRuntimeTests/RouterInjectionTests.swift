@@ -25,7 +25,8 @@ import Testing
         #expect(acknowledging.deliveries.map(\.envelope.type) == ["t.A"])
         #expect(acknowledging.deliveries.first?.envelope.source == "admin")
 
-        let silent = try await router.inject(body: bodyA(x: 2), type: "t.A", instance: "injectSilent", port: "any", timeout: .milliseconds(50))
+        let silent = try await router.inject(
+            body: bodyA(x: 2), type: "t.A", instance: "injectSilent", port: "any", timeout: .milliseconds(50))
         #expect(silent == .timedOut)
 
         await #expect(throws: Router.InjectionError.self) {
@@ -36,7 +37,8 @@ import Testing
         }
         // A body that does not fit its type's schema never reaches the plugin.
         await #expect(throws: Router.InjectionError.self) {
-            try await router.inject(body: Array(#"{"x": "one"}"#.utf8), type: "t.A", instance: "injectAcks", port: "any", timeout: .seconds(1))
+            try await router.inject(
+                body: Array(#"{"x": "one"}"#.utf8), type: "t.A", instance: "injectAcks", port: "any", timeout: .seconds(1))
         }
         #expect(acknowledging.deliveries.count == 1)
     }

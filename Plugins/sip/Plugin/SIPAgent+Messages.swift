@@ -158,7 +158,8 @@ extension SIPAgent {
             }
             if result != .retry { self.forgetAttempts(outgoing.envelopeID) }
             self.context.emit(
-                SIPEnvelopes.outcome(of: outgoing, status: status, reason: reason, outcome: result, attempts: attempts), on: SIPPlugin.sentPort)
+                SIPEnvelopes.outcome(of: outgoing, status: status, reason: reason, outcome: result, attempts: attempts),
+                on: SIPPlugin.sentPort)
             let detail = status == 0 ? reason : "\(status) \(reason)"
             self.finish(delivery, result, reason: result == .ok ? "" : "MESSAGE to \(outgoing.to): \(detail)")
         }

@@ -40,11 +40,13 @@ extension Router {
             throw InjectionError(description: "\(name) has no sink port '\(portName)' (its sink ports: \(sinks.isEmpty ? "none" : sinks))")
         }
         guard let type = type ?? (declaration.types.count == 1 && !declaration.isUntyped ? declaration.types.first : nil) else {
-            throw InjectionError(description: "\(name).\(portName) takes \(declaration.types.joined(separator: ", ")): name the type (?type=)")
+            throw InjectionError(
+                description: "\(name).\(portName) takes \(declaration.types.joined(separator: ", ")): name the type (?type=)")
         }
         let envelope = Envelope(type: type, source: "admin", contentType: contentType, body: body)
         if !declaration.isUntyped, !declaration.types.contains(envelope.type) {
-            throw InjectionError(description: "\(name).\(portName) takes \(declaration.types.joined(separator: ", ")), not \(envelope.type)")
+            throw InjectionError(
+                description: "\(name).\(portName) takes \(declaration.types.joined(separator: ", ")), not \(envelope.type)")
         }
         if let definition = graph.plan.types[envelope.type] {
             let violations = definition.schema.violations(of: envelope.decodedBody())
