@@ -17,8 +17,11 @@ extension AdminServer {
     func addIiideaRoutes(to routes: Hummingbird.Router<BasicRequestContext>, catalog: IiideaCatalog) {
         let router = catalog.router
         let spool = catalog.spool
-        routes.get("v1/iiideas") { _, _ -> Response in
-            .json(JSONValue.array(catalog.summaries().map(\.json)).serializedBytes())
+        routes.get("v1/iiideas") { request, _ -> Response in
+            // `?owner=ID`: that owner's iiideas only.
+            let owner = request.uri.queryParameters.get("owner")
+            let summaries = catalog.summaries().filter { owner == nil || $0.declaration.owner == owner }
+            return .json(JSONValue.array(summaries.map(\.json)).serializedBytes())
         }
         routes.get("v1/iiideas/:id") { _, context -> Response in
             let id = try context.decodedParameter("id")
@@ -82,7 +85,8 @@ extension AdminServer {
                 let preferences = Self.preferences(body["preferences"]?["service"], body["preferences"]?["action"])
                 let id = try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in
                     try catalog.obtain(
-                        template: template, id: body["id"]?.stringValue, title: body["title"]?.stringValue, preferences: preferences)
+                        template: template, id: body["id"]?.stringValue, title: body["title"]?.stringValue,
+                        owner: body["owner"]?.stringValue, preferences: preferences)
                 }
                 let summary = catalog.summaries().first { $0.id == id }
                 return .json((summary?.json ?? ["id": .string(id)]).serializedBytes(), status: .created)

@@ -72,8 +72,9 @@ struct IiideaCatalog: Sendable {
 
     /// Makes an iiidea from `templateID` with `preferences` (nil keeps the template's) and
     /// runs it; returns its id.
-    func obtain(template templateID: String, id requested: String?, title: String?, preferences: PiecePreferences) throws(Refusal) -> String
-    {
+    func obtain(
+        template templateID: String, id requested: String?, title: String?, owner: String? = nil, preferences: PiecePreferences
+    ) throws(Refusal) -> String {
         changes.lock()
         defer { changes.unlock() }
         guard let store = spool else { throw Refusal(kind: .unavailable, description: "the router has no store (spool) open") }
@@ -88,11 +89,15 @@ struct IiideaCatalog: Sendable {
         {
             throw Refusal(kind: .conflict, description: "an iiidea '\(id)' exists already", fields: ["id": "taken"])
         }
+        if let owner, !IiideaDeclaration.isOwner(owner) {
+            throw .invalid(
+                "the owner must be a user or device id", fields: ["owner": "1 to 128 letters, digits, '.', '_', ':', '@' or '-'"])
+        }
         try refuseLocked(preferences, of: template.declaration)
         // Checked as they will run; kept as given: a piece left out follows its template.
         try check(template.declaration.preferences.overridden(by: preferences), of: template.declaration)
         let title = title.flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
-        let record = ObtainedIiidea(id: id, template: templateID, title: title, preferences: preferences)
+        let record = ObtainedIiidea(id: id, template: templateID, title: title, preferences: preferences, owner: owner)
         let added: Bool
         do {
             added = try store.addObtained(record)
@@ -248,6 +253,7 @@ struct IiideaSummary: Sendable {
             "origin": .string(template == nil ? "route_file" : "store"), "runs_last_hour": .int(runsLastHour),
         ]
         if let title = declaration.title { object["title"] = .string(title) }
+        if let owner = declaration.owner { object["owner"] = .string(owner) }
         if let inactiveReason { object["inactive_reason"] = .string(inactiveReason) }
         if let remote = declaration.remote { object["remote"] = .string(remote.value.description) }
         if let template { object["template"] = .string(template) }

@@ -1,9 +1,10 @@
 internal import SwitchyardCore
 
 extension ConfigLoader {
-    static let iiideaKeys = ["id", "title", "trigger", "service", "action", "remote", "enabled"]
+    static let iiideaKeys = ["id", "title", "owner", "trigger", "service", "action", "remote", "enabled"]
     /// A template is an iiidea with a description and tags for the store's search.
-    static let templateKeys = iiideaKeys + ["description", "tags"]
+    /// A template has no owner: whoever obtains it gives one.
+    static let templateKeys = iiideaKeys.filter { $0 != "owner" } + ["description", "tags"]
 
     func mergeIiideas(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
         guard let elements = node.elements else {
@@ -139,10 +140,15 @@ extension ConfigLoader {
             }
         }
         if let node = element["title"], node.string == nil { fail("'title' must be a string", node.location) }
+        if let node = element["owner"], !(node.string.map(IiideaDeclaration.isOwner) ?? false) {
+            fail("'owner' must be a user or device id: 1 to 128 letters, digits, '.', '_', ':', '@' or '-'", node.location)
+        }
         guard valid, let triggerPort, let actionPort, let piece else { return nil }
-        return IiideaDeclaration(
+        var declaration = IiideaDeclaration(
             id: id, location: element.location, title: element["title"]?.string, trigger: triggerPort, when: when, piece: piece,
             servicePreferences: service?["preferences"], action: actionPort, actionPreferences: action?["preferences"],
             remote: remote, enabledByDefault: enabled)
+        declaration.owner = element["owner"]?.string
+        return declaration
     }
 }

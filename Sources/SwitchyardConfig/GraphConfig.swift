@@ -181,6 +181,19 @@ public struct IiideaDeclaration: Sendable {
     public var origin: IiideaOrigin = .routeFile
     /// Whether preferences from the store replace the route file's.
     public var hasPreferenceOverride = false
+    /// The user or device it belongs to (`owner:`): the admin API filters by it, and a remote
+    /// run must name it.
+    public var owner: String?
+
+    /// Whether `text` can be an owner: 1 to 128 letters, digits, `.`, `_`, `:`, `@` or `-` —
+    /// nothing a condition or a header could misread.
+    public static func isOwner(_ text: String) -> Bool {
+        (1...128).contains(text.utf8.count)
+            && text.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || [0x2E, 0x5F, 0x3A, 0x40, 0x2D].contains(byte)
+            }
+    }
 }
 
 /// Where an iiidea is declared.

@@ -54,8 +54,11 @@ struct Iiideas: ParsableCommand {
 
         @OptionGroup var options: AdminOptions
 
+        @Option(help: "Only the iiideas of this owner (a user or device id).")
+        var owner: String?
+
         func run() throws {
-            let list = try options.call("GET", "/v1/iiideas")
+            let list = try options.call("GET", "/v1/iiideas" + (owner.map { "?owner=" + pathSegment($0) } ?? ""))
             guard !options.json else { return print(list.serialized()) }
             for entry in list.arrayValue ?? [] {
                 let state =

@@ -260,6 +260,48 @@ struct IiideaTests {
         }
         #expect(router.stop() == 0)
     }
+
+    @Test func anOwnedIiideaRunsRemotelyOnlyForItsOwnerAndListsFilterByOwner() throws {
+        let broker = try Mosquitto()
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("mqtt")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock:  { plugin: core, timer: { interval: 1h } }
+              push:   { plugin: mqtt, url: "\(broker.url)", client_id: owned-runs, subscriptions: [ { topic: "push/#", qos: 1 } ] }
+              out:    { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
+            iiideas:
+              - id: alices
+                owner: alice
+                trigger: { port: clock.tick }
+                service: { piece: template, preferences: { text: "for {{body.owner}}: {{body.count}}" } }
+                action:  { port: out.write }
+                remote:  { port: push.messages }
+              - id: anyones
+                trigger: { port: clock.tick }
+                service: { piece: pass }
+                action:  { port: out.write }
+            """
+        )
+        let (router, admin) = try Self.start(sandbox)
+        broker.waitForLog("Sending SUBACK to owned-runs")
+        // Naming the iiidea is not enough: the message must name its owner.
+        try broker.publish(topic: "push/a", message: #"{"notification_id":"alices","data":{"owner":"bob","count":1}}"#, qos: 1)
+        try broker.publish(topic: "push/a", message: #"{"notification_id":"alices","data":{"count":2}}"#, qos: 1)
+        try broker.publish(topic: "push/a", message: #"{"notification_id":"alices","data":{"owner":"alice","count":3}}"#, qos: 1)
+        router.waitUntil("the owner's remote run") { !sandbox.lines(of: "out.jsonl").isEmpty }
+        #expect(sandbox.lines(of: "out.jsonl") == [#"{"text":"for alice: 3"}"#])
+
+        let owned = try Self.cli(["list", "--owner", "alice"], admin: admin, in: sandbox).split(separator: "\n")
+        #expect(owned.map { $0.split(separator: "\t").first.map(String.init) } == ["alices"], "\(owned)")
+        let all = try Self.cli(["list"], admin: admin, in: sandbox).split(separator: "\n")
+        #expect(all.count == 2)
+        let listed = try HTTPExchange.send("http://" + admin + "/v1/iiideas?owner=alice")
+        #expect(listed.body.contains(#""owner":"alice""#) && !listed.body.contains("anyones"), "\(listed.body)")
+        #expect(router.stop() == 0)
+    }
 }
 
 /// A real HTTP server for the http piece, in Python's standard library: answers each POST with

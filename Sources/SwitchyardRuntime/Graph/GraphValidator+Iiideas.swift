@@ -145,7 +145,9 @@ extension GraphValidator {
         else { return nil }
         var remoteRoute: PlannedRoute?
         if let remote = iiidea.remote {
-            let condition = Located("body.notification_id == \"\(iiidea.id)\"", at: remote.location)
+            // An owned iiidea runs remotely only for a message naming its owner (`data.owner`).
+            let owner = iiidea.owner.map { " and body.data.owner == \"\($0)\"" } ?? ""
+            let condition = Located("body.notification_id == \"\(iiidea.id)\"" + owner, at: remote.location)
             remoteRoute = check(
                 iiidea.route(remote: true, map: nil, when: condition), config: config, instances: instances, registry: registry,
                 diagnostics: &diagnostics)

@@ -33,6 +33,7 @@ extension GraphConfig {
             iiidea.id = record.id
             iiidea.title = record.title ?? iiidea.title
             iiidea.origin = .obtained(template: template.id)
+            iiidea.owner = record.owner
             iiidea.apply(record.preferences, at: Self.storeLocation(of: record.id))
             iiidea.hasPreferenceOverride = false
             config.iiideas.append(iiidea)

@@ -24,17 +24,21 @@ extension Spool {
             ) WITHOUT ROWID;
             """
         )
+        // Stores made before iiideas had owners gain the column.
+        let columns = try database.prepare("PRAGMA table_info(iiidea_obtained)").rows([]) { $0.text(1) }
+        if !columns.contains("owner") { try database.execute("ALTER TABLE iiidea_obtained ADD COLUMN owner TEXT") }
     }
 
     /// Every obtained iiidea, oldest first.
     public func obtainedIiideas() throws(SQLiteError) -> [ObtainedIiidea] {
         try locked { () throws(SQLiteError) in
             try database.prepare(
-                "SELECT id, template, title, service_preferences, action_preferences FROM iiidea_obtained ORDER BY created_at, id"
+                "SELECT id, template, title, service_preferences, action_preferences, owner FROM iiidea_obtained ORDER BY created_at, id"
             ).rows([]) { row in
                 ObtainedIiidea(
                     id: row.text(0), template: row.text(1), title: row.isNull(2) ? nil : row.text(2),
-                    preferences: PiecePreferences(service: Self.json(row, 3), action: Self.json(row, 4)))
+                    preferences: PiecePreferences(service: Self.json(row, 3), action: Self.json(row, 4)),
+                    owner: row.isNull(5) ? nil : row.text(5))
             }
         }
     }
@@ -48,12 +52,13 @@ extension Spool {
                 guard exists.isEmpty else { return false }
                 try database.prepare(
                     """
-                    INSERT INTO iiidea_obtained(id, template, title, service_preferences, action_preferences, created_at)
-                    VALUES(?, ?, ?, ?, ?, ?)
+                    INSERT INTO iiidea_obtained(id, template, title, service_preferences, action_preferences, created_at, owner)
+                    VALUES(?, ?, ?, ?, ?, ?, ?)
                     """
                 ).run([
                     .text(iiidea.id), .text(iiidea.template), iiidea.title.map { .text($0) } ?? .null,
                     Self.value(iiidea.preferences.service), Self.value(iiidea.preferences.action), .int(Clock.nowUnixNanos()),
+                    iiidea.owner.map { .text($0) } ?? .null,
                 ])
                 return true
             }
@@ -65,14 +70,16 @@ extension Spool {
         try locked { () throws(SQLiteError) in
             try database.prepare(
                 """
-                INSERT INTO iiidea_obtained(id, template, title, service_preferences, action_preferences, created_at)
-                VALUES(?, ?, ?, ?, ?, ?)
+                INSERT INTO iiidea_obtained(id, template, title, service_preferences, action_preferences, created_at, owner)
+                VALUES(?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET template = excluded.template, title = excluded.title,
-                    service_preferences = excluded.service_preferences, action_preferences = excluded.action_preferences
+                    service_preferences = excluded.service_preferences, action_preferences = excluded.action_preferences,
+                    owner = excluded.owner
                 """
             ).run([
                 .text(iiidea.id), .text(iiidea.template), iiidea.title.map { .text($0) } ?? .null,
                 Self.value(iiidea.preferences.service), Self.value(iiidea.preferences.action), .int(Clock.nowUnixNanos()),
+                iiidea.owner.map { .text($0) } ?? .null,
             ])
         }
     }
@@ -156,12 +163,15 @@ public struct ObtainedIiidea: Sendable, Equatable {
     public var title: String?
     /// The preferences the person chose.
     public var preferences: PiecePreferences
+    /// The user or device it belongs to, when given.
+    public var owner: String?
 
     /// Creates a record.
-    public init(id: String, template: String, title: String?, preferences: PiecePreferences) {
+    public init(id: String, template: String, title: String?, preferences: PiecePreferences, owner: String? = nil) {
         self.id = id
         self.template = template
         self.title = title
         self.preferences = preferences
+        self.owner = owner
     }
 }
