@@ -76,6 +76,15 @@ struct BLETests {
         deinit { double.stop() }
     }
 
+    /// Waits until every iiidea a not-yet-connected board left inactive was asked again and
+    /// accepted (the router asks once the instance reports itself ready).
+    static func waitForActiveIiideas(_ router: RouterProcess) {
+        router.waitUntil("the iiideas active") {
+            router.occurrences(of: "iiidea inactive: a piece refused to enable")
+                == router.occurrences(of: "iiidea active: its pieces accepted once slate was ready")
+        }
+    }
+
     /// The values written to the display so far, as text.
     static func written(_ double: BlueZDouble) throws -> [String] {
         let output = try double.control("org.bluez.Mock.Written", [displayPath]).replacingOccurrences(of: "byte ", with: "")
@@ -101,6 +110,7 @@ struct BLETests {
                 """)
         let (double, sandbox, router, admin) = (rig.double, rig.sandbox, rig.router, rig.admin)
         #expect(try HTTPExchange.send(admin + "/readyz").status == 200)
+        Self.waitForActiveIiideas(router)
         #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[1]"]).contains("true"))
         router.waitUntil("the display written") { ((try? Self.written(double)) ?? []).count == 1 }
         // Cut to max_length (20 bytes) at a character boundary.
@@ -237,6 +247,7 @@ struct BLETests {
             ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root,
             environment: ["DBUS_SYSTEM_BUS_ADDRESS": double.address])
         router.waitUntil("connected to the board") { router.occurrences(of: "connected to \(Self.address)") == 1 }
+        Self.waitForActiveIiideas(router)
         broker.waitForLog("Sending SUBACK to slate-button")
         #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[1]"]).contains("true"))
         router.waitUntil("button 1 on the display") { ((try? Self.written(double)) ?? []).count == 1 }
@@ -265,6 +276,28 @@ struct BLETests {
         router.waitUntil("connected to the board found by the scan") { router.occurrences(of: "connected to \(Self.address)") == 1 }
         #expect(
             try double.control("org.freedesktop.DBus.Mock.GetMethodCalls", path: "/org/bluez/hci0", ["StopDiscovery"]).contains("[(uint64"))
+        #expect(router.stop() == 0)
+    }
+
+    @Test func anIiideaOnABoardNotYetConnectedIsInactiveWithTheReasonUntilItConnects() throws {
+        let rig = try Rig(
+            extraRoutes: """
+                iiideas:
+                  - id: press-to-display
+                    trigger: { port: slate.buttons }
+                    service: { piece: pass }
+                    action:  { port: slate.display }
+                """, boardKnown: false, waitForConnection: false)
+        let (double, router, admin) = (rig.double, rig.router, rig.admin)
+        router.waitUntil("the scan") { router.occurrences(of: "scanning for \(Self.address)") == 1 }
+        let before = try HTTPExchange.send(admin + "/v1/iiideas")
+        #expect(before.body.contains(#""active":false"#), "\(before.body)")
+        #expect(before.body.contains("is not connected; it is asked again once it is"), "\(before.body)")
+        // The board comes into range and connects: the router asks the pieces again.
+        try Self.board(double, withAdapter: false)
+        router.waitUntil("connected") { router.occurrences(of: "connected to \(Self.address)") == 1 }
+        router.waitUntil("the iiidea active") { (try? HTTPExchange.send(admin + "/v1/iiideas").body.contains(#""active":true"#)) == true }
+        #expect(router.standardError.contains("iiidea active: its pieces accepted once slate was ready"))
         #expect(router.stop() == 0)
     }
 }

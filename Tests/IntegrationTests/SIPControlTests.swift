@@ -128,11 +128,14 @@ struct SIPControlTests {
         let reason = "pager.send refused: not registered (register.on_start: false): deliver {action: register} to the control port first"
         let list = try RouterProcess.runToExit(["iiidea", "list", "--admin", admin], in: sandbox.root)
         #expect(list.output.contains("page\tinactive (\(reason))"), "\(list.output)\(list.errors)")
-        // Once registered on request, enabling it again is accepted.
+        // Once registered on request the instance reports itself ready, and the router asks the
+        // piece again: the iiidea becomes active by itself.
         router.send("register\n")
         router.waitUntil("registered") { SIPTests.states(sandbox).contains("registered") }
-        let enabled = try RouterProcess.runToExit(["iiidea", "enable", "page", "--admin", admin], in: sandbox.root)
-        #expect(enabled.output == "enabled page\n", "\(enabled.output)\(enabled.errors)")
+        router.waitUntil("the iiidea active") {
+            let list = try? RouterProcess.runToExit(["iiidea", "list", "--admin", admin], in: sandbox.root)
+            return list?.output.contains("page\tenabled\t") == true
+        }
         #expect(router.stop() == 0)
     }
 }

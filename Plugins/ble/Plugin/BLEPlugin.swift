@@ -67,6 +67,12 @@ final class BLEPlugin: SwitchyardPlugin {
         _ = done.wait(timeout: .now() + 10)
     }
 
+    /// Refuses an iiidea's trigger or action on this board while it is not paired or not
+    /// connected; the router asks again once the instance reports itself ready (connected).
+    func enablePiece(port: String, iiidea: String, preferences: JSONValue) throws {
+        if let reason = link.pieceRefusal { throw PluginError(reason) }
+    }
+
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
         let text: String
         switch envelope.decodedBody() {

@@ -34,6 +34,12 @@ final class BusLink: Sendable {
     }
 
     /// Writes `text` to the display of the board, when there is a link to it.
+    /// Why an iiidea piece on the board cannot work now, or nil.
+    var pieceRefusal: String? {
+        guard let link = current.withLock({ $0 }) else { return "no connection to the D-Bus system bus (BlueZ); it is asked again once there is" }
+        return link.pieceRefusal
+    }
+
     func write(_ text: String) async -> (DeliveryOutcome, String) {
         guard let link = current.withLock({ $0 }) else { return (.retry, "no connection to the D-Bus system bus") }
         return await link.write(text)

@@ -271,6 +271,22 @@ final class SlateLink: Sendable {
         }
     }
 
+    /// Why an iiidea piece on this board cannot work now, or nil once it is connected: BlueZ
+    /// knows the board but it is not paired, or it is not connected (yet, or any more).
+    var pieceRefusal: String? {
+        guard session.withLock({ $0 == nil }) else { return nil }
+        let description = configuration.deviceDescription
+        let known = model.objects.first { _, interfaces in
+            guard let properties = interfaces[Self.device1] else { return false }
+            if let address = configuration.address { return properties["Address"]?.stringValue?.uppercased() == address }
+            return properties["Name"]?.stringValue == configuration.name || properties["Alias"]?.stringValue == configuration.name
+        }
+        if let device = known?.value[Self.device1], device["Paired"]?.boolValue == false {
+            return "the Slate+ (\(description)) is not paired: pair it (bluetoothctl pair ADDRESS) and it is asked again"
+        }
+        return "the Slate+ (\(description)) is not connected; it is asked again once it is"
+    }
+
     /// The device's object path: known to BlueZ already, or found by a scan for the service.
     private func find(adapter: String) async throws(Ending) -> String {
         let matches = { @Sendable (objects: BlueZModel.Objects) -> String? in

@@ -17,8 +17,32 @@ final class IiideaController: Sendable {
     /// Service piece calls waiting for their plugin's answer, by run token.
     private let calls = Mutex<[UInt64: PieceCall]>([:])
     private let tokens = Atomic<UInt64>(0)
+    /// Where pieces a ready instance refused are asked again: never on the plugin's thread
+    /// that reported readiness (a plugin may answer `piece_enable` from that very thread).
+    private let retries = DispatchQueue(label: "switchyard.iiidea.retries")
 
     init(logger: Logger) { self.logger = logger }
+
+    /// `instance` says it is ready: what one of its pieces refused for (a board not yet
+    /// connected, an identity not yet registered) may have passed, so every enabled iiidea
+    /// that piece left inactive asks its pieces again, soon, on another thread. `graph` is
+    /// read then, so a reload in between is seen.
+    func instanceIsReady(_ instance: String, graph: @escaping @Sendable () -> CompiledGraph?) {
+        let prefix = instance + "."
+        let waiting = states.withLock { states in states.values.contains { $0.isEnabled && $0.inactiveReason?.hasPrefix(prefix) == true } }
+        guard waiting else { return }
+        retries.async {
+            guard let graph = graph() else { return }
+            let states = self.states.withLock { $0 }
+            for iiidea in graph.plan.iiideas {
+                guard let state = states[iiidea.id], state.isEnabled, state.inactiveReason?.hasPrefix(prefix) == true else { continue }
+                self.activate(iiidea, state: state, in: graph)
+                if state.inactiveReason == nil {
+                    self.logger.notice("iiidea active: its pieces accepted once \(instance) was ready", metadata: ["iiidea": .string(iiidea.id)])
+                }
+            }
+        }
+    }
 
     /// The state of `iiidea`: the one it had before a reload, else the stored switch (`saved`),
     /// else its declared default.

@@ -306,7 +306,10 @@ public final class Router: Sendable {
     }
 
     func record(metric name: String, instance: String, kind: Int32, value: Double) {
-        if name == "ready", kind == SY_METRIC_GAUGE, value != 0 { readinessNotes.withLock { $0[instance] = nil } }
+        if name == "ready", kind == SY_METRIC_GAUGE, value != 0 {
+            readinessNotes.withLock { $0[instance] = nil }
+            iiideaController.instanceIsReady(instance) { [weak self] in self?.graph }
+        }
         metrics.record(metric: name, instance: instance, kind: kind, value: value)
     }
 
