@@ -19,16 +19,20 @@ struct WakeFeedTests {
     @Test func changesOfOneKeyCoalesceToTheLatestAndRemovalsCount() throws {
         let scratch = Scratch()
         let feed = try WakeFeed(path: scratch.file, maximumChanges: 100, maximumAge: 3600)
-        let first = try feed.record(users: [1, 2], topic: topic, key: #"{"name":"bob"}"#, value: Array(#"{"state":"BUSY"}"#.utf8))
+        let first = try #require(try feed.record(users: [1, 2], topic: topic, key: #"{"name":"bob"}"#, value: Array(#"{"state":"BUSY"}"#.utf8))).cursor
         try feed.record(users: [1], topic: topic, key: #"{"name":"bob"}"#, value: Array(#"{"state":"IDLE"}"#.utf8))
-        let last = try feed.record(users: [1], topic: topic, key: #"{"name":"eve"}"#, value: nil)
+        let last = try #require(try feed.record(users: [1], topic: topic, key: #"{"name":"eve"}"#, value: nil)).cursor
+        // The same value again (a state seen anew after a restart) changes nothing, wakes nobody.
+        #expect(try feed.record(users: [1], topic: topic, key: #"{"name":"bob"}"#, value: Array(#"{"state":"IDLE"}"#.utf8)) == nil)
+        #expect(try feed.record(users: [1, 2], topic: topic, key: #"{"name":"bob"}"#, value: Array(#"{"state":"IDLE"}"#.utf8))?.users == [2])
         let page = try feed.page(user: 1, after: 0, limit: 10)
         #expect(page.changes.map(\.key) == [#"{"name":"bob"}"#, #"{"name":"eve"}"#])
         #expect(page.changes.first?.value == Array(#"{"state":"IDLE"}"#.utf8))
         #expect(page.changes.last?.value == nil)
         #expect(page.cursor == last && !page.more && !page.reset)
         // User 2 saw only the first change; after the last cursor nothing is left.
-        #expect(try feed.page(user: 2, after: 0, limit: 10).changes.map(\.cursor) == [first])
+        #expect(try feed.page(user: 2, after: 0, limit: 10).changes.map(\.key) == [#"{"name":"bob"}"#])
+        #expect(first > 0)
         #expect(try feed.page(user: 1, after: last, limit: 10).changes.isEmpty)
         #expect(try feed.page(user: 1, after: 0, limit: 1).more)
         let mode = try FileManager.default.attributesOfItem(atPath: scratch.file)[.posixPermissions] as? Int
@@ -49,6 +53,10 @@ struct WakeFeedTests {
         // Past the age bound everything goes, and a cursor from before says reset.
         let later = try feed.page(user: 1, after: 4, limit: 10, now: start.addingTimeInterval(61))
         #expect(later.changes.isEmpty && later.reset)
+        // Starting over from the cursor given back, the feed is in step again.
+        #expect(try !feed.page(user: 1, after: later.cursor, limit: 10, now: start.addingTimeInterval(61)).reset)
+        // A cursor from another feed (ahead of this one) is told to start over too.
+        #expect(try feed.page(user: 1, after: 99, limit: 10, now: start).reset)
     }
 
     @Test func theFeedAndItsCursorsSurviveAReopen() throws {
@@ -56,11 +64,11 @@ struct WakeFeedTests {
         var cursor: Int64 = 0
         do {
             let feed = try WakeFeed(path: scratch.file, maximumChanges: 10, maximumAge: 3600)
-            cursor = try feed.record(users: [1], topic: topic, key: "{}", value: Array("{}".utf8))
+            cursor = try #require(try feed.record(users: [1], topic: topic, key: "{}", value: Array("{}".utf8))).cursor
         }
         let reopened = try WakeFeed(path: scratch.file, maximumChanges: 10, maximumAge: 3600)
         #expect(try reopened.page(user: 1, after: 0, limit: 10).changes.map(\.cursor) == [cursor])
-        #expect(try reopened.record(users: [1], topic: topic, key: #"{"k":1}"#, value: nil) == cursor + 1)
+        #expect(try reopened.record(users: [1], topic: topic, key: #"{"k":1}"#, value: nil)?.cursor == cursor + 1)
     }
 
     @Test func anAddressThatKeepsFailingWaitsForItsWindow() {

@@ -40,6 +40,8 @@ extension EnrollmentServer {
             guard let code = fields["code"], let csr = fields["csr"] else {
                 return refuse(.invalid("give \"code\" and \"csr\" (a PKCS #10 request, PEM)"), peer: peer, what: "enroll")
             }
+            // What cannot be a code is refused here, without touching the realm.
+            guard EnrollmentCode.normalised(code) != nil else { return refuse(.unknownCode, peer: peer, what: "enroll") }
             body = (code, csr)
         case .failure(let refusal): return refusal.response
         }

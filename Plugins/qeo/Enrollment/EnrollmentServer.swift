@@ -130,6 +130,19 @@ struct EnrollmentRequestContext: RequestContext {
         channel = source.channel
     }
 
-    /// The client's address, without the port.
-    var peer: String { channel.remoteAddress?.ipAddress ?? "unknown" }
+    /// The client's address, without the port; an IPv6 client by its /64, which one host
+    /// usually holds whole (so it cannot dodge the throttle by changing addresses).
+    var peer: String {
+        switch channel.remoteAddress {
+        case .v6(let address)?:
+            var bytes = address.address.sin6_addr
+            let prefix = withUnsafeBytes(of: &bytes) { Array($0.prefix(8)) }
+            // An IPv4-mapped address is its IPv4 address.
+            if prefix == [0, 0, 0, 0, 0, 0, 0, 0] { return channel.remoteAddress?.ipAddress ?? "unknown" }
+            return stride(from: 0, to: 8, by: 2).map { String(format: "%02x%02x", prefix[$0], prefix[$0 + 1]) }.joined(separator: ":")
+                + "::/64"
+        case let other?: return other.ipAddress ?? "unknown"
+        case nil: return "unknown"
+        }
+    }
 }

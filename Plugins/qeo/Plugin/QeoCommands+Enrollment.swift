@@ -62,7 +62,10 @@ extension RealmCommand {
         /// `90s`, `2m`, `1h` or plain seconds.
         static func seconds(_ text: String) -> Int? {
             let units: [Character: Int] = ["s": 1, "m": 60, "h": 3600]
-            if let unit = text.last, let scale = units[unit] { return Int(text.dropLast()).map { $0 * scale } }
+            if let unit = text.last, let scale = units[unit], let number = Int(text.dropLast()) {
+                let (seconds, overflow) = number.multipliedReportingOverflow(by: scale)
+                return overflow ? nil : seconds
+            }
             return Int(text)
         }
     }

@@ -89,15 +89,16 @@ extension RealmAuthority {
         let facts = try Self.refusing { () throws(RealmError) in try RealmCrypto.facts(ofCertificate: certificate) }
         let device = RealmRegistry.Device(id: id, user: user.id, name: entry.deviceName, serial: facts.serial, leaseUntil: lease)
         try Self.refusing { () throws(RealmError) in
+            // The code is spent first: if what follows fails, it cannot make a second device.
+            codes.codes[index].used = now
+            codes.codes[index].device = id
+            try codes.save(to: directory)
             let identity = DeviceCredentials.Identity(realm: registry.realm, user: user.id, device: id, domain: registry.domain)
             try Self.write(certificate, to: deviceDirectory(device).appendingPathComponent(DeviceCredentials.certificateFile))
             try Self.write(identity.json, to: deviceDirectory(device).appendingPathComponent(DeviceCredentials.identityFile))
             registry.devices.append(device)
             try saveRegistry()
             try publishDocuments()
-            codes.codes[index].used = now
-            codes.codes[index].device = id
-            try codes.save(to: directory)
         }
         return try credentials(of: device, certificate: certificate)
     }

@@ -66,11 +66,25 @@ public final class WakeFeed: Sendable {
     }
 
     /// Records that `topic`'s instance `key` now holds `value` (nil: removed) for each of
-    /// `users`, in one transaction; returns the change's cursor.
+    /// `users` whose feed does not already hold exactly that, in one transaction; returns the
+    /// change's cursor and the users it was recorded for, or nil when it changed nothing (a
+    /// state readers see again after a restart or a rediscovery wakes nobody).
     @discardableResult
-    public func record(users: [UInt64], topic: String, key: String, value: [UInt8]?, now: Date = Date()) throws(SQLiteError) -> Int64 {
-        try database.withLock { (database) throws(SQLiteError) -> Int64 in
-            try database.transaction { () throws(SQLiteError) -> Int64 in
+    public func record(
+        users: [UInt64], topic: String, key: String, value: [UInt8]?, now: Date = Date()
+    ) throws(SQLiteError) -> (cursor: Int64, users: [UInt64])? {
+        try database.withLock { (database) throws(SQLiteError) -> (cursor: Int64, users: [UInt64])? in
+            try database.transaction { () throws(SQLiteError) -> (cursor: Int64, users: [UInt64])? in
+                let current = try database.prepare("SELECT removed, value FROM wake_changes WHERE user = ? AND topic = ? AND key = ?")
+                var changed: [UInt64] = []
+                for user in users {
+                    let held = try current.rows([.int(Int64(bitPattern: user)), .text(topic), .text(key)]) { row in
+                        row.int(0) == 1 ? nil : row.blob(1)
+                    }
+                    if let held = held.first, held == value { continue }
+                    changed.append(user)
+                }
+                guard !changed.isEmpty else { return nil }
                 try database.prepare("UPDATE wake_sequence SET last = last + 1 WHERE id = 1").run([])
                 let cursor = try database.prepare("SELECT last FROM wake_sequence WHERE id = 1").rows([]) { $0.int(0) }.first ?? 0
                 let upsert = try database.prepare(
@@ -79,14 +93,14 @@ public final class WakeFeed: Sendable {
                     ON CONFLICT (user, topic, key) DO UPDATE SET
                         seq = excluded.seq, removed = excluded.removed, value = excluded.value, changed_at = excluded.changed_at
                     """)
-                for user in users {
+                for user in changed {
                     try upsert.run([
                         .int(Int64(bitPattern: user)), .text(topic), .text(key), .int(cursor), .int(value == nil ? 1 : 0),
                         value.map { .blob($0) } ?? .null, .int(Int64(now.timeIntervalSince1970)),
                     ])
                     try prune(user: user, now: now, in: database)
                 }
-                return cursor
+                return (cursor, changed)
             }
         }
     }
@@ -107,7 +121,11 @@ public final class WakeFeed: Sendable {
                 }
                 let more = changes.count > limit
                 if more { changes.removeLast() }
-                return Page(changes: changes, cursor: changes.last?.cursor ?? cursor, more: more, reset: cursor < pruned)
+                let last = try database.prepare("SELECT last FROM wake_sequence WHERE id = 1").rows([]) { $0.int(0) }.first ?? 0
+                // Behind what was dropped, or ahead of this feed (another store): start over.
+                let reset = cursor < pruned || cursor > last
+                let next = changes.last?.cursor ?? (reset ? min(max(cursor, pruned), last) : cursor)
+                return Page(changes: changes, cursor: next, more: more, reset: reset)
             }
         }
     }

@@ -21,13 +21,13 @@ public final class WakeWatcher: Sendable {
     }
 
     /// Records a change of `topic`'s instance `key` (canonical JSON) to `value` (nil: removed);
-    /// returns the users woken and the change's cursor, or nil when the topic is not watched
-    /// or nobody may read it.
+    /// returns the users woken and the change's cursor, or nil when the topic is not watched,
+    /// nobody may read it, or every reader's feed holds that value already.
     public func changed(topic: String, key: String, value: [UInt8]?) throws -> (users: [UInt64], cursor: Int64)? {
         guard topics.contains(topic) else { return nil }
         let users = try readers(of: topic)
-        guard !users.isEmpty else { return nil }
-        return (users, try feed.record(users: users, topic: topic, key: key, value: value))
+        guard !users.isEmpty, let recorded = try feed.record(users: users, topic: topic, key: key, value: value) else { return nil }
+        return (recorded.users, recorded.cursor)
     }
 
     /// The users whose devices may read `topic` now.

@@ -37,9 +37,16 @@ extension SIPAgent {
             let waiting = registration.waiting
             registration.waiting = []
             for earlier in waiting { finish(earlier, .reject, reason: "unregistered before the registrar answered") }
+            let wasRegistered = registration.state == "registered"
             unregister().whenComplete { _ in
-                self.setRegistration("unregistered", reason: "unregistered on request")
-                self.finish(delivery, .ok)
+                // The registrar removed the binding (or there was none): unregistered. Otherwise
+                // it is still there until it expires: say so.
+                if !wasRegistered || self.registration.state == "unregistered" {
+                    self.setRegistration("unregistered", reason: "unregistered on request")
+                    self.finish(delivery, .ok)
+                } else {
+                    self.finish(delivery, .reject, reason: "the registrar did not confirm the removal; the binding lasts until it expires")
+                }
             }
         }
     }

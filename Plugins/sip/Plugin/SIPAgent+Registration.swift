@@ -87,6 +87,10 @@ extension SIPAgent {
     private func registered(_ outcome: RequestOutcome, requested: Int, target: SIPTarget) {
         guard !stopped else { return }
         switch outcome {
+        case .response(let response) where (200..<300).contains(response.status ?? 0) && !registration.wanted:
+            // Unregistered on request while this REGISTER was out: remove the binding it made.
+            registration.state = "registered"
+            _ = unregister()
         case .response(let response) where (200..<300).contains(response.status ?? 0):
             // Never later than asked: a refresh too early is harmless, one too late loses the binding.
             let granted = min(grantedExpiry(response) ?? requested, requested)

@@ -135,6 +135,10 @@ final class SIPAgent: @unchecked Sendable {
             self.stopped = true
             self.sweepTask?.cancel()
             self.registration.timer?.cancel()
+            // Control actions waiting for the registrar are answered now: no answer will come.
+            let waiting = self.registration.waiting
+            self.registration.waiting = []
+            for delivery in waiting { self.finish(delivery, .retry, reason: "sip instance stopped") }
             for (branch, _) in self.clients { self.finishClient(branch, .transportFailed("sip instance stopped")) }
             for (token, message) in self.incoming {
                 self.incoming[token] = nil

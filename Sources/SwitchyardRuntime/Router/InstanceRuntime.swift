@@ -2,6 +2,7 @@ internal import Logging
 internal import SwitchyardABI
 internal import SwitchyardBridge
 internal import SwitchyardCore
+import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -63,6 +64,9 @@ final class InstanceRuntime: @unchecked Sendable {
     var sources: [SourcePort] = []
     let counters = InstanceCounters()
     let accepting = Atomic<Bool>(true)
+    /// Deliveries outside routes (the admin API's inject): ``stopPlugin()`` closes it and waits
+    /// for those in progress, as routes are stopped before it by the worker pool.
+    let directDeliveries = DirectDeliveryGate()
     /// Whether the log already says this instance's state calls fail for want of a store.
     let stateUnavailableLogged = Atomic<Bool>(false)
     let logger: Logger
@@ -107,6 +111,7 @@ final class InstanceRuntime: @unchecked Sendable {
     /// may not call the host for this instance (ABI section 4).
     func stopPlugin() {
         accepting.store(false, ordering: .relaxed)
+        directDeliveries.close()
         if let handle { plugin.table.api.stop?(handle) }
         retireHostContext()
     }
@@ -317,4 +322,39 @@ struct SinkPort: @unchecked Sendable {
 
     /// `instance.port`: how logs, the spool and dead letters name the sink.
     var qualifiedName: String { instance.name + "." + name }
+}
+
+/// Lets deliveries that bypass the routes into an instance until it stops, and makes the stop
+/// wait for the ones in progress: the plugin never sees `deliver` after `stop`.
+final class DirectDeliveryGate: @unchecked Sendable {
+    // `closed` and `running` are read and written with `condition` held.
+    private let condition = NSCondition()
+    private var closed = false
+    private var running = 0
+
+    /// Runs `body` unless the gate is closed (then nil).
+    func pass<Result>(_ body: () -> Result) -> Result? {
+        condition.lock()
+        guard !closed else {
+            condition.unlock()
+            return nil
+        }
+        running += 1
+        condition.unlock()
+        defer {
+            condition.lock()
+            running -= 1
+            if running == 0 { condition.broadcast() }
+            condition.unlock()
+        }
+        return body()
+    }
+
+    /// Lets nothing more in and waits for what is inside.
+    func close() {
+        condition.lock()
+        closed = true
+        while running > 0 { condition.wait() }
+        condition.unlock()
+    }
 }

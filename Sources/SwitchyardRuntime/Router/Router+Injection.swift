@@ -55,14 +55,21 @@ extension Router {
                     description: "the body is not a \(envelope.type): " + violations.prefix(5).map(\.description).joined(separator: "; "))
             }
         }
+        guard !isDraining else { throw InjectionError(description: "the router is stopping") }
         let waiter = InjectedDelivery()
         let id = nextDeliveryID(tracking: waiter)
-        let status = instance.deliver(envelope, port: SinkPort(instance: instance, name: portName), deliveryID: id)
-        guard status == SY_OK else {
-            deliveryFinished(id, outcome: SY_OUTCOME_REJECT, reason: sy_bytes())
-            throw InjectionError(description: "\(name).\(portName) did not take the envelope (status \(status): stopped, or full)")
+        let status = instance.directDeliveries.pass {
+            instance.accepting.load(ordering: .relaxed)
+                ? instance.deliver(envelope, port: SinkPort(instance: instance, name: portName), deliveryID: id) : SY_ERR_STOPPED
         }
-        return await waiter.outcome(within: timeout)
+        guard status == SY_OK else {
+            forgetTracked(id)
+            throw InjectionError(description: "\(name).\(portName) did not take the envelope (status \(status ?? SY_ERR_STOPPED): stopped, or full)")
+        }
+        let outcome = await waiter.outcome(within: timeout)
+        // An acknowledgement that never comes must not keep its entry.
+        if outcome == .timedOut { forgetTracked(id) }
+        return outcome
     }
 }
 

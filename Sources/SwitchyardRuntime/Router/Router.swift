@@ -292,6 +292,12 @@ public final class Router: Sendable {
         return Self.spooledBit | (UInt64(index) << Self.routeIndexShift) | counter
     }
 
+    /// Drops the waiter of a tracked delivery that will not be acknowledged (refused, or given
+    /// up on).
+    func forgetTracked(_ id: UInt64) {
+        _ = tracked.withLock { $0.removeValue(forKey: id) }
+    }
+
     func deliveryFinished(_ id: UInt64, outcome: Int32, reason: sy_bytes) {
         if id & Self.probeBit != 0, id & Self.spooledBit == 0 {
             let index = Int((id & ~(Self.probeBit | Self.trackedBit)) >> Self.routeIndexShift)
