@@ -276,7 +276,7 @@ struct IiideaTests {
               - id: alices
                 owner: alice
                 trigger: { port: clock.tick }
-                service: { piece: template, preferences: { text: "for {{body.owner}}: {{body.count}}" } }
+                service: { piece: template, preferences: { text: "for alice: {{body.count}}" } }
                 action:  { port: out.write }
                 remote:  { port: push.messages }
               - id: anyones

@@ -19,12 +19,15 @@ struct WakeFeedTests {
     @Test func changesOfOneKeyCoalesceToTheLatestAndRemovalsCount() throws {
         let scratch = Scratch()
         let feed = try WakeFeed(path: scratch.file, maximumChanges: 100, maximumAge: 3600)
-        let first = try #require(try feed.record(users: [1, 2], topic: topic, key: #"{"name":"bob"}"#, value: Array(#"{"state":"BUSY"}"#.utf8))).cursor
+        let first = try #require(
+            try feed.record(users: [1, 2], topic: topic, key: #"{"name":"bob"}"#, value: Array(#"{"state":"BUSY"}"#.utf8))
+        ).cursor
         try feed.record(users: [1], topic: topic, key: #"{"name":"bob"}"#, value: Array(#"{"state":"IDLE"}"#.utf8))
         let last = try #require(try feed.record(users: [1], topic: topic, key: #"{"name":"eve"}"#, value: nil)).cursor
         // The same value again (a state seen anew after a restart) changes nothing, wakes nobody.
         #expect(try feed.record(users: [1], topic: topic, key: #"{"name":"bob"}"#, value: Array(#"{"state":"IDLE"}"#.utf8)) == nil)
-        #expect(try feed.record(users: [1, 2], topic: topic, key: #"{"name":"bob"}"#, value: Array(#"{"state":"IDLE"}"#.utf8))?.users == [2])
+        #expect(
+            try feed.record(users: [1, 2], topic: topic, key: #"{"name":"bob"}"#, value: Array(#"{"state":"IDLE"}"#.utf8))?.users == [2])
         let page = try feed.page(user: 1, after: 0, limit: 10)
         #expect(page.changes.map(\.key) == [#"{"name":"bob"}"#, #"{"name":"eve"}"#])
         #expect(page.changes.first?.value == Array(#"{"state":"IDLE"}"#.utf8))

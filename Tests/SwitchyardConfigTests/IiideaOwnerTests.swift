@@ -22,7 +22,7 @@ import Testing
         #expect(config.iiideas.map(\.owner) == ["alice@example.org", nil])
         #expect(
             diagnostics.contains {
-                $0.message.hasPrefix("'owner' must be a user or device id") && $0.location.line == 3
+                $0.message.hasPrefix("'owner' must be a user or device id") && $0.location?.line == 3
             }, "\(diagnostics)")
         #expect(diagnostics.contains { $0.message.hasPrefix("unknown key 'owner' in iiidea template") }, "\(diagnostics)")
         #expect(IiideaDeclaration.isOwner(String(repeating: "a", count: 128)))

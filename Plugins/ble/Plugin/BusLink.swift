@@ -36,7 +36,9 @@ final class BusLink: Sendable {
     /// Writes `text` to the display of the board, when there is a link to it.
     /// Why an iiidea piece on the board cannot work now, or nil.
     var pieceRefusal: String? {
-        guard let link = current.withLock({ $0 }) else { return "no connection to the D-Bus system bus (BlueZ); it is asked again once there is" }
+        guard let link = current.withLock({ $0 }) else {
+            return "no connection to the D-Bus system bus (BlueZ); it is asked again once there is"
+        }
         return link.pieceRefusal
     }
 

@@ -38,7 +38,8 @@ final class IiideaController: Sendable {
                 guard let state = states[iiidea.id], state.isEnabled, state.inactiveReason?.hasPrefix(prefix) == true else { continue }
                 self.activate(iiidea, state: state, in: graph)
                 if state.inactiveReason == nil {
-                    self.logger.notice("iiidea active: its pieces accepted once \(instance) was ready", metadata: ["iiidea": .string(iiidea.id)])
+                    self.logger.notice(
+                        "iiidea active: its pieces accepted once \(instance) was ready", metadata: ["iiidea": .string(iiidea.id)])
                 }
             }
         }

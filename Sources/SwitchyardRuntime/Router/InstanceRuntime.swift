@@ -1,8 +1,8 @@
+import Foundation
 internal import Logging
 internal import SwitchyardABI
 internal import SwitchyardBridge
 internal import SwitchyardCore
-import Foundation
 import Synchronization
 
 #if canImport(Glibc)

@@ -64,7 +64,8 @@ extension Router {
         }
         guard status == SY_OK else {
             forgetTracked(id)
-            throw InjectionError(description: "\(name).\(portName) did not take the envelope (status \(status ?? SY_ERR_STOPPED): stopped, or full)")
+            throw InjectionError(
+                description: "\(name).\(portName) did not take the envelope (status \(status ?? SY_ERR_STOPPED): stopped, or full)")
         }
         let outcome = await waiter.outcome(within: timeout)
         // An acknowledgement that never comes must not keep its entry.
