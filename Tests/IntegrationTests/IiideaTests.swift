@@ -228,7 +228,9 @@ struct IiideaTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func aMessageNamingTheIiideaRunsItRemotelyWithItsData() throws {
+    /// A broker and a sandbox whose routes have a timer, an MQTT instance subscribed to `push/#`
+    /// (client id `remote-runs`, the remote port `push.messages`), a file `out` and `iiideas`.
+    static func remoteRuns(_ iiideas: String) throws -> (Mosquitto, Sandbox) {
         let broker = try Mosquitto()
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
@@ -240,13 +242,20 @@ struct IiideaTests {
               push:   { plugin: mqtt, url: "\(broker.url)", client_id: remote-runs, subscriptions: [ { topic: "push/#", qos: 1 } ] }
               out:    { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
             iiideas:
+            \(iiideas)
+            """)
+        return (broker, sandbox)
+    }
+
+    @Test func aMessageNamingTheIiideaRunsItRemotelyWithItsData() throws {
+        let (broker, sandbox) = try Self.remoteRuns(
+            """
               - id: note
                 trigger: { port: clock.tick }
                 service: { piece: template, preferences: { text: "remote {{body.count}}" } }
                 action:  { port: out.write }
                 remote:  { port: push.messages }
-            """
-        )
+            """)
         let (router, admin) = try Self.start(sandbox)
         broker.waitForLog("Sending SUBACK to remote-runs")
         try broker.publish(topic: "push/a", message: #"{"notification_id":"other","data":{"count":1}}"#, qos: 1)
@@ -262,17 +271,8 @@ struct IiideaTests {
     }
 
     @Test func anOwnedIiideaRunsRemotelyOnlyForItsOwnerAndListsFilterByOwner() throws {
-        let broker = try Mosquitto()
-        let sandbox = try Sandbox()
-        try sandbox.installPlugin("core")
-        try sandbox.installPlugin("mqtt")
-        try sandbox.writeRoutes(
+        let (broker, sandbox) = try Self.remoteRuns(
             """
-            instances:
-              clock:  { plugin: core, timer: { interval: 1h } }
-              push:   { plugin: mqtt, url: "\(broker.url)", client_id: owned-runs, subscriptions: [ { topic: "push/#", qos: 1 } ] }
-              out:    { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
-            iiideas:
               - id: alices
                 owner: alice
                 trigger: { port: clock.tick }
@@ -283,10 +283,9 @@ struct IiideaTests {
                 trigger: { port: clock.tick }
                 service: { piece: pass }
                 action:  { port: out.write }
-            """
-        )
+            """)
         let (router, admin) = try Self.start(sandbox)
-        broker.waitForLog("Sending SUBACK to owned-runs")
+        broker.waitForLog("Sending SUBACK to remote-runs")
         // Naming the iiidea is not enough: the message must name its owner.
         try broker.publish(topic: "push/a", message: #"{"notification_id":"alices","data":{"owner":"bob","count":1}}"#, qos: 1)
         try broker.publish(topic: "push/a", message: #"{"notification_id":"alices","data":{"count":2}}"#, qos: 1)
