@@ -40,7 +40,8 @@ final class PushPlugin: SwitchyardPlugin {
                 direction: .sink,
                 types: ["*"],
                 requires: "fcm",
-                summary: "Sends each envelope with FCM HTTP v1; acknowledged on FCM's 200"
+                summary: "Sends each envelope with FCM HTTP v1; acknowledged on FCM's 200",
+                preferences: PushSendPreferences.jsonSchema
             ),
         ],
         types: [PushEnvelopes.dataMessageType: PushEnvelopes.dataMessageSchema],
@@ -145,6 +146,13 @@ final class PushPlugin: SwitchyardPlugin {
     }
 
     func canAccept(on port: String) -> Bool { sender?.hasRoom ?? true }
+
+    /// Refuses an iiidea action on `send` that names a user or device with no registered token
+    /// (or no registry); asked again when a token registers (the instance reports ready then).
+    func enablePiece(port: String, iiidea: String, preferences: JSONValue) throws {
+        guard port == Self.sendPort, let preferences = try? PushSendPreferences(config: preferences) else { return }
+        if let reason = preferences.refusal(registry: registry) { throw PluginError(reason) }
+    }
 
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
         guard let sender else {

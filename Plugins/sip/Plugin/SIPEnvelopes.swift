@@ -229,12 +229,6 @@ struct SIPSendPreferences: PluginConfiguration {
     /// The preferences `envelope` carries in its `iiidea.preferences` header; none when it has
     /// none or they are not these preferences.
     init(of envelope: Envelope) {
-        guard let text = envelope.headers["iiidea.preferences"], let json = try? JSONValue(parsing: text),
-            let preferences = try? Self(config: json)
-        else {
-            self.init()
-            return
-        }
-        self = preferences
+        self = Self(iiideaPreferencesOf: envelope) ?? Self()
     }
 }

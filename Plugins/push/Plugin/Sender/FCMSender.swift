@@ -112,7 +112,13 @@ final class FCMSender: Sendable {
         // A whole send request (`{"message": …}`) or the message itself; other members (such as
         // the `project` and `notification_id` of a push.DataMessage) are not FCM's and stay here.
         let source = body["message"] ?? body
-        guard let fields = source.objectValue else { throw PluginError("the body is \(source.typeName), not an FCM message object") }
+        guard var fields = source.objectValue else { throw PluginError("the body is \(source.typeName), not an FCM message object") }
+        // A message that names nobody goes where the iiidea's action preferences say.
+        if !fields.keys.contains(where: { FCMMessage.targetFields.contains($0) || $0 == "device" || $0 == "user" }),
+            let preferences = PushSendPreferences(iiideaPreferencesOf: envelope)
+        {
+            fields.merge(preferences.target) { own, _ in own }
+        }
         var message = fields.filter { FCMMessage.targetFields.contains($0.key) || Self.messageFields.contains($0.key) }
         let device = fields["device"]?.stringValue
         let user = fields["user"]?.stringValue

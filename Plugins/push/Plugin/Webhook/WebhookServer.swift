@@ -199,6 +199,8 @@ final class WebhookServer: Sendable {
                     token: token, device: fields["device"]?.stringValue, user: fields["user"]?.stringValue,
                     platform: fields["platform"]?.stringValue, registeredAt: now, updatedAt: now))
             context.metric(.counter, new ? "tokens_registered_total" : "tokens_refreshed_total", 1)
+            // Ready again: an iiidea piece refused for want of this token is asked again.
+            if new { context.metric(.gauge, "ready", 1) }
             return Self.json(new ? 201 : 200, ["token": .string(token), "new": .bool(new)])
         } catch {
             context.log(.error, "token registry \(registry.path): \(error)")
