@@ -105,6 +105,11 @@ struct SIPConfiguration: PluginConfiguration {
     var listenHost: String
     var listenPort: Int
     var tlsPort: Int?
+
+    /// The TLS listener's port: `listen.tls_port`, else the one after the bound UDP/TCP port
+    /// `bound` — unless that port was picked by the kernel (`listen.port: 0`), where the next
+    /// may be taken: then the kernel picks this one too.
+    func tlsListenPort(besides bound: Int) -> Int { tlsPort ?? (listenPort == 0 ? 0 : bound + 1) }
     /// The host written into Via and Contact (defaults to the listen host, or 127.0.0.1 for a wildcard listen).
     var advertisedHost: String
     /// Every request goes here first when set (RFC 3261 §8.1.2's outbound proxy).

@@ -98,9 +98,7 @@ final class SIPTransport: @unchecked Sendable {
         return bindDatagramAndStream(host: host, attemptsLeft: 8)
             .flatMap {
                 guard self.serverTLS != nil else { return self.eventLoop.makeSucceededVoidFuture() }
-                // Next to a port the kernel picked, port + 1 may be taken: let it pick again.
-                let tlsPort = self.configuration.tlsPort ?? (self.configuration.listenPort == 0 ? 0 : self.port + 1)
-                return self.listen(host: host, port: tlsPort, tls: true)
+                return self.listen(host: host, port: self.configuration.tlsListenPort(besides: self.port), tls: true)
             }
     }
 
