@@ -93,14 +93,19 @@ let package = Package(
         ),
         .target(
             name: "SwitchyardPluginCommands",
-            dependencies: ["SwitchyardPluginKit", .product(name: "SwitchyardDependencies", package: "Dependencies")],
+            dependencies: [
+                "SwitchyardPluginKit", "SwitchyardAdminClient", .product(name: "SwitchyardDependencies", package: "Dependencies"),
+            ],
             swiftSettings: strict
         ),
+        // The admin port's client (plain HTTP/1.1 on a socket, no TLS library): `switchyard`'s
+        // commands and plugin commands that ask a running router.
+        .target(name: "SwitchyardAdminClient", dependencies: ["SwitchyardCore"], swiftSettings: strict),
         // The admin HTTP port: metrics, health, readiness, the JSON API the CLI uses.
         .target(
             name: "SwitchyardAdmin",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardCore",
+                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardCore", "SwitchyardAdminClient",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -110,7 +115,7 @@ let package = Package(
         .executableTarget(
             name: "switchyard",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardAdmin",
+                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardAdmin", "SwitchyardAdminClient",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -181,7 +186,7 @@ let package = Package(
         .target(
             name: "SIPPlugin",
             dependencies: [
-                "SIPCodec", "SwitchyardPluginKit",
+                "SIPCodec", "SwitchyardPluginKit", "SwitchyardPluginCommands", "SwitchyardAdminClient",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/sip/Plugin",
@@ -227,6 +232,7 @@ let package = Package(
             name: "QeoPlugin",
             dependencies: [
                 "QeoDDS", "QeoQDM", "QeoRealm", "QeoEnrollment", "QeoWake", "CQRencode", "SwitchyardPluginKit", "SwitchyardPluginCommands",
+                "SwitchyardPluginHTTP",
             ],
             path: "Plugins/qeo/Plugin",
             swiftSettings: strict,

@@ -9,8 +9,10 @@ import SwitchyardCore
 /// - Requests that change state (anything but GET and HEAD) are refused when a browser says they
 ///   come from another site (`Sec-Fetch-Site`, else an `Origin` that is not this host): a page
 ///   cannot post to a router on the visitor's machine.
-/// - With a token, every path but `/healthz` and the console needs `Authorization: Bearer <token>`;
-///   the console (`/console`) signs browsers in itself (``ConsoleSessions``).
+/// - With a token, every path but `/healthz`, the console and the OAuth callback needs
+///   `Authorization: Bearer <token>`; the console (`/console`) signs browsers in itself
+///   (``ConsoleSessions``), the callback is let in by the single-use `state` of a flow an admin
+///   started.
 struct AdminRequestGuard<Context: RequestContext>: RouterMiddleware {
     let token: String?
     let allowedHosts: Set<String>
@@ -28,7 +30,7 @@ struct AdminRequestGuard<Context: RequestContext>: RouterMiddleware {
             return Self.refusal(.forbidden, "cross-site requests may not change the router")
         }
         // The console signs browsers in with a session cookie of its own (ConsoleSessions).
-        if let token, request.uri.path != "/healthz", !Self.isConsole(request.uri.path),
+        if let token, request.uri.path != "/healthz", request.uri.path != AdminServer.oauthCallbackPath, !Self.isConsole(request.uri.path),
             !BearerToken.matches(header: request.headers[.authorization], expected: token)
         {
             var response = Self.refusal(.unauthorized, "a bearer token is required")

@@ -38,4 +38,25 @@ extension AdminServer {
             }
         }
     }
+
+    /// `POST /v1/instances/{instance}/pieces/{piece}[?timeout=S]`: runs a service piece once
+    /// with the request body (a JSON object, at most 64 KiB) as its input, outside any iiidea,
+    /// and answers `200` with its output — how the admin API reads what a plugin serves as a
+    /// piece (a SIP identity's message history: `sip.history_query`). `400` when there is no
+    /// such piece, `502` with the plugin's reason when the piece failed or gave no answer
+    /// within `timeout` (default 10 s, at most 60 s).
+    func addPieceRoute(to routes: Hummingbird.Router<BasicRequestContext>, router: SwitchyardRuntime.Router) {
+        routes.post("v1/instances/:instance/pieces/:piece") { request, context -> Response in
+            let input = try await Self.jsonBody(request)
+            let seconds = min(max(request.uri.queryParameters.get("timeout", as: Int.self) ?? 10, 1), 60)
+            do {
+                let output = try await router.runServicePiece(
+                    instance: context.parameters.get("instance") ?? "", port: context.parameters.get("piece") ?? "", input: input,
+                    timeout: .seconds(seconds))
+                return .json(output.serializedBytes() + [0x0A])
+            } catch let error as SwitchyardRuntime.Router.PieceRunError {
+                return .refusal(error.failed ? .badGateway : .badRequest, error.description)
+            }
+        }
+    }
 }

@@ -4,6 +4,7 @@ public import Logging
 import Metrics
 import NIOCore
 public import Prometheus
+public import SwitchyardAdminClient
 import SwitchyardCore
 public import SwitchyardRuntime
 public import SwitchyardSpool
@@ -49,19 +50,8 @@ public final class AdminServer: Sendable {
 
         /// Parses `host:port`, `:port` or `port`.
         public init?(address: String, token: String? = nil, allowedHosts: [String] = []) {
-            let text = address.trimmingCharacters(in: .whitespaces)
-            let host: String
-            let portText: Substring
-            if let colon = text.lastIndex(of: ":") {
-                host =
-                    text[..<colon].isEmpty ? "127.0.0.1" : String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-                portText = text[text.index(after: colon)...]
-            } else {
-                host = "127.0.0.1"
-                portText = Substring(text)
-            }
-            guard let port = Int(portText), (0...65535).contains(port) else { return nil }
-            self.init(host: host, port: port, token: token, allowedHosts: allowedHosts)
+            guard let parsed = AdminAddress(address) else { return nil }
+            self.init(host: parsed.host, port: parsed.port, token: token, allowedHosts: allowedHosts)
         }
     }
 
@@ -105,6 +95,8 @@ public final class AdminServer: Sendable {
         addReloadRoute(to: routes, reload: reload)
         addTapRoute(to: routes, router: router)
         addInjectRoute(to: routes, router: router)
+        addPieceRoute(to: routes, router: router)
+        addOAuthRoutes(to: routes, router: router)
 
         let outcome = StartOutcome()
         let application = Application(
@@ -186,12 +178,6 @@ private final class StartOutcome: Sendable {
         guard reported.wait(timeout: .now() + .seconds(seconds)) == .success else { return nil }
         return result.withLock { $0 }
     }
-}
-
-/// The admin port could not start.
-public struct AdminError: Error, Sendable, CustomStringConvertible {
-    /// What went wrong.
-    public var description: String
 }
 
 extension Response {

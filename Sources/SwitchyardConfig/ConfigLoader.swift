@@ -119,6 +119,7 @@ public struct ConfigLoader: Sendable {
 
     private static let topLevelKeys = [
         "plugins", "spool", "admin", "tracing", "types", "instances", "routes", "iiideas", "iiidea_templates", "iiidea_history",
+        "oauth",
     ]
 
     private func merge(_ root: ConfigNode, file: String, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
@@ -152,6 +153,7 @@ public struct ConfigLoader: Sendable {
             case "admin": mergeAdmin(member.value, into: &config, diagnostics: &diagnostics)
             case "tracing": mergeTracing(member.value, into: &config, diagnostics: &diagnostics)
             case "iiideas": mergeIiideas(member.value, into: &config, diagnostics: &diagnostics)
+            case "oauth": mergeOAuth(member.value, into: &config, diagnostics: &diagnostics)
             case "iiidea_templates": mergeIiideaTemplates(member.value, into: &config, diagnostics: &diagnostics)
             case "iiidea_history":
                 if case .scalar(.int(let keep)) = member.value["keep"]?.kind, keep > 0, member.value.members?.count == 1 {

@@ -269,6 +269,8 @@ public struct GraphConfig: Sendable {
     public var iiideas: [IiideaDeclaration] = []
     /// `iiidea_templates:`, the store's catalog, in the order written.
     public var iiideaTemplates: [IiideaTemplate] = []
+    /// `oauth:`, the OAuth 2.0 connections pieces may use.
+    public var oauth: [OAuthDeclaration] = []
     /// `iiidea_history.keep`: runs kept per iiidea.
     public var iiideaHistory: Int = ConfigLoader.defaultIiideaHistory
     /// The files that were read.

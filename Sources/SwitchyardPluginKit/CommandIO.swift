@@ -25,6 +25,13 @@ public struct CommandIO: Sendable {
         self.error = error
     }
 
+    /// `text` (a value a peer or an app chose) as one column of a command's output: control
+    /// characters, tabs and newlines among them, become `?`, so a row stays a row and a terminal
+    /// stays a terminal.
+    public static func column(_ text: some StringProtocol) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.properties.generalCategory == .control ? "?" : $0 }))
+    }
+
     /// Writes `text` to standard output.
     public func write(_ text: String) { Self.write(text, to: output) }
 

@@ -53,20 +53,33 @@ public struct PluginState: Sendable {
     /// Every key that starts with `prefix`, with its value, in key order.
     public func values(withPrefix prefix: String) throws(PluginError) -> [(key: String, value: [UInt8])] {
         var collected: [(key: String, value: [UInt8])] = []
-        var prefix = prefix
-        let status = withUnsafeMutablePointer(to: &collected) { target in
-            prefix.withUTF8 { prefixBytes in
-                context.host.pointee.state_scan(
-                    context.context, sy_bytes(prefixBytes),
-                    { user, key, value in
-                        guard let user else { return 1 }
-                        user.assumingMemoryBound(to: [(key: String, value: [UInt8])].self).pointee.append((key.string, value.array))
-                        return 0
-                    }, UnsafeMutableRawPointer(target))
-            }
+        try forEach(withPrefix: prefix) { key, value in
+            collected.append((key, value))
+            return true
         }
-        guard status == SY_OK else { throw Self.error(status, "list state '\(prefix)'") }
         return collected
+    }
+
+    /// Visits every key that starts with `prefix`, in key order, one entry at a time (nothing
+    /// is collected: a large state is read in the memory of one value); `visit` returns false
+    /// to stop early.
+    public func forEach(withPrefix prefix: String, _ visit: (_ key: String, _ value: [UInt8]) -> Bool) throws(PluginError) {
+        try withoutActuallyEscaping(visit) { visit throws(PluginError) in
+            var visitor = visit
+            var prefix = prefix
+            let status = withUnsafeMutablePointer(to: &visitor) { target in
+                prefix.withUTF8 { prefixBytes in
+                    context.host.pointee.state_scan(
+                        context.context, sy_bytes(prefixBytes),
+                        { user, key, value in
+                            guard let user else { return 1 }
+                            let visit = user.assumingMemoryBound(to: ((String, [UInt8]) -> Bool).self).pointee
+                            return visit(key.string, value.array) ? 0 : 1
+                        }, UnsafeMutableRawPointer(target))
+                }
+            }
+            guard status == SY_OK else { throw Self.error(status, "list state '\(prefix)'") }
+        }
     }
 
     private struct Collected { var bytes: [UInt8] = [] }

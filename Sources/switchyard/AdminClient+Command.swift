@@ -1,5 +1,6 @@
 import ArgumentParser
 import SwitchyardAdmin
+import SwitchyardAdminClient
 
 extension AdminClient {
     /// The client a command talks to `admin` with, its bearer token from

@@ -1,5 +1,6 @@
 import ArgumentParser
 import SwitchyardAdmin
+import SwitchyardAdminClient
 import SwitchyardCore
 
 /// `switchyard iiidea list|enable ID|disable ID|runs [ID]` and the store's

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import SwitchyardAdmin
+import SwitchyardAdminClient
 import SwitchyardConfig
 import SwitchyardCore
 import SwitchyardRuntime

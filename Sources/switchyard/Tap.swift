@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SwitchyardAdmin
+import SwitchyardAdminClient
 import SwitchyardCore
 
 /// `switchyard tap ROUTE|PORT`: the envelopes passing a route (after its condition and

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SwitchyardAdmin
+import SwitchyardAdminClient
 import SwitchyardCore
 
 #if canImport(Glibc)

@@ -24,6 +24,15 @@ struct HTTPPieceTests {
                     def do_GET(self):
                         with open(sys.argv[2], 'a') as f:
                             f.write(self.path + '\\n')
+                        if self.headers.get('Authorization'):
+                            with open(sys.argv[2] + '.auth', 'a') as f:
+                                f.write(self.path + '\\n')
+                        if self.path == '/elsewhere':
+                            self.send_response(302)
+                            self.send_header('Location', 'http://localhost:%d/landed-elsewhere' % self.server.server_address[1])
+                            self.send_header('Content-Length', '0')
+                            self.end_headers()
+                            return
                         if self.path == '/redirect':
                             self.send_response(302)
                             self.send_header('Location', '/landed')
@@ -45,6 +54,11 @@ struct HTTPPieceTests {
                 server.serve_forever()
                 """
             server = try PythonServer(arguments: ["-c", script, portFile, log], portFile: portFile, what: "the HTTP server")
+        }
+
+        /// The paths asked for with an Authorization header.
+        var authorized: [String] {
+            ((try? String(contentsOfFile: log + ".auth", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
         }
 
         /// The paths asked for so far.
@@ -111,5 +125,35 @@ struct HTTPPieceTests {
         #expect(encoded.contains("%3A") && !encoded.dropFirst("/encoded/".count).contains(":"), "\(encoded)")
         #expect(encoded.hasSuffix("?n=1"), "\(encoded)")
         #expect(server.requests.sorted() == ["/redirect", "/redirect", "/landed", encoded].sorted(), "the refused calls sent nothing")
+    }
+
+    @Test func credentialsAreNotCarriedToAnotherOriginByARedirect() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        let server = try Server(in: sandbox)
+        defer { server.stop() }
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 10ms, count: 1 } }
+              out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
+            iiideas:
+              - id: away
+                trigger: { port: clock.tick }
+                service:
+                  piece: http
+                  preferences:
+                    url: "http://127.0.0.1:\(server.port)/elsewhere"
+                    headers: { Authorization: "Bearer secret-token" }
+                    allow_private: true
+                    max_redirects: 1
+                action: { port: out.write }
+            """)
+        let (router, _) = try RouterProcess.startWithAdmin(sandbox, extra: ["--spool", sandbox.path("state.db")])
+        router.waitUntil("the call answered") { sandbox.lines(of: "out.jsonl").count == 1 }
+        #expect(router.stop() == 0)
+        // localhost is another origin than 127.0.0.1: the redirect went there without the token.
+        #expect(server.requests == ["/elsewhere", "/landed-elsewhere"])
+        #expect(server.authorized == ["/elsewhere"])
     }
 }

@@ -121,7 +121,7 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
         let error = try diagnostic(diagnostics, containing: "unknown key 'rutes'")
         #expect(
             error.message
-                == "unknown key 'rutes' (expected one of: plugins, spool, admin, tracing, types, instances, routes, iiideas, iiidea_templates, iiidea_history)"
+                == "unknown key 'rutes' (expected one of: plugins, spool, admin, tracing, types, instances, routes, iiideas, iiidea_templates, iiidea_history, oauth)"
         )
         #expect(error.location == at("r.yaml", 2, 1))
     }

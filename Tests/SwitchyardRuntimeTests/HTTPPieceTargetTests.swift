@@ -88,13 +88,13 @@ struct HTTPPieceTargetTests {
     @Test func theSettingsAreReadWithTheirDefaults() throws {
         let plain = try Self.diagnostics(#"url: "https://example.com/{{body.y}}""#)
         #expect(plain.messages.isEmpty)
-        guard case .http(_, _, let policy)? = plain.plan?.iiideas.first?.service else {
+        guard case .http(_, _, let policy, _)? = plain.plan?.iiideas.first?.service else {
             Issue.record("not an http piece: \(String(describing: plain.plan))")
             return
         }
         #expect(policy == HTTPPiecePolicy(allowPrivate: false, maximumRedirects: 0))
         let allowing = try Self.diagnostics(#"url: "http://10.0.0.1/", allow_private: true, max_redirects: 3"#)
-        guard case .http(_, _, let lifted)? = allowing.plan?.iiideas.first?.service else {
+        guard case .http(_, _, let lifted, _)? = allowing.plan?.iiideas.first?.service else {
             Issue.record("not an http piece: \(allowing.messages)")
             return
         }

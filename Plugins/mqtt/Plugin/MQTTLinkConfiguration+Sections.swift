@@ -20,6 +20,31 @@ extension MQTTLinkConfiguration {
         private enum CodingKeys: CodingKey { case topic, qos, noLocal }
     }
 
+    /// `share:`, `true` (the group is derived from the instance) or a group name; `false` is off.
+    struct ShareSetting: ConfigurationValue {
+        /// The group; empty for one to derive; nil when off.
+        var group: String?
+
+        init(from decoder: any Decoder) throws {
+            let value = try ConfigurationJSON(from: decoder).value
+            if let flag = value.boolValue {
+                group = flag ? "" : nil
+                return
+            }
+            guard let name = value.stringValue, !name.isEmpty, name.utf8.count <= 128,
+                !name.contains(where: { $0 == "/" || $0 == "+" || $0 == "#" || $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 } == true })
+            else {
+                throw ConfigurationError(decoder, "share must be true, false or a group name without /, + or # (at most 128 bytes)")
+            }
+            group = name
+        }
+
+        static let configurationSchema: JSONValue = ["type": ["boolean", "string"]]
+        static var schemaPlaceholder: Self { Self(group: nil) }
+
+        private init(group: String?) { self.group = group }
+    }
+
     /// `publish:`: what the `publish` port uses when an envelope does not say.
     struct PublishSection: Decodable {
         var defaults: PublishDefaults

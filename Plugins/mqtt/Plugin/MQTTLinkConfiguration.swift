@@ -1,3 +1,4 @@
+import Foundation
 import MQTTCodec
 import SwitchyardCore
 import SwitchyardPluginKit
@@ -39,6 +40,9 @@ struct MQTTLinkConfiguration: PluginConfiguration {
     var echoSuppression: Bool
     /// MQTT Connect profile (`mqtt_connect: true`): see MQTTConnectProfile.swift; nil when off.
     var connect: MQTTConnectProfile?
+    /// `share:`: the group every subscription joins as `$share/GROUP/…` (an empty group until
+    /// ``init(instance:config:)`` derives it from the instance: `share: true`); nil when off.
+    var shareGroup: String?
     /// Whether the configuration names the client; `clientID` is empty otherwise until
     /// ``init(instance:config:)`` names it after the instance.
     private var namesItsClient: Bool
@@ -50,13 +54,35 @@ struct MQTTLinkConfiguration: PluginConfiguration {
         "/echo_suppression": "MQTT 3.1.1: drop the broker's echo of this link's own publishes (MQTT 5 uses no-local)",
         "/mqtt_connect": "MQTT Connect (iOS app): type phone payloads, keep each phone's SessionObject, attach it when sending",
         "/mqtt_connect_memory": "bytes of SessionObjects kept for MQTT Connect phones (default 16MiB; least recently used forgotten first)",
-        "/client_id": "default switchyard-<instance>",
+        "/client_id": "default switchyard-<instance> (with share:, -<host>-<pid> added: routers sharing the work need their own)",
+        "/share": "true or a group: subscriptions shared ($share/GROUP/…) by routers running these routes; true: switchyard-<instance>",
     ]
 
     /// The settings of instance `instance`.
     init(instance: String, config: JSONValue) throws(PluginError) {
         self = try Self(config: config)
-        if !namesItsClient { clientID = "switchyard-\(instance)" }
+        if shareGroup == "" { shareGroup = "switchyard-\(instance)" }
+        if let group = shareGroup {
+            subscriptions = subscriptions.map { subscription in
+                // A filter the configuration already shares keeps its own group.
+                guard !subscription.filter.hasPrefix("$share/") else { return subscription }
+                return Subscription(filter: "$share/\(group)/\(subscription.filter)", qos: subscription.qos, noLocal: false)
+            }
+        }
+        if !namesItsClient {
+            // Routers that share the work run the same routes, so the same instance names: a
+            // client id of their own keeps the broker from taking one's session for the other's.
+            clientID = "switchyard-\(instance)" + (shareGroup == nil ? "" : "-\(Self.hostName())-\(getpid())")
+        }
+    }
+
+    /// This machine's name, as a client id may hold it (letters, digits, `-`).
+    static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "host" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let kept = String(name.unicodeScalars.filter { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "-") }.prefix(64))
+        return kept.isEmpty ? "host" : kept
     }
 
     init(from decoder: any Decoder) throws {
@@ -70,13 +96,15 @@ struct MQTTLinkConfiguration: PluginConfiguration {
         clientID = try container.decodeIfPresent(.clientID, maxLength: 65535) ?? ""
         username = try container.decodeIfPresent(String.self, forKey: .username)
         password = try container.decodeIfPresent(ConfigurationSecret.self, forKey: .password).map { Array($0.value.utf8) }
+        let share = try container.decodeIfPresent(ShareSetting.self, forKey: .share)?.group
+        shareGroup = share
         cleanStart = try container.decode(.cleanStart, default: true)
         sessionExpiry = try container.decode(.sessionExpiry, default: 0)
         keepAlive = try container.decode(.keepAlive, default: 30)
         subscriptions = try container.decode(.subscriptions, default: [SubscriptionEntry]()).enumerated().map { index, entry in
             // A bridge must not hear its own publishes: MQTT 5 can say so, except on a shared
             // subscription, where the protocol forbids no-local.
-            let shared = entry.topic.hasPrefix("$share/")
+            let shared = entry.topic.hasPrefix("$share/") || share != nil
             let noLocal = entry.noLocal ?? (version == .v5 && !shared)
             if noLocal, shared {
                 throw ConfigurationError(
@@ -113,6 +141,6 @@ struct MQTTLinkConfiguration: PluginConfiguration {
 
     private enum CodingKeys: String, CodingKey {
         case url, tls, version, clientID = "client_id", username, password, cleanStart, sessionExpiry, keepAlive, subscriptions, publish
-        case will, reconnect, inflight, maximumPacketSize, maxPending, echoSuppression, mqttConnect, mqttConnectMemory
+        case will, reconnect, inflight, maximumPacketSize, maxPending, echoSuppression, mqttConnect, mqttConnectMemory, share
     }
 }

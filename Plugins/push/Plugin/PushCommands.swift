@@ -78,7 +78,7 @@ struct PushTokensCommand: ParsableCommand {
                     io.write(JSONValue.object(fields).serialized() + "\n")
                 } else {
                     let columns = [record.token, record.device ?? "-", record.user ?? "-", record.platform ?? "-", registered, updated]
-                    io.write(columns.map(PushTokensCommand.column).joined(separator: "\t") + "\n")
+                    io.write(columns.map(CommandIO.column).joined(separator: "\t") + "\n")
                 }
             }
         }
@@ -119,11 +119,5 @@ extension PushTokensCommand {
     static func time(_ seconds: Int64) -> String {
         let (nanos, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         return overflow ? String(seconds) : Clock.rfc3339(unixNanos: nanos)
-    }
-
-    /// A value from the registry (an app chose it) as one column: control characters, tabs and
-    /// newlines among them, become `?` so a row stays a row and a terminal stays a terminal.
-    static func column(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.properties.generalCategory == .control ? "?" : $0 }))
     }
 }

@@ -6,6 +6,7 @@ import NIOPosix
 import NIOSSL
 import QeoRealm
 import SwitchyardCore
+import SwitchyardPluginHTTP
 
 extension EnrollmentServer {
     /// `GET /ca`.
@@ -197,8 +198,6 @@ extension EnrollmentServer {
     }
 
     static func json(_ status: HTTPResponse.Status, _ fields: [String: String]) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return Response(
-            status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+        .json(.object(fields.mapValues { .string($0) }), status: status)
     }
 }

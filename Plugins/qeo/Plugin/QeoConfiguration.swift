@@ -16,6 +16,9 @@ struct QeoConfiguration: Sendable {
     var write: [QDMStruct]
     /// The `dds.sec.*` participant properties of a secured realm; empty on an open domain.
     var securityProperties: [(name: String, value: String)] = []
+    /// The device credentials directory of a secured realm (`security:`), nil on an open domain:
+    /// the realm directory around it holds the policy the instance's pieces are checked against.
+    var credentials: String?
     /// The realm's enrollment endpoint, when this instance serves it.
     var enroll: EnrollmentSettings?
     /// The state topics whose changes wake members' apps.
@@ -72,6 +75,7 @@ struct QeoConfiguration: Sendable {
             throw PluginError("/domain: \(domain) differs from the realm's domain \(identity.domain) (credentials in \(directory))")
         }
         (realm, user, device, domain) = (identity.realm, identity.user, identity.device, identity.domain)
+        self.credentials = credentials.directory
         guard let libraries = security.libraries ?? DeviceCredentials.defaultLibraryDirectory() else {
             throw PluginError(
                 "/security: Cyclone DDS's security plugins (libdds_security_auth.so) are not installed; install libddsc0debian or set security.libraries"

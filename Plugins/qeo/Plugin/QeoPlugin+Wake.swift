@@ -8,6 +8,7 @@ import QeoQDM
 import QeoRealm
 import QeoWake
 import SwitchyardCore
+import SwitchyardPluginHTTP
 import SwitchyardPluginKit
 
 extension QeoPlugin {
@@ -60,9 +61,7 @@ extension QeoPlugin {
                 try wake.feed.page(user: member.user, after: max(since, 0), limit: WakeSettings.pageSize)
             }
             guard let page else {
-                return Response(
-                    status: .internalServerError, headers: [.contentType: "application/json"],
-                    body: .init(byteBuffer: ByteBuffer(string: #"{"error":"internal"}"#)))
+                return .json(["error": "internal"], status: .internalServerError)
             }
             let changes: [JSONValue] = page.changes.map { change in
                 [
@@ -75,9 +74,7 @@ extension QeoPlugin {
                 "user": .string(QeoIdentifier.hex(member.user)), "cursor": .int(Int(page.cursor)), "more": .bool(page.more),
                 "reset": .bool(page.reset), "changes": .array(changes),
             ]
-            return Response(
-                status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body.serializedBytes()))
-            )
+            return .json(body)
         }
     }
 }

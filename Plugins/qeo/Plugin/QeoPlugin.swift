@@ -84,6 +84,8 @@ final class QeoPlugin: SwitchyardPlugin {
     let enrollment: EnrollmentServer?
     /// Who a watched state change wakes, and their feeds, when `wake:` is set.
     let wake: WakeWatcher?
+    /// The realm policy's say on the instance's iiidea pieces.
+    let pieces: QeoPieces
 
     private struct State {
         var participant: DDSParticipant?
@@ -99,6 +101,7 @@ final class QeoPlugin: SwitchyardPlugin {
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
         configuration = try QeoConfiguration(config: config)
+        pieces = QeoPieces(configuration: configuration, context: context)
         wake = try Self.makeWake(configuration)
         enrollment = configuration.enroll.map { [wake] settings in
             EnrollmentServer(settings: settings, instance: name, context: context, memberRoutes: wake.map { [Self.feedRoute($0)] } ?? [])
@@ -208,6 +211,14 @@ final class QeoPlugin: SwitchyardPlugin {
         // Readers first: their listeners must not run once the router has stopped the instance.
         withExtendedLifetime((readers, writers, participant)) {}
         stopEnrollment()
+    }
+
+    // MARK: Pieces
+
+    /// Refuses a trigger or action piece whose topics the realm's policy does not let the
+    /// instance's member read or write.
+    func enablePiece(port: String, iiidea: String, preferences: JSONValue) throws {
+        try pieces.enable(port: port, iiidea: iiidea)
     }
 
     // MARK: Reading

@@ -9,6 +9,8 @@ enum SIPControlAction: String, Sendable, CaseIterable {
     case unregister
     /// Send a refreshing REGISTER now.
     case refresh
+    /// Remove the message history, or only the entries with `peer`.
+    case clearHistory = "clear_history"
 }
 
 extension SIPAgent {
@@ -22,6 +24,9 @@ extension SIPAgent {
         }
         context.metric(.counter, "control_\(action.rawValue)_total", 1)
         switch action {
+        case .clearHistory:
+            // Delivered to ``clearHistory(peer:delivery:)`` before it gets here.
+            finish(delivery, .reject, reason: "clear_history is not a registration action")
         case .register, .refresh:
             if action == .refresh, !registration.wanted {
                 return finish(delivery, .reject, reason: "not registered: send {action: register} first")

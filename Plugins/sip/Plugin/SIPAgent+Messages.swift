@@ -9,6 +9,8 @@ struct IncomingMessage {
     var serverKeys: [String]
     var dialogKey: String
     var deadline: Scheduled<Void>?
+    /// What the history records once the MESSAGE is answered 2xx (nil without a history).
+    var record: (peer: String, contentType: String, body: [UInt8], callID: String)?
 }
 
 /// A MESSAGE answered with a 2xx, remembered so a resend with a new branch is not emitted twice.
@@ -47,7 +49,14 @@ extension SIPAgent {
         // Wrapping (not in this universe's lifetime, but never a trap), and never 0: no token.
         nextSettleToken = nextSettleToken == UInt64.max ? 1 : nextSettleToken + 1
         let token = nextSettleToken
-        incoming[token] = IncomingMessage(serverKeys: [key], dialogKey: dialog)
+        incoming[token] = IncomingMessage(
+            serverKeys: [key], dialogKey: dialog,
+            record: history.map { _ in
+                (
+                    request.headers["From"].flatMap(SIPAddress.init)?.uri ?? "", contentType, request.body,
+                    request.headers["Call-ID"] ?? ""
+                )
+            })
         waiting[dialog] = token
         let result = context.emit(SIPEnvelopes.envelope(for: request), on: SIPPlugin.messagesPort, settleToken: token)
         switch result {
@@ -90,6 +99,10 @@ extension SIPAgent {
         message.deadline?.cancel()
         waiting[message.dialogKey] = nil
         if (200..<300).contains(status) {
+            if let record = message.record {
+                history?.recordIncoming(
+                    peer: record.peer, contentType: record.contentType, body: record.body, callID: record.callID, status: status)
+            }
             let expiry = NIODeadline.now() + TimeAmount(configuration.duplicateWindow)
             answered[message.dialogKey] = AnsweredMessage(status: status, expiry: expiry)
             answeredOrder.append((message.dialogKey, expiry))
@@ -132,13 +145,15 @@ extension SIPAgent {
         } catch {
             return finish(delivery, .reject, reason: error.message)
         }
+        let callID = Self.randomToken(20) + "@switchyard"
         var request = newRequest(
-            method: "MESSAGE", uri: outgoing.to, to: outgoing.to, callID: Self.randomToken(20) + "@switchyard", cseq: 1,
-            fromTag: Self.randomToken(10))
+            method: "MESSAGE", uri: outgoing.to, to: outgoing.to, callID: callID, cseq: 1, fromTag: Self.randomToken(10))
         for (name, value) in outgoing.headers { request.headers.append(name, value) }
         request.headers.append("Content-Type", outgoing.contentType)
         request.body = outgoing.body
         let attempts = countAttempt(outgoing.envelopeID)
+        let history = self.history
+        history?.recordSending(outgoing, callID: callID, attempts: attempts)
         self.request(request, to: target) { outcome in
             let (status, result, reason): (Int, DeliveryOutcome, String)
             switch outcome {
@@ -157,6 +172,7 @@ extension SIPAgent {
                 (status, result, reason) = (0, .retry, failure)
             }
             if result != .retry { self.forgetAttempts(outgoing.envelopeID) }
+            history?.recordOutcome(envelopeID: outgoing.envelopeID, status: status, reason: reason, outcome: result.word)
             self.context.emit(
                 SIPEnvelopes.outcome(of: outgoing, status: status, reason: reason, outcome: result, attempts: attempts),
                 on: SIPPlugin.sentPort)

@@ -36,5 +36,6 @@ extension SIPAgent {
         eventLoop.assertInEventLoop()
         configuration = new
         transport.adopt(new)
+        if let settings = new.history { history?.adopt(settings, identity: new.identity.impu) }
     }
 }

@@ -84,6 +84,8 @@ final class SIPAgent: @unchecked Sendable {
     static let maximumRememberedAttempts = 10_000
     /// Deliveries taken from the router and not yet acknowledged (read from any thread).
     let outstanding = Atomic<Int>(0)
+    /// The message history (SIPAgent+History), set once by `start()` and read from any thread.
+    let historyBox = Mutex<SIPHistory?>(nil)
 
     init(configuration: SIPConfiguration, context: PluginContext) {
         self.configuration = configuration
@@ -99,6 +101,7 @@ final class SIPAgent: @unchecked Sendable {
     func start() throws {
         context.metric(.gauge, "ready", 0)
         context.metric(.gauge, "registered", 0)
+        try openHistory()
         let bound = eventLoop.flatSubmit { self.transport.start() }
         do {
             try bound.wait()
@@ -150,6 +153,9 @@ final class SIPAgent: @unchecked Sendable {
             return self.transport.stop()
         }
         _ = try? closed.wait()
+        // Every MESSAGE answered or sent before the stop is in the history before the store
+        // is closed to this instance.
+        history?.flush()
     }
 
     // MARK: Client transactions

@@ -56,26 +56,16 @@ extension SIPConfiguration {
     }
 
     /// `register:`, a section or `false` (no registration; `true` registers with the defaults).
-    struct RegisterSection: ConfigurationValue {
+    struct RegisterSection: SwitchableSection {
         var enabled = true
         var registrar: String?
         var expires = 600
         var onStart = true
         var retry = BackoffSettings<Retry>()
 
-        static let off: Self = {
-            var section = Self()
-            section.enabled = false
-            return section
-        }()
-
         init() {}
 
-        init(from decoder: any Decoder) throws {
-            if let flag = try ConfigurationJSON(from: decoder).value.boolValue {
-                enabled = flag
-                return
-            }
+        init(settingsFrom decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             registrar = try container.decodeIfPresent(String.self, forKey: .registrar)
             // Registrars refuse under 10 s (most under 60 s); Expires is a 31-bit delta.
@@ -93,9 +83,32 @@ extension SIPConfiguration {
         }
 
         private enum CodingKeys: CodingKey { case registrar, expires, retry, onStart }
+    }
 
-        static var configurationSchema: JSONValue { ConfigurationSchema.of(Self.self, orAlso: "boolean") }
-        static var schemaPlaceholder: Self { Self() }
+    /// `history:`, a section or `true` (keep a history with the defaults) / `false`.
+    struct HistorySection: SwitchableSection {
+        var enabled = true
+        var keep = 1000
+        var maxAge: Duration = .seconds(30 * 86400)
+        var maxBody = 4096
+
+        init() {}
+
+        init(settingsFrom decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            // Clearing or pruning writes one store commit per entry: bounded accordingly.
+            keep = try container.decode(.keep, default: keep, in: 1...10_000)
+            maxAge = try container.decode(.maxAge, default: maxAge, atLeast: .seconds(1))
+            // A body is stored as JSON text (base64 when binary) in one store value.
+            maxBody = try container.decode(.maxBody, default: maxBody, in: 0...65536)
+        }
+
+        /// The settings, nil when off.
+        var settings: SIPHistorySettings? {
+            enabled ? SIPHistorySettings(keep: keep, maximumAge: maxAge, maximumBody: maxBody) : nil
+        }
+
+        private enum CodingKeys: CodingKey { case keep, maxAge, maxBody }
     }
 
     /// `register.retry:`'s defaults: the backoff after a failed registration.
@@ -195,4 +208,36 @@ enum SIPURIRule: ConfigurationStringRule {
         _ = try SIPTarget(uri: text, fallback: .udp)
         return text
     }
+}
+
+/// A section that may also be written `true` (on, with its defaults) or `false` (off), as
+/// `register:` and `history:` are.
+protocol SwitchableSection: ConfigurationValue {
+    /// Whether the section is on.
+    var enabled: Bool { get set }
+    /// The section on, with its defaults.
+    init()
+    /// Reads a section written out (on).
+    init(settingsFrom decoder: any Decoder) throws
+}
+
+extension SwitchableSection {
+    /// The section off.
+    static var off: Self {
+        var section = Self()
+        section.enabled = false
+        return section
+    }
+
+    init(from decoder: any Decoder) throws {
+        if let flag = try ConfigurationJSON(from: decoder).value.boolValue {
+            self.init()
+            enabled = flag
+            return
+        }
+        try self.init(settingsFrom: decoder)
+    }
+
+    static var configurationSchema: JSONValue { ConfigurationSchema.of(Self.self, orAlso: "boolean") }
+    static var schemaPlaceholder: Self { Self() }
 }

@@ -133,12 +133,18 @@ struct SIPConfiguration: PluginConfiguration {
     var duplicateWindow: Duration
     /// How long the router may take to settle an incoming MESSAGE before it is answered 503.
     var answerTimeout: Duration
+    /// The message history's settings; nil when the instance keeps none (no `history:`).
+    var history: SIPHistorySettings?
 
     static let descriptions = [
         "/identity/impu": "public identity, sip:alice@example.org",
         "/identity/impi": "private identity (digest user name), default the IMPU's user part",
         "/proxy": "outbound proxy, sip:host:port;transport=tcp",
         "/send/allow_envelope_destination": "let envelopes send elsewhere than send.to (default false)",
+        "/history": "keep a message history in the router's store: true, or {keep, max_age, max_body}",
+        "/history/keep": "entries kept (default 1000)",
+        "/history/max_age": "entries older than this go (default 720h)",
+        "/history/max_body": "bytes of each body kept (default 4096)",
     ]
 
     init(from decoder: any Decoder) throws {
@@ -167,6 +173,7 @@ struct SIPConfiguration: PluginConfiguration {
         limits = try SIPResourceLimits(
             bodyBytes: container.decode(.maxBodyBytes, default: 65536, in: 1...SIPResourceLimits.maximumBytes),
             section: container.decodeSection(SIPResourceLimits.Section.self, forKey: .limits))
+        history = try container.decode(.history, default: HistorySection.off).settings
     }
 
     func validate() throws {
@@ -182,7 +189,7 @@ struct SIPConfiguration: PluginConfiguration {
     }
 
     private enum CodingKeys: CodingKey {
-        case identity, transport, listen, proxy, register, tls, timers, receive, send, maxBodyBytes, limits
+        case identity, transport, listen, proxy, register, tls, timers, receive, send, maxBodyBytes, limits, history
     }
 
     /// `alice` of `sip:alice@example.org`.

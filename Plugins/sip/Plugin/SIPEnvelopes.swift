@@ -14,6 +14,8 @@ enum SIPEnvelopes {
     static let outcomeType = "sip.Outcome"
     /// Registration on demand, delivered to the `control` port.
     static let controlType = "sip.Control"
+    /// A change of the message history (`added`, `updated`, `removed`, `reset`).
+    static let historyEventType = "sip.HistoryEvent"
 
     /// Headers that are the transaction's and the proxies' business, not the message's: not
     /// copied into envelopes, and not taken from them.
@@ -182,12 +184,7 @@ enum SIPEnvelopes {
     /// (Timer F, a transport failure), `outcome` what the router was told (`ok`, `retry`,
     /// `reject`), `attempts` how many MESSAGEs this instance has sent for the envelope.
     static func outcome(of outgoing: Outgoing, status: Int, reason: String, outcome: DeliveryOutcome, attempts: Int) -> Envelope {
-        let word =
-            switch outcome {
-            case .ok: "ok"
-            case .retry: "retry"
-            case .reject: "reject"
-            }
+        let word = outcome.word
         let body: JSONValue = [
             "envelope_id": .string(outgoing.envelopeID), "to": .string(outgoing.to), "status": .int(status), "reason": .string(reason),
             "outcome": .string(word), "attempts": .int(attempts),
@@ -230,5 +227,16 @@ struct SIPSendPreferences: PluginConfiguration {
     /// none or they are not these preferences.
     init(of envelope: Envelope) {
         self = Self(iiideaPreferencesOf: envelope) ?? Self()
+    }
+}
+
+extension DeliveryOutcome {
+    /// `ok`, `retry` or `reject`, as `sip.Outcome` and the history say it.
+    var word: String {
+        switch self {
+        case .ok: "ok"
+        case .retry: "retry"
+        case .reject: "reject"
+        }
     }
 }

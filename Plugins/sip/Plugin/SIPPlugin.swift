@@ -18,6 +18,8 @@ final class SIPPlugin: SwitchyardPlugin {
     static let registrationPort = "registration"
     static let sentPort = "sent"
     static let controlPort = "control"
+    static let historyPort = "history"
+    static let historyQueryPiece = "history_query"
 
     /// Decoded by `validate` before anything starts (see ``SwitchyardPlugin/configuration``).
     static let configuration: (any PluginConfiguration.Type)? = SIPConfiguration.self
@@ -42,7 +44,13 @@ final class SIPPlugin: SwitchyardPlugin {
                 summary: "sip.Outcome {envelope_id, to, status, reason, outcome, attempts} for every MESSAGE send finished"),
             PortDeclaration(
                 name: controlPort, direction: .sink, types: [SIPEnvelopes.controlType],
-                summary: "sip.Control {action: register | unregister | refresh}: registration on demand"),
+                summary: "sip.Control {action: register | unregister | refresh | clear_history, peer}: registration on demand"),
+            PortDeclaration(
+                name: historyPort, direction: .source, types: [SIPEnvelopes.historyEventType], requires: "history",
+                summary: "sip.HistoryEvent {event: added | updated | removed | reset, entry, ids} as the history changes"),
+            PortDeclaration(
+                name: historyQueryPiece, direction: .service, types: ["*"], requires: "history",
+                summary: "The history, newest first: input {peer, since, limit}, output {identity, total, entries}"),
         ],
         types: [
             SIPEnvelopes.messageType: true,
@@ -67,7 +75,17 @@ final class SIPPlugin: SwitchyardPlugin {
             ],
             SIPEnvelopes.controlType: [
                 "type": "object", "additionalProperties": false, "required": ["action"],
-                "properties": ["action": ["enum": .array(SIPControlAction.allCases.map { .string($0.rawValue) })]],
+                "properties": [
+                    "action": ["enum": .array(SIPControlAction.allCases.map { .string($0.rawValue) })],
+                    "peer": ["type": "string", "pattern": "^<?sips?:"],
+                ],
+            ],
+            SIPEnvelopes.historyEventType: [
+                "type": "object", "required": ["event", "identity"],
+                "properties": [
+                    "event": ["enum": ["added", "updated", "removed", "reset"]], "identity": ["type": "string"],
+                    "entry": ["type": "object"], "ids": ["type": "array", "items": ["type": "integer"]],
+                ],
             ],
             SIPEnvelopes.registrationType: [
                 "type": "object",
@@ -79,7 +97,8 @@ final class SIPPlugin: SwitchyardPlugin {
                 ],
             ],
         ],
-        config: SIPConfiguration.jsonSchema
+        config: SIPConfiguration.jsonSchema,
+        commands: commands
     )
 
     private let context: PluginContext
@@ -109,6 +128,8 @@ final class SIPPlugin: SwitchyardPlugin {
         let old = current.withLock { $0.config }
         guard Self.socketKeys.allSatisfy({ config[$0] == old[$0] }) else { return false }
         let configuration = try SIPConfiguration(config: config)
+        // Keeping a history or not is a new instance too: the ports it enables change.
+        guard (configuration.history == nil) == (self.configuration.history == nil) else { return false }
         agent.adopt(configuration, registrationChanged: Self.registrationKeys.contains { config[$0] != old[$0] })
         current.withLock { $0 = (config, configuration) }
         return true
@@ -131,12 +152,22 @@ final class SIPPlugin: SwitchyardPlugin {
         throw PluginError(reason)
     }
 
+    /// Runs `history_query`: `{peer, since, limit}` in, `{identity, total, entries}` out.
+    func executePiece(port: String, iiidea: String, input: JSONValue, preferences: JSONValue, completion: PieceCompletion) {
+        guard port == Self.historyQueryPiece else { return completion.fail("\(port) is not a service piece") }
+        agent.queryHistory(input, completion: completion)
+    }
+
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
         if port == Self.controlPort {
-            guard let word = envelope.decodedBody()["action"]?.stringValue ?? envelope.headers["sip.action"],
+            let body = envelope.decodedBody()
+            guard let word = body["action"]?.stringValue ?? envelope.headers["sip.action"],
                 let action = SIPControlAction(rawValue: word)
             else {
-                return delivery.ack(.reject, reason: "sip.Control needs action: register, unregister or refresh")
+                return delivery.ack(.reject, reason: "sip.Control needs action: register, unregister, refresh or clear_history")
+            }
+            if action == .clearHistory {
+                return agent.clearHistory(peer: body["peer"]?.stringValue ?? envelope.headers["sip.peer"], delivery: delivery)
             }
             agent.outstanding.add(1, ordering: .relaxed)
             return agent.eventLoop.execute { self.agent.control(action, delivery: delivery) }

@@ -151,7 +151,9 @@
  * write); "at_most_once" maps ports this configuration cannot make at-least-once to why and
  * what to change. The host refuses an at-least-once route that starts or ends at an
  * "at_most_once" port (reporting the reason at the route's from:/to: entry), and notes one
- * whose source does not settle or whose sink does not confirm.
+ * whose source does not settle or whose sink does not confirm. "keeps_state": true says the
+ * instance keeps durable state with the host table's state_* calls: the host then opens its
+ * store even when no route or iiidea needs one (absent means false).
  *
  * An error message (create(), describe(), reconfigure()) that is about one configuration
  * value starts with that value's JSON Pointer in the instance configuration, a colon and a

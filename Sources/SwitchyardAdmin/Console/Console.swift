@@ -41,6 +41,7 @@ struct Console: Sendable {
         addIiideaPages(to: routes)
         addStorePages(to: routes)
         addGraphPages(to: routes)
+        addConnectionPages(to: routes)
     }
 
     // MARK: Sign-in

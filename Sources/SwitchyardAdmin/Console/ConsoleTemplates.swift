@@ -7,7 +7,8 @@ enum ConsoleTemplates {
     static let library: MustacheLibrary = {
         var library = MustacheLibrary()
         let all = layout.merging(iiideaPages, uniquingKeysWith: { first, _ in first }).merging(
-            graphPages, uniquingKeysWith: { first, _ in first })
+            graphPages, uniquingKeysWith: { first, _ in first }
+        ).merging(connectionPages, uniquingKeysWith: { first, _ in first })
         for (name, text) in all {
             // The templates are constants of these files: one that does not parse renders as
             // an empty page, which the console's browser tests would see at once.
@@ -39,6 +40,7 @@ enum ConsoleTemplates {
         <a href="/console/iiideas"{{#nav_iiideas}} aria-current="page"{{/nav_iiideas}}>iiideas</a>
         <a href="/console/store"{{#nav_store}} aria-current="page"{{/nav_store}}>Store</a>
         <a href="/console/graph"{{#nav_graph}} aria-current="page"{{/nav_graph}}>Graph</a>
+        <a href="/console/connections"{{#nav_connections}} aria-current="page"{{/nav_connections}}>Connections</a>
         </nav>
         {{#signed_in}}
         <form method="post" action="/console/logout" class="inline">

@@ -19,6 +19,9 @@ public struct InstanceDescription: Sendable, Hashable {
     /// subscription: the broker has let go of a message before the router has it; a QoS 0
     /// publish: nothing confirms it). An at-least-once route cannot start or end at one.
     public var atMostOnce: [String: String]
+    /// Whether the instance keeps durable state in the router's store (ABI `state_*`), so the
+    /// router must open its store even when no route or iiidea needs one (a SIP history).
+    public var keepsState: Bool
 
     /// Creates a description.
     public init(
@@ -30,6 +33,9 @@ public struct InstanceDescription: Sendable, Hashable {
         self.settles = settles
         self.confirms = confirms
         self.atMostOnce = atMostOnce
+        // Set as a property (`description.keepsState = true`): the few instances that keep
+        // state say so, the rest never mention it.
+        keepsState = false
     }
 
     /// The description as the JSON `describe` writes.
@@ -38,6 +44,7 @@ public struct InstanceDescription: Sendable, Hashable {
             "settles": .array(settles.map { .string($0) }), "confirms": .array(confirms.map { .string($0) }),
         ]
         if !atMostOnce.isEmpty { object["at_most_once"] = .object(atMostOnce.mapValues { .string($0) }) }
+        if keepsState { object["keeps_state"] = true }
         if let ports { object["ports"] = .array(ports.map(\.json)) }
         if let types { object["types"] = .object(types) }
         return .object(object)
@@ -60,6 +67,11 @@ public struct InstanceDescription: Sendable, Hashable {
             atMostOnce = reasons.compactMapValues(\.stringValue)
         default:
             throw ManifestError(reason: "description field 'at_most_once' must map port names to why they are at-most-once")
+        }
+        switch members["keeps_state"] {
+        case nil: keepsState = false
+        case .bool(let value)?: keepsState = value
+        default: throw ManifestError(reason: "description field 'keeps_state' must be true or false")
         }
     }
 

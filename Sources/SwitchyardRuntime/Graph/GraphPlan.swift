@@ -30,6 +30,8 @@ public struct GraphPlan: Sendable {
     public var iiideaTemplates: [IiideaTemplate] = []
     /// Runs kept per iiidea.
     public var iiideaHistory: Int = 1000
+    /// The OAuth 2.0 connections of the route files (`oauth:`).
+    public var oauth: [OAuthDeclaration] = []
 
     /// Remarks that are not errors (the graph runs as written), such as an at-least-once
     /// route whose source confirms upstream before the router has the envelope durably.
@@ -51,9 +53,11 @@ public struct GraphPlan: Sendable {
 
     /// Whether the spool database is needed: at-least-once routes keep envelopes there,
     /// iiideas their state and run history; and a route file that names it (`spool.path`)
-    /// wants it for plugins' durable state (the host's state service).
+    /// wants it for plugins' durable state (the host's state service), as does an instance
+    /// whose description says it keeps state.
     public var needsSpool: Bool {
         routes.contains { $0.declaration.delivery == .atLeastOnce } || !iiideas.isEmpty || !iiideaTemplates.isEmpty || spoolPath != nil
+            || instances.contains { $0.keepsState } || !oauth.isEmpty
     }
 }
 
@@ -78,6 +82,8 @@ public struct PlannedInstance: Sendable {
     /// Ports the configuration makes at-most-once, with what to change (the description's
     /// `at_most_once`).
     public var atMostOnce: [String: String] = [:]
+    /// Whether it keeps state in the router's store (the description's `keeps_state`).
+    public var keepsState = false
     /// Its own log level, if the YAML set one.
     public var logLevel: String?
     /// Where it was declared.
@@ -170,7 +176,8 @@ public struct PlannedIiidea: Sendable {
         case delay(UInt64)
         /// An HTTP call: the request (`method`, `url`, `headers`, `body`) rendered per run,
         /// within `policy`; the response JSON is the output.
-        case http(request: MapNode, timeout: UInt64, policy: HTTPPiecePolicy)
+        /// `oauth` names the connection whose access token it sends (`auth: { oauth: NAME }`).
+        case http(request: MapNode, timeout: UInt64, policy: HTTPPiecePolicy, oauth: String?)
         /// A plugin's service port (`piece_execute`), given the preferences as written.
         case plugin(PortReference, preferences: JSONValue, timeout: UInt64)
     }

@@ -57,9 +57,24 @@ extension GraphValidator {
             }
             var timeout: UInt64 = 10_000_000_000
             var policy = HTTPPiecePolicy()
+            var oauth: String?
             var request: [(key: String, keyLocation: SourceLocation, value: ConfigNode)] = []
             for member in preferences.members ?? [] {
                 switch member.key {
+                case "auth":
+                    guard let name = member.value["oauth"]?.string, member.value.members?.count == 1 else {
+                        diagnostics.append(Diagnostic("preferences.auth must be { oauth: CONNECTION }", at: member.value.location))
+                        continue
+                    }
+                    guard config.oauth.contains(where: { $0.name == name }) else {
+                        let known = config.oauth.map(\.name).joined(separator: ", ")
+                        diagnostics.append(
+                            Diagnostic(
+                                "preferences.auth names OAuth connection '\(name)', which oauth: does not declare (declared: \(known.isEmpty ? "none" : known))",
+                                at: member.value.location))
+                        continue
+                    }
+                    oauth = name
                 case "allow_private":
                     guard case .bool(let allowed) = member.value.json else {
                         diagnostics.append(Diagnostic("preferences.allow_private must be true or false", at: member.value.location))
@@ -93,8 +108,21 @@ extension GraphValidator {
                 default:
                     diagnostics.append(
                         Diagnostic(
-                            "unknown key '\(member.key)' in http preferences (expected: method, url, headers, body, timeout, allow_private, max_redirects)",
+                            "unknown key '\(member.key)' in http preferences (expected: method, url, headers, body, timeout, allow_private, max_redirects, auth)",
                             at: member.keyLocation))
+                }
+            }
+            // A token goes where the route file says, never where an envelope says: with a
+            // connection, the URL's scheme and host are literal.
+            if oauth != nil, let text = url.string {
+                let parts = text.components(separatedBy: "://")
+                let authority = parts.count > 1 ? parts[1].prefix { $0 != "/" && $0 != "?" } : ""
+                if parts.count < 2 || parts[0].contains("{{") || authority.isEmpty || authority.contains("{{") {
+                    diagnostics.append(
+                        Diagnostic(
+                            "preferences.url must name its scheme and host literally when auth names an OAuth connection (only the path and query may be templates)",
+                            at: url.location))
+                    return nil
                 }
             }
             let node = ConfigNode(kind: .mapping(request), location: preferences.location)
@@ -110,7 +138,7 @@ extension GraphValidator {
                 diagnostics.append(error)
                 return nil
             }
-            service = .http(request: .object(members), timeout: timeout, policy: policy)
+            service = .http(request: .object(members), timeout: timeout, policy: policy, oauth: oauth)
             // The response is JSON of any shape: typed like what a map builds.
             map = ConfigNode(kind: .mapping([]), location: iiidea.piece.location)
         default:

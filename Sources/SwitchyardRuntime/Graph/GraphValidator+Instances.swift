@@ -121,7 +121,7 @@ extension GraphValidator {
                 PlannedInstance(
                     name: declaration.name, plugin: plugin, config: json, ports: ports, declaredPorts: declaredPorts,
                     settles: Set(description.settles), confirms: Set(description.confirms), atMostOnce: description.atMostOnce,
-                    logLevel: declaration.logLevel?.value, location: declaration.location))
+                    keepsState: description.keepsState, logLevel: declaration.logLevel?.value, location: declaration.location))
         }
         return instances
     }

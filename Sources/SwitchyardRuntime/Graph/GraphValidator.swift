@@ -50,7 +50,7 @@ public struct GraphValidator: Sendable {
                 adminListen: config.adminListen?.value, adminToken: config.adminToken?.value,
                 adminAllowedHosts: config.adminAllowedHosts, tracing: config.tracing, iiideas: iiideas,
                 iiideaTemplates: config.iiideaTemplates,
-                iiideaHistory: config.iiideaHistory,
+                iiideaHistory: config.iiideaHistory, oauth: config.oauth,
                 notes: guarantees.notes.map { $0.redacting(config.secrets) },
                 warnings: guarantees.warnings.map { $0.redacting(config.secrets) }), []
         )

@@ -35,7 +35,7 @@ enum FakePlugin {
         var plan = plan
         var replaced = false
         for index in plan.iiideas.indices {
-            guard case .http(_, let timeout, _) = plan.iiideas[index].service else { continue }
+            guard case .http(_, let timeout, _, _) = plan.iiideas[index].service else { continue }
             plan.iiideas[index].service = .plugin(PortReference(instance: httpInstance, port: "http"), preferences: .null, timeout: timeout)
             replaced = true
         }

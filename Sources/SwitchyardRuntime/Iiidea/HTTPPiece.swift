@@ -39,11 +39,18 @@ enum HTTPPiece {
         guard var url = request["url"]?.stringValue, !url.isEmpty else { throw ServiceError(description: "http: the url is empty") }
         var method = HTTPMethod(rawValue: request["method"]?.stringValue ?? "GET")
         var body = request["body"].flatMap { $0 == .null ? nil : $0 }
+        var headers = request["headers"]
         var hops = 0
+        let origin = Self.origin(of: url)
         while true {
             let target = try Target(url, policy: policy)
+            // Credentials go to the origin they were meant for only (as browsers and curl do):
+            // a redirect elsewhere must not carry an OAuth token or a cookie along.
+            if hops > 0, Self.origin(of: url) != origin, case .object(let fields)? = headers {
+                headers = .object(fields.filter { !["authorization", "cookie", "proxy-authorization"].contains($0.key.lowercased()) })
+            }
             let (status, location, answer) = try send(
-                target, method: method, headers: request["headers"], body: body, timeout: timeout)
+                target, method: method, headers: headers, body: body, timeout: timeout)
             guard (300..<400).contains(status), let location else {
                 guard (200..<300).contains(status) else {
                     throw ServiceError(
@@ -70,6 +77,14 @@ enum HTTPPiece {
                 body = nil
             }
         }
+    }
+
+    /// `scheme://host:port` of `url`, lowercased, the port made explicit; nil when it has none.
+    static func origin(of url: String) -> String? {
+        guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(), let host = parts.host?.lowercased() else {
+            return nil
+        }
+        return "\(scheme)://\(host):\(parts.port ?? (scheme == "https" ? 443 : 80))"
     }
 
     /// One request to a checked target, redirects not followed: status, `Location`, body.

@@ -21,25 +21,32 @@ final class IiideaController: Sendable {
     /// that reported readiness (a plugin may answer `piece_enable` from that very thread).
     private let retries = DispatchQueue(label: "switchyard.iiidea.retries")
 
-    init(logger: Logger) { self.logger = logger }
+    /// Refuses pieces that need an OAuth connection nobody has connected yet.
+    let oauth: OAuthConnections
 
-    /// `instance` says it is ready: what one of its pieces refused for (a board not yet
-    /// connected, an identity not yet registered) may have passed, so every enabled iiidea
-    /// that piece left inactive asks its pieces again, soon, on another thread. `graph` is
-    /// read then, so a reload in between is seen.
-    func instanceIsReady(_ instance: String, graph: @escaping @Sendable () -> CompiledGraph?) {
-        let prefix = instance + "."
-        let waiting = states.withLock { states in states.values.contains { $0.isEnabled && $0.inactiveReason?.hasPrefix(prefix) == true } }
+    init(logger: Logger, oauth: OAuthConnections) {
+        self.logger = logger
+        self.oauth = oauth
+    }
+
+    /// What a piece refused for may have passed (an instance says it is ready: a board now
+    /// connected, an identity registered; a person connected an OAuth connection): every
+    /// enabled iiidea left inactive for a reason `matches` asks its pieces again, soon, on
+    /// another thread — never on the plugin's thread that reported. `graph` is read then, so a
+    /// reload in between is seen. `cause` ends the log line.
+    func askAgain(
+        becauseOf cause: String, _ matches: @escaping @Sendable (String) -> Bool, graph: @escaping @Sendable () -> CompiledGraph?
+    ) {
+        let waiting = states.withLock { states in states.values.contains { $0.isEnabled && $0.inactiveReason.map(matches) == true } }
         guard waiting else { return }
         retries.async {
             guard let graph = graph() else { return }
             let states = self.states.withLock { $0 }
             for iiidea in graph.plan.iiideas {
-                guard let state = states[iiidea.id], state.isEnabled, state.inactiveReason?.hasPrefix(prefix) == true else { continue }
+                guard let state = states[iiidea.id], state.isEnabled, state.inactiveReason.map(matches) == true else { continue }
                 self.activate(iiidea, state: state, in: graph)
                 if state.inactiveReason == nil {
-                    self.logger.notice(
-                        "iiidea active: its pieces accepted once \(instance) was ready", metadata: ["iiidea": .string(iiidea.id)])
+                    self.logger.notice("iiidea active: its pieces accepted once \(cause)", metadata: ["iiidea": .string(iiidea.id)])
                 }
             }
         }
@@ -96,6 +103,10 @@ final class IiideaController: Sendable {
     private func activate(_ iiidea: PlannedIiidea, state: IiideaState, in graph: CompiledGraph) {
         let instances = graph.instances
         var reason: String?
+        // The built-in http piece needs its OAuth connection connected.
+        if case .http(_, _, _, let connection?) = iiidea.service, let refusal = oauth.refusal(for: connection) {
+            reason = "http refused: \(refusal)"
+        }
         var accepted: [PortReference] = []
         for piece in pieces(of: iiidea) where reason == nil {
             guard let instance = instances.first(where: { $0.name == piece.port.instance }), let handle = instance.handle,

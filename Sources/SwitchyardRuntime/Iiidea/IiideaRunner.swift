@@ -178,9 +178,20 @@ final class IiideaRunner {
         case .delay(let nanos):
             Thread.sleep(forTimeInterval: Double(nanos) / 1e9)
             return input
-        case .http(let request, let timeout, let policy):
+        case .http(let request, let timeout, let policy, let connection):
             var scope = EnvelopeScope(input)
-            let rendered = request.render(&scope)
+            var rendered = request.render(&scope)
+            if let connection {
+                // The connection's token, never the iiidea's own header of that name.
+                let token = try route.router.oauth.accessToken(connection)
+                var headers = rendered["headers"]?.objectValue ?? [:]
+                headers = headers.filter { $0.key.lowercased() != "authorization" }
+                headers["Authorization"] = .string("Bearer " + token)
+                if case .object(var members) = rendered {
+                    members["headers"] = .object(headers)
+                    rendered = .object(members)
+                }
+            }
             var output = input
             do {
                 output.body = try HTTPPiece.call(rendered, timeout: timeout, policy: policy).serializedBytes()

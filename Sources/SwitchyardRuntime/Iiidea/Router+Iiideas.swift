@@ -99,6 +99,11 @@ public enum BuiltinPieces {
                         "type": "integer", "minimum": 0, "maximum": .int(HTTPPiecePolicy.redirectLimit), "default": 0,
                         "description": "Redirects followed",
                     ],
+                    "auth": [
+                        "type": "object", "additionalProperties": false, "required": ["oauth"],
+                        "properties": ["oauth": ["type": "string", "description": "The OAuth connection (oauth: in the route files)"]],
+                        "description": "Call with an OAuth connection's token",
+                    ],
                 ],
             ]
         default: return nil

@@ -172,6 +172,7 @@ struct ReloadTransaction {
             return summary
         }
         summary.startedInstances = fresh.map(\.name)
+        router.oauth.adopt(router.graph.plan.oauth, store: router.spool)
         router.iiideaController.reconcile(from: old, to: router.graph)
         return summary
     }

@@ -21,6 +21,8 @@ public final class Router: Sendable {
     let reloadLock = NSLock()
     /// The iiideas' switches and their plugin pieces.
     let iiideaController: IiideaController
+    /// The OAuth 2.0 connections of the route files (`oauth:`), their tokens and refreshes.
+    public let oauth: OAuthConnections
     /// Every iiidea run as it starts and ends, for live views.
     public let runFeed = RunFeed()
     /// Copies of what passes routes and source ports, for `switchyard tap`.
@@ -66,7 +68,8 @@ public final class Router: Sendable {
         metrics = MetricsRegistry(factory: metricsFactory)
         self.logger = logger
         supervisor = InstanceSupervisor(logger: logger)
-        iiideaController = IiideaController(logger: logger)
+        oauth = OAuthConnections(logger: logger)
+        iiideaController = IiideaController(logger: logger, oauth: oauth)
         openSpool = Mutex(spool)
     }
 
@@ -109,6 +112,13 @@ public final class Router: Sendable {
             throw error
         }
         started.store(true, ordering: .releasing)
+        // A connection made later makes the pieces refused for it ask again.
+        oauth.whenConnected { [weak self] name in
+            self?.iiideaController.askAgain(becauseOf: "connection \(name)", { $0.contains("connect \(name) first") }) { [weak self] in
+                self?.graph
+            }
+        }
+        oauth.adopt(plan.oauth, store: spool)
         activateEnabledIiideas()
         logger.info(
             "router started", metadata: ["instances": .stringConvertible(instances.count), "routes": .stringConvertible(routes.count)])
@@ -244,6 +254,7 @@ public final class Router: Sendable {
         }
         // No pool thread calls into a plugin once its instance stops.
         workerPool.stop()
+        oauth.stop()
         for instance in instances { instance.stopPlugin() }
         for instance in instances { instance.destroyPlugin() }
         logger.info("router stopped", metadata: ["drained": .stringConvertible(left == 0)])
@@ -314,7 +325,8 @@ public final class Router: Sendable {
     func record(metric name: String, instance: String, kind: Int32, value: Double) {
         if name == "ready", kind == SY_METRIC_GAUGE, value != 0 {
             readinessNotes.withLock { $0[instance] = nil }
-            iiideaController.instanceIsReady(instance) { [weak self] in self?.graph }
+            let prefix = instance + "."
+            iiideaController.askAgain(becauseOf: "\(instance) was ready", { $0.hasPrefix(prefix) }) { [weak self] in self?.graph }
         }
         metrics.record(metric: name, instance: instance, kind: kind, value: value)
     }

@@ -111,6 +111,7 @@ public final class Spool: @unchecked Sendable {
         try Self.createIiideaTables(in: database)
         try Self.createIiideaStoreTables(in: database)
         try Self.createStateTables(in: database)
+        try Self.createOAuthTables(in: database)
     }
 
     /// Commits one small write: whether the spool can take writes again after it could not

@@ -7,6 +7,39 @@ import SwitchyardCore
     import Musl
 #endif
 
+/// The admin port's address: `host:port`, `:port` or `port` (loopback when no host is given),
+/// `[v6]:port` for IPv6. One parser for the server's `--admin` and the clients'.
+public struct AdminAddress: Sendable, Hashable {
+    /// The host, without IPv6 brackets.
+    public var host: String
+    /// The port, 0-65535.
+    public var port: Int
+
+    /// Parses `text`; nil when it is not an address.
+    public init?(_ text: String) {
+        let text = text.trimmingCharacters(in: .whitespaces)
+        let portText: Substring
+        if let colon = text.lastIndex(of: ":") {
+            host = text[..<colon].isEmpty ? "127.0.0.1" : String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            portText = text[text.index(after: colon)...]
+        } else {
+            host = "127.0.0.1"
+            portText = Substring(text)
+        }
+        guard let port = Int(portText), (0...65535).contains(port) else { return nil }
+        self.port = port
+    }
+}
+
+/// What went wrong talking to (or starting) the admin port.
+public struct AdminError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public var description: String
+
+    /// An error saying `description`.
+    public init(description: String) { self.description = description }
+}
+
 /// A minimal HTTP/1.1 client for the admin port (plain HTTP, which is what it serves), for CLI
 /// commands such as `switchyard reload`: one request per connection, a bounded answer, a
 /// bounded wait. It links no TLS library, so the `switchyard` executable stays free of one.
@@ -37,13 +70,11 @@ public struct AdminClient: Sendable {
         }
         if text.lowercased().hasPrefix("http://") { text = text.dropFirst(7) }
         if let slash = text.firstIndex(of: "/") { text = text[..<slash] }
-        guard let configuration = AdminServer.Configuration(address: String(text)), configuration.port > 0,
-            text.contains(":")
-        else {
+        guard let address = AdminAddress(String(text)), address.port > 0, text.contains(":") else {
             throw AdminError(description: "'\(address)' is not an admin address such as http://127.0.0.1:9180")
         }
-        host = configuration.host
-        port = configuration.port
+        host = address.host
+        port = address.port
         self.token = token.flatMap { $0.isEmpty ? nil : $0 }
     }
 

@@ -1,0 +1,397 @@
+import Crypto
+import Foundation
+internal import Logging
+public import SwitchyardConfig
+public import SwitchyardCore
+internal import SwitchyardSpool
+import Synchronization
+
+/// The router's OAuth 2.0 connections (`oauth:`): a person connects one through the admin API
+/// (authorization code with PKCE, RFC 7636), the tokens are kept sealed in the router's store
+/// (``OAuthVault``) and refreshed before they expire; the `http` piece sends the access token.
+public final class OAuthConnections: Sendable {
+    /// An authorization under way: what the callback needs to finish it.
+    private struct Flow {
+        var connection: String
+        var verifier: String
+        var redirect: String
+        /// Where the callback sends the browser after (the console's page), if anywhere.
+        var returnTo: String?
+        var expires: ContinuousClock.Instant
+    }
+
+    private struct State {
+        var declarations: [String: OAuthDeclaration] = [:]
+        var tokens: [String: OAuthTokens] = [:]
+        /// Flows by their `state` parameter.
+        var flows: [String: Flow] = [:]
+        /// The refresh timer of each connected connection.
+        var refreshes: [String: Task<Void, Never>] = [:]
+        /// The refresh under way per connection: a second caller waits for it rather than sending
+        /// the same (rotating) refresh token twice, which a provider takes for a replay.
+        var inFlight: [String: Task<Result<OAuthTokens, RouterError>, Never>] = [:]
+        var lastError: [String: String] = [:]
+        /// Bumped by each connect and disconnect: a refresh that began before one keeps nothing
+        /// (it would bring back what a person removed, or replace what they just connected).
+        var generation: [String: Int] = [:]
+        var vault: OAuthVault?
+        var store: Spool?
+    }
+
+    private let state = Mutex(State())
+    private let logger: Logger
+    /// Told the name of each connection that became usable (the router then asks again the
+    /// pieces refused for it).
+    private let connected = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// How long a started authorization may take.
+    static let flowLifetime: Duration = .seconds(600)
+    /// The most authorizations under way at once.
+    static let maximumFlows = 64
+
+    init(logger: Logger) { self.logger = logger }
+
+    /// Calls `body` with the name of each connection a person connects from now on.
+    func whenConnected(_ body: @escaping @Sendable (String) -> Void) { connected.withLock { $0 = body } }
+
+    /// Takes the connections of a (re)loaded graph and the router's store; tokens kept in the
+    /// store are opened and their refresh is scheduled. A connection no longer declared is
+    /// forgotten here, not in the store (a reload that brings it back finds it connected).
+    func adopt(_ declarations: [OAuthDeclaration], store: Spool?) {
+        var vault: OAuthVault?
+        if !declarations.isEmpty, let store {
+            do {
+                vault =
+                    try state.withLock({ $0.vault })
+                    ?? OAuthVault(
+                        directory: URL(fileURLWithPath: store.path).deletingLastPathComponent().path,
+                        environment: ProcessInfo.processInfo.environment["SWITCHYARD_OAUTH_KEY"])
+            } catch {
+                logger.error("oauth: no key to seal tokens with: \(error); connections cannot be kept")
+            }
+        }
+        var opened: [String: OAuthTokens] = [:]
+        for declaration in declarations {
+            guard let vault, let store, let sealed = try? store.oauthTokens(of: declaration.name) else { continue }
+            do {
+                opened[declaration.name] = try vault.unseal(sealed, name: declaration.name)
+            } catch {
+                logger.error("oauth: the stored tokens of \(declaration.name) do not open (another key?): connect it again")
+            }
+        }
+        let (gone, fresh) = state.withLock { state -> ([Task<Void, Never>], [String]) in
+            let names = Set(declarations.map(\.name))
+            let gone = state.refreshes.filter { !names.contains($0.key) }.map(\.value)
+            state.refreshes = state.refreshes.filter { names.contains($0.key) }
+            state.declarations = Dictionary(declarations.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+            state.store = store
+            state.vault = vault
+            var fresh: [String] = []
+            for (name, tokens) in opened where state.tokens[name] == nil {
+                state.tokens[name] = tokens
+                fresh.append(name)
+            }
+            state.tokens = state.tokens.filter { names.contains($0.key) }
+            return (gone, fresh)
+        }
+        for task in gone { task.cancel() }
+        for name in fresh { scheduleRefresh(name) }
+    }
+
+    /// Stops every refresh timer (the router stops).
+    func stop() {
+        let tasks = state.withLock { state in
+            defer { state.refreshes = [:] }
+            return Array(state.refreshes.values)
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    /// Whether connection `name` has tokens.
+    func isConnected(_ name: String) -> Bool { state.withLock { $0.tokens[name] != nil } }
+
+    /// Why an iiidea piece that needs connection `name` cannot work, or nil when it can.
+    func refusal(for name: String) -> String? {
+        isConnected(name) ? nil : "connect \(name) first (POST /v1/oauth/\(name)/start, or the console)"
+    }
+
+    /// Starts connecting `name`: the URL to send the person's browser to. `callback` is where
+    /// the provider sends it back when the declaration names no `redirect_url`; `returnTo` is
+    /// where the callback sends the browser once connected (a console page).
+    public func start(_ name: String, callback: String, returnTo: String? = nil) throws(RouterError) -> String {
+        guard let declaration = state.withLock({ $0.declarations[name] }) else {
+            throw RouterError(instance: "oauth", reason: "no OAuth connection named '\(name)'")
+        }
+        guard state.withLock({ $0.vault != nil }) else {
+            throw RouterError(instance: "oauth", reason: "the router's store has no key to keep tokens with (see the log)")
+        }
+        let flowState = Self.randomToken()
+        let verifier = Self.randomToken()
+        let challenge = Self.base64URL(Data(SHA256.hash(data: Data(verifier.utf8))))
+        let redirect = declaration.redirectURL ?? callback
+        state.withLock { state in
+            let now = ContinuousClock.now
+            state.flows = state.flows.filter { $0.value.expires > now }
+            if state.flows.count >= Self.maximumFlows, let oldest = state.flows.min(by: { $0.value.expires < $1.value.expires }) {
+                state.flows[oldest.key] = nil
+            }
+            state.flows[flowState] = Flow(
+                connection: name, verifier: verifier, redirect: redirect, returnTo: returnTo, expires: now + Self.flowLifetime)
+        }
+        var query = [
+            ("response_type", "code"), ("client_id", declaration.clientID), ("redirect_uri", redirect), ("state", flowState),
+            ("code_challenge", challenge), ("code_challenge_method", "S256"),
+        ]
+        if !declaration.scopes.isEmpty { query.append(("scope", declaration.scopes.joined(separator: " "))) }
+        let separator = declaration.authorizeURL.contains("?") ? "&" : "?"
+        return declaration.authorizeURL + separator
+            + query.map { OAuthTokenEndpoint.formEncoded($0.0) + "=" + OAuthTokenEndpoint.formEncoded($0.1) }.joined(separator: "&")
+    }
+
+    /// Finishes a flow from the provider's redirect (`state`, and `code` or `error`): exchanges
+    /// the code (with the PKCE verifier) for tokens and keeps them. Returns the connection's name
+    /// and where its flow asked the browser to go next.
+    public func complete(state flowState: String, code: String?, error: String?) async throws(RouterError) -> (
+        name: String, returnTo: String?
+    ) {
+        let flow = state.withLock { state -> Flow? in
+            guard let flow = state.flows.removeValue(forKey: flowState), flow.expires > .now else { return nil }
+            return flow
+        }
+        guard let flow, let declaration = state.withLock({ $0.declarations[flow.connection] }) else {
+            throw RouterError(instance: "oauth", reason: "unknown or expired authorization (state): start again")
+        }
+        if let error {
+            record(flow.connection, error: "the provider refused the authorization: \(error)")
+            throw RouterError(instance: "oauth", reason: "\(flow.connection): the provider refused the authorization: \(error)")
+        }
+        guard let code, !code.isEmpty else { throw RouterError(instance: "oauth", reason: "the callback has no code") }
+        let tokens: OAuthTokens
+        do {
+            tokens = try await OAuthTokenEndpoint.request(
+                declaration,
+                form: [
+                    ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", flow.redirect), ("code_verifier", flow.verifier),
+                ])
+        } catch {
+            record(flow.connection, error: error.description)
+            throw RouterError(instance: "oauth", reason: "\(flow.connection): \(error.description)")
+        }
+        let generation = state.withLock { state in
+            state.generation[flow.connection, default: 0] += 1
+            return state.generation[flow.connection, default: 0]
+        }
+        try keep(tokens, for: flow.connection, generation: generation)
+        logger.notice("oauth: connected", metadata: ["connection": .string(flow.connection)])
+        scheduleRefresh(flow.connection)
+        connected.withLock { $0 }?(flow.connection)
+        return (flow.connection, flow.returnTo)
+    }
+
+    /// The access token of `name` for a call now: refreshed first when it has expired (or is
+    /// about to), which blocks the calling thread for at most the token endpoint's timeout.
+    func accessToken(_ name: String) throws(ServiceError) -> String {
+        guard let tokens = state.withLock({ $0.tokens[name] }) else { throw ServiceError(description: refusal(for: name) ?? name) }
+        // About to expire (within 5 s, or a quarter of a short token's lifetime): the call
+        // would be refused on its way.
+        if let expires = tokens.expiresAt, expires - Date().timeIntervalSince1970 < min(5, (expires - tokens.obtainedAt) / 4) {
+            let done = DispatchSemaphore(value: 0)
+            let result = Mutex<Result<String, ServiceError>?>(nil)
+            Task {
+                do throws(RouterError) {
+                    let fresh = try await self.refresh(name)
+                    result.withLock { $0 = .success(fresh.accessToken) }
+                } catch {
+                    result.withLock { $0 = .failure(ServiceError(description: "oauth \(name): \(error.reason)")) }
+                }
+                done.signal()
+            }
+            // The token endpoint's own timeout bounds the refresh; the margin guards a lost answer.
+            guard done.wait(timeout: .now() + .seconds(Int(OAuthTokenEndpoint.timeout.nanoseconds / 1_000_000_000) + 5)) == .success else {
+                throw ServiceError(description: "oauth \(name): the refresh gave no answer")
+            }
+            guard let outcome = result.withLock({ $0 }) else { throw ServiceError(description: "oauth \(name): no refresh answer") }
+            return try outcome.get()
+        }
+        return tokens.accessToken
+    }
+
+    /// The origins (`scheme://host[:port]`) of the declared authorization endpoints: where a
+    /// console page may send a browser.
+    public func authorizationOrigins() -> [String] {
+        let urls = state.withLock { $0.declarations.values.map(\.authorizeURL) }
+        return Set(
+            urls.compactMap { url -> String? in
+                // Only a plain host name or IP literal goes into the header: nothing a
+                // percent-decoded host could add to the policy.
+                let plain = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:")
+                guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(), ["http", "https"].contains(scheme),
+                    let host = parts.host, !host.isEmpty, host.allSatisfy(plain.contains)
+                else { return nil }
+                let named = host.contains(":") ? "[\(host)]" : host
+                return "\(scheme)://\(named)" + (parts.port.map { ":\($0)" } ?? "")
+            }
+        ).sorted()
+    }
+
+    /// Forgets connection `name`'s tokens (here and in the store).
+    public func disconnect(_ name: String) throws(RouterError) {
+        let (task, store) = state.withLock { state in
+            state.tokens[name] = nil
+            state.generation[name, default: 0] += 1
+            return (state.refreshes.removeValue(forKey: name), state.store)
+        }
+        task?.cancel()
+        do {
+            try store?.removeOAuthTokens(of: name)
+        } catch {
+            throw RouterError(instance: "oauth", reason: "cannot forget \(name)'s tokens: \(error)")
+        }
+        logger.notice("oauth: disconnected", metadata: ["connection": .string(name)])
+    }
+
+    /// Every declared connection: `{name, connected, expires_at, scope, obtained_at, refreshable,
+    /// last_error}` — never a token.
+    public func list() -> [JSONValue] {
+        state.withLock { state in
+            state.declarations.keys.sorted().map { name in
+                var object: [String: JSONValue] = ["name": .string(name), "connected": .bool(state.tokens[name] != nil)]
+                if let tokens = state.tokens[name] {
+                    if let expires = tokens.expiresAt { object["expires_at"] = .string(Self.time(expires)) }
+                    if let scope = tokens.scope { object["scope"] = .string(scope) }
+                    object["obtained_at"] = .string(Self.time(tokens.obtainedAt))
+                    object["refreshable"] = .bool(tokens.refreshToken != nil)
+                }
+                if let error = state.lastError[name] { object["last_error"] = .string(error) }
+                return .object(object)
+            }
+        }
+    }
+
+    // MARK: Refreshing
+
+    /// Refreshes `name` once, or waits for the refresh already under way; returns the new tokens.
+    private func refresh(_ name: String) async throws(RouterError) -> OAuthTokens {
+        let task = state.withLock { state in
+            if let running = state.inFlight[name] { return running }
+            let task = Task { () -> Result<OAuthTokens, RouterError> in
+                defer { self.state.withLock { $0.inFlight[name] = nil } }
+                do throws(RouterError) {
+                    return .success(try await self.refreshNow(name))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            state.inFlight[name] = task
+            return task
+        }
+        return try await task.value.get()
+    }
+
+    /// Refreshes `name`, keeps and returns the new tokens. `invalid_grant` (revoked, or the
+    /// refresh token rotated elsewhere) disconnects it: only a person can connect it again.
+    private func refreshNow(_ name: String) async throws(RouterError) -> OAuthTokens {
+        let (declaration, tokens, generation) = state.withLock { ($0.declarations[name], $0.tokens[name], $0.generation[name, default: 0]) }
+        guard let declaration, let tokens else { throw RouterError(instance: "oauth", reason: refusal(for: name) ?? name) }
+        let current = { self.state.withLock { $0.generation[name, default: 0] } == generation }
+        guard let refreshToken = tokens.refreshToken else {
+            if current() { try? disconnect(name) }
+            record(name, error: "the access token expired and the provider gave no refresh token: connect it again")
+            throw RouterError(instance: "oauth", reason: "\(name): expired, no refresh token; connect it again")
+        }
+        let fresh: OAuthTokens
+        do {
+            fresh = try await OAuthTokenEndpoint.request(
+                declaration, form: [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], previous: tokens)
+        } catch {
+            record(name, error: "refresh failed: \(error.description)")
+            if error.code == "invalid_grant", current() { try? disconnect(name) }
+            throw RouterError(instance: "oauth", reason: "\(name): refresh failed: \(error.description)")
+        }
+        try keep(fresh, for: name, generation: generation)
+        logger.info("oauth: refreshed", metadata: ["connection": .string(name)])
+        return fresh
+    }
+
+    /// Refreshes `name` before its access token expires: `refresh_before` ahead, but at most
+    /// half its lifetime ahead (a short-lived token is not refreshed without pause). A failed
+    /// refresh is tried again after 5 s, doubling to 5 min, while the token is still usable.
+    private func scheduleRefresh(_ name: String) {
+        let task = Task { [weak self] in
+            var backoff: Double = 5
+            while !Task.isCancelled {
+                guard let self,
+                    let (declaration, tokens) = self.state.withLock({ state in
+                        state.declarations[name].flatMap { declaration in state.tokens[name].map { (declaration, $0) } }
+                    }), let expires = tokens.expiresAt, tokens.refreshToken != nil
+                else { return }
+                let lifetime = max(1, expires - tokens.obtainedAt)
+                let ahead = min(Double(declaration.refreshBefore) / 1e9, lifetime / 2)
+                // At most one refresh a second, whatever the provider says of its tokens.
+                let wait = min(max(1, expires - ahead - Date().timeIntervalSince1970), OAuthTokenEndpoint.maximumLifetime)
+                try? await Task.sleep(for: .seconds(wait))
+                guard !Task.isCancelled else { return }
+                do {
+                    _ = try await self.refresh(name)
+                    backoff = 5
+                } catch {
+                    guard self.isConnected(name) else { return }
+                    try? await Task.sleep(for: .seconds(backoff))
+                    backoff = min(backoff * 2, 300)
+                }
+            }
+        }
+        let previous = state.withLock { state in
+            defer { state.refreshes[name] = task }
+            return state.refreshes[name]
+        }
+        previous?.cancel()
+    }
+
+    /// Keeps `tokens` as connection `name`'s, unless a connect or disconnect came after the
+    /// work that got them began (`generation`).
+    private func keep(_ tokens: OAuthTokens, for name: String, generation: Int) throws(RouterError) {
+        let (vault, store) = state.withLock { ($0.vault, $0.store) }
+        guard let vault, let store else { throw RouterError(instance: "oauth", reason: "no store to keep \(name)'s tokens in") }
+        let sealed: [UInt8]
+        do {
+            sealed = try vault.seal(tokens, name: name)
+        } catch {
+            throw RouterError(instance: "oauth", reason: "\(name): cannot seal the tokens: \(error)")
+        }
+        // The check and the write under one lock: a disconnect cannot slip in between.
+        let failure = state.withLock { state -> String? in
+            guard state.generation[name, default: 0] == generation else { return "connected or disconnected meanwhile" }
+            do {
+                try store.setOAuthTokens(of: name, sealed: sealed)
+            } catch {
+                return "cannot store the tokens: \(error)"
+            }
+            state.tokens[name] = tokens
+            state.lastError[name] = nil
+            return nil
+        }
+        if let failure {
+            record(name, error: failure)
+            throw RouterError(instance: "oauth", reason: "\(name): \(failure)")
+        }
+    }
+
+    private func record(_ name: String, error: String) {
+        logger.warning("oauth: \(error)", metadata: ["connection": .string(name)])
+        state.withLock { $0.lastError[name] = String(error.prefix(500)) }
+    }
+
+    static func randomToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return base64URL(Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }))
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func time(_ seconds: Double) -> String {
+        Date(timeIntervalSince1970: seconds).formatted(Date.ISO8601FormatStyle())
+    }
+}

@@ -1,0 +1,41 @@
+internal import SwitchyardCore
+public import SwitchyardSQLite
+
+/// OAuth 2.0 connections' tokens, in the same database as the spool. The tokens are stored
+/// sealed (the router encrypts them before they get here, see `OAuthVault`): a copy of the
+/// database alone gives nobody a provider's refresh token.
+extension Spool {
+    static func createOAuthTables(in database: SQLiteDatabase) throws(SQLiteError) {
+        try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS oauth_connections(
+                name TEXT PRIMARY KEY,
+                sealed BLOB NOT NULL,
+                changed_at INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            """
+        )
+    }
+
+    /// The sealed tokens of connection `name`, or nil when it is not connected.
+    public func oauthTokens(of name: String) throws(SQLiteError) -> [UInt8]? {
+        try locked { () throws(SQLiteError) in
+            try database.prepare("SELECT sealed FROM oauth_connections WHERE name = ?").rows([.text(name)]) { $0.blob(0) }.first
+        }
+    }
+
+    /// Stores the sealed tokens of connection `name` (replacing any); committed when it returns.
+    public func setOAuthTokens(of name: String, sealed: [UInt8]) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            try database.prepare("INSERT OR REPLACE INTO oauth_connections(name, sealed, changed_at) VALUES(?, ?, ?)")
+                .run([.text(name), .blob(sealed), .int(Clock.nowUnixNanos())])
+        }
+    }
+
+    /// Forgets connection `name`'s tokens.
+    public func removeOAuthTokens(of name: String) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            try database.prepare("DELETE FROM oauth_connections WHERE name = ?").run([.text(name)])
+        }
+    }
+}
