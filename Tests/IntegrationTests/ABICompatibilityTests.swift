@@ -11,7 +11,7 @@ struct ABICompatibilityTests {
         BuildProducts.packageRoot.appendingPathComponent("Tests/IntegrationTests/Support/ABIv1/upper_v1.c")
     }
 
-    @Test func versionOneAndVersionTwoPluginsRouteSideBySide() throws {
+    @Test func versionOneAndVersionTwoPluginsRouteSideBySide() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try CCompiler.compilePlugin(Self.versionOneSource, to: sandbox.plugins.appendingPathComponent("libupper1.so"))
@@ -30,7 +30,7 @@ struct ABICompatibilityTests {
             """
         )
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
-        router.waitUntil("four envelopes in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 4 }
+        await router.waitUntil("four envelopes in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 4 }
         #expect(router.stop() == 0)
         let lines = try sandbox.jsonLines(of: "out.jsonl")
         // The version 2 plugin read what the version 1 plugin emitted, field for field.

@@ -13,8 +13,8 @@ struct AdminTests {
         return (answer.status, answer.body)
     }
 
-    private static func start(_ sandbox: Sandbox, environment: [String: String] = [:]) throws -> (RouterProcess, String) {
-        let (router, address) = try RouterProcess.startWithAdmin(
+    private static func start(_ sandbox: Sandbox, environment: [String: String] = [:]) async throws -> (RouterProcess, String) {
+        let (router, address) = try await RouterProcess.startWithAdmin(
             sandbox, extra: ["--spool", sandbox.path("spool.db")], environment: environment)
         return (router, "http://" + address)
     }
@@ -22,7 +22,7 @@ struct AdminTests {
     /// The value of the sample line `name{labels}` in a Prometheus exposition.
     private static func sample(_ line: String, in metrics: String) -> Double? { MetricsExposition.sample(line, in: metrics) }
 
-    @Test func metricsHealthAndTheAPIAfterAKnownWorkload() throws {
+    @Test func metricsHealthAndTheAPIAfterAKnownWorkload() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("testkit")
         try sandbox.writeRoutes(
@@ -38,13 +38,13 @@ struct AdminTests {
                 retry: { attempts: 3, backoff: 5ms, max_backoff: 10ms }
             """
         )
-        let (router, base) = try Self.start(sandbox)
-        router.waitUntil("50 envelopes collected") { sandbox.lines(of: "collected.txt").count >= 50 }
+        let (router, base) = try await Self.start(sandbox)
+        await router.waitUntil("50 envelopes collected") { sandbox.lines(of: "collected.txt").count >= 50 }
         #expect(try Self.request(base + "/healthz") == (200, "ok\n"))
         #expect(try Self.request(base + "/readyz") == (200, "ready\n"))
 
         var metrics = ""
-        router.waitUntil("the last acknowledgement counted") {
+        await router.waitUntil("the last acknowledgement counted") {
             metrics = (try? Self.request(base + "/metrics"))?.body ?? ""
             return Self.sample("switchyard_route_acknowledged_total{route=\"durable\"}", in: metrics) == 50
         }
@@ -82,7 +82,7 @@ struct AdminTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func aTokenGuardsEverythingButHealth() throws {
+    @Test func aTokenGuardsEverythingButHealth() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(
@@ -95,7 +95,7 @@ struct AdminTests {
               - { from: clock.tick, to: out.print }
             """
         )
-        let (router, base) = try Self.start(sandbox, environment: ["ADMIN_SECRET": "s3cret-token"])
+        let (router, base) = try await Self.start(sandbox, environment: ["ADMIN_SECRET": "s3cret-token"])
         #expect(try Self.request(base + "/healthz").status == 200)
         let refused = try Self.request(base + "/metrics")
         #expect(refused.status == 401)
@@ -107,7 +107,7 @@ struct AdminTests {
         #expect(!router.standardError.contains("s3cret-token"))
     }
 
-    @Test func readinessFollowsTheBrokerConnection() throws {
+    @Test func readinessFollowsTheBrokerConnection() async throws {
         let broker = try Mosquitto()
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
@@ -126,17 +126,17 @@ struct AdminTests {
               - { from: broker.messages, to: out.print }
             """
         )
-        let (router, base) = try Self.start(sandbox)
-        router.waitUntil("ready") { (try? Self.request(base + "/readyz"))?.status == 200 }
+        let (router, base) = try await Self.start(sandbox)
+        await router.waitUntil("ready") { (try? Self.request(base + "/readyz"))?.status == 200 }
         broker.stop()
-        router.waitUntil("not ready after the broker went away") {
+        await router.waitUntil("not ready after the broker went away") {
             let (status, body) = (try? Self.request(base + "/readyz")) ?? (0, "")
             return status == 503 && body.hasPrefix("not ready: broker\nbroker: ")
         }
         #expect(
             Self.sample("switchyard_instance_ready{instance=\"broker\"}", in: try Self.request(base + "/metrics").body) == 0)
         try broker.restart()
-        router.waitUntil("ready again after the reconnect") { (try? Self.request(base + "/readyz"))?.status == 200 }
+        await router.waitUntil("ready again after the reconnect") { (try? Self.request(base + "/readyz"))?.status == 200 }
         #expect(router.stop() == 0)
     }
 }
@@ -163,13 +163,13 @@ struct AdminSafetyTests {
         #expect(refused.errors.contains("0.0.0.0"))
     }
 
-    @Test func aNetworkAddressWithATokenServes() throws {
+    @Test func aNetworkAddressWithATokenServes() async throws {
         let sandbox = try Sandbox(plugins: ["core"])
         try sandbox.writeRoutes(Self.routes)
         let router = try RouterProcess(
             ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--admin", "0.0.0.0:0"], in: sandbox.root,
             environment: ["SWITCHYARD_ADMIN_TOKEN": "network-token"])
-        router.waitUntil("the admin port to listen") { router.adminAddress != nil }
+        await router.waitUntil("the admin port to listen") { router.adminAddress != nil }
         let port = try #require(router.adminAddress?.split(separator: ":").last.flatMap { Int($0) })
         #expect(try RawSocket.http(port: port, "GET", "/readyz", headers: ["Host": "127.0.0.1"]).status == 401)
         let answer = try RawSocket.http(
@@ -178,11 +178,11 @@ struct AdminSafetyTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func foreignHostNamesAndCrossSiteChangesAreRefused() throws {
+    @Test func foreignHostNamesAndCrossSiteChangesAreRefused() async throws {
         let sandbox = try Sandbox(plugins: ["core"])
         try sandbox.writeRoutes(
             Self.routes + "\n    delivery: at-least-once\nadmin: { allowed_hosts: [router.example.net] }\n")
-        let (router, address) = try RouterProcess.startWithAdmin(sandbox, extra: ["--spool", sandbox.path("spool.db")])
+        let (router, address) = try await RouterProcess.startWithAdmin(sandbox, extra: ["--spool", sandbox.path("spool.db")])
         let port = try #require(address.split(separator: ":").last.flatMap { Int($0) })
         // DNS rebinding: the attacker's page sends its own name.
         let rebound = try RawSocket.http(port: port, "GET", "/v1/routes", headers: ["Host": "attacker.example:\(port)"])

@@ -28,7 +28,7 @@ struct BLETests {
         try double.control("org.bluez.Mock.AddDevice", ["hci0", address, "Slate+"])
     }
 
-    static func start(_ sandbox: Sandbox, double: BlueZDouble, extraRoutes: String = "") throws -> (RouterProcess, String) {
+    static func start(_ sandbox: Sandbox, double: BlueZDouble, extraRoutes: String = "") async throws -> (RouterProcess, String) {
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("ble")
         try sandbox.writeRoutes(
@@ -47,7 +47,7 @@ struct BLETests {
               - { from: slate.buttons, to: out.write }
             \(extraRoutes)
             """)
-        let (router, admin) = try RouterProcess.startWithAdmin(
+        let (router, admin) = try await RouterProcess.startWithAdmin(
             sandbox, extra: ["--spool", sandbox.path("state.db")], environment: ["DBUS_SYSTEM_BUS_ADDRESS": double.address])
         return (router, "http://" + admin)
     }
@@ -59,7 +59,9 @@ struct BLETests {
         let router: RouterProcess
         let admin: String
 
-        init(service: String = BLETests.service, extraRoutes: String = "", boardKnown: Bool = true, waitForConnection: Bool = true) throws {
+        init(service: String = BLETests.service, extraRoutes: String = "", boardKnown: Bool = true, waitForConnection: Bool = true)
+            async throws
+        {
             double = try BlueZDouble()
             if boardKnown {
                 try BLETests.board(double, service: service)
@@ -67,9 +69,9 @@ struct BLETests {
                 try double.control("org.bluez.Mock.AddAdapter", ["hci0", "switchyard"])
             }
             sandbox = try Sandbox()
-            (router, admin) = try BLETests.start(sandbox, double: double, extraRoutes: extraRoutes)
+            (router, admin) = try await BLETests.start(sandbox, double: double, extraRoutes: extraRoutes)
             if waitForConnection {
-                router.waitUntil("connected to the board") { router.occurrences(of: "connected to \(BLETests.address)") == 1 }
+                await router.waitUntil("connected to the board") { router.occurrences(of: "connected to \(BLETests.address)") == 1 }
             }
         }
 
@@ -78,8 +80,8 @@ struct BLETests {
 
     /// Waits until every iiidea a not-yet-connected board left inactive was asked again and
     /// accepted (the router asks once the instance reports itself ready).
-    static func waitForActiveIiideas(_ router: RouterProcess) {
-        router.waitUntil("the iiideas active") {
+    static func waitForActiveIiideas(_ router: RouterProcess) async {
+        await router.waitUntil("the iiideas active") {
             router.occurrences(of: "iiidea inactive: a piece refused to enable")
                 == router.occurrences(of: "iiidea active: its pieces accepted once slate was ready")
         }
@@ -99,8 +101,8 @@ struct BLETests {
         }.filter { !$0.isEmpty }
     }
 
-    @Test func aPressRunsTheIiideaAndItsResultIsShownOnTheDisplay() throws {
-        let rig = try Rig(
+    @Test func aPressRunsTheIiideaAndItsResultIsShownOnTheDisplay() async throws {
+        let rig = try await Rig(
             extraRoutes: """
                 iiideas:
                   - id: button-1
@@ -110,9 +112,9 @@ struct BLETests {
                 """)
         let (double, sandbox, router, admin) = (rig.double, rig.sandbox, rig.router, rig.admin)
         #expect(try HTTPExchange.send(admin + "/readyz").status == 200)
-        Self.waitForActiveIiideas(router)
+        await Self.waitForActiveIiideas(router)
         #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[1]"]).contains("true"))
-        router.waitUntil("the display written") { ((try? Self.written(double)) ?? []).count == 1 }
+        await router.waitUntil("the display written") { ((try? Self.written(double)) ?? []).count == 1 }
         // Cut to max_length (20 bytes) at a character boundary.
         #expect(try Self.written(double) == ["Button 1: short pres"])
         let presses = try sandbox.jsonLines(of: "presses.jsonl")
@@ -126,10 +128,10 @@ struct BLETests {
         #expect(router.stop() == 0)
     }
 
-    @Test func aBoardWithoutTheServiceFailsTheInstanceWithWhatIsMissing() throws {
-        let rig = try Rig(service: "0000180f-0000-1000-8000-00805f9b34fb", waitForConnection: false)
+    @Test func aBoardWithoutTheServiceFailsTheInstanceWithWhatIsMissing() async throws {
+        let rig = try await Rig(service: "0000180f-0000-1000-8000-00805f9b34fb", waitForConnection: false)
         let (router, admin) = (rig.router, rig.admin)
-        router.waitUntil("the missing service reported") {
+        await router.waitUntil("the missing service reported") {
             router.standardError.contains(
                 "\(Self.address) has no GATT service \(Self.service) (it offers: 0000180f-0000-1000-8000-00805f9b34fb); the instance stops trying"
             )
@@ -139,40 +141,40 @@ struct BLETests {
         #expect(router.stop() == 0)
     }
 
-    @Test func aDroppedLinkReconnectsAndResubscribes() throws {
-        let rig = try Rig()
+    @Test func aDroppedLinkReconnectsAndResubscribes() async throws {
+        let rig = try await Rig()
         let (double, sandbox, router, admin) = (rig.double, rig.sandbox, rig.router, rig.admin)
         try double.control("org.bluez.Mock.DropLink", [Self.device])
-        router.waitUntil("the loss noticed") { router.occurrences(of: "lost the board") == 1 }
-        router.waitUntil("connected again") { router.occurrences(of: "connected to \(Self.address)") == 2 }
+        await router.waitUntil("the loss noticed") { router.occurrences(of: "lost the board") == 1 }
+        await router.waitUntil("connected again") { router.occurrences(of: "connected to \(Self.address)") == 2 }
         #expect(try HTTPExchange.send(admin + "/readyz").status == 200)
         // Notifications flow again only because the plugin started them again.
         #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[2]"]).contains("true"))
-        router.waitUntil("the press after reconnecting") { sandbox.lines(of: "presses.jsonl").count == 1 }
+        await router.waitUntil("the press after reconnecting") { sandbox.lines(of: "presses.jsonl").count == 1 }
         #expect(((try sandbox.jsonLines(of: "presses.jsonl").first?["body"] as? [String: Any])?["kind"] as? String) == "long")
         #expect(router.stop() == 0)
     }
 
-    @Test func aNotificationLongerThanAnAttributeIsRefusedAndCounted() throws {
-        let rig = try Rig()
+    @Test func aNotificationLongerThanAnAttributeIsRefusedAndCounted() async throws {
+        let rig = try await Rig()
         let (double, sandbox, router, admin) = (rig.double, rig.sandbox, rig.router, rig.admin)
         let long = "[" + Array(repeating: "1", count: 600).joined(separator: ", ") + "]"
         #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, long]).contains("true"))
-        router.waitUntil("the long notification refused") { router.occurrences(of: "a notification of 600 bytes") == 1 }
+        await router.waitUntil("the long notification refused") { router.occurrences(of: "a notification of 600 bytes") == 1 }
         #expect(try MetricsExposition.pluginMetric("presses_refused_total", instance: "slate", admin: admin) == 1)
         #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[2]"]).contains("true"))
-        router.waitUntil("the next press delivered") { sandbox.lines(of: "presses.jsonl").count == 1 }
+        await router.waitUntil("the next press delivered") { sandbox.lines(of: "presses.jsonl").count == 1 }
         #expect(router.stop() == 0)
     }
 
-    @Test func anAdapterSwitchedOffIsWaitedForAndTheBoardReconnected() throws {
-        let rig = try Rig()
+    @Test func anAdapterSwitchedOffIsWaitedForAndTheBoardReconnected() async throws {
+        let rig = try await Rig()
         let (double, router, admin) = (rig.double, rig.router, rig.admin)
         try double.control("org.bluez.Mock.SetAdapterPowered", ["hci0", "false"])
-        router.waitUntil("waiting for the adapter") { router.occurrences(of: "adapter hci0 is powered off; waiting for it") >= 1 }
+        await router.waitUntil("waiting for the adapter") { router.occurrences(of: "adapter hci0 is powered off; waiting for it") >= 1 }
         #expect(try HTTPExchange.send(admin + "/readyz").status == 503)
         try double.control("org.bluez.Mock.SetAdapterPowered", ["hci0", "true"])
-        router.waitUntil("connected again") { router.occurrences(of: "connected to \(Self.address)") == 2 }
+        await router.waitUntil("connected again") { router.occurrences(of: "connected to \(Self.address)") == 2 }
         #expect(try HTTPExchange.send(admin + "/readyz").status == 200)
         #expect(router.stop() == 0)
     }
@@ -180,7 +182,7 @@ struct BLETests {
     /// No bus at start (nothing listens at DBUS_SYSTEM_BUS_ADDRESS): the router starts, the
     /// instance is not ready and `/readyz` says why, a timer route delivers meanwhile; once the
     /// bus and BlueZ appear there, the instance connects and becomes ready.
-    @Test func aMissingBusIsNotFatalAndTheInstanceConnectsWhenItAppears() throws {
+    @Test func aMissingBusIsNotFatalAndTheInstanceConnectsWhenItAppears() async throws {
         let sandbox = try Sandbox()
         let busFolder = sandbox.root.appendingPathComponent("dbus")
         try sandbox.installPlugin("core")
@@ -201,39 +203,39 @@ struct BLETests {
               - { from: clock.tick, to: ticks.write }
               - { from: slate.buttons, to: presses.write }
             """)
-        let (router, admin) = try RouterProcess.startWithAdmin(
+        let (router, admin) = try await RouterProcess.startWithAdmin(
             sandbox, environment: ["DBUS_SYSTEM_BUS_ADDRESS": BlueZDouble.address(in: busFolder)])
-        router.waitUntil("/readyz naming the instance and the missing bus") {
+        await router.waitUntil("/readyz naming the instance and the missing bus") {
             let answer = try? HTTPExchange.send("http://\(admin)/readyz")
             return answer?.status == 503
                 && answer?.body.contains("not ready: slate\nslate: no D-Bus system bus (DBUS_SYSTEM_BUS_ADDRESS=unix:path=") == true
         }
-        router.waitUntil("the timer route delivering meanwhile") { sandbox.lines(of: "ticks.jsonl").count >= 3 }
-        router.waitUntil("retried with backoff") { router.occurrences(of: "no D-Bus system bus") >= 3 }
+        await router.waitUntil("the timer route delivering meanwhile") { sandbox.lines(of: "ticks.jsonl").count >= 3 }
+        await router.waitUntil("retried with backoff") { router.occurrences(of: "no D-Bus system bus") >= 3 }
 
         // The bus and BlueZ come up where the router looks, with the board.
         let double = try BlueZDouble(in: busFolder)
         try Self.board(double)
-        router.waitUntil("connected once the bus and BlueZ are there") { router.occurrences(of: "connected to \(Self.address)") == 1 }
-        router.waitUntil("ready") { (try? HTTPExchange.send("http://\(admin)/readyz"))?.status == 200 }
+        await router.waitUntil("connected once the bus and BlueZ are there") { router.occurrences(of: "connected to \(Self.address)") == 1 }
+        await router.waitUntil("ready") { (try? HTTPExchange.send("http://\(admin)/readyz"))?.status == 200 }
         #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[1]"]).contains("true"))
-        router.waitUntil("the press delivered") { sandbox.lines(of: "presses.jsonl").count == 1 }
+        await router.waitUntil("the press delivered") { sandbox.lines(of: "presses.jsonl").count == 1 }
 
         // The bus goes away while connected, and comes back.
         double.stop()
-        router.waitUntil("the lost bus noticed") { router.occurrences(of: "lost the D-Bus system bus") == 1 }
+        await router.waitUntil("the lost bus noticed") { router.occurrences(of: "lost the D-Bus system bus") == 1 }
         #expect(try HTTPExchange.send("http://\(admin)/readyz").body.hasPrefix("not ready: slate\nslate: "))
         let again = try BlueZDouble(in: busFolder)
         defer { again.stop() }
         try Self.board(again)
-        router.waitUntil("connected again") { router.occurrences(of: "connected to \(Self.address)") == 2 }
-        router.waitUntil("ready again") { (try? HTTPExchange.send("http://\(admin)/readyz"))?.status == 200 }
+        await router.waitUntil("connected again") { router.occurrences(of: "connected to \(Self.address)") == 2 }
+        await router.waitUntil("ready again") { (try? HTTPExchange.send("http://\(admin)/readyz"))?.status == 200 }
         #expect(router.stop() == 0)
     }
 
     /// examples/slate-button as its README runs it without the board: button 1 → the display,
     /// button 2 → MQTT, MQTT → the display.
-    @Test func theSlateButtonExampleRunsAgainstTheDouble() throws {
+    @Test func theSlateButtonExampleRunsAgainstTheDouble() async throws {
         let double = try BlueZDouble()
         defer { double.stop() }
         try Self.board(double)
@@ -246,25 +248,25 @@ struct BLETests {
         let router = try RouterProcess(
             ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root,
             environment: ["DBUS_SYSTEM_BUS_ADDRESS": double.address])
-        router.waitUntil("connected to the board") { router.occurrences(of: "connected to \(Self.address)") == 1 }
-        Self.waitForActiveIiideas(router)
+        await router.waitUntil("connected to the board") { router.occurrences(of: "connected to \(Self.address)") == 1 }
+        await Self.waitForActiveIiideas(router)
         broker.waitForLog("Sending SUBACK to slate-button")
         #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[1]"]).contains("true"))
-        router.waitUntil("button 1 on the display") { ((try? Self.written(double)) ?? []).count == 1 }
+        await router.waitUntil("button 1 on the display") { ((try? Self.written(double)) ?? []).count == 1 }
         let shown = try Self.written(double)
         #expect(shown.first?.hasPrefix("short 20") == true, "\(shown)")
         #expect(try double.control("org.bluez.Mock.Notify", [Self.device + "/service0010/char0012", "[2]"]).contains("true"))
         broker.waitForLog("'slate/button2', ... (21 bytes))")
         try broker.publish(topic: "slate/display", message: "Hello", qos: 1)
-        router.waitUntil("the MQTT message on the display") { ((try? Self.written(double)) ?? []).count == 2 }
+        await router.waitUntil("the MQTT message on the display") { ((try? Self.written(double)) ?? []).count == 2 }
         #expect(try Self.written(double).last == "Hello")
         #expect(router.stop() == 0)
     }
 
-    @Test func anUnknownBoardIsScannedForWithTheServiceAsDiscoveryFilter() throws {
-        let rig = try Rig(boardKnown: false, waitForConnection: false)
+    @Test func anUnknownBoardIsScannedForWithTheServiceAsDiscoveryFilter() async throws {
+        let rig = try await Rig(boardKnown: false, waitForConnection: false)
         let (double, router) = (rig.double, rig.router)
-        router.waitUntil("the scan") { router.occurrences(of: "scanning for \(Self.address) with service \(Self.service)") == 1 }
+        await router.waitUntil("the scan") { router.occurrences(of: "scanning for \(Self.address) with service \(Self.service)") == 1 }
         let filter = try double.control("org.freedesktop.DBus.Mock.GetMethodCalls", path: "/org/bluez/hci0", ["SetDiscoveryFilter"])
         #expect(filter.contains("'UUIDs': <['\(Self.service)']>"), "\(filter)")
         #expect(filter.contains("'Transport': <'le'>"), "\(filter)")
@@ -273,14 +275,14 @@ struct BLETests {
         )
         // The board comes into range: BlueZ announces it (InterfacesAdded) and the link connects.
         try Self.board(double, withAdapter: false)
-        router.waitUntil("connected to the board found by the scan") { router.occurrences(of: "connected to \(Self.address)") == 1 }
+        await router.waitUntil("connected to the board found by the scan") { router.occurrences(of: "connected to \(Self.address)") == 1 }
         #expect(
             try double.control("org.freedesktop.DBus.Mock.GetMethodCalls", path: "/org/bluez/hci0", ["StopDiscovery"]).contains("[(uint64"))
         #expect(router.stop() == 0)
     }
 
-    @Test func anIiideaOnABoardNotYetConnectedIsInactiveWithTheReasonUntilItConnects() throws {
-        let rig = try Rig(
+    @Test func anIiideaOnABoardNotYetConnectedIsInactiveWithTheReasonUntilItConnects() async throws {
+        let rig = try await Rig(
             extraRoutes: """
                 iiideas:
                   - id: press-to-display
@@ -289,15 +291,17 @@ struct BLETests {
                     action:  { port: slate.display }
                 """, boardKnown: false, waitForConnection: false)
         let (double, router, admin) = (rig.double, rig.router, rig.admin)
-        router.waitUntil("the scan") { router.occurrences(of: "scanning for \(Self.address)") == 1 }
+        await router.waitUntil("the scan") { router.occurrences(of: "scanning for \(Self.address)") == 1 }
         let before = try HTTPExchange.send(admin + "/v1/iiideas")
         #expect(before.body.contains(#""active":false"#), "\(before.body)")
         // Not connected (or, this early, no bus link yet): either way it is asked again.
         #expect(before.body.contains("refused: ") && before.body.contains("it is asked again once"), "\(before.body)")
         // The board comes into range and connects: the router asks the pieces again.
         try Self.board(double, withAdapter: false)
-        router.waitUntil("connected") { router.occurrences(of: "connected to \(Self.address)") == 1 }
-        router.waitUntil("the iiidea active") { (try? HTTPExchange.send(admin + "/v1/iiideas").body.contains(#""active":true"#)) == true }
+        await router.waitUntil("connected") { router.occurrences(of: "connected to \(Self.address)") == 1 }
+        await router.waitUntil("the iiidea active") {
+            (try? HTTPExchange.send(admin + "/v1/iiideas").body.contains(#""active":true"#)) == true
+        }
         #expect(router.standardError.contains("iiidea active: its pieces accepted once slate was ready"))
         #expect(router.stop() == 0)
     }

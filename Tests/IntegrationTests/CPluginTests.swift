@@ -15,7 +15,7 @@ struct CPluginTests {
         return sandbox
     }
 
-    @Test func upperUppercasesPrefixesAndKeepsTheTrace() throws {
+    @Test func upperUppercasesPrefixesAndKeepsTheTrace() async throws {
         let sandbox = try Self.sandboxWithUpper()
         try sandbox.writeRoutes(
             """
@@ -34,7 +34,7 @@ struct CPluginTests {
             """
         )
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
-        router.waitUntil("five envelopes in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 5 }
+        await router.waitUntil("five envelopes in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 5 }
         #expect(router.stop() == 0)
         let lines = try sandbox.jsonLines(of: "out.jsonl")
         #expect(lines.count == 5)
@@ -135,7 +135,7 @@ struct CPluginTests {
     }
 
     /// What `out` emits at run time carries the configured type.
-    @Test func theConfiguredTypeIsWhatOutEmits() throws {
+    @Test func theConfiguredTypeIsWhatOutEmits() async throws {
         let sandbox = try Self.sandboxWithUpper()
         try sandbox.writeRoutes(
             """
@@ -149,7 +149,7 @@ struct CPluginTests {
             """
         )
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
-        router.waitUntil("two envelopes in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 2 }
+        await router.waitUntil("two envelopes in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 2 }
         #expect(router.stop() == 0)
         let lines = try sandbox.jsonLines(of: "out.jsonl")
         #expect(lines.count == 2)

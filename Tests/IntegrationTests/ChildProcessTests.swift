@@ -27,18 +27,18 @@ struct ChildProcessTests {
     }
 
     /// Waits (bounded) until `condition` holds.
-    static func waitUntil(_ what: String, timeout: Duration = .seconds(10), _ condition: () -> Bool) {
+    static func waitUntil(_ what: String, timeout: Duration = .seconds(10), _ condition: () -> Bool) async {
         let deadline = ContinuousClock.now + timeout
         while !condition() {
             guard ContinuousClock.now < deadline else {
                 Issue.record("timed out waiting for: \(what)")
                 return
             }
-            Thread.sleep(forTimeInterval: 0.01)
+            try? await Task.sleep(for: .milliseconds(10))
         }
     }
 
-    @Test func peersDieWhenTheRunnerIsKilled() throws {
+    @Test func peersDieWhenTheRunnerIsKilled() async throws {
         let sandbox = try Sandbox()
         let pids = sandbox.path("pids")
         // The peers as a harness starts them: one process, and one that forks two workers.
@@ -57,24 +57,24 @@ struct ChildProcessTests {
         runner.environment = ["PIDS": pids, "PATH": "/usr/bin:/bin"]
         try ChildProcess.start(runner)
         var started: [Int32] = []
-        Self.waitUntil("the peers started") {
+        await Self.waitUntil("the peers started") {
             started = sandbox.lines(of: "pids").first?.split(separator: " ").compactMap { Int32($0) } ?? []
             return started.count == 2
         }
         try #require(started.count == 2)
         let (peer, group) = (started[0], started[1])
-        Self.waitUntil("the workers forked") { Self.members(of: group).count == 4 }  // the supervisor, sh, two sleeps
+        await Self.waitUntil("the workers forked") { Self.members(of: group).count == 4 }  // the supervisor, sh, two sleeps
         #expect(!Self.isGone(peer))
 
         kill(runner.processIdentifier, SIGKILL)
         runner.waitUntilExit()
-        Self.waitUntil("the single peer gone") { Self.isGone(peer) }
-        Self.waitUntil("the peer's whole group gone") { Self.members(of: group).isEmpty }
+        await Self.waitUntil("the single peer gone") { Self.isGone(peer) }
+        await Self.waitUntil("the peer's whole group gone") { Self.members(of: group).isEmpty }
         #expect(Self.isGone(peer))
         #expect(Self.members(of: group).isEmpty)
     }
 
-    @Test func aPeerOutlivesTheThreadThatAskedForItButNotARawSpawnFromIt() throws {
+    @Test func aPeerOutlivesTheThreadThatAskedForItButNotARawSpawnFromIt() async throws {
         func spawnFromShortLivedThread(_ spawn: @escaping @Sendable () throws -> Process) throws -> Process {
             let box = ProcessBox()
             let thread = Thread { box.set(Result { try spawn() }) }
@@ -88,13 +88,17 @@ struct ChildProcessTests {
             process.arguments = ["--pdeathsig", "KILL", "--", "/bin/sleep", "600"]
             try process.run()
             // The thread ends only once setpriv has set the signal and become sleep: ended
-            // earlier, it would leave nobody for the signal to follow.
-            ChildProcessTests.waitUntil("setpriv to exec sleep") {
-                (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/comm", encoding: .utf8)) == "sleep\n"
+            // earlier, it would leave nobody for the signal to follow. (This thread is the
+            // test's own, not a cooperative one: it may block.)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/comm", encoding: .utf8)) != "sleep\n",
+                ContinuousClock.now < deadline
+            {
+                usleep(10_000)
             }
             return process
         }
-        Self.waitUntil("the raw spawn killed with its thread") { !raw.isRunning }
+        await Self.waitUntil("the raw spawn killed with its thread") { !raw.isRunning }
         #expect(raw.terminationReason == .uncaughtSignal && raw.terminationStatus == SIGKILL)
 
         // Through the launcher it lives on: given the time the control took to die, and more.

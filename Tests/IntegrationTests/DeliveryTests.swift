@@ -46,17 +46,17 @@ struct DeliveryTests {
         try RouterProcess.runToExit(["dlq"] + arguments + ["--spool", sandbox.path("spool.db")], in: sandbox.root)
     }
 
-    @Test func killDashNineMidStreamThenRestartDeliversEveryEnvelope() throws {
+    @Test func killDashNineMidStreamThenRestartDeliversEveryEnvelope() async throws {
         let total = 20_000
         let sandbox = try prepare(count: total, subjects: 4, route: "dedupe: 10m")
         let first = try start(sandbox)
-        first.waitUntil("3000 envelopes collected") { collected(sandbox).count >= 3000 }
+        await first.waitUntil("3000 envelopes collected") { collected(sandbox).count >= 3000 }
         _ = first.stop(signal: SIGKILL)
         let beforeKill = Set(collected(sandbox).map(\.id))
         #expect(beforeKill.count < total, "the stream must still be running at the kill")
 
         let second = try start(sandbox)
-        second.waitUntil("every envelope collected", timeout: .seconds(90)) { Set(collected(sandbox).map(\.id)).count >= total }
+        await second.waitUntil("every envelope collected", timeout: .seconds(90)) { Set(collected(sandbox).map(\.id)).count >= total }
         #expect(second.stop() == 0)
         let lines = collected(sandbox)
         let ids = lines.map(\.id)
@@ -78,16 +78,16 @@ struct DeliveryTests {
         #expect(RouteTotals.counter("loaded_from_spool", route: "durable", in: log) ?? 0 > 0, "\(log)")
     }
 
-    @Test func aSourceRedeliveringWhatWasAcceptedIsDeduplicated() throws {
+    @Test func aSourceRedeliveringWhatWasAcceptedIsDeduplicated() async throws {
         let sandbox = try prepare(count: 100, route: "dedupe: 1h")
         let first = try start(sandbox)
-        first.waitUntil("100 envelopes collected") { collected(sandbox).count >= 100 }
+        await first.waitUntil("100 envelopes collected") { collected(sandbox).count >= 100 }
         #expect(first.stop() == 0)
         // The source forgets what was settled, as a broker that lost its session would, and
         // sends all 100 again.
         try FileManager.default.removeItem(atPath: sandbox.path("source.state"))
         let second = try start(sandbox)
-        second.waitUntil("the source settled all 100 again") {
+        await second.waitUntil("the source settled all 100 again") {
             (try? String(contentsOfFile: sandbox.path("source.state"), encoding: .utf8))?.hasPrefix("100") == true
         }
         #expect(second.stop() == 0)
@@ -96,11 +96,11 @@ struct DeliveryTests {
         #expect(RouteTotals.counter("spooled", route: "durable", in: second.standardError) == 0)
     }
 
-    @Test func failingAttemptsAreRetriedAndKeepTheOrderOfEachSubject() throws {
+    @Test func failingAttemptsAreRetriedAndKeepTheOrderOfEachSubject() async throws {
         let sandbox = try prepare(
             count: 200, subjects: 3, collect: "fail_first: 2", route: "retry: { attempts: 5, backoff: 5ms, max_backoff: 20ms }")
         let router = try start(sandbox)
-        router.waitUntil("200 envelopes collected") { collected(sandbox).count >= 200 }
+        await router.waitUntil("200 envelopes collected") { collected(sandbox).count >= 200 }
         #expect(router.stop() == 0)
         let lines = collected(sandbox)
         #expect(lines.count == 200)
@@ -114,7 +114,7 @@ struct DeliveryTests {
         #expect(RouteTotals.counter("dead_lettered", route: "durable", in: log) == 0)
     }
 
-    @Test func retriesRunOutIntoDeadLettersThatReplayOnTheRunningRouter() throws {
+    @Test func retriesRunOutIntoDeadLettersThatReplayOnTheRunningRouter() async throws {
         let sandbox = try Sandbox()
         let down = sandbox.path("sink-down")
         #expect(FileManager.default.createFile(atPath: down, contents: nil))
@@ -123,11 +123,12 @@ struct DeliveryTests {
         )
         let router = try start(sandbox)
         var listing = ""
-        router.waitUntil("5 dead letters") {
+        await router.waitUntil("5 dead letters") {
             listing = (try? dlq(["list"], sandbox))?.output ?? ""
             return listing.split(separator: "\n").count == 5
         }
         let rows = listing.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
+        try #require(rows.count == 5 && rows.allSatisfy { $0.count > 8 }, "\(listing)")
         #expect(rows.map { $0[5] } == (1...5).map(Self.id))
         for row in rows {
             #expect(row[1] == "durable")
@@ -147,7 +148,7 @@ struct DeliveryTests {
         try FileManager.default.removeItem(atPath: down)
         let replay = try dlq(["replay", "--all"], sandbox)
         #expect(replay.output.contains("replayed 5"), "\(replay)")
-        router.waitUntil("5 replayed envelopes collected") { collected(sandbox).count >= 5 }
+        await router.waitUntil("5 replayed envelopes collected") { collected(sandbox).count >= 5 }
         #expect(collected(sandbox).map(\.id) == (1...5).map(Self.id))
         #expect(try dlq(["list"], sandbox).output.isEmpty)
         #expect(router.stop() == 0)
@@ -167,7 +168,7 @@ struct DeliveryTests {
             """
         )
         let rejecting = try start(sandbox)
-        rejecting.waitUntil("the rejected envelope dead-lettered") {
+        await rejecting.waitUntil("the rejected envelope dead-lettered") {
             (try? dlq(["list", "--json"], sandbox))?.output.contains(Self.id(6)) == true
         }
         #expect(rejecting.stop() == 0)
@@ -178,7 +179,7 @@ struct DeliveryTests {
         #expect(try dlq(["list"], sandbox).output.isEmpty)
     }
 
-    @Test func aBacklogBeyondTheMemoryWindowSpillsToDiskSurvivesShutdownAndDrains() throws {
+    @Test func aBacklogBeyondTheMemoryWindowSpillsToDiskSurvivesShutdownAndDrains() async throws {
         let total = 3000
         let sandbox = try Sandbox()
         let down = sandbox.path("sink-down")
@@ -189,7 +190,7 @@ struct DeliveryTests {
         let first = try start(sandbox)
         // With the sink down and 16 envelopes in memory, the source still gets every envelope
         // settled: the spool took them.
-        first.waitUntil("the source settled all \(total)") {
+        await first.waitUntil("the source settled all \(total)") {
             (try? String(contentsOfFile: sandbox.path("source.state"), encoding: .utf8))?.hasPrefix("\(total)") == true
         }
         #expect(first.stop() == 0)
@@ -198,7 +199,7 @@ struct DeliveryTests {
 
         try FileManager.default.removeItem(atPath: down)
         let second = try start(sandbox)
-        second.waitUntil("every envelope collected") { collected(sandbox).count >= total }
+        await second.waitUntil("every envelope collected") { collected(sandbox).count >= total }
         #expect(second.stop() == 0)
         let lines = collected(sandbox)
         #expect(lines.count == total)

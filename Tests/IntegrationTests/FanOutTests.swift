@@ -4,7 +4,7 @@ import Testing
 /// One route with several sinks: every sink gets every envelope, in emission order.
 @Suite(.timeLimit(.minutes(2)))
 struct FanOutTests {
-    @Test func oneRouteToTwoFilesDeliversTheSameEnvelopesInTheSameOrder() throws {
+    @Test func oneRouteToTwoFilesDeliversTheSameEnvelopesInTheSameOrder() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         let count = 25
@@ -21,10 +21,10 @@ struct FanOutTests {
             """
         )
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
-        router.waitUntil("\(count) envelopes in both files") {
+        await router.waitUntil("\(count) envelopes in both files") {
             sandbox.lines(of: "a.jsonl").count >= count && sandbox.lines(of: "b.jsonl").count >= count
         }
-        router.waitUntil("the timer finished") { router.standardError.contains("timer finished after \(count) ticks") }
+        await router.waitUntil("the timer finished") { router.standardError.contains("timer finished after \(count) ticks") }
         #expect(router.stop() == 0)
         let a = try sandbox.jsonLines(of: "a.jsonl")
         let b = try sandbox.jsonLines(of: "b.jsonl")

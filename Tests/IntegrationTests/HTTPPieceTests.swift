@@ -69,7 +69,7 @@ struct HTTPPieceTests {
         func stop() { server.stop() }
     }
 
-    @Test func refusalsAreNamedCountedAndSendNothingWhileAllowedCallsWork() throws {
+    @Test func refusalsAreNamedCountedAndSendNothingWhileAllowedCallsWork() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         let server = try Server(in: sandbox)
@@ -97,7 +97,7 @@ struct HTTPPieceTests {
             \(iiidea("redirect-on", #"url: "http://127.0.0.1:\#(port)/redirect", allow_private: true, max_redirects: 1"#))
             \(iiidea("encoded", #"url: "http://127.0.0.1:\#(port)/encoded/{{body.time}}?n={{body.count}}", allow_private: true"#))
             """)
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox, extra: ["--spool", sandbox.path("state.db")])
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox, extra: ["--spool", sandbox.path("state.db")])
         let refusals = [
             (
                 "loopback",
@@ -108,13 +108,13 @@ struct HTTPPieceTests {
             ("redirect-off", "answered 302, a redirect; not followed (redirects are off: preferences.max_redirects)"),
         ]
         for (id, message) in refusals {
-            router.waitUntil("\(id) refused") {
+            await router.waitUntil("\(id) refused") {
                 router.standardError.split(separator: "\n").contains { $0.contains("iiidea=\(id)") && $0.contains(message) }
             }
             let counted = try MetricsExposition.pluginMetric("http_refused_total", instance: "iiidea:\(id)", admin: admin)
             #expect(counted == 1, "\(id)")
         }
-        router.waitUntil("the allowed calls answered") { sandbox.lines(of: "out.jsonl").count == 2 }
+        await router.waitUntil("the allowed calls answered") { sandbox.lines(of: "out.jsonl").count == 2 }
         #expect(try HTTPExchange.send("http://\(admin)/healthz").status == 200)
         #expect(router.stop() == 0)
 
@@ -127,7 +127,7 @@ struct HTTPPieceTests {
         #expect(server.requests.sorted() == ["/redirect", "/redirect", "/landed", encoded].sorted(), "the refused calls sent nothing")
     }
 
-    @Test func credentialsAreNotCarriedToAnotherOriginByARedirect() throws {
+    @Test func credentialsAreNotCarriedToAnotherOriginByARedirect() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         let server = try Server(in: sandbox)
@@ -149,8 +149,8 @@ struct HTTPPieceTests {
                     max_redirects: 1
                 action: { port: out.write }
             """)
-        let (router, _) = try RouterProcess.startWithAdmin(sandbox, extra: ["--spool", sandbox.path("state.db")])
-        router.waitUntil("the call answered") { sandbox.lines(of: "out.jsonl").count == 1 }
+        let (router, _) = try await RouterProcess.startWithAdmin(sandbox, extra: ["--spool", sandbox.path("state.db")])
+        await router.waitUntil("the call answered") { sandbox.lines(of: "out.jsonl").count == 1 }
         #expect(router.stop() == 0)
         // localhost is another origin than 127.0.0.1: the redirect went there without the token.
         #expect(server.requests == ["/elsewhere", "/landed-elsewhere"])

@@ -6,8 +6,8 @@ import Testing
 /// history's outcome filter, all through `switchyard iiidea` and across restarts.
 @Suite(.timeLimit(.minutes(3)))
 struct IiideaStoreTests {
-    private static func start(_ sandbox: Sandbox) throws -> (RouterProcess, String) {
-        try RouterProcess.startWithAdmin(sandbox, extra: ["--spool", sandbox.path("state.db")])
+    private static func start(_ sandbox: Sandbox) async throws -> (RouterProcess, String) {
+        try await RouterProcess.startWithAdmin(sandbox, extra: ["--spool", sandbox.path("state.db")])
     }
 
     /// Runs `switchyard iiidea ARGS --admin ADDRESS` and returns its output; fails the test on a
@@ -45,7 +45,7 @@ struct IiideaStoreTests {
         sandbox.lines(of: file).compactMap { (json($0) as? [String: Any])?["text"] as? String }
     }
 
-    @Test func anIiideaObtainedFromATemplateRunsSurvivesRestartsAndIsGoneWhenDeleted() throws {
+    @Test func anIiideaObtainedFromATemplateRunsSurvivesRestartsAndIsGoneWhenDeleted() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(
@@ -63,7 +63,7 @@ struct IiideaStoreTests {
                 action:  { port: out.write }
             """
         )
-        var (router, admin) = try Self.start(sandbox)
+        var (router, admin) = try await Self.start(sandbox)
         #expect(
             try Self.cli(["templates"], admin: admin, in: sandbox)
                 == "note-ticks\tclock,notes\tNotes every tick\tWrites a note for every tick of the clock\n")
@@ -77,7 +77,7 @@ struct IiideaStoreTests {
         #expect(obtained == "obtained mine\n")
         #expect(
             try Self.cli(["list"], admin: admin, in: sandbox) == "mine\tenabled\tclock.tick\ttemplate\tout.write\tMy notes\n")
-        router.waitUntil("the obtained iiidea's actions") { Self.texts(sandbox).count >= 2 }
+        await router.waitUntil("the obtained iiidea's actions") { Self.texts(sandbox).count >= 2 }
         #expect(Self.texts(sandbox).allSatisfy { $0.hasPrefix("mine ") }, "\(Self.texts(sandbox))")
         // Without --id the template's id is taken, then -2.
         #expect(try Self.cli(["obtain", "note-ticks"], admin: admin, in: sandbox) == "obtained note-ticks\n")
@@ -89,22 +89,22 @@ struct IiideaStoreTests {
         #expect(try Self.cli(["delete", "note-ticks-2"], admin: admin, in: sandbox) == "deleted note-ticks-2\n")
         #expect(router.stop() == 0)
 
-        (router, admin) = try Self.start(sandbox)
+        (router, admin) = try await Self.start(sandbox)
         #expect(try Self.ids(admin: admin, in: sandbox) == ["mine", "note-ticks"], "both survive the restart; the deleted one does not")
         let mineAtRestart = Self.texts(sandbox).filter { $0.hasPrefix("mine ") }.count
-        router.waitUntil("its actions after the restart") {
+        await router.waitUntil("its actions after the restart") {
             Self.texts(sandbox).filter { $0.hasPrefix("mine ") }.count >= mineAtRestart + 2
         }
         #expect(try Self.cli(["delete", "mine"], admin: admin, in: sandbox) == "deleted mine\n")
         #expect(try Self.ids(admin: admin, in: sandbox) == ["note-ticks"])
         let mineAtDelete = Self.texts(sandbox).filter { $0.hasPrefix("mine ") }.count
         let allAtDelete = Self.texts(sandbox).count
-        router.waitUntil("ten more actions of the other") { Self.texts(sandbox).count >= allAtDelete + 10 }
+        await router.waitUntil("ten more actions of the other") { Self.texts(sandbox).count >= allAtDelete + 10 }
         // At most the run already under way when it was deleted.
         #expect(Self.texts(sandbox).filter { $0.hasPrefix("mine ") }.count <= mineAtDelete + 1)
         #expect(router.stop() == 0)
 
-        (router, admin) = try Self.start(sandbox)
+        (router, admin) = try await Self.start(sandbox)
         #expect(try Self.ids(admin: admin, in: sandbox) == ["note-ticks"], "the deleted iiidea stays gone")
         #expect(try Self.refused(["delete", "mine"], admin: admin, in: sandbox).contains("no iiidea 'mine'"))
         #expect(
@@ -112,7 +112,7 @@ struct IiideaStoreTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func preferencesThatDoNotFitThePiecesSchemasAreRefusedByFieldAndNothingIsStored() throws {
+    @Test func preferencesThatDoNotFitThePiecesSchemasAreRefusedByFieldAndNothingIsStored() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("testkit")
@@ -128,7 +128,7 @@ struct IiideaStoreTests {
                 action:  { port: sink.collect, preferences: { level: low } }
             """
         )
-        var (router, admin) = try Self.start(sandbox)
+        var (router, admin) = try await Self.start(sandbox)
         // The schemas the template shows: the built-in template piece's and testkit's collect port's.
         let templates = try #require(Self.json(try Self.cli(["templates", "--json"], admin: admin, in: sandbox)) as? [[String: Any]])
         let schemas = try #require(templates.first?["schemas"] as? [String: Any])
@@ -156,7 +156,7 @@ struct IiideaStoreTests {
         )
         #expect(router.stop() == 0)
 
-        (router, admin) = try Self.start(sandbox)
+        (router, admin) = try await Self.start(sandbox)
         #expect(try Self.ids(admin: admin, in: sandbox) == ["collect-notes"], "only the valid one was stored")
         let shown = try #require(Self.json(try Self.cli(["preferences", "collect-notes"], admin: admin, in: sandbox)) as? [String: Any])
         #expect(((shown["preferences"] as? [String: Any])?["action"] as? [String: Any])?["level"] as? String == "high")
@@ -177,7 +177,7 @@ struct IiideaStoreTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func aRouteFileIiideasPreferencesCanBeOverriddenAcrossRestartsAndReset() throws {
+    @Test func aRouteFileIiideasPreferencesCanBeOverriddenAcrossRestartsAndReset() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(
@@ -192,13 +192,13 @@ struct IiideaStoreTests {
                 action:  { port: out.write }
             """
         )
-        var (router, admin) = try Self.start(sandbox)
-        router.waitUntil("the file's text") { Self.texts(sandbox).contains { $0.hasPrefix("file ") } }
+        var (router, admin) = try await Self.start(sandbox)
+        await router.waitUntil("the file's text") { Self.texts(sandbox).contains { $0.hasPrefix("file ") } }
         #expect(
             try Self.cli(["preferences", "greet", "--set", "service.text=store {{body.count}}"], admin: admin, in: sandbox)
                 == "set the preferences of greet\n")
         var mark = Self.texts(sandbox).count
-        router.waitUntil("the chosen text") { Self.texts(sandbox).dropFirst(mark).contains { $0.hasPrefix("store ") } }
+        await router.waitUntil("the chosen text") { Self.texts(sandbox).dropFirst(mark).contains { $0.hasPrefix("store ") } }
         let list = try #require(Self.json(try Self.cli(["list", "--json"], admin: admin, in: sandbox)) as? [[String: Any]])
         #expect(list.first?["preferences_overridden"] as? Bool == true)
         #expect(list.first?["origin"] as? String == "route_file")
@@ -208,25 +208,25 @@ struct IiideaStoreTests {
         #expect(deleted.contains("remove it there"), "a route-file iiidea is not deleted from the store: \(deleted)")
         #expect(router.stop() == 0)
 
-        (router, admin) = try Self.start(sandbox)
+        (router, admin) = try await Self.start(sandbox)
         mark = Self.texts(sandbox).count
-        router.waitUntil("three runs after the restart") { Self.texts(sandbox).count >= mark + 3 }
+        await router.waitUntil("three runs after the restart") { Self.texts(sandbox).count >= mark + 3 }
         #expect(Self.texts(sandbox).dropFirst(mark).allSatisfy { $0.hasPrefix("store ") }, "the override survives the restart")
         #expect(try Self.cli(["preferences", "greet", "--reset"], admin: admin, in: sandbox) == "reset the preferences of greet\n")
         mark = Self.texts(sandbox).count
-        router.waitUntil("the file's text again") { Self.texts(sandbox).dropFirst(mark).contains { $0.hasPrefix("file ") } }
+        await router.waitUntil("the file's text again") { Self.texts(sandbox).dropFirst(mark).contains { $0.hasPrefix("file ") } }
         let after = try #require(Self.json(try Self.cli(["list", "--json"], admin: admin, in: sandbox)) as? [[String: Any]])
         #expect(after.first?["preferences_overridden"] == nil)
         #expect(router.stop() == 0)
 
-        (router, admin) = try Self.start(sandbox)
+        (router, admin) = try await Self.start(sandbox)
         mark = Self.texts(sandbox).count
-        router.waitUntil("three runs after the second restart") { Self.texts(sandbox).count >= mark + 3 }
+        await router.waitUntil("three runs after the second restart") { Self.texts(sandbox).count >= mark + 3 }
         #expect(Self.texts(sandbox).dropFirst(mark).allSatisfy { $0.hasPrefix("file ") }, "the reset survives the restart")
         #expect(router.stop() == 0)
     }
 
-    @Test func aStoredIiideaWhoseTemplateIsGoneIsLeftOutAndTheRouterRunsTheRest() throws {
+    @Test func aStoredIiideaWhoseTemplateIsGoneIsLeftOutAndTheRouterRunsTheRest() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         func routes(withTemplate: Bool) -> String {
@@ -246,15 +246,15 @@ struct IiideaStoreTests {
                 """
         }
         try sandbox.writeRoutes(routes(withTemplate: true))
-        var (router, admin) = try Self.start(sandbox)
+        var (router, admin) = try await Self.start(sandbox)
         #expect(try Self.cli(["obtain", "passing", "--id", "gone-soon"], admin: admin, in: sandbox) == "obtained gone-soon\n")
-        router.waitUntil("the obtained iiidea's runs") { Self.texts(sandbox).contains { $0.hasPrefix("passing ") } }
+        await router.waitUntil("the obtained iiidea's runs") { Self.texts(sandbox).contains { $0.hasPrefix("passing ") } }
         #expect(router.stop() == 0)
 
         try sandbox.writeRoutes(routes(withTemplate: false))
-        (router, admin) = try Self.start(sandbox)
+        (router, admin) = try await Self.start(sandbox)
         let mark = Self.texts(sandbox).count
-        router.waitUntil("the route file's iiidea runs") { Self.texts(sandbox).count >= mark + 3 }
+        await router.waitUntil("the route file's iiidea runs") { Self.texts(sandbox).count >= mark + 3 }
         #expect(Self.texts(sandbox).dropFirst(mark).allSatisfy { $0.hasPrefix("stays ") })
         #expect(try Self.ids(admin: admin, in: sandbox) == ["stays"])
         let log = router.standardError
@@ -264,13 +264,13 @@ struct IiideaStoreTests {
 
         // Left out, not forgotten: with its template back it runs again.
         try sandbox.writeRoutes(routes(withTemplate: true))
-        (router, admin) = try Self.start(sandbox)
+        (router, admin) = try await Self.start(sandbox)
         #expect(try Self.ids(admin: admin, in: sandbox) == ["stays", "gone-soon"])
         #expect(!router.standardError.contains("stored iiidea left out"))
         #expect(router.stop() == 0)
     }
 
-    @Test func aStoredIiideaThatNoLongerFitsItsChangedTemplateIsLeftOutAndTheOthersRun() throws {
+    @Test func aStoredIiideaThatNoLongerFitsItsChangedTemplateIsLeftOutAndTheOthersRun() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         func routes(passing service: String) -> String {
@@ -287,7 +287,7 @@ struct IiideaStoreTests {
             """
         }
         try sandbox.writeRoutes(routes(passing: #"{ piece: template, preferences: { text: "passing {{body.count}}" } }"#))
-        var (router, admin) = try Self.start(sandbox)
+        var (router, admin) = try await Self.start(sandbox)
         // A piece set when obtaining is the person's; one left alone follows its template.
         #expect(
             try Self.cli(["obtain", "passing", "--id", "changed", "--set", "service.text=mine {{body.count}}"], admin: admin, in: sandbox)
@@ -298,17 +298,17 @@ struct IiideaStoreTests {
         // The template's service becomes a delay: the person's preferences ({text}) no longer fit,
         // and the problem is reported at the template's piece in the route file.
         try sandbox.writeRoutes(routes(passing: "{ piece: delay, preferences: { duration: 10ms } }"))
-        (router, admin) = try Self.start(sandbox)
+        (router, admin) = try await Self.start(sandbox)
         #expect(try Self.ids(admin: admin, in: sandbox) == ["steady"], "the stored iiidea that still validates runs")
         let mark = Self.texts(sandbox).count
-        router.waitUntil("the other stored iiidea runs") { Self.texts(sandbox).dropFirst(mark).contains { $0.hasPrefix("steady ") } }
+        await router.waitUntil("the other stored iiidea runs") { Self.texts(sandbox).dropFirst(mark).contains { $0.hasPrefix("steady ") } }
         let log = router.standardError
         #expect(log.contains("stored iiidea left out") && log.contains("changed"), "\(log)")
         #expect(log.contains("needs preferences.duration"), "\(log)")
         #expect(router.stop() == 0)
     }
 
-    @Test func theSIPSendPortTakesItsDestinationAndContentTypeFromCheckedActionPreferences() throws {
+    @Test func theSIPSendPortTakesItsDestinationAndContentTypeFromCheckedActionPreferences() async throws {
         let peer = try SIPScriptedPeer { request, _ in SIPScriptedPeer.response(to: request, "200 OK") }
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
@@ -324,7 +324,7 @@ struct IiideaStoreTests {
                 service: { piece: template, preferences: { text: "page {{body.count}}" } }
                 action:  { port: pager.send, preferences: { to: "sip:nobody@127.0.0.1:9" } }
             """)
-        let (router, admin) = try Self.start(sandbox)
+        let (router, admin) = try await Self.start(sandbox)
         let templates = try #require(Self.json(try Self.cli(["templates", "--json"], admin: admin, in: sandbox)) as? [[String: Any]])
         let action = try #require((templates.first?["schemas"] as? [String: Any])?["action"] as? [String: Any])
         #expect(Set(((action["properties"] as? [String: Any]) ?? [:]).keys) == ["to", "content_type"], "\(action)")
@@ -346,7 +346,7 @@ struct IiideaStoreTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func runNowRunsWithTheGivenInputEvenWhenTheConditionWouldFilterIt() throws {
+    @Test func runNowRunsWithTheGivenInputEvenWhenTheConditionWouldFilterIt() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(
@@ -366,14 +366,14 @@ struct IiideaStoreTests {
                 action:  { port: out.write }
             """
         )
-        let (router, admin) = try Self.start(sandbox)
+        let (router, admin) = try await Self.start(sandbox)
         let started = try Self.cli(
             ["run", "manual", "--input", #"{"count": 7, "time": "2026-11-25T00:00:00Z"}"#], admin: admin, in: sandbox)
         #expect(started.hasPrefix("started manual: trigger envelope "), "\(started)")
         let envelope = String(started.dropFirst("started manual: trigger envelope ".count).dropLast())
-        router.waitUntil("the action's output") { Self.texts(sandbox) == ["manual 7"] }
+        await router.waitUntil("the action's output") { Self.texts(sandbox) == ["manual 7"] }
         var runs: [[String: Any]] = []
-        router.waitUntil("the run recorded as ended") {
+        await router.waitUntil("the run recorded as ended") {
             runs = ((try? Self.runs("manual", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
             return runs.count == 1
         }
@@ -393,7 +393,7 @@ struct IiideaStoreTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func aPieceRefusingItsPreferencesLeavesTheObtainedIiideaInactiveUntilTheyChange() throws {
+    @Test func aPieceRefusingItsPreferencesLeavesTheObtainedIiideaInactiveUntilTheyChange() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("testkit")
@@ -409,7 +409,7 @@ struct IiideaStoreTests {
                 action:  { port: sink.collect }
             """
         )
-        let (router, admin) = try Self.start(sandbox)
+        let (router, admin) = try await Self.start(sandbox)
         let obtained = try Self.cli(["obtain", "collect", "--set", "action.refuse=no permission here"], admin: admin, in: sandbox)
         #expect(obtained == "obtained collect, but inactive: sink.collect refused: no permission here\n")
         #expect(
@@ -423,13 +423,13 @@ struct IiideaStoreTests {
                 ["preferences", "collect", "--set", "action.refuse=null", "--set", "action.level=high"], admin: admin, in: sandbox)
                 == "set the preferences of collect\n")
         #expect(try Self.cli(["list"], admin: admin, in: sandbox) == "collect\tenabled\tclock.tick\tpass\tsink.collect\t\n")
-        router.waitUntil("runs once the piece accepts") { sandbox.lines(of: "collected.txt").count >= 3 }
+        await router.waitUntil("runs once the piece accepts") { sandbox.lines(of: "collected.txt").count >= 3 }
         #expect(!router.standardError.contains("piece collect disabled for collect"))
         #expect(router.standardError.contains("piece collect enabled for collect"))
         #expect(router.stop() == 0)
     }
 
-    @Test func theRunHistoryFiltersByOutcome() throws {
+    @Test func theRunHistoryFiltersByOutcome() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("testkit")
@@ -447,12 +447,12 @@ struct IiideaStoreTests {
                 action:  { port: out.write }
             """
         )
-        let (router, admin) = try Self.start(sandbox)
+        let (router, admin) = try await Self.start(sandbox)
         // The double piece fails on an input without a count.
         for input in [#"{"count": 1}"#, "{}", #"{"count": 3}"#, #"{"other": 1}"#, #"{"count": 5}"#] {
             _ = try Self.cli(["run", "doubling", "--input", input], admin: admin, in: sandbox)
         }
-        router.waitUntil("five ended runs") {
+        await router.waitUntil("five ended runs") {
             ((try? Self.runs("doubling", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }.count == 5
         }
         let failed = try Self.runs("doubling", ["--outcome", "failed"], admin: admin, in: sandbox)

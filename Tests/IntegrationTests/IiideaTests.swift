@@ -5,8 +5,8 @@ import Testing
 /// the admin port and across restarts, the http piece against a local server, remote runs.
 @Suite(.timeLimit(.minutes(2)))
 struct IiideaTests {
-    private static func start(_ sandbox: Sandbox) throws -> (RouterProcess, String) {
-        try RouterProcess.startWithAdmin(sandbox, extra: ["--spool", sandbox.path("state.db")])
+    private static func start(_ sandbox: Sandbox) async throws -> (RouterProcess, String) {
+        try await RouterProcess.startWithAdmin(sandbox, extra: ["--spool", sandbox.path("state.db")])
     }
 
     /// Runs `switchyard iiidea ARGS --admin ADDRESS` and returns its output; fails the test on a
@@ -24,7 +24,7 @@ struct IiideaTests {
         return (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]]) ?? []
     }
 
-    @Test func aChainRunsEndToEndAndIsRecorded() throws {
+    @Test func aChainRunsEndToEndAndIsRecorded() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(
@@ -40,10 +40,10 @@ struct IiideaTests {
                 action:  { port: out.write, preferences: { note: "got {{body.text}}" } }
             """
         )
-        let (router, admin) = try Self.start(sandbox)
-        router.waitUntil("two actions written") { sandbox.lines(of: "out.jsonl").count >= 2 }
+        let (router, admin) = try await Self.start(sandbox)
+        await router.waitUntil("two actions written") { sandbox.lines(of: "out.jsonl").count >= 2 }
         var finished: [[String: Any]] = []
-        router.waitUntil("two runs recorded as ended") {
+        await router.waitUntil("two runs recorded as ended") {
             finished = ((try? Self.runs("tick-note", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
             return finished.count == 2
         }
@@ -62,7 +62,7 @@ struct IiideaTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func aFailingServiceEndsTheRunThereAndTheActionDoesNotRun() throws {
+    @Test func aFailingServiceEndsTheRunThereAndTheActionDoesNotRun() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(
@@ -77,9 +77,9 @@ struct IiideaTests {
                 action:  { port: out.write }
             """
         )
-        let (router, admin) = try Self.start(sandbox)
+        let (router, admin) = try await Self.start(sandbox)
         var runs: [[String: Any]] = []
-        router.waitUntil("the failed run") {
+        await router.waitUntil("the failed run") {
             runs = ((try? Self.runs("unreachable", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
             return !runs.isEmpty
         }
@@ -89,7 +89,7 @@ struct IiideaTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func theHTTPPieceCallsALocalServerAndPassesItsJSONOn() throws {
+    @Test func theHTTPPieceCallsALocalServerAndPassesItsJSONOn() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         // A real HTTP server: answers every POST with the JSON it got, wrapped, and logs it.
@@ -114,15 +114,15 @@ struct IiideaTests {
                 action: { port: out.write }
             """
         )
-        let (router, _) = try Self.start(sandbox)
-        router.waitUntil("two answers written") { sandbox.lines(of: "out.jsonl").count >= 2 }
+        let (router, _) = try await Self.start(sandbox)
+        await router.waitUntil("two answers written") { sandbox.lines(of: "out.jsonl").count >= 2 }
         #expect(router.stop() == 0)
         let answers = sandbox.lines(of: "out.jsonl")
         #expect(
             answers == [#"{"got":{"n":1},"header":"tick 1","path":"/echo/1"}"#, #"{"got":{"n":2},"header":"tick 2","path":"/echo/2"}"#])
     }
 
-    @Test func disablingStopsRunsAndSurvivesARestartAndHistoryIsBounded() throws {
+    @Test func disablingStopsRunsAndSurvivesARestartAndHistoryIsBounded() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(
@@ -138,32 +138,32 @@ struct IiideaTests {
               - { id: every, trigger: { port: clock.tick }, service: { piece: pass }, action: { port: out.write } }
             """
         )
-        var (router, admin) = try Self.start(sandbox)
-        router.waitUntil("six actions") { sandbox.lines(of: "out.jsonl").count >= 6 }
+        var (router, admin) = try await Self.start(sandbox)
+        await router.waitUntil("six actions") { sandbox.lines(of: "out.jsonl").count >= 6 }
         #expect(try Self.runs("every", admin: admin, in: sandbox).count == 3, "history keeps 3 runs")
         #expect(try Self.cli(["disable", "every"], admin: admin, in: sandbox) == "disabled every\n")
         let actionsAtDisable = sandbox.lines(of: "out.jsonl").count
         let ticksAtDisable = sandbox.lines(of: "ticks.jsonl").count
-        router.waitUntil("ten more ticks") { sandbox.lines(of: "ticks.jsonl").count >= ticksAtDisable + 10 }
+        await router.waitUntil("ten more ticks") { sandbox.lines(of: "ticks.jsonl").count >= ticksAtDisable + 10 }
         // At most the run already under way when the switch flipped.
         #expect(sandbox.lines(of: "out.jsonl").count <= actionsAtDisable + 1)
         #expect(router.stop() == 0)
 
-        (router, admin) = try Self.start(sandbox)
+        (router, admin) = try await Self.start(sandbox)
         #expect(try Self.cli(["list"], admin: admin, in: sandbox).hasPrefix("every\tdisabled\t"), "the choice survives the restart")
         let actionsAfterRestart = sandbox.lines(of: "out.jsonl").count
         let ticksAfterRestart = sandbox.lines(of: "ticks.jsonl").count
-        router.waitUntil("ten ticks after the restart") { sandbox.lines(of: "ticks.jsonl").count >= ticksAfterRestart + 10 }
+        await router.waitUntil("ten ticks after the restart") { sandbox.lines(of: "ticks.jsonl").count >= ticksAfterRestart + 10 }
         #expect(sandbox.lines(of: "out.jsonl").count == actionsAfterRestart)
         #expect(try Self.cli(["enable", "every"], admin: admin, in: sandbox) == "enabled every\n")
-        router.waitUntil("actions again") { sandbox.lines(of: "out.jsonl").count >= actionsAfterRestart + 3 }
+        await router.waitUntil("actions again") { sandbox.lines(of: "out.jsonl").count >= actionsAfterRestart + 3 }
         let unknown = try RouterProcess.runToExit(["iiidea", "enable", "nope", "--admin", admin], in: sandbox.root)
         #expect(unknown.status == 1)
         #expect(unknown.errors.contains("no such iiidea"))
         #expect(router.stop() == 0)
     }
 
-    @Test func aPieceThatRefusesToEnableLeavesTheIiideaInactiveWithItsReason() throws {
+    @Test func aPieceThatRefusesToEnableLeavesTheIiideaInactiveWithItsReason() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("testkit")
@@ -183,8 +183,8 @@ struct IiideaTests {
                 action:  { port: sink.collect, preferences: { folder: inbox } }
             """
         )
-        let (router, admin) = try Self.start(sandbox)
-        router.waitUntil("runs of the accepted iiidea") { sandbox.lines(of: "collected.txt").count >= 3 }
+        let (router, admin) = try await Self.start(sandbox)
+        await router.waitUntil("runs of the accepted iiidea") { sandbox.lines(of: "collected.txt").count >= 3 }
         let list = try Self.cli(["list"], admin: admin, in: sandbox).split(separator: "\n")
         #expect(
             list.contains("refused\tinactive (sink.collect refused: no permission to write)\tclock.tick\tpass\tsink.collect\t"), "\(list)")
@@ -194,12 +194,12 @@ struct IiideaTests {
             try Self.cli(["enable", "refused"], admin: admin, in: sandbox)
                 == "enabled refused, but inactive: sink.collect refused: no permission to write\n")
         #expect(try Self.cli(["disable", "accepted"], admin: admin, in: sandbox) == "disabled accepted\n")
-        router.waitUntil("the piece told it was disabled") { router.standardError.contains("piece collect disabled for accepted") }
+        await router.waitUntil("the piece told it was disabled") { router.standardError.contains("piece collect disabled for accepted") }
         #expect(router.standardError.contains("piece collect enabled for accepted"))
         #expect(router.stop() == 0)
     }
 
-    @Test func aPluginServicePieceRunsOverTheABIAndItsFailureEndsTheRun() throws {
+    @Test func aPluginServicePieceRunsOverTheABIAndItsFailureEndsTheRun() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("testkit")
@@ -217,9 +217,9 @@ struct IiideaTests {
                 action: { port: out.write }
             """
         )
-        let (router, admin) = try Self.start(sandbox)
+        let (router, admin) = try await Self.start(sandbox)
         var failed: [[String: Any]] = []
-        router.waitUntil("two doubled outputs and two failed runs") {
+        await router.waitUntil("two doubled outputs and two failed runs") {
             failed = ((try? Self.runs("broken", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
             return sandbox.lines(of: "out.jsonl").count == 2 && failed.count == 2
         }
@@ -247,7 +247,7 @@ struct IiideaTests {
         return (broker, sandbox)
     }
 
-    @Test func aMessageNamingTheIiideaRunsItRemotelyWithItsData() throws {
+    @Test func aMessageNamingTheIiideaRunsItRemotelyWithItsData() async throws {
         let (broker, sandbox) = try Self.remoteRuns(
             """
               - id: note
@@ -256,21 +256,21 @@ struct IiideaTests {
                 action:  { port: out.write }
                 remote:  { port: push.messages }
             """)
-        let (router, admin) = try Self.start(sandbox)
+        let (router, admin) = try await Self.start(sandbox)
         broker.waitForLog("Sending SUBACK to remote-runs")
         try broker.publish(topic: "push/a", message: #"{"notification_id":"other","data":{"count":1}}"#, qos: 1)
         try broker.publish(topic: "push/a", message: #"{"notification_id":"note","data":{"count":42}}"#, qos: 1)
-        router.waitUntil("the remote run's action") { !sandbox.lines(of: "out.jsonl").isEmpty }
+        await router.waitUntil("the remote run's action") { !sandbox.lines(of: "out.jsonl").isEmpty }
         #expect(sandbox.lines(of: "out.jsonl") == [#"{"text":"remote 42"}"#])
         var runs: [[String: Any]] = []
-        router.waitUntil("the run recorded") {
+        await router.waitUntil("the run recorded") {
             runs = ((try? Self.runs("note", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
             return runs.count == 1
         }
         #expect(router.stop() == 0)
     }
 
-    @Test func anOwnedIiideaRunsRemotelyOnlyForItsOwnerAndListsFilterByOwner() throws {
+    @Test func anOwnedIiideaRunsRemotelyOnlyForItsOwnerAndListsFilterByOwner() async throws {
         let (broker, sandbox) = try Self.remoteRuns(
             """
               - id: alices
@@ -284,13 +284,13 @@ struct IiideaTests {
                 service: { piece: pass }
                 action:  { port: out.write }
             """)
-        let (router, admin) = try Self.start(sandbox)
+        let (router, admin) = try await Self.start(sandbox)
         broker.waitForLog("Sending SUBACK to remote-runs")
         // Naming the iiidea is not enough: the message must name its owner.
         try broker.publish(topic: "push/a", message: #"{"notification_id":"alices","data":{"owner":"bob","count":1}}"#, qos: 1)
         try broker.publish(topic: "push/a", message: #"{"notification_id":"alices","data":{"count":2}}"#, qos: 1)
         try broker.publish(topic: "push/a", message: #"{"notification_id":"alices","data":{"owner":"alice","count":3}}"#, qos: 1)
-        router.waitUntil("the owner's remote run") { !sandbox.lines(of: "out.jsonl").isEmpty }
+        await router.waitUntil("the owner's remote run") { !sandbox.lines(of: "out.jsonl").isEmpty }
         #expect(sandbox.lines(of: "out.jsonl") == [#"{"text":"for alice: 3"}"#])
 
         let owned = try Self.cli(["list", "--owner", "alice"], admin: admin, in: sandbox).split(separator: "\n")

@@ -4,7 +4,7 @@ import Testing
 /// `--log-format json` and per-instance `log_level:`.
 @Suite(.timeLimit(.minutes(1)))
 struct LoggingTests {
-    @Test func jsonLinesAndAnInstanceLevelAboveTheGlobalOne() throws {
+    @Test func jsonLinesAndAnInstanceLevelAboveTheGlobalOne() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(
@@ -21,7 +21,7 @@ struct LoggingTests {
         let router = try RouterProcess(
             ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--log-level", "warning", "--log-format", "json"],
             in: sandbox.root)
-        router.waitUntil("both timers done") {
+        await router.waitUntil("both timers done") {
             sandbox.lines(of: "out.jsonl").count == 4 && router.standardError.contains("timer finished")
         }
         #expect(router.stop() == 0)
@@ -53,7 +53,7 @@ struct LoggingTests {
 /// Secrets never reach a log line: not the URL's password, not a value from the environment.
 @Suite(.timeLimit(.minutes(2)))
 struct SecretRedactionTests {
-    @Test func aBrokerPasswordIsMaskedInEveryLine() throws {
+    @Test func aBrokerPasswordIsMaskedInEveryLine() async throws {
         let sandbox = try Sandbox(plugins: ["core", "mqtt"])
         try sandbox.writeRoutes(
             """
@@ -83,7 +83,7 @@ struct SecretRedactionTests {
         let router = try RouterProcess(
             ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--log-level", "debug"], in: sandbox.root,
             environment: ["BROKER_PASSWORD": "hunter22-from-env"])
-        router.waitUntil("both instances logged a failed connection") {
+        await router.waitUntil("both instances logged a failed connection") {
             router.standardError.contains("instance=broker") && router.standardError.contains("instance=literal")
                 && router.occurrences(of: "127.0.0.1:1") >= 2
         }

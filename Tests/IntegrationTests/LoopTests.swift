@@ -30,15 +30,15 @@ struct LoopTests {
             """
     }
 
-    @Test func relayCycleIsCutAtTheInstanceAlreadyInTheTrace() throws {
+    @Test func relayCycleIsCutAtTheInstanceAlreadyInTheTrace() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         let count = 8
         try sandbox.writeRoutes(Self.relayGraph(file: sandbox.path("loop.jsonl"), count: count, allowLoops: false))
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
-        router.waitUntil("\(count) envelopes in loop.jsonl") { sandbox.lines(of: "loop.jsonl").count >= count }
-        router.waitUntil("the timer finished") { router.standardError.contains("timer finished after \(count) ticks") }
-        router.waitUntil("the loop notice") { router.standardError.contains("loop stopped") }
+        await router.waitUntil("\(count) envelopes in loop.jsonl") { sandbox.lines(of: "loop.jsonl").count >= count }
+        await router.waitUntil("the timer finished") { router.standardError.contains("timer finished after \(count) ticks") }
+        await router.waitUntil("the loop notice") { router.standardError.contains("loop stopped") }
         #expect(router.stop() == 0)
 
         let lines = try sandbox.jsonLines(of: "loop.jsonl")

@@ -7,7 +7,7 @@ import Testing
 @Suite(.timeLimit(.minutes(2)))
 struct MQTTBridgeTests {
     @Test(arguments: ["5", "\"3.1.1\""])
-    func bidirectionalBridgeBetweenTwoBrokersDoesNotEcho(version: String) throws {
+    func bidirectionalBridgeBetweenTwoBrokersDoesNotEcho(version: String) async throws {
         let brokerA = try Mosquitto()
         let brokerB = try Mosquitto()
         let sandbox = try Sandbox()
@@ -25,15 +25,15 @@ struct MQTTBridgeTests {
         let watchA = try MosquittoSubscriber(brokerA, topic: "chat/#", qos: 1)
         let watchB = try MosquittoSubscriber(brokerB, topic: "chat/#", qos: 1)
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
-        router.waitUntil("both links subscribed") {
+        await router.waitUntil("both links subscribed") {
             brokerA.occurrences(of: "Sending SUBACK to bridge-a") > 0 && brokerB.occurrences(of: "Sending SUBACK to bridge-b") > 0
         }
         try brokerA.publish(topic: "chat/from-a", message: "hello from A", qos: 1)
         try brokerB.publish(topic: "chat/from-b", message: "hello from B", qos: 1)
-        router.waitUntil("each message on both brokers") { watchA.lines.count >= 2 && watchB.lines.count >= 2 }
+        await router.waitUntil("each message on both brokers") { watchA.lines.count >= 2 && watchB.lines.count >= 2 }
         // Another message proves the earlier ones have had time to echo, had they done so.
         try brokerA.publish(topic: "chat/last", message: "done", qos: 1)
-        router.waitUntil("the last message bridged") { watchB.lines.contains("chat/last done") }
+        await router.waitUntil("the last message bridged") { watchB.lines.contains("chat/last done") }
         #expect(router.stop() == 0)
         #expect(watchA.lines.sorted() == ["chat/from-a hello from A", "chat/from-b hello from B", "chat/last done"])
         #expect(watchB.lines.sorted() == ["chat/from-a hello from A", "chat/from-b hello from B", "chat/last done"])

@@ -243,12 +243,12 @@ struct MQTTConnectSeedTests {
     }
 
     /// The recorded phone messages, waiting for `count`.
-    static func recorded(_ sandbox: Sandbox, _ router: RouterProcess, count: Int) throws -> [[String: Any]] {
-        router.waitUntil("\(count) phone messages recorded") { sandbox.lines(of: "phones.jsonl").count >= count }
+    static func recorded(_ sandbox: Sandbox, _ router: RouterProcess, count: Int) async throws -> [[String: Any]] {
+        await router.waitUntil("\(count) phone messages recorded") { sandbox.lines(of: "phones.jsonl").count >= count }
         return try sandbox.jsonLines(of: "phones.jsonl")
     }
 
-    @Test func theSeedsSettingsGoOutAsTheyAreAndTheReceiptIsTyped() throws {
+    @Test func theSeedsSettingsGoOutAsTheyAreAndTheReceiptIsTyped() async throws {
         let broker = try Mosquitto()
         let sandbox = try MQTTConnectTests.sandbox()
         let phone = try MosquittoSubscriber(broker, topic: "phone/in", qos: 1, format: "%p")
@@ -263,7 +263,7 @@ struct MQTTConnectSeedTests {
         // disconnects; nothing is sent then.)
         let receipt = Self.replacing(Self.settings, "SessionObject", with: ["sheet": "S1"])
         try broker.publish(topic: "cedalo/iPhone", message: receipt, qos: 1)
-        let message = try #require(try Self.recorded(sandbox, router, count: 1).first)
+        let message = try await #require(try Self.recorded(sandbox, router, count: 1).first)
         #expect(message["type"] as? String == "mqttconnect.SettingsReceipt", "\(message)")
         #expect(message["subject"] as? String == "cedalo/iPhone")
         #expect((message["headers"] as? [String: String])?["mqttconnect.iphone_id"] == Self.phoneID)
@@ -278,7 +278,7 @@ struct MQTTConnectSeedTests {
         #expect(MQTTConnectTests.failedDeliveries(router.standardError).isEmpty, "\(router.standardError)")
     }
 
-    @Test func qrAndNFCContentStaysJSONOrTextAndPicturesAreBase64() throws {
+    @Test func qrAndNFCContentStaysJSONOrTextAndPicturesAreBase64() async throws {
         let broker = try Mosquitto()
         let sandbox = try MQTTConnectTests.sandbox()
         let router = try Self.start(broker, sandbox)
@@ -304,7 +304,7 @@ struct MQTTConnectSeedTests {
             (String(decoding: try JSONSerialization.data(withJSONObject: camera), as: UTF8.self), "mqttconnect.CameraPicture", picture))
         for (payload, _, _) in payloads { try broker.publish(topic: "phone/out", message: payload, qos: 1) }
 
-        let recorded = try Self.recorded(sandbox, router, count: payloads.count)
+        let recorded = try await Self.recorded(sandbox, router, count: payloads.count)
         #expect(recorded.compactMap { $0["type"] as? String } == payloads.map(\.1), "\(recorded)")
         for (message, expected) in zip(recorded, payloads) {
             let body = message["body"] as? [String: Any] ?? [:]
@@ -318,7 +318,7 @@ struct MQTTConnectSeedTests {
         #expect(router.stop() == 0, "\(router.standardError)")
     }
 
-    @Test func theSeedsDialogIsCheckedAndASessionObjectSetByTheRouterRoundTrips() throws {
+    @Test func theSeedsDialogIsCheckedAndASessionObjectSetByTheRouterRoundTrips() async throws {
         let broker = try Mosquitto()
         let sandbox = try MQTTConnectTests.sandbox()
         let phone = try MosquittoSubscriber(broker, topic: "phone/in", qos: 1, format: "%p")
@@ -327,7 +327,7 @@ struct MQTTConnectSeedTests {
         // As printed, the seed's dialog lists the choices where one belongs: refused, counted,
         // not published.
         try broker.publish(topic: "office/dialog", message: Self.dialog, qos: 1)
-        router.waitUntil("the refusal") { !MQTTConnectTests.failedDeliveries(router.standardError).isEmpty }
+        await router.waitUntil("the refusal") { !MQTTConnectTests.failedDeliveries(router.standardError).isEmpty }
         let refusal = MQTTConnectTests.failedDeliveries(router.standardError).joined()
         #expect(refusal.contains("DialogMessage.OptionsMode must be one of"), "\(refusal)")
         #expect(refusal.contains("DialogMessage.SwitchToTab must be one of"), "\(refusal)")
@@ -358,7 +358,7 @@ struct MQTTConnectSeedTests {
              "SessionObject": {"Sheet": "Doorbell", "Step": 1}}
             """#
         try broker.publish(topic: "optional/topic/toSend/replyTo/ifnot/set/use/default", message: answer, qos: 1)
-        let reply = try #require(try Self.recorded(sandbox, router, count: 1).first)
+        let reply = try await #require(try Self.recorded(sandbox, router, count: 1).first)
         #expect(reply["type"] as? String == "mqttconnect.DialogReply", "\(reply)")
         #expect(MQTTConnectTests.same(reply["session"], session), "\(reply)")
         #expect(MQTTConnectTests.same((reply["body"] as? [String: Any])?["InputFields"], MQTTConnectTests.object(answer)?["InputFields"]))

@@ -40,7 +40,7 @@ struct MQTTConnectTests {
 
     // MARK: - The example
 
-    @Test func exampleDoorbellBecomesADialogAndThePhonesAnswerOpensTheDoor() throws {
+    @Test func exampleDoorbellBecomesADialogAndThePhonesAnswerOpensTheDoor() async throws {
         let broker = try Mosquitto()
         let sandbox = try Self.sandbox()
         let environment = ["MQTT_URL": broker.url, "PHONE_ID": "office-iphone"]
@@ -86,7 +86,7 @@ struct MQTTConnectTests {
             message: #"{"iPhoneID": "office-iphone", "ReplyObject": {"Door": "open"}, "SessionObject": \#(sessionJSON)}"#, qos: 1)
         let commandLine = try #require(door.waitForLines(1).first, "\(router.standardError)")
         #expect(Self.same(Self.object(commandLine), ["command": "open", "phone": "office-iphone"]), "\(commandLine)")
-        router.waitUntil("the answer on the console") { router.standardOutput.contains("mqttconnect.DialogReply") }
+        await router.waitUntil("the answer on the console") { router.standardOutput.contains("mqttconnect.DialogReply") }
         #expect(router.stop() == 0, "\(router.standardError)")
 
         let printed = router.standardOutput.split(separator: "\n").compactMap { Self.object(String($0)) }
@@ -101,7 +101,7 @@ struct MQTTConnectTests {
 
     // MARK: - Checked before publishing
 
-    @Test func invalidDialogsAndSettingsAreRefusedCountedAndNeverPublished() throws {
+    @Test func invalidDialogsAndSettingsAreRefusedCountedAndNeverPublished() async throws {
         let broker = try Mosquitto()
         let sandbox = try Self.sandbox()
         try sandbox.writeRoutes(
@@ -157,7 +157,7 @@ struct MQTTConnectTests {
         #expect(titles == ["one", "three"], "\(lines)")
         let settings = published.compactMap { $0["Settings"] as? [String: Any] }
         #expect(settings.count == 1 && settings.first?["PublishTopic"] as? String == "phone/out", "\(lines)")
-        router.waitUntil("both refusals logged") { Self.failedDeliveries(router.standardError).count >= 2 }
+        await router.waitUntil("both refusals logged") { Self.failedDeliveries(router.standardError).count >= 2 }
         #expect(router.stop() == 0, "\(router.standardError)")
 
         let log = router.standardError
@@ -214,7 +214,7 @@ struct MQTTConnectTests {
 
     // MARK: - Sessions per phone
 
-    @Test func eachPhoneGetsItsOwnSessionObjectAndInboundPayloadsAreTyped() throws {
+    @Test func eachPhoneGetsItsOwnSessionObjectAndInboundPayloadsAreTyped() async throws {
         let broker = try Mosquitto()
         let sandbox = try Self.sandbox()
         try sandbox.writeRoutes(
@@ -296,7 +296,7 @@ struct MQTTConnectTests {
         #expect((again["DialogMessage"] as? [String: Any])?["Maintitle"] as? String == "again", "\(again)")
         #expect(Self.same(again["SessionObject"], ["who": "B"]), "\(again)")
 
-        router.waitUntil("three phone messages recorded") { sandbox.lines(of: "phones.jsonl").count >= 3 }
+        await router.waitUntil("three phone messages recorded") { sandbox.lines(of: "phones.jsonl").count >= 3 }
         #expect(router.stop() == 0, "\(router.standardError)")
         #expect(Self.failedDeliveries(router.standardError).isEmpty, "\(router.standardError)")
 

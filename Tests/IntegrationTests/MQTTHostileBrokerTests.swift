@@ -14,7 +14,7 @@ struct MQTTHostileBrokerTests {
         [0x20, 0x03, 0x00, 0x00, 0x00]
         + [0x30, 0x08, 0x00, 0x00, 0x03, 0x23, 0x00, 0x01, UInt8(ascii: "h"), UInt8(ascii: "i")]
 
-    @Test func aTopicAliasThisClientNeverAllowedClosesTheConnectionWithReason0x94() throws {
+    @Test func aTopicAliasThisClientNeverAllowedClosesTheConnectionWithReason0x94() async throws {
         let fake = try FakeBroker(reply: Self.connAckThenAliasedPublish)
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
@@ -33,8 +33,8 @@ struct MQTTHostileBrokerTests {
               - { name: inbound, from: broker.messages, to: out.write }
             """
         )
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox)
-        router.waitUntil("a second connection after the violation") { fake.connections >= 2 }
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox)
+        await router.waitUntil("a second connection after the violation") { fake.connections >= 2 }
         let log = router.standardError
         #expect(log.contains("closing the connection to 127.0.0.1:\(fake.port): protocol violation: PUBLISH with Topic Alias 1"), "\(log)")
         #expect(try MetricsExposition.pluginMetric("mqtt_bad_packets_total", instance: "broker", admin: admin) >= 1)
@@ -74,7 +74,7 @@ struct MQTTHostileBrokerTests {
 /// is not kept; each is counted.
 @Suite(.timeLimit(.minutes(2)))
 struct MQTTConnectMemoryTests {
-    @Test func sessionObjectsOverTheByteLimitAreForgottenAndCounted() throws {
+    @Test func sessionObjectsOverTheByteLimitAreForgottenAndCounted() async throws {
         let broker = try Mosquitto()
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
@@ -94,7 +94,7 @@ struct MQTTConnectMemoryTests {
               - { name: inbound, from: broker.messages, to: out.write }
             """
         )
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox)
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox)
         broker.waitForLog("Sending SUBACK to switchyard-memory")
         // Two phones of ~900 bytes fit in 2 KiB; the third pushes the first out; a 3000-byte
         // session object is never kept.
@@ -104,7 +104,7 @@ struct MQTTConnectMemoryTests {
                 topic: "phones/\(phone)", message: #"{"iPhoneID": "\#(phone)", "Battery": 1, "SessionObject": {"s": "\#(session)"}}"#,
                 qos: 1)
         }
-        router.waitUntil("four messages through") { sandbox.lines(of: "out.jsonl").count >= 4 }
+        await router.waitUntil("four messages through") { sandbox.lines(of: "out.jsonl").count >= 4 }
         #expect(try MetricsExposition.pluginMetric("mqttconnect_sessions_forgotten_total", instance: "broker", admin: admin) == 2)
         #expect(router.stop() == 0, "\(router.standardError)")
     }

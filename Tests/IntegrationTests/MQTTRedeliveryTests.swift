@@ -15,7 +15,7 @@ struct MQTTRedeliveryTests {
     /// 200 QoS 1 publishes reach a sink that answers retry at first: the broker gets no PUBACK
     /// while the sink is down, and once it is back every message is delivered exactly once, in
     /// order, and confirmed exactly once.
-    @Test func publishesTheRouterSettlesWithRetryAreHeldUnconfirmedAndOfferedAgain() throws {
+    @Test func publishesTheRouterSettlesWithRetryAreHeldUnconfirmedAndOfferedAgain() async throws {
         let broker = try Mosquitto()
         let sandbox = try Sandbox()
         try sandbox.installPlugin("mqtt")
@@ -35,7 +35,7 @@ struct MQTTRedeliveryTests {
               - { name: inbound, from: broker.messages, to: sink.collect }
             """
         )
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox)
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox)
         broker.waitForLog("Sending SUBACK to \(Self.clientID)")
         let total = 200
         let script =
@@ -44,7 +44,7 @@ struct MQTTRedeliveryTests {
         try #require(published.status == 0, "\(published.output)")
 
         // The sink stays down while the link offers the held publishes again a few times.
-        try router.waitUntil("publishes offered to the router again") {
+        try await router.waitUntil("publishes offered to the router again") {
             try MetricsExposition.pluginMetric("mqtt_redelivered_to_router_total", instance: "broker", admin: admin) >= 3
         }
         #expect(try MetricsExposition.pluginMetric("mqtt_handed_back_total", instance: "broker", admin: admin) >= 3)
@@ -53,7 +53,7 @@ struct MQTTRedeliveryTests {
         #expect(try MetricsExposition.pluginMetric("mqtt_unconfirmed_deliveries_total", instance: "broker", admin: admin) == 0)
 
         try FileManager.default.removeItem(atPath: down)
-        router.waitUntil("every publish collected", timeout: .seconds(60)) { sandbox.lines(of: "collected.txt").count >= total }
+        await router.waitUntil("every publish collected", timeout: .seconds(60)) { sandbox.lines(of: "collected.txt").count >= total }
         broker.waitForLog("Received PUBACK from \(Self.clientID)", count: total, timeout: .seconds(20))
         let subjects = sandbox.lines(of: "collected.txt").compactMap { $0.split(separator: " ").last.map(String.init) }
         #expect(subjects == (1...total).map { "sensors/\($0)" }, "every publish once, in order")

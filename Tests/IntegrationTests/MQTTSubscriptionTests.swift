@@ -19,7 +19,7 @@ struct MQTTSubscriptionTests {
     /// `+` matches exactly one level and `#` the parent level and everything below; each
     /// message arrives once, in publish order, with the QoS the broker granted it: the lower of
     /// the publish QoS and the QoS of the subscription it matched.
-    @Test func wildcardFiltersDeliverExactlyTheMatchingTopicsWithTheLowerQoS() throws {
+    @Test func wildcardFiltersDeliverExactlyTheMatchingTopicsWithTheLowerQoS() async throws {
         let broker = try Mosquitto()
         let sandbox = try MQTTTests.sandbox()
         try sandbox.writeRoutes(
@@ -61,7 +61,7 @@ struct MQTTSubscriptionTests {
         for message in sent {
             try broker.publish(topic: message.topic, message: message.payload, qos: message.qos)
         }
-        router.waitUntil("the last message in out.jsonl") { sandbox.lines(of: "out.jsonl").contains { $0.contains("hall 19") } }
+        await router.waitUntil("the last message in out.jsonl") { sandbox.lines(of: "out.jsonl").contains { $0.contains("hall 19") } }
         #expect(router.stop() == 0, "\(router.standardError)")
 
         let expected = sent.filter { $0.arrives != nil }
@@ -85,7 +85,7 @@ struct MQTTSubscriptionTests {
     /// Two links in one group `$share/workers/jobs/#` (MQTT 5): Mosquitto hands each message to
     /// one member, round robin, so every job arrives exactly once in one of the two files, and
     /// both get some.
-    @Test func sharedSubscriptionSplitsTheJobsBetweenTwoLinksWithoutDuplicates() throws {
+    @Test func sharedSubscriptionSplitsTheJobsBetweenTwoLinksWithoutDuplicates() async throws {
         let broker = try Mosquitto()
         let sandbox = try MQTTTests.sandbox()
         try sandbox.writeRoutes(
@@ -117,7 +117,7 @@ struct MQTTSubscriptionTests {
 
         let jobs = 40
         for job in 1...jobs { try broker.publish(topic: "jobs/\(job)", message: "job \(job)", qos: 1) }
-        router.waitUntil("\(jobs) lines in the two files", timeout: .seconds(30)) {
+        await router.waitUntil("\(jobs) lines in the two files", timeout: .seconds(30)) {
             sandbox.lines(of: "worker1.jsonl").count + sandbox.lines(of: "worker2.jsonl").count >= jobs
         }
         #expect(router.stop() == 0, "\(router.standardError)")
@@ -151,7 +151,7 @@ struct MQTTSubscriptionTests {
     /// A message retained before the router starts reaches its subscription flagged retained;
     /// a live one does not. And the router's own retained publish stays with the broker for a
     /// subscriber that only comes after the router has gone.
-    @Test func retainedMessagesInBothDirections() throws {
+    @Test func retainedMessagesInBothDirections() async throws {
         let broker = try Mosquitto()
         try broker.publish(topic: "config/x", message: "mode eco", qos: 1, retain: true)
         let sandbox = try MQTTTests.sandbox()
@@ -178,9 +178,9 @@ struct MQTTSubscriptionTests {
         )
         let router = try MQTTTests.run(sandbox)
         try #require(broker.waitForLog("Sending SUBACK to \(Self.clientID)"), "\(router.standardError)")
-        router.waitUntil("the retained message in out.jsonl") { sandbox.lines(of: "out.jsonl").contains { $0.contains("mode eco") } }
+        await router.waitUntil("the retained message in out.jsonl") { sandbox.lines(of: "out.jsonl").contains { $0.contains("mode eco") } }
         try broker.publish(topic: "config/y", message: "mode live", qos: 1)
-        router.waitUntil("the live message in out.jsonl") { sandbox.lines(of: "out.jsonl").contains { $0.contains("mode live") } }
+        await router.waitUntil("the live message in out.jsonl") { sandbox.lines(of: "out.jsonl").contains { $0.contains("mode live") } }
         // The router's publish reached the broker with the retain flag.
         #expect(broker.waitForLog("Received PUBLISH from \(Self.clientID) (d0, q1, r1, "), "\(router.standardError)")
         #expect(router.stop() == 0, "\(router.standardError)")

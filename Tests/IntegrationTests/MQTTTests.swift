@@ -45,7 +45,7 @@ struct MQTTTests {
     // MARK: - a. Inbound
 
     @Test(arguments: [1, 2])
-    func inboundPublishesReachTheFileInOrder(qos: Int) throws {
+    func inboundPublishesReachTheFileInOrder(qos: Int) async throws {
         let broker = try Mosquitto()
         let sandbox = try Self.sandbox()
         try sandbox.writeRoutes(
@@ -75,7 +75,7 @@ struct MQTTTests {
         // so the broker forwards them in this order. other/x comes before the last one: had it
         // been forwarded, it would be in the file by the time the last one is.
         for message in sent { try broker.publish(topic: message.topic, message: message.payload, qos: qos) }
-        router.waitUntil("five envelopes in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 5 }
+        await router.waitUntil("five envelopes in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 5 }
         #expect(router.stop() == 0, "\(router.standardError)")
 
         let expected = sent.filter { $0.topic.hasPrefix("sensors/") }
@@ -100,7 +100,7 @@ struct MQTTTests {
         #expect(Self.failedDeliveries(router.standardError).isEmpty)
     }
 
-    @Test func inboundMQTT5PropertiesBecomeHeaders() throws {
+    @Test func inboundMQTT5PropertiesBecomeHeaders() async throws {
         let broker = try Mosquitto()
         let sandbox = try Self.sandbox()
         try sandbox.writeRoutes(
@@ -129,7 +129,7 @@ struct MQTTTests {
                 "-D", "publish", "user-property", "room", "kitchen",
             ])
         try broker.publish(topic: "props/json", message: #"{"temp": 21.5}"#, qos: 1, retain: true)
-        router.waitUntil("two envelopes in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 2 }
+        await router.waitUntil("two envelopes in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 2 }
         #expect(router.stop() == 0, "\(router.standardError)")
         let lines = try sandbox.jsonLines(of: "out.jsonl")
         #expect(lines.count == 2)
@@ -254,7 +254,7 @@ struct MQTTTests {
 
     // MARK: - d. Password
 
-    @Test func wrongPasswordIsLoggedAndNeverPrintedAndTheRouterKeepsRunning() throws {
+    @Test func wrongPasswordIsLoggedAndNeverPrintedAndTheRouterKeepsRunning() async throws {
         let wrongPassword = "Wr0ng-Secret-\(UUID().uuidString.prefix(6))"
         let broker = try Mosquitto(users: ["switchyard": "Right-Pa55word"])
         let sandbox = try Self.sandbox()
@@ -295,7 +295,7 @@ struct MQTTTests {
         #expect(!(invalid.output + invalid.errors).contains(wrongPassword), "\(invalid.errors)")
 
         let router = try Self.run(sandbox, environment: environment, arguments: ["--log-level", "trace"])
-        router.waitUntil("the refusal logged") {
+        await router.waitUntil("the refusal logged") {
             !Self.logLines(router.standardError, level: "error") { $0.contains("refused") }.isEmpty
         }
         let refusal = Self.logLines(router.standardError, level: "error") { $0.contains("refused") }
@@ -314,7 +314,7 @@ struct MQTTTests {
         broker.waitForLog("Sending SUBACK to \(Self.clientID)")
         #expect(broker.logText.contains("as \(Self.clientID) (p5, c1, k10, u'switchyard')"), "\(broker.logText)")
         try broker.publish(topic: "sensors/door", message: "open", qos: 1, username: "switchyard", password: "Right-Pa55word")
-        good.waitUntil("the message in out.jsonl") { !sandbox.lines(of: "out.jsonl").isEmpty }
+        await good.waitUntil("the message in out.jsonl") { !sandbox.lines(of: "out.jsonl").isEmpty }
         #expect(good.stop() == 0, "\(good.standardError)")
         let lines = try sandbox.jsonLines(of: "out.jsonl")
         #expect(lines.compactMap { $0["body"] as? String } == ["open"])
@@ -352,7 +352,7 @@ struct MQTTTests {
         #expect(result.errors.contains("tls: give both cert_file and key_file, or neither"), "\(result.errors)")
     }
 
-    @Test func tlsWithTheTestCAWorksAndWithoutItTheHandshakeFails() throws {
+    @Test func tlsWithTheTestCAWorksAndWithoutItTheHandshakeFails() async throws {
         let broker = try Mosquitto(tls: true)
         let caFile = try #require(broker.caFile)
         let sandbox = try Self.sandbox()
@@ -375,7 +375,7 @@ struct MQTTTests {
         let router = try Self.run(sandbox)
         broker.waitForLog("Sending SUBACK to \(Self.clientID)")
         try broker.publish(topic: "sensors/secure", message: "encrypted", qos: 1)
-        router.waitUntil("the message in out.jsonl") { !sandbox.lines(of: "out.jsonl").isEmpty }
+        await router.waitUntil("the message in out.jsonl") { !sandbox.lines(of: "out.jsonl").isEmpty }
         #expect(router.stop() == 0, "\(router.standardError)")
         #expect(try sandbox.jsonLines(of: "out.jsonl").compactMap { $0["body"] as? String } == ["encrypted"])
 
@@ -402,7 +402,9 @@ struct MQTTTests {
             let lower = line.lowercased()
             return lower.contains("certificate") || lower.contains("handshake") || lower.contains("ssl") || lower.contains("tls")
         }
-        failing.waitUntil("a TLS error in the log") { !Self.logLines(failing.standardError, level: "error", where: isTLSError).isEmpty }
+        await failing.waitUntil("a TLS error in the log") {
+            !Self.logLines(failing.standardError, level: "error", where: isTLSError).isEmpty
+        }
         #expect(failing.process.isRunning)
         #expect(!broker.currentLogText.contains("as untrusting ("), "\(broker.logText)")
         #expect(failing.stop() == 0, "\(failing.standardError)")
@@ -498,7 +500,7 @@ struct MQTTTests {
     /// SIGTERM while inbound QoS 1 publishes stream in and a small queue holds the link back:
     /// the router exits cleanly, what it took is in the file once and in order, and the broker
     /// got a PUBACK for exactly what was taken (the rest stays the broker's).
-    @Test func sigtermDuringABlockedInboundStreamConfirmsExactlyWhatWasTaken() throws {
+    @Test func sigtermDuringABlockedInboundStreamConfirmsExactlyWhatWasTaken() async throws {
         let broker = try Mosquitto()
         let sandbox = try Self.sandbox()
         try sandbox.writeRoutes(
@@ -533,7 +535,7 @@ struct MQTTTests {
             if publisher.isRunning { kill(publisher.processIdentifier, SIGKILL) }
             publisher.waitUntilExit()
         }
-        router.waitUntil("100 lines in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 100 }
+        await router.waitUntil("100 lines in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 100 }
         let status = router.stop()
         let log = router.standardError
         #expect(status == 0, "\(log)")
@@ -600,7 +602,7 @@ struct MQTTTests {
 
     // MARK: - h. Malformed or stalled broker
 
-    @Test func aBrokerThatStopsReadingHoldsTheRouteBackInsteadOfBufferingWithoutBound() throws {
+    @Test func aBrokerThatStopsReadingHoldsTheRouteBackInsteadOfBufferingWithoutBound() async throws {
         // CONNACK (MQTT 5, success, no properties), then the broker reads nothing more.
         let fake = try FakeBroker(reply: [0x20, 0x03, 0x00, 0x00, 0x00], readsAfterReply: false)
         let sandbox = try Self.sandbox()
@@ -622,21 +624,23 @@ struct MQTTTests {
                 queue: { size: 8 }
             """
         )
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox, extra: ["--drain-timeout", "1s"])
-        router.waitUntil("the link to report a stalled socket") {
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox, extra: ["--drain-timeout", "1s"])
+        await router.waitUntil("the link to report a stalled socket") {
             (try? MetricsExposition.pluginMetric("mqtt_write_stalls_total", instance: "broker", admin: admin)) ?? 0 >= 1
         }
-        router.waitUntil("the stall in the log") { router.standardError.contains("the broker is not reading fast enough") }
+        await router.waitUntil("the stall in the log") { router.standardError.contains("the broker is not reading fast enough") }
         // The link answers "full" and the route's worker waits for room …
         let fullAnswers = "switchyard_route_sink_full_total{route=\"flood\"}"
         let taken = "switchyard_port_envelopes_total{instance=\"broker\",port=\"publish\",direction=\"sink\"}"
-        router.waitUntil("the link to answer full") { (try? MetricsExposition.sample(fullAnswers, admin: admin)) ?? 0 >= 1 }
+        await router.waitUntil("the link to answer full") { (try? MetricsExposition.sample(fullAnswers, admin: admin)) ?? 0 >= 1 }
         let takenWhileFull = try #require(try MetricsExposition.sample(taken, admin: admin))
         let fullSoFar = try #require(try MetricsExposition.sample(fullAnswers, admin: admin))
         // … and keeps being told so. The link may take a little more when the kernel grows the
         // socket's buffers (loopback autotuning), but never more than those buffers and its own
         // 1 MiB of unsent bytes can hold: nothing piles up in the router.
-        router.waitUntil("ten more full answers") { (try? MetricsExposition.sample(fullAnswers, admin: admin)) ?? 0 >= fullSoFar + 10 }
+        await router.waitUntil("ten more full answers") {
+            (try? MetricsExposition.sample(fullAnswers, admin: admin)) ?? 0 >= fullSoFar + 10
+        }
         let socketBytes = Self.kernelBufferLimit("tcp_wmem") + Self.kernelBufferLimit("tcp_rmem") + 1_048_576
         let takenSince = try #require(try MetricsExposition.sample(taken, admin: admin)) - takenWhileFull
         #expect(takenSince <= Double(socketBytes / line.utf8.count), "\(takenSince) more publishes taken while full")
@@ -656,7 +660,7 @@ struct MQTTTests {
     }
 
     @Test(arguments: ["5", "3.1.1"])
-    func garbageInsteadOfConnAckIsLoggedAndTheLinkReconnects(version: String) throws {
+    func garbageInsteadOfConnAckIsLoggedAndTheLinkReconnects(version: String) async throws {
         // 0xF0 claims an AUTH packet (reserved in 3.1.1); its remaining length runs past the
         // four bytes a variable byte integer may have.
         let fake = try FakeBroker(reply: [0xF0, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F])
@@ -684,10 +688,10 @@ struct MQTTTests {
         let isDecodingError = { (line: String) -> Bool in
             line.contains("packet") && (line.contains("malformed") || line.contains("protocol violation") || line.contains("too large"))
         }
-        router.waitUntil("a decoding error in the log") {
+        await router.waitUntil("a decoding error in the log") {
             !Self.logLines(router.standardError, level: "error", where: isDecodingError).isEmpty
         }
-        router.waitUntil("a second connection to the fake broker") { fake.connections >= 2 }
+        await router.waitUntil("a second connection to the fake broker") { fake.connections >= 2 }
         #expect(router.process.isRunning)
         // What the router sent first on every connection was a CONNECT.
         #expect(fake.firstBytes.allSatisfy { $0 == 0x10 }, "\(fake.firstBytes)")

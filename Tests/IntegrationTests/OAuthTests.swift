@@ -34,12 +34,12 @@ struct OAuthTests {
         (try HTTPExchange.send("http://" + admin + "/v1/oauth").json["connections"] as? [[String: Any]])?.first ?? [:]
     }
 
-    static func startRouter(_ sandbox: Sandbox, provider: PythonServer) throws -> (RouterProcess, String) {
-        try RouterProcess.startWithAdmin(
+    static func startRouter(_ sandbox: Sandbox, provider: PythonServer) async throws -> (RouterProcess, String) {
+        try await RouterProcess.startWithAdmin(
             sandbox, extra: ["--spool", sandbox.path("state/spool.db")], environment: ["EXAMPLE_CLIENT_SECRET": "provider-secret"])
     }
 
-    @Test func aPieceRefusesUntilConnectedThenCallsWithARefreshedSealedToken() throws {
+    @Test func aPieceRefusesUntilConnectedThenCallsWithARefreshedSealedToken() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         let provider = try Self.provider(in: sandbox, lifetime: 3)
@@ -63,10 +63,10 @@ struct OAuthTests {
                 service: { piece: http, preferences: { url: "\(base)/resource", allow_private: true, auth: { oauth: example } } }
                 action: { port: out.write }
             """)
-        var (router, admin) = try Self.startRouter(sandbox, provider: provider)
+        var (router, admin) = try await Self.startRouter(sandbox, provider: provider)
 
         // Nobody connected it: the piece refuses, and says what to do.
-        router.waitUntil("the refusal") { (try? Self.fetch(admin))?["inactive_reason"] != nil }
+        await router.waitUntil("the refusal") { (try? Self.fetch(admin))?["inactive_reason"] != nil }
         #expect(
             try Self.fetch(admin)["inactive_reason"] as? String
                 == "http refused: connect example first (POST /v1/oauth/example/start, or the console)")
@@ -88,18 +88,18 @@ struct OAuthTests {
         #expect(replay.status == 400 && replay.body.contains("unknown or expired authorization"), "\(replay.body)")
 
         // Connected: the iiidea is asked again by itself, and its runs carry the token.
-        router.waitUntil("the iiidea active") { (try? Self.fetch(admin))?["active"] as? Bool == true }
+        await router.waitUntil("the iiidea active") { (try? Self.fetch(admin))?["active"] as? Bool == true }
         router.send("go\n")
-        router.waitUntil("the first call") { sandbox.lines(of: "out.jsonl").count == 1 }
+        await router.waitUntil("the first call") { sandbox.lines(of: "out.jsonl").count == 1 }
         let first = try #require(try sandbox.jsonLines(of: "out.jsonl").first)
         #expect(first["ok"] as? Bool == true, "\(first)")
         let generation = try #require(first["token_generation"] as? Int)
 
         // Refreshed before it expires (3 s tokens), with the rotated refresh token.
         let refreshes = try Self.stats(provider)["token_refresh"] as? Int ?? 0
-        router.waitUntil("a refresh") { ((try? Self.stats(provider))?["token_refresh"] as? Int ?? 0) > refreshes }
+        await router.waitUntil("a refresh") { ((try? Self.stats(provider))?["token_refresh"] as? Int ?? 0) > refreshes }
         router.send("again\n")
-        router.waitUntil("the second call") { sandbox.lines(of: "out.jsonl").count == 2 }
+        await router.waitUntil("the second call") { sandbox.lines(of: "out.jsonl").count == 2 }
         let second = try #require(try sandbox.jsonLines(of: "out.jsonl").last)
         #expect((second["token_generation"] as? Int ?? 0) > generation, "\(second)")
         #expect(try Self.stats(provider)["resource_refused"] as? Int == 0)
@@ -114,18 +114,18 @@ struct OAuthTests {
         #expect((key[.posixPermissions] as? Int) == 0o600)
 
         // Kept across a restart; a token that expired meanwhile is refreshed before the call.
-        (router, admin) = try Self.startRouter(sandbox, provider: provider)
+        (router, admin) = try await Self.startRouter(sandbox, provider: provider)
         #expect(try Self.connection(admin)["connected"] as? Bool == true)
-        router.waitUntil("the iiidea active after the restart") { (try? Self.fetch(admin))?["active"] as? Bool == true }
+        await router.waitUntil("the iiidea active after the restart") { (try? Self.fetch(admin))?["active"] as? Bool == true }
         router.send("after restart\n")
-        router.waitUntil("the third call") { sandbox.lines(of: "out.jsonl").count == 3 }
+        await router.waitUntil("the third call") { sandbox.lines(of: "out.jsonl").count == 3 }
         #expect(try sandbox.jsonLines(of: "out.jsonl").last?["ok"] as? Bool == true)
 
         // Forgotten on request: the next run fails at the service with the reason.
         #expect(try HTTPExchange.send("http://" + admin + "/v1/oauth/example", method: "DELETE").status == 200)
         #expect(try Self.connection(admin)["connected"] as? Bool == false)
         router.send("disconnected\n")
-        router.waitUntil("the failed run") { router.standardError.contains("connect example first") }
+        await router.waitUntil("the failed run") { router.standardError.contains("connect example first") }
         #expect(sandbox.lines(of: "out.jsonl").count == 3)
         #expect(router.stop() == 0)
     }

@@ -9,11 +9,11 @@ struct PushLimitsTests {
     static let bearer = PushTests.bearer
 
     /// A webhook with tight limits, routed to a testkit sink that answers retry while `down` exists.
-    static func start(_ sandbox: Sandbox, limits: String, down: String = "/nonexistent") throws -> (
+    static func start(_ sandbox: Sandbox, limits: String, down: String = "/nonexistent") async throws -> (
         router: RouterProcess, port: Int, admin: String
     ) {
         try sandbox.installPlugin("testkit")
-        let (router, webhook, admin) = try PushTests.start(
+        let (router, webhook, admin) = try await PushTests.start(
             sandbox,
             instances: """
                   push: { plugin: push, listen: "127.0.0.1:0", auth: { bearer_token: "${PUSH_BEARER}" }, \(limits) }
@@ -30,9 +30,9 @@ struct PushLimitsTests {
 
     /// A wrong token with a 100 MB body announced is answered 401 at once, without the body
     /// being sent; a right token with a declared body over `max_body` gets 413 the same way.
-    @Test func refusalsComeBeforeTheBodyIsRead() throws {
+    @Test func refusalsComeBeforeTheBodyIsRead() async throws {
         let sandbox = try Sandbox()
-        let (router, port, admin) = try Self.start(sandbox, limits: "max_body: 8KiB")
+        let (router, port, admin) = try await Self.start(sandbox, limits: "max_body: 8KiB")
         let started = ContinuousClock.now
         let stranger = try RawSocket(port: port)
         stranger.write("POST /push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\nContent-Length: 100000000\r\n\r\n")
@@ -60,9 +60,9 @@ struct PushLimitsTests {
     /// A client that connects and says nothing, or sends half a head, is answered 408 and
     /// closed after `header_timeout`; one that stops in the middle of a body is closed after
     /// `body_timeout`. Every other client is still served.
-    @Test func slowClientsAreClosed() throws {
+    @Test func slowClientsAreClosed() async throws {
         let sandbox = try Sandbox()
-        let (router, port, admin) = try Self.start(sandbox, limits: "header_timeout: 300ms, body_timeout: 300ms")
+        let (router, port, admin) = try await Self.start(sandbox, limits: "header_timeout: 300ms, body_timeout: 300ms")
         let silent = try RawSocket(port: port)
         let slow = try RawSocket(port: port)
         slow.write("POST /push HTTP/1.1\r\nHost: x\r\n")
@@ -88,9 +88,9 @@ struct PushLimitsTests {
     /// timer, set at connect, fires before the new deadline and must set itself again rather
     /// than close): a second request sent after the first deadline, within the new one, is
     /// served; silence after it is answered 408 and closed.
-    @Test func eachAnswerOnAKeptConnectionRestartsTheHeaderTimeout() throws {
+    @Test func eachAnswerOnAKeptConnectionRestartsTheHeaderTimeout() async throws {
         let sandbox = try Sandbox()
-        let (router, port, admin) = try Self.start(sandbox, limits: "header_timeout: 2s")
+        let (router, port, admin) = try await Self.start(sandbox, limits: "header_timeout: 2s")
         let body = #"{"topic": "news", "data": {"k": "v"}}"#
         let request =
             "POST /push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(Self.bearer)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
@@ -125,9 +125,9 @@ struct PushLimitsTests {
 
     /// Over `max_connections` a connection is answered 503 with Retry-After and closed; once the
     /// others close, new ones are served again.
-    @Test func connectionsOverTheCapAreRefusedWith503() throws {
+    @Test func connectionsOverTheCapAreRefusedWith503() async throws {
         let sandbox = try Sandbox()
-        let (router, port, admin) = try Self.start(sandbox, limits: "max_connections: 2")
+        let (router, port, admin) = try await Self.start(sandbox, limits: "max_connections: 2")
         var held: [RawSocket] = [try RawSocket(port: port), try RawSocket(port: port)]
         // The two held connections are counted once their first byte went through the server.
         for socket in held { socket.write("POST /push HTTP/1.1\r\nHost: x\r\n") }
@@ -138,7 +138,7 @@ struct PushLimitsTests {
         #expect(try PushTests.metric("webhook_connections_refused_total", admin: admin) == 1)
         #expect(router.standardError.contains("2 connections are open (max_connections)"))
         held.removeAll()
-        try router.waitUntil("the held connections to close") {
+        try await router.waitUntil("the held connections to close") {
             let again = try HTTPExchange.send(
                 "http://127.0.0.1:\(port)/push", method: "POST", headers: ["Authorization": "Bearer \(Self.bearer)"],
                 body: #"{"topic": "news", "data": {"k": "v"}}"#)
@@ -150,11 +150,11 @@ struct PushLimitsTests {
     /// A message the routes settle with retry (here: the sink is down on an at-most-once route;
     /// on an at-least-once route, a spool that cannot write) is answered 503 with Retry-After,
     /// so the sender sends it again; nothing was taken.
-    @Test func aMessageSettledWithRetryIsAnswered503WithRetryAfter() throws {
+    @Test func aMessageSettledWithRetryIsAnswered503WithRetryAfter() async throws {
         let sandbox = try Sandbox()
         let down = sandbox.path("sink-down")
         #expect(FileManager.default.createFile(atPath: down, contents: nil))
-        let (router, port, admin) = try Self.start(sandbox, limits: "ack_timeout: 10s", down: down)
+        let (router, port, admin) = try await Self.start(sandbox, limits: "ack_timeout: 10s", down: down)
         let result = try Tool.run(
             "/usr/bin/curl",
             [

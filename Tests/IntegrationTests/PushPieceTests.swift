@@ -5,11 +5,11 @@ import Testing
 /// user with no registered token makes the piece refuse honestly until one registers.
 @Suite(.timeLimit(.minutes(2)))
 struct PushPieceTests {
-    @Test func anActionForAUserWithoutATokenIsInactiveUntilOneRegistersThenSendsToIt() throws {
+    @Test func anActionForAUserWithoutATokenIsInactiveUntilOneRegistersThenSendsToIt() async throws {
         let sandbox = try Sandbox()
         let endpoint = try FCMEndpoint(in: sandbox)
         defer { endpoint.stop() }
-        let (router, webhook, admin) = try PushTests.start(
+        let (router, webhook, admin) = try await PushTests.start(
             sandbox,
             instances: """
                   in:   { plugin: core, console: {} }
@@ -32,11 +32,13 @@ struct PushPieceTests {
             headers: ["Authorization": "Bearer \(PushTests.bearer)", "Content-Type": "application/json"],
             body: #"{"token": "alice-phone", "user": "alice"}"#)
         #expect(registered.status == 201)
-        router.waitUntil("the iiidea active") { (try? HTTPExchange.send(admin + "/v1/iiideas").body.contains(#""active":true"#)) == true }
+        await router.waitUntil("the iiidea active") {
+            (try? HTTPExchange.send(admin + "/v1/iiideas").body.contains(#""active":true"#)) == true
+        }
 
         // A run sends to alice's token: the message itself named nobody.
         router.send("hello alice\n")
-        router.waitUntil("a send at the FCM endpoint") { (try? endpoint.sends().count) == 1 }
+        await router.waitUntil("a send at the FCM endpoint") { (try? endpoint.sends().count) == 1 }
         #expect(try endpoint.sends().first?.message?["token"] as? String == "alice-phone")
         #expect(router.stop() == 0)
     }

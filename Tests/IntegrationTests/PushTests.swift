@@ -36,15 +36,15 @@ struct PushTests {
         return nil
     }
 
-    static func start(_ sandbox: Sandbox, instances: String, routes: String) throws -> (
+    static func start(_ sandbox: Sandbox, instances: String, routes: String) async throws -> (
         router: RouterProcess, webhook: String, admin: String
     ) {
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("push")
         try sandbox.writeRoutes("instances:\n" + instances + "\n" + routes)
-        let (router, admin) = try RouterProcess.startWithAdmin(
+        let (router, admin) = try await RouterProcess.startWithAdmin(
             sandbox, extra: ["--spool", sandbox.path("spool.db")], environment: ["PUSH_SECRET": secret, "PUSH_BEARER": bearer])
-        router.waitUntil("the webhook to listen") { webhookURL(of: router) != nil }
+        await router.waitUntil("the webhook to listen") { webhookURL(of: router) != nil }
         return (router, webhookURL(of: router) ?? "", "http://" + admin)
     }
 
@@ -53,8 +53,8 @@ struct PushTests {
         """
 
     /// The authenticated webhook with a route from `messages` to `out.jsonl`.
-    static func startWebhookToFile(_ sandbox: Sandbox) throws -> (router: RouterProcess, webhook: String, admin: String) {
-        try start(
+    static func startWebhookToFile(_ sandbox: Sandbox) async throws -> (router: RouterProcess, webhook: String, admin: String) {
+        try await start(
             sandbox,
             instances: webhookInstance.replacingOccurrences(of: "REGISTRY", with: sandbox.path("tokens.db")) + """
 
@@ -68,9 +68,9 @@ struct PushTests {
         try MetricsExposition.pluginMetric(name, instance: "push", admin: admin)
     }
 
-    @Test func fcmShapedAndPlainRequestsBecomeDataMessages() throws {
+    @Test func fcmShapedAndPlainRequestsBecomeDataMessages() async throws {
         let sandbox = try Sandbox()
-        let (router, webhook, _) = try Self.startWebhookToFile(sandbox)
+        let (router, webhook, _) = try await Self.startWebhookToFile(sandbox)
         let body =
             #"{"message": {"token": "device-token-1", "data": {"notification_id": "n1", "k": "v"}, "android": {"priority": "high"}}}"#
         let answer = try HTTPExchange.send(webhook + Self.sendPath, method: "POST", headers: Self.signed(body), body: body)
@@ -103,9 +103,9 @@ struct PushTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func unauthenticatedAndReplayedRequestsAreRefusedAndCounted() throws {
+    @Test func unauthenticatedAndReplayedRequestsAreRefusedAndCounted() async throws {
         let sandbox = try Sandbox()
-        let (router, webhook, admin) = try Self.startWebhookToFile(sandbox)
+        let (router, webhook, admin) = try await Self.startWebhookToFile(sandbox)
         let body = #"{"message": {"topic": "news", "data": {"a": "b"}}}"#
         let url = webhook + Self.sendPath
         var wrongSignature = Self.signed(body)
@@ -134,9 +134,9 @@ struct PushTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func eachInvalidArgumentIsAnsweredAsFCMDoes() throws {
+    @Test func eachInvalidArgumentIsAnsweredAsFCMDoes() async throws {
         let sandbox = try Sandbox()
-        let (router, webhook, admin) = try Self.startWebhookToFile(sandbox)
+        let (router, webhook, admin) = try await Self.startWebhookToFile(sandbox)
         let big = String(repeating: "x", count: 4100)
         let cases: [(String, String)] = [
             (#"{"message": {"token": "t", "data": {"n": 12}}}"#, "Invalid value at 'message.data[0].value' (TYPE_STRING), 12"),
@@ -173,10 +173,10 @@ struct PushTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func appsRegisterAndDropTokensAndTheCLIListsThem() throws {
+    @Test func appsRegisterAndDropTokensAndTheCLIListsThem() async throws {
         let sandbox = try Sandbox()
         let registry = sandbox.path("tokens.db")
-        let (router, webhook, _) = try Self.start(
+        let (router, webhook, _) = try await Self.start(
             sandbox, instances: Self.webhookInstance.replacingOccurrences(of: "REGISTRY", with: registry), routes: "routes: []")
         let registration = #"{"token": "fcm-token-A", "device": "watch-1", "user": "u-7", "platform": "android"}"#
         let first = try HTTPExchange.send(webhook + "/v1/tokens", method: "POST", headers: Self.signed(registration), body: registration)
@@ -219,9 +219,9 @@ struct PushTests {
 
     /// A sender instance (with a webhook for token registration) fed from standard input over an
     /// at-least-once route.
-    static func startSender(_ sandbox: Sandbox, endpoint: FCMEndpoint) throws -> (router: RouterProcess, webhook: String) {
+    static func startSender(_ sandbox: Sandbox, endpoint: FCMEndpoint) async throws -> (router: RouterProcess, webhook: String) {
         let registry = sandbox.path("tokens.db")
-        let (router, webhook, _) = try start(
+        let (router, webhook, _) = try await start(
             sandbox,
             instances: """
                   in:   { plugin: core, console: {} }
@@ -242,15 +242,15 @@ struct PushTests {
         }
     }
 
-    @Test func theSenderSignsInWithTheServiceAccountAndSendsStringData() throws {
+    @Test func theSenderSignsInWithTheServiceAccountAndSendsStringData() async throws {
         let sandbox = try Sandbox()
         let endpoint = try FCMEndpoint(in: sandbox)
         defer { endpoint.stop() }
-        let (router, _) = try Self.startSender(sandbox, endpoint: endpoint)
+        let (router, _) = try await Self.startSender(sandbox, endpoint: endpoint)
         router.send(#"{"token": "abc", "data": {"n": 1, "s": "x", "ok": true}}"# + "\n")
         router.send(#"{"message": {"topic": "news", "notification": {"title": "T", "body": "B"}}}"# + "\n")
         router.send(#"{"condition": "'a' in topics", "data": {"k": "v"}, "apns": {"headers": {"apns-priority": "5"}}}"# + "\n")
-        router.waitUntil("three messages at the FCM endpoint") { (try? endpoint.sends().count) == 3 }
+        await router.waitUntil("three messages at the FCM endpoint") { (try? endpoint.sends().count) == 3 }
         let log = try endpoint.log()
         #expect(log.filter { $0.kind == "token" }.map(\.verdict) == ["ok"], "one access token, verified, reused")
         let sends = log.filter { $0.kind == "send" }
@@ -269,17 +269,17 @@ struct PushTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func fcmErrorsAreRetriedDeadLetteredOrDropTheToken() throws {
+    @Test func fcmErrorsAreRetriedDeadLetteredOrDropTheToken() async throws {
         let sandbox = try Sandbox()
         let endpoint = try FCMEndpoint(in: sandbox)
         defer { endpoint.stop() }
-        let (router, webhook) = try Self.startSender(sandbox, endpoint: endpoint)
+        let (router, webhook) = try await Self.startSender(sandbox, endpoint: endpoint)
         let auth = ["Authorization": "Bearer \(Self.bearer)", "Content-Type": "application/json"]
 
         // 429 with Retry-After: 1, then 503, then 200: delivered, no dead letter.
         try endpoint.script([["status": 429, "retry_after": 1], ["status": 503]])
         router.send(#"{"token": "abc", "data": {"try": "1"}}"# + "\n")
-        router.waitUntil("the third attempt") { (try? endpoint.sends().count) == 3 }
+        await router.waitUntil("the third attempt") { (try? endpoint.sends().count) == 3 }
         var sends = try endpoint.sends()
         #expect(sends.map(\.verdict) == ["scripted 429", "scripted 503", "ok"])
         #expect(sends[1].at - sends[0].at >= 1.0, "Retry-After: 1 honoured")
@@ -287,7 +287,7 @@ struct PushTests {
         // INVALID_ARGUMENT from FCM: one attempt, dead-lettered with FCM's message.
         try endpoint.script([["status": 400, "message": "The registration token is not a valid FCM registration token"]])
         router.send(#"{"token": "garbled"}"# + "\n")
-        router.waitUntil("a dead letter") { (try? Self.deadLetters(sandbox).count) == 1 }
+        await router.waitUntil("a dead letter") { (try? Self.deadLetters(sandbox).count) == 1 }
         sends = try endpoint.sends()
         #expect(sends.count == 4)
         #expect(
@@ -296,7 +296,7 @@ struct PushTests {
 
         // What cannot be an FCM message is refused before sending.
         router.send(#"{"topic": "t", "data": {"nested": {"x": 1}}}"# + "\n")
-        router.waitUntil("a second dead letter") { (try? Self.deadLetters(sandbox).count) == 2 }
+        await router.waitUntil("a second dead letter") { (try? Self.deadLetters(sandbox).count) == 2 }
         #expect(
             (try Self.deadLetters(sandbox).last?["error"] as? String ?? "").contains("\"nested\" is an object, which has no string form"))
         #expect(try endpoint.sends().count == 4)
@@ -307,7 +307,7 @@ struct PushTests {
             #expect(try HTTPExchange.send(webhook + "/v1/tokens", method: "POST", headers: auth, body: body).status == 201)
         }
         router.send(#"{"device": "watch-1", "data": {"hello": "watch"}}"# + "\n")
-        router.waitUntil("both tokens tried") { (try? endpoint.sends().count) == 6 }
+        await router.waitUntil("both tokens tried") { (try? endpoint.sends().count) == 6 }
         let registered = try HTTPExchange.send(webhook + "/v1/tokens?device=watch-1", headers: auth).json["tokens"] as? [[String: Any]]
         #expect(registered?.map { $0["token"] as? String } == ["live-1"])
         sends = try endpoint.sends()
@@ -316,15 +316,15 @@ struct PushTests {
 
         // A single unregistered token: dead-lettered, not retried.
         router.send(#"{"token": "dead-2"}"# + "\n")
-        router.waitUntil("a third dead letter") { (try? Self.deadLetters(sandbox).count) == 3 }
+        await router.waitUntil("a third dead letter") { (try? Self.deadLetters(sandbox).count) == 3 }
         #expect((try Self.deadLetters(sandbox).last?["error"] as? String ?? "").contains("UNREGISTERED"))
         #expect(try endpoint.sends().count == 7)
         #expect(router.stop() == 0)
     }
 
-    @Test func aDataMessageWithANotificationIdRunsThatIiidea() throws {
+    @Test func aDataMessageWithANotificationIdRunsThatIiidea() async throws {
         let sandbox = try Sandbox()
-        let (router, webhook, _) = try Self.start(
+        let (router, webhook, _) = try await Self.start(
             sandbox,
             instances: Self.webhookInstance.replacingOccurrences(of: "REGISTRY", with: sandbox.path("tokens.db")) + """
 
@@ -342,13 +342,13 @@ struct PushTests {
         let body = #"{"message": {"token": "phone", "data": {"notification_id": "note", "count": "42"}}}"#
         let answer = try HTTPExchange.send(webhook + Self.sendPath, method: "POST", headers: Self.signed(body), body: body)
         #expect(answer.status == 200, "\(answer.body)")
-        router.waitUntil("the remote run's action") { !sandbox.lines(of: "out.jsonl").isEmpty }
+        await router.waitUntil("the remote run's action") { !sandbox.lines(of: "out.jsonl").isEmpty }
         #expect(sandbox.lines(of: "out.jsonl") == [#"{"text":"remote 42"}"#])
         #expect(router.stop() == 0)
     }
 
     /// examples/push-webhook as its README runs it, with the README's openssl signing recipe.
-    @Test func theExampleRunsWithTheReadmesSignedCurlRequest() throws {
+    @Test func theExampleRunsWithTheReadmesSignedCurlRequest() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("push")
@@ -359,7 +359,7 @@ struct PushTests {
         let router = try RouterProcess(
             ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--spool", sandbox.path("spool.db")], in: sandbox.root,
             environment: ["PUSH_BEARER": "app-secret", "PUSH_SECRET": secret])
-        router.waitUntil("the webhook to listen") { Self.webhookURL(of: router) != nil }
+        await router.waitUntil("the webhook to listen") { Self.webhookURL(of: router) != nil }
         let url = try #require(Self.webhookURL(of: router))
         let script = """
             set -euo pipefail
@@ -382,18 +382,18 @@ struct PushTests {
         let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(answer.hasPrefix(#"{"name":"projects/demo-project/messages/"#), "\(answer)")
         // The webhook answers once the envelope is accepted; the journal route writes it after.
-        router.waitUntil("the journal line") { sandbox.lines(of: "push-journal.jsonl").count >= 1 }
+        await router.waitUntil("the journal line") { sandbox.lines(of: "push-journal.jsonl").count >= 1 }
         let journal = try sandbox.jsonLines(of: "push-journal.jsonl")
         #expect(journal.count == 1)
         #expect((journal.first?["body"] as? [String: Any])?["notification_id"] as? String == "morning")
-        router.waitUntil("the console route's print") { router.standardOutput.contains("phone-token-1") }
+        await router.waitUntil("the console route's print") { router.standardOutput.contains("phone-token-1") }
         #expect(router.stop() == 0)
     }
 
-    @Test func theWebhookServesHTTPSWithTheConfiguredCertificate() throws {
+    @Test func theWebhookServesHTTPSWithTheConfiguredCertificate() async throws {
         let sandbox = try Sandbox()
         try TestCertificates.write(in: sandbox.root)
-        let (router, webhook, _) = try Self.start(
+        let (router, webhook, _) = try await Self.start(
             sandbox,
             instances: """
                   push: { plugin: push, listen: "127.0.0.1:0", tls: { cert_file: "\(sandbox.path("server.pem"))", key_file: "\(sandbox.path("server.key"))" }, auth: { bearer_token: "${PUSH_BEARER}" } }
@@ -437,12 +437,12 @@ struct PushTests {
 
     /// A 200 on an at-least-once route means the message is on disk: a crash right after it
     /// (kill -9, with the sink down) loses nothing.
-    @Test func acceptedMessagesSurviveACrashOnAnAtLeastOnceRoute() throws {
+    @Test func acceptedMessagesSurviveACrashOnAnAtLeastOnceRoute() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("testkit")
         let down = sandbox.path("sink-down")
         #expect(FileManager.default.createFile(atPath: down, contents: nil))
-        let (router, webhook, _) = try Self.start(
+        let (router, webhook, _) = try await Self.start(
             sandbox,
             instances: """
                   push: { plugin: push, listen: "127.0.0.1:0", auth: { bearer_token: "${PUSH_BEARER}" } }
@@ -465,9 +465,9 @@ struct PushTests {
         router.stop(signal: SIGKILL)
 
         try FileManager.default.removeItem(atPath: down)
-        let (restarted, _) = try RouterProcess.startWithAdmin(
+        let (restarted, _) = try await RouterProcess.startWithAdmin(
             sandbox, extra: ["--spool", sandbox.path("spool.db")], environment: ["PUSH_BEARER": Self.bearer])
-        restarted.waitUntil("every accepted message delivered") {
+        await restarted.waitUntil("every accepted message delivered") {
             Set(sandbox.lines(of: "collected.txt").compactMap { $0.split(separator: " ").first.map(String.init) }).isSuperset(of: accepted)
         }
         #expect(restarted.stop() == 0)
@@ -475,10 +475,10 @@ struct PushTests {
 
     /// A full route queue (`on_full: block`) turns into FCM's retryable 429 with Retry-After;
     /// every request answered 200 was delivered.
-    @Test func aFullRouteQueueAnswers429WithRetryAfter() throws {
+    @Test func aFullRouteQueueAnswers429WithRetryAfter() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("testkit")
-        let (router, webhook, _) = try Self.start(
+        let (router, webhook, _) = try await Self.start(
             sandbox,
             instances: """
                   push: { plugin: push, listen: "127.0.0.1:0", auth: { bearer_token: "${PUSH_BEARER}" } }

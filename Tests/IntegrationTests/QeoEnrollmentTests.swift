@@ -26,7 +26,7 @@ struct QeoEnrollmentTests {
     static func authorityRouter(
         home: String, enroll: String = "", wake: String? = nil, read: [String] = ["org.qeo.sample.simplechat.ChatMessage"],
         qdm: [String] = [QeoRealmTests.chat], extraInstances: String = "", extraRoutes: String = ""
-    ) throws -> (Sandbox, RouterProcess, String) {
+    ) async throws -> (Sandbox, RouterProcess, String) {
         let sandbox = try Sandbox(plugins: ["core", "qeo", "push"])
         try sandbox.writeRoutes(
             """
@@ -44,8 +44,8 @@ struct QeoEnrollmentTests {
               \(read.contains("org.qeo.sample.simplechat.ChatMessage") ? "- { from: realm.events, to: events.write }" : "")
             \(extraRoutes)
             """)
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": QeoTests.loopback])
-        router.waitUntil("the enrollment endpoint") { router.standardError.contains("enrollment listening on https://") }
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": QeoTests.loopback])
+        await router.waitUntil("the enrollment endpoint") { router.standardError.contains("enrollment listening on https://") }
         let line = try #require(router.standardError.split(separator: "\n").first { $0.contains("enrollment listening on https://") })
         let start = try #require(line.range(of: "https://")).lowerBound
         let url = String(line[start...].prefix { !$0.isWhitespace && $0 != "\"" })
@@ -78,9 +78,9 @@ struct QeoEnrollmentTests {
         return (status, answer["body"] as? [String: Any] ?? [:])
     }
 
-    @Test func aDeviceEnrollsWithACodeJoinsTheRealmAndCodesWorkOnce() throws {
+    @Test func aDeviceEnrollsWithACodeJoinsTheRealmAndCodesWorkOnce() async throws {
         let (authorities, home) = try Self.realm(domain: 138)
-        let (sandbox, router, endpoints) = try Self.authorityRouter(home: home, enroll: ", throttle: { failures: 4, window: 60s }")
+        let (sandbox, router, endpoints) = try await Self.authorityRouter(home: home, enroll: ", throttle: { failures: 4, window: 60s }")
         let (admin, url) = (String(endpoints.split(separator: "|")[0]), String(endpoints.split(separator: "|")[1]))
         let issued = try Self.code(home, in: authorities)
         let phone = authorities.path("phone")
@@ -91,7 +91,7 @@ struct QeoEnrollmentTests {
         #expect(enrolled.body["device"] as? String == "0x2")
         // The enrolled device joins for real: a router on its credentials writes a chat message
         // over DDS Security that the authority's router reads.
-        let (_, peer) = try QeoRealmTests.router("phone", credentials: phone)
+        let (_, peer) = try await QeoRealmTests.router("phone", credentials: phone)
         QeoRealmTests.deliver("hello from the phone", from: peer, as: "phone", to: sandbox)
         #expect(QeoRealmTests.messages(sandbox).contains("phone: hello from the phone"), "\(router.standardError)")
 
@@ -102,7 +102,7 @@ struct QeoEnrollmentTests {
         #expect(unknown.status == 404 && unknown.body["error"] as? String == "unknown_code", "\(unknown)")
         let short = try Self.code(home, in: authorities, expires: "1s")
         // The code's expiry is the clock's business: wait until it has passed.
-        Thread.sleep(forTimeInterval: 1.2)
+        try? await Task.sleep(for: .milliseconds(1200))
         let expired = try Self.device(["enroll", url, short.code, short.fingerprint, authorities.path("late")], in: authorities)
         #expect(expired.status == 410 && expired.body["error"] as? String == "expired_code", "\(expired)")
         // A wrong fingerprint is refused by the device before it sends its code.
@@ -125,9 +125,9 @@ struct QeoEnrollmentTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func aRevokedDeviceCannotRenewNorJoinAgain() throws {
+    @Test func aRevokedDeviceCannotRenewNorJoinAgain() async throws {
         let (authorities, home) = try Self.realm(domain: 139)
-        var (sandbox, router, endpoints) = try Self.authorityRouter(home: home)
+        var (sandbox, router, endpoints) = try await Self.authorityRouter(home: home)
         var url = String(endpoints.split(separator: "|")[1])
         var devices: [String] = []
         for name in ["kept", "revoked"] {
@@ -151,10 +151,10 @@ struct QeoEnrollmentTests {
         // The authority's router loads the revocation list when its participant starts: after a
         // restart the revoked device's messages no longer arrive, the kept device's do.
         #expect(router.stop() == 0)
-        (sandbox, router, endpoints) = try Self.authorityRouter(home: home)
+        (sandbox, router, endpoints) = try await Self.authorityRouter(home: home)
         url = String(endpoints.split(separator: "|")[1])
-        let (_, kept) = try QeoRealmTests.router("kept", credentials: authorities.path("kept"))
-        let (_, revoked) = try QeoRealmTests.router("revoked", credentials: authorities.path("revoked"))
+        let (_, kept) = try await QeoRealmTests.router("kept", credentials: authorities.path("kept"))
+        let (_, revoked) = try await QeoRealmTests.router("revoked", credentials: authorities.path("revoked"))
         QeoRealmTests.deliver("first", from: kept, as: "kept", to: sandbox)
         for _ in 0..<5 { revoked.send("should not arrive\n") }
         QeoRealmTests.deliver("after", from: kept, as: "kept", to: sandbox)
@@ -164,12 +164,12 @@ struct QeoEnrollmentTests {
         for process in [kept, revoked, router] { #expect(process.stop() == 0) }
     }
 
-    @Test func aWatchedStateChangeWakesTheMemberOnceAndTheFeedCoalesces() throws {
+    @Test func aWatchedStateChangeWakesTheMemberOnceAndTheFeedCoalesces() async throws {
         let (authorities, home) = try Self.realm(domain: 140)
         let endpoint = try FCMEndpoint(in: authorities)
         defer { endpoint.stop() }
         let topic = "org.qeo.sample.simplechat.ChatParticipant"
-        let (_, router, endpoints) = try Self.authorityRouter(
+        let (_, router, endpoints) = try await Self.authorityRouter(
             home: home, wake: topic, read: [topic], qdm: [Self.participant],
             extraInstances: """
                   push: { plugin: push, listen: "127.0.0.1:0", auth: { bearer_token: secret }, registry: "\(authorities.path("tokens.db"))",
@@ -203,9 +203,9 @@ struct QeoEnrollmentTests {
                 map: { type: \(topic), key: { name: bob } }
                 to: realm.write
             """)
-        let (bob, _) = try RouterProcess.startWithAdmin(writer, environment: ["CYCLONEDDS_URI": QeoTests.loopback])
+        let (bob, _) = try await RouterProcess.startWithAdmin(writer, environment: ["CYCLONEDDS_URI": QeoTests.loopback])
         bob.send("BUSY\n")
-        router.waitUntil("one FCM send", timeout: .seconds(30)) { (try? endpoint.sends().count) ?? 0 >= 1 }
+        await router.waitUntil("one FCM send", timeout: .seconds(30)) { (try? endpoint.sends().count) ?? 0 >= 1 }
         let sends = try endpoint.sends()
         #expect(sends.count == 1)
         #expect(sends.first?.message?["token"] as? String == "alice-phone")
@@ -222,14 +222,14 @@ struct QeoEnrollmentTests {
         #expect(first.body["cursor"] as? Int == cursor)
         bob.send("IDLE\n")
         bob.send("AWAY\n")
-        router.waitUntil("three sends") { (try? endpoint.sends().count) ?? 0 >= 3 }
+        await router.waitUntil("three sends") { (try? endpoint.sends().count) ?? 0 >= 3 }
         let coalesced = try Self.device(["changes", url, phone, String(cursor)], in: authorities)
         let latest = try #require(coalesced.body["changes"] as? [[String: Any]])
         #expect(latest.count == 1, "\(latest)")
         #expect(latest.first?["value"] as? [String: String] == ["name": "bob", "state": "AWAY"])
         #expect(latest.first?["key"] as? [String: String] == ["name": "bob"])
         bob.send("leave\n")
-        router.waitUntil("a fourth send") { (try? endpoint.sends().count) ?? 0 >= 4 }
+        await router.waitUntil("a fourth send") { (try? endpoint.sends().count) ?? 0 >= 4 }
         let removed = try Self.device(["changes", url, phone, String(coalesced.body["cursor"] as? Int ?? 0)], in: authorities)
         let removal = try #require((removed.body["changes"] as? [[String: Any]])?.first)
         #expect(removal["removed"] as? Bool == true)

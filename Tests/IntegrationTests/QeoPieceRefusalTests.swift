@@ -29,7 +29,7 @@ struct QeoPieceRefusalTests {
         return iiideas.first { $0["id"] as? String == "echo" } ?? [:]
     }
 
-    @Test func anActionOnATopicThePolicyOnlyLetsTheMemberReadIsInactiveUntilWritingIsGranted() throws {
+    @Test func anActionOnATopicThePolicyOnlyLetsTheMemberReadIsInactiveUntilWritingIsGranted() async throws {
         let authorities = try Sandbox()
         let home = authorities.path("home")
         try QeoRealmTests.realm(["init", home, "--domain", "141"], in: authorities)
@@ -56,8 +56,8 @@ struct QeoPieceRefusalTests {
                 action:  { port: realm.write }
                 enabled: false
             """)
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": QeoTests.loopback])
-        router.waitUntil("joined the secured domain") { router.standardError.contains("joined domain 141 as") }
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": QeoTests.loopback])
+        await router.waitUntil("joined the secured domain") { router.standardError.contains("joined domain 141 as") }
 
         // Now the guest may only read the topic: enabling the iiidea asks its pieces against that
         // policy; the trigger (reading) accepts, the action (writing) refuses.

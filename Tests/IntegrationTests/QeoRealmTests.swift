@@ -23,9 +23,9 @@ struct QeoRealmTests {
 
     /// A router whose qeo instance joins with `credentials`: console lines become ChatMessages
     /// from `name`, ChatMessages it reads go to events.jsonl.
-    static func router(_ name: String, credentials: String) throws -> (Sandbox, RouterProcess) {
+    static func router(_ name: String, credentials: String) async throws -> (Sandbox, RouterProcess) {
         let sandbox = try routes(name, credentials: credentials, writing: true)
-        let (router, _) = try RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": QeoTests.loopback])
+        let (router, _) = try await RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": QeoTests.loopback])
         return (sandbox, router)
     }
 
@@ -71,7 +71,7 @@ struct QeoRealmTests {
         }
     }
 
-    @Test func membersOfOneRealmExchangeDataAndAnotherRealmGetsNothing() throws {
+    @Test func membersOfOneRealmExchangeDataAndAnotherRealmGetsNothing() async throws {
         let authorities = try Sandbox()
         try Self.realm(["init", authorities.path("home"), "--id", "0x1a2b", "--domain", "\(Self.domain)"], in: authorities)
         try Self.realm(["add-user", authorities.path("home"), "alice"], in: authorities)
@@ -84,11 +84,11 @@ struct QeoRealmTests {
         try Self.realm(["add-user", authorities.path("neighbours"), "eve"], in: authorities)
         let intruder = try Self.realm(["add-device", authorities.path("neighbours"), "laptop", "--user", "1"], in: authorities)
 
-        let (hallBox, hallRouter) = try Self.router("hall", credentials: hall)
-        let (intruderBox, intruderRouter) = try Self.router("eve", credentials: intruder)
-        let (kitchenBox, kitchenRouter) = try Self.router("kitchen", credentials: kitchen)
+        let (hallBox, hallRouter) = try await Self.router("hall", credentials: hall)
+        let (intruderBox, intruderRouter) = try await Self.router("eve", credentials: intruder)
+        let (kitchenBox, kitchenRouter) = try await Self.router("kitchen", credentials: kitchen)
         for router in [hallRouter, intruderRouter, kitchenRouter] {
-            router.waitUntil("joined the secured domain") { router.standardError.contains("joined domain \(Self.domain) as") }
+            await router.waitUntil("joined the secured domain") { router.standardError.contains("joined domain \(Self.domain) as") }
         }
         #expect(kitchenRouter.standardError.contains("joined domain \(Self.domain) as <rid:1a2b><did:1><uid:1>"))
 
@@ -111,7 +111,7 @@ struct QeoRealmTests {
         _ = (hallBox, kitchenBox, intruderBox, authorities)
     }
 
-    @Test func thePolicyDecidesWhoMayWriteATopic() throws {
+    @Test func thePolicyDecidesWhoMayWriteATopic() async throws {
         let authorities = try Sandbox()
         let home = authorities.path("home")
         try Self.realm(["init", home, "--domain", "137"], in: authorities)
@@ -153,9 +153,9 @@ struct QeoRealmTests {
 
         // Reading is granted: the guest hears alice's kitchen.
         let reading = try Self.routes("tv", credentials: television, writing: false)
-        let (readingRouter, _) = try RouterProcess.startWithAdmin(reading, environment: ["CYCLONEDDS_URI": QeoTests.loopback])
-        let (kitchenBox, kitchenRouter) = try Self.router("kitchen", credentials: kitchen)
-        readingRouter.waitUntil("joined the domain") { readingRouter.standardError.contains("joined domain 137 as") }
+        let (readingRouter, _) = try await RouterProcess.startWithAdmin(reading, environment: ["CYCLONEDDS_URI": QeoTests.loopback])
+        let (kitchenBox, kitchenRouter) = try await Self.router("kitchen", credentials: kitchen)
+        await readingRouter.waitUntil("joined the domain") { readingRouter.standardError.contains("joined domain 137 as") }
         Self.deliver("on air", from: kitchenRouter, as: "kitchen", to: reading)
         #expect(Self.messages(reading).contains("kitchen: on air"))
         for router in [kitchenRouter, readingRouter] { #expect(router.stop() == 0) }

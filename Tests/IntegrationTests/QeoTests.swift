@@ -48,7 +48,7 @@ struct QeoTests {
     static func start(
         _ sandbox: Sandbox, domain: Int, qdm files: [String] = ["QSimpleChat_ChatMessage.xml", "QSimpleChat_ChatParticipant.xml"]
     )
-        throws -> (RouterProcess, String)
+        async throws -> (RouterProcess, String)
     {
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("qeo")
@@ -78,22 +78,22 @@ struct QeoTests {
                 map: { from: router, message: "{{body}}" }
                 to: home.write
             """)
-        return try RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": loopback])
+        return try await RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": loopback])
     }
 
     static func bodies(_ sandbox: Sandbox, _ file: String) -> [[String: Any]] {
         ((try? sandbox.jsonLines(of: file)) ?? []).compactMap { $0["body"] as? [String: Any] }
     }
 
-    @Test func chatMessagesCrossBothWaysAndTheRouterDoesNotHearItself() throws {
+    @Test func chatMessagesCrossBothWaysAndTheRouterDoesNotHearItself() async throws {
         let sandbox = try Sandbox()
         // Each test on a domain of its own, so tests running at the same time do not hear each other.
-        let (router, _) = try Self.start(sandbox, domain: 132)
-        router.waitUntil("joined the domain") { router.standardError.contains("joined domain 132 as <rid:1234><did:d1><uid:7>") }
+        let (router, _) = try await Self.start(sandbox, domain: 132)
+        await router.waitUntil("joined the domain") { router.standardError.contains("joined domain 132 as <rid:1234><did:d1><uid:7>") }
 
         // In: a Python writer's events become typed envelopes.
         let publisher = try Peer(["pub-chat", "python", "hello router"], domain: 132)
-        router.waitUntil("an event from the peer") { !Self.bodies(sandbox, "events.jsonl").isEmpty }
+        await router.waitUntil("an event from the peer") { !Self.bodies(sandbox, "events.jsonl").isEmpty }
         let first = try #require(try sandbox.jsonLines(of: "events.jsonl").first)
         #expect(first["type"] as? String == "qeo.org.qeo.sample.simplechat.ChatMessage")
         #expect(first["subject"] as? String == "org.qeo.sample.simplechat.ChatMessage")
@@ -105,29 +105,29 @@ struct QeoTests {
         let deadline = ContinuousClock.now + .seconds(20)
         while !subscriber.text.contains("hello python"), ContinuousClock.now < deadline {
             router.send("hello python\n")
-            Thread.sleep(forTimeInterval: 0.2)
+            try? await Task.sleep(for: .milliseconds(200))
         }
         #expect(subscriber.text.contains(#"{"from": "router", "message": "hello python"}"#), "\(subscriber.text)")
         #expect(Self.bodies(sandbox, "events.jsonl").allSatisfy { $0["from"] as? String == "python" })
         #expect(router.stop() == 0)
     }
 
-    @Test func stateChangesAndRemovalReachTheStateReaders() throws {
+    @Test func stateChangesAndRemovalReachTheStateReaders() async throws {
         // Written before the router joins: transient-local state reaches the late joiner.
         let peer = try Peer(["participant", "alice", "BUSY"], domain: 133)
         let sandbox = try Sandbox()
-        let (router, _) = try Self.start(sandbox, domain: 133)
-        router.waitUntil("the current state") { !Self.bodies(sandbox, "changes.jsonl").isEmpty }
+        let (router, _) = try await Self.start(sandbox, domain: 133)
+        await router.waitUntil("the current state") { !Self.bodies(sandbox, "changes.jsonl").isEmpty }
         #expect((Self.bodies(sandbox, "changes.jsonl").first as? [String: String]) == ["name": "alice", "state": "BUSY"])
         let states = Self.bodies(sandbox, "states.jsonl")
         #expect((states.last?["instances"] as? [[String: String]]) == [["name": "alice", "state": "BUSY"]])
 
         peer.send("remove")
-        router.waitUntil("the removal") { Self.bodies(sandbox, "changes.jsonl").count == 2 }
+        await router.waitUntil("the removal") { Self.bodies(sandbox, "changes.jsonl").count == 2 }
         let removal = try #require(try sandbox.jsonLines(of: "changes.jsonl").last)
         #expect(removal["type"] as? String == "qeo.Removed")
         #expect((removal["body"] as? [String: Any])?["key"] as? [String: String] == ["name": "alice"])
-        router.waitUntil("the empty state set") {
+        await router.waitUntil("the empty state set") {
             (Self.bodies(sandbox, "states.jsonl").last?["instances"] as? [Any])?.isEmpty == true
         }
         #expect(router.stop() == 0)
@@ -135,7 +135,7 @@ struct QeoTests {
 
     /// A DDS network interface that is missing at start is an outage, not a configuration
     /// error: the instance starts not ready, says why, keeps trying, and every other route runs.
-    @Test func aMissingNetworkInterfaceLeavesTheInstanceNotReadyAndTheRouterRunning() throws {
+    @Test func aMissingNetworkInterfaceLeavesTheInstanceNotReadyAndTheRouterRunning() async throws {
         let sandbox = try Sandbox(plugins: ["core", "qeo"])
         let path = Self.qdm.appendingPathComponent("QSimpleChat_ChatMessage.xml").path
         try sandbox.writeRoutes(
@@ -150,16 +150,16 @@ struct QeoTests {
               - { from: clock.tick, to: ticks.write }
             """)
         let missing = Self.loopback.replacingOccurrences(of: #"name="lo" multicast="true""#, with: #"name="nope0""#)
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": missing])
-        router.waitUntil("the timer route delivers") { sandbox.lines(of: "ticks.jsonl").count >= 5 }
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": missing])
+        await router.waitUntil("the timer route delivers") { sandbox.lines(of: "ticks.jsonl").count >= 5 }
         let readiness = try HTTPExchange.send("http://\(admin)/readyz")
         #expect(readiness.status == 503)
         #expect(readiness.body.contains("home: qeo: creating a participant on domain 135"), "\(readiness.body)")
-        router.waitUntil("a second attempt") { router.standardError.contains("still not ready, retrying in 2") }
+        await router.waitUntil("a second attempt") { router.standardError.contains("still not ready, retrying in 2") }
         #expect(router.stop() == 0)
     }
 
-    @Test func theRouterWritesAndRemovesStateThatAPeerSees() throws {
+    @Test func theRouterWritesAndRemovesStateThatAPeerSees() async throws {
         let sandbox = try Sandbox(plugins: ["core", "qeo"])
         let path = Self.qdm.appendingPathComponent("QSimpleChat_ChatParticipant.xml").path
         try sandbox.writeRoutes(
@@ -179,35 +179,35 @@ struct QeoTests {
                 map: { type: org.qeo.sample.simplechat.ChatParticipant, key: { name: router } }
                 to: home.write
             """)
-        let (router, _) = try RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": Self.loopback])
+        let (router, _) = try await RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": Self.loopback])
         router.send("IDLE\n")
         // Written before the reader exists: transient-local state reaches the late joiner.
         let watcher = try Peer(["watch-participants"], domain: 134)
         let deadline = ContinuousClock.now + .seconds(20)
-        while !watcher.text.contains("IDLE"), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        while !watcher.text.contains("IDLE"), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         #expect(watcher.text.contains(#"{"name": "router", "state": "IDLE"}"#), "\(watcher.text)")
         router.send("leave\n")
         let removal = ContinuousClock.now + .seconds(20)
-        while !watcher.text.contains("disposed"), ContinuousClock.now < removal { Thread.sleep(forTimeInterval: 0.05) }
+        while !watcher.text.contains("disposed"), ContinuousClock.now < removal { try? await Task.sleep(for: .milliseconds(50)) }
         #expect(watcher.text.contains(#"{"disposed": true}"#), "\(watcher.text)\n\(router.standardError)")
         #expect(router.stop() == 0)
     }
 
     /// examples/qsimplechat-bridge as its README runs it: QSimpleChat peers on domain 128 and a
     /// Mosquitto, chat both ways and participants' states as retained messages.
-    @Test func theQSimpleChatBridgeExample() throws {
+    @Test func theQSimpleChatBridgeExample() async throws {
         let example = BuildProducts.packageRoot.appendingPathComponent("examples/qsimplechat-bridge")
         let broker = try Mosquitto()
         let chat = try MosquittoSubscriber(broker, topic: "qeo/chat", qos: 1)
         let participants = try MosquittoSubscriber(broker, topic: "qeo/participants/#", qos: 1)
         let sandbox = try Sandbox(plugins: ["core", "qeo", "mqtt"])
         try sandbox.writeRoutes(try String(contentsOf: example.appendingPathComponent("routes.yaml"), encoding: .utf8))
-        let (router, _) = try RouterProcess.startWithAdmin(
+        let (router, _) = try await RouterProcess.startWithAdmin(
             sandbox,
             environment: [
                 "CYCLONEDDS_URI": Self.loopback, "QDM_DIR": example.appendingPathComponent("qdm").path, "MQTT_PORT": String(broker.port),
             ])
-        router.waitUntil("joined the realm") { router.standardError.contains("joined domain 128 as <rid:1234><did:b41d6e><uid:7>") }
+        await router.waitUntil("joined the realm") { router.standardError.contains("joined domain 128 as <rid:1234><did:b41d6e><uid:7>") }
 
         let bob = try Peer(["participant", "bob", "AVAILABLE"], domain: 128)
         #expect(participants.waitForLines(1).first == "qeo/participants/bob AVAILABLE")
@@ -219,27 +219,27 @@ struct QeoTests {
         let deadline = ContinuousClock.now + .seconds(20)
         while !subscriber.text.contains("hi from mqtt"), ContinuousClock.now < deadline {
             try broker.publish(topic: "qeo/chat/in", message: #"{"from": "carol", "message": "hi from mqtt"}"#, qos: 1)
-            Thread.sleep(forTimeInterval: 0.2)
+            try? await Task.sleep(for: .milliseconds(200))
         }
         #expect(subscriber.text.contains(#"{"from": "carol", "message": "hi from mqtt"}"#), "\(subscriber.text)")
 
         // The bridge is a participant, as a QSimpleChat app is: it joined as "mqtt", takes the
         // state published to it, and its instance goes when it leaves.
         let watcher = try Peer(["watch-participants"], domain: 128)
-        func waitFor(_ text: String, _ what: String) {
+        func waitFor(_ text: String, _ what: String) async {
             let deadline = ContinuousClock.now + .seconds(20)
-            while !watcher.text.contains(text), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            while !watcher.text.contains(text), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
             #expect(watcher.text.contains(text), "\(what): \(watcher.text)")
         }
-        waitFor(#"{"name": "mqtt", "state": "AVAILABLE"}"#, "joined")
+        await waitFor(#"{"name": "mqtt", "state": "AVAILABLE"}"#, "joined")
         try broker.publish(topic: "qeo/participant/state", message: "BUSY", qos: 1)
-        waitFor(#"{"name": "mqtt", "state": "BUSY"}"#, "a new state")
+        await waitFor(#"{"name": "mqtt", "state": "BUSY"}"#, "a new state")
         try broker.publish(topic: "qeo/participant/leave", message: "bye", qos: 1)
-        waitFor(#"{"disposed": true}"#, "left")
+        await waitFor(#"{"disposed": true}"#, "left")
         #expect(router.stop() == 0)
     }
 
-    @Test func theQGaugeExample() throws {
+    @Test func theQGaugeExample() async throws {
         let example = BuildProducts.packageRoot.appendingPathComponent("examples/qgauge")
         let environment = [
             "CYCLONEDDS_URI": Self.loopback, "QDM_DIR": example.appendingPathComponent("qdm").path,
@@ -250,14 +250,14 @@ struct QeoTests {
             let sandbox = try Sandbox(plugins: ["core", "qeo"])
             try sandbox.writeRoutes(
                 try String(contentsOf: example.appendingPathComponent("\(side)/routes.yaml"), encoding: .utf8))
-            routers.append((sandbox, try RouterProcess.startWithAdmin(sandbox, environment: environment).0))
+            await routers.append((sandbox, try RouterProcess.startWithAdmin(sandbox, environment: environment).0))
         }
         let viewer = routers[0].1
         // The loopback interface carries the DDS traffic itself, so its counters are never zero.
         // As the seed's readers get it: raw counters and a timestamp in nanoseconds, under the
         // publishing device's id.
         let line = /^-?[0-9]+:-?[0-9]+ lo in ([0-9]+) B\/([0-9]+) pkts out ([0-9]+) B\/([0-9]+) pkts at ([0-9]+) ns$/
-        viewer.waitUntil("loopback statistics") {
+        await viewer.waitUntil("loopback statistics") {
             viewer.standardOutput.split(separator: "\n").contains { (try? line.wholeMatch(in: String($0))) != nil }
         }
         let match = try #require(

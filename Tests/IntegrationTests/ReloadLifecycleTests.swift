@@ -34,21 +34,21 @@ struct ReloadLifecycleTests {
         return Array(text.utf8)
     }
 
-    @Test func aChangedSIPDisplayNameIsAdoptedOnTheSamePort() throws {
+    @Test func aChangedSIPDisplayNameIsAdoptedOnTheSamePort() async throws {
         let peer = try SIPScriptedPeer { request, _ in SIPScriptedPeer.response(to: request, "200 OK") }
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("sip")
         let port = try LoopbackPort.freeForUDPAndTCP()
         try sandbox.writeRoutes(Self.sipRoutes(sandbox, port: port, peer: peer.port, displayName: "Alice Before"))
-        let (router, _) = try RouterProcess.startWithAdmin(sandbox)
+        let (router, _) = try await RouterProcess.startWithAdmin(sandbox)
         router.send("one\n")
         let first = peer.waitForRequests(1)
         #expect(SIPScriptedPeer.header("From", in: first.first ?? "")?.contains("\"Alice Before\"") == true, "\(first)")
 
         try sandbox.writeRoutes(Self.sipRoutes(sandbox, port: port, peer: peer.port, displayName: "Alice After"))
         router.send(signal: SIGHUP)
-        router.waitUntil("the reload") { router.occurrences(of: "routes reloaded") == 1 }
+        await router.waitUntil("the reload") { router.occurrences(of: "routes reloaded") == 1 }
         #expect(router.standardError.contains("reconfigured [\"pager\"], started [], stopped []"), "\(router.standardError)")
 
         router.send("two\n")
@@ -58,7 +58,7 @@ struct ReloadLifecycleTests {
         // The same socket still takes MESSAGEs: answered and routed.
         let answer = try UDPExchange.send(Self.message(to: port, branch: "z9hG4bK-after-reload", body: "still here"), to: port)
         #expect(answer.hasPrefix("SIP/2.0 200 OK\r\n"), "\(answer)")
-        router.waitUntil("the MESSAGE routed") { sandbox.lines(of: "messages.jsonl").count == 1 }
+        await router.waitUntil("the MESSAGE routed") { sandbox.lines(of: "messages.jsonl").count == 1 }
         let log = router.standardError
         #expect(!log.contains("start failed"), "\(log)")
         #expect(!log.contains("Address already in use"), "\(log)")
@@ -68,7 +68,7 @@ struct ReloadLifecycleTests {
 
     /// A changed identity is adopted in place too, and registers again: the old binding is
     /// removed (Expires: 0) before the new identity registers.
-    @Test func aChangedSIPIdentityRegistersAgainWithoutANewSocket() throws {
+    @Test func aChangedSIPIdentityRegistersAgainWithoutANewSocket() async throws {
         let registrar = try SIPScriptedPeer { request, _ in SIPScriptedPeer.response(to: request, "200 OK") }
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
@@ -88,12 +88,12 @@ struct ReloadLifecycleTests {
             """
         }
         try sandbox.writeRoutes(routes("alice"))
-        let (router, _) = try RouterProcess.startWithAdmin(sandbox)
-        router.waitUntil("the first registration") { router.standardError.contains("registered sip:alice@example.test") }
+        let (router, _) = try await RouterProcess.startWithAdmin(sandbox)
+        await router.waitUntil("the first registration") { router.standardError.contains("registered sip:alice@example.test") }
 
         try sandbox.writeRoutes(routes("carol"))
         router.send(signal: SIGHUP)
-        router.waitUntil("the reload") { router.occurrences(of: "routes reloaded") == 1 }
+        await router.waitUntil("the reload") { router.occurrences(of: "routes reloaded") == 1 }
         let requests = registrar.waitForRequests(3)
         #expect(requests.count == 3, "\(requests)")
         let unregister = requests.dropFirst().first ?? ""
@@ -102,7 +102,7 @@ struct ReloadLifecycleTests {
         let register = requests.last ?? ""
         #expect(SIPScriptedPeer.header("From", in: register)?.contains("sip:carol@example.test") == true, "\(register)")
         #expect(SIPScriptedPeer.header("Contact", in: register)?.contains(":\(port)") == true, "\(register)")
-        router.waitUntil("the new registration") { router.standardError.contains("registered sip:carol@example.test") }
+        await router.waitUntil("the new registration") { router.standardError.contains("registered sip:carol@example.test") }
         #expect(router.standardError.contains("reconfigured [\"pager\"]"), "\(router.standardError)")
         #expect(router.occurrences(of: "listening on 127.0.0.1:\(port)") == 1, "\(router.standardError)")
 
@@ -111,7 +111,7 @@ struct ReloadLifecycleTests {
         // and the instance keeps its configuration.
         try sandbox.writeRoutes(routes("dave").replacingOccurrences(of: ", password: secret", with: ""))
         router.send(signal: SIGHUP)
-        router.waitUntil("the rejection") { router.occurrences(of: "reload rejected") == 1 }
+        await router.waitUntil("the rejection") { router.occurrences(of: "reload rejected") == 1 }
         #expect(router.standardError.contains("register needs identity.password"), "\(router.standardError)")
         #expect(registrar.requests.count == 3, "no REGISTER for dave: \(registrar.requests)")
         #expect(router.stop() == 0)
@@ -136,10 +136,10 @@ struct ReloadLifecycleTests {
             .status
     }
 
-    @Test func aChangedWebhookTokenIsAdoptedOnTheSamePortThroughPostReload() throws {
+    @Test func aChangedWebhookTokenIsAdoptedOnTheSamePortThroughPostReload() async throws {
         let sandbox = try Sandbox()
         let port = try PushTests.freePort()
-        let (router, webhook, admin) = try PushTests.start(
+        let (router, webhook, admin) = try await PushTests.start(
             sandbox, instances: Self.pushInstance(port: port, token: "before") + Self.outInstance(sandbox), routes: Self.toFile)
         #expect(webhook == "http://127.0.0.1:\(port)")
         #expect(try Self.push(webhook, token: "before") == 200)
@@ -170,11 +170,11 @@ struct ReloadLifecycleTests {
     /// adopted), and a new second instance finds its port held by another program: the reload
     /// rolls back, the old configuration serves again on its port, and `switchyard reload`
     /// says so and exits 1.
-    @Test func aNewInstanceThatCannotStartRollsTheReloadBack() throws {
+    @Test func aNewInstanceThatCannotStartRollsTheReloadBack() async throws {
         let sandbox = try Sandbox()
         let port = try PushTests.freePort()
         let foreign = try ForeignListener()
-        let (router, webhook, admin) = try PushTests.start(
+        let (router, webhook, admin) = try await PushTests.start(
             sandbox, instances: Self.pushInstance(port: port, token: "before") + Self.outInstance(sandbox), routes: Self.toFile)
         #expect(try Self.push(webhook, token: "before") == 200)
 
@@ -206,7 +206,7 @@ struct ReloadLifecycleTests {
     /// At-least-once envelopes waiting for a sink that is down survive a reload that retires
     /// their route, replaces the sink and then rolls back: once the sink is up, every accepted
     /// message is delivered.
-    @Test func aRolledBackReloadLosesNoAtLeastOnceEnvelope() throws {
+    @Test func aRolledBackReloadLosesNoAtLeastOnceEnvelope() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("testkit")
         let down = sandbox.path("sink-down")
@@ -222,7 +222,8 @@ struct ReloadLifecycleTests {
             routes:
               - { from: push.messages, to: sink.collect, delivery: at-least-once, retry: { attempts: 1000, backoff: 20ms, max_backoff: 100ms } }
             """
-        let (router, webhook, admin) = try PushTests.start(sandbox, instances: instances(sinkLogLevel: nil, second: false), routes: routes)
+        let (router, webhook, admin) = try await PushTests.start(
+            sandbox, instances: instances(sinkLogLevel: nil, second: false), routes: routes)
         var accepted: Set<String> = []
         for index in 0..<20 {
             let answer = try HTTPExchange.send(
@@ -242,16 +243,16 @@ struct ReloadLifecycleTests {
         #expect(sandbox.lines(of: "collected.txt").isEmpty, "the sink is still down")
 
         try FileManager.default.removeItem(atPath: down)
-        router.waitUntil("every accepted message delivered") {
+        await router.waitUntil("every accepted message delivered") {
             Set(sandbox.lines(of: "collected.txt").compactMap { $0.split(separator: " ").first.map(String.init) }).isSuperset(of: accepted)
         }
         #expect(router.stop() == 0)
     }
 
-    @Test func switchyardReloadPrintsTheSummaryAndFailsOnARejectedFile() throws {
+    @Test func switchyardReloadPrintsTheSummaryAndFailsOnARejectedFile() async throws {
         let sandbox = try Sandbox()
         let port = try PushTests.freePort()
-        let (router, _, admin) = try PushTests.start(
+        let (router, _, admin) = try await PushTests.start(
             sandbox, instances: Self.pushInstance(port: port, token: "before") + Self.outInstance(sandbox), routes: Self.toFile)
 
         try sandbox.writeRoutes(

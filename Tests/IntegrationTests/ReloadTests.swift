@@ -23,7 +23,7 @@ struct ReloadTests {
         """
     }
 
-    @Test func sighupKeepsTheUnchangedBrokerConnectionAndRejectsABrokenFile() throws {
+    @Test func sighupKeepsTheUnchangedBrokerConnectionAndRejectsABrokenFile() async throws {
         let broker = try Mosquitto()
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
@@ -32,14 +32,14 @@ struct ReloadTests {
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
         broker.waitForLog("Sending SUBACK to \(Self.clientID)")
         try broker.publish(topic: "a/1", message: "one", qos: 1)
-        router.waitUntil("the first message in first.jsonl") { sandbox.lines(of: "first.jsonl").count == 1 }
+        await router.waitUntil("the first message in first.jsonl") { sandbox.lines(of: "first.jsonl").count == 1 }
 
         // A new sink and a new route; the broker instance is unchanged.
         try sandbox.writeRoutes(Self.routes(broker: broker, sandbox: sandbox, writeTo: "second"))
         router.send(signal: SIGHUP)
-        router.waitUntil("the reload") { router.occurrences(of: "routes reloaded") == 1 }
+        await router.waitUntil("the reload") { router.occurrences(of: "routes reloaded") == 1 }
         try broker.publish(topic: "a/2", message: "two", qos: 1)
-        router.waitUntil("the second message in second.jsonl") { sandbox.lines(of: "second.jsonl").count == 1 }
+        await router.waitUntil("the second message in second.jsonl") { sandbox.lines(of: "second.jsonl").count == 1 }
         #expect(sandbox.lines(of: "first.jsonl") == ["\"one\""])
         #expect(sandbox.lines(of: "second.jsonl") == ["\"two\""])
         let log = router.standardError
@@ -56,10 +56,10 @@ struct ReloadTests {
             """
         )
         router.send(signal: SIGHUP)
-        router.waitUntil("the rejection") { router.occurrences(of: "reload rejected") == 1 }
+        await router.waitUntil("the rejection") { router.occurrences(of: "reload rejected") == 1 }
         #expect(router.standardError.contains("main.yaml:4:"), "\(router.standardError)")
         try broker.publish(topic: "a/3", message: "three", qos: 1)
-        router.waitUntil("the third message in second.jsonl") { sandbox.lines(of: "second.jsonl").count == 2 }
+        await router.waitUntil("the third message in second.jsonl") { sandbox.lines(of: "second.jsonl").count == 2 }
 
         // One connection for the whole run: the reloads never reconnected the broker instance.
         #expect(broker.occurrences(of: " as \(Self.clientID) ") == 1, "\(broker.logText)")
@@ -67,7 +67,7 @@ struct ReloadTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func watchReloadsWhenARouteFileChanges() throws {
+    @Test func watchReloadsWhenARouteFileChanges() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         func routes(_ file: String) -> String {
@@ -81,9 +81,9 @@ struct ReloadTests {
         }
         try sandbox.writeRoutes(routes("before"))
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--watch"], in: sandbox.root)
-        router.waitUntil("ticks in before.jsonl") { sandbox.lines(of: "before.jsonl").count >= 2 }
+        await router.waitUntil("ticks in before.jsonl") { sandbox.lines(of: "before.jsonl").count >= 2 }
         try sandbox.writeRoutes(routes("after"))
-        router.waitUntil("ticks in after.jsonl") { sandbox.lines(of: "after.jsonl").count >= 2 }
+        await router.waitUntil("ticks in after.jsonl") { sandbox.lines(of: "after.jsonl").count >= 2 }
         let before = sandbox.lines(of: "before.jsonl").count
         let after = try sandbox.jsonLines(of: "after.jsonl").compactMap { ($0["body"] as? [String: Any])?["count"] as? Int }
         #expect(router.stop() == 0)

@@ -4,7 +4,7 @@ import Testing
 /// End-to-end routing through the built `switchyard` binary and the real `libcore.so`.
 @Suite(.timeLimit(.minutes(2)))
 struct RoutingTests {
-    @Test func timerThroughWhenAndMapLandsInFile() throws {
+    @Test func timerThroughWhenAndMapLandsInFile() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(
@@ -21,7 +21,7 @@ struct RoutingTests {
             """
         )
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
-        router.waitUntil("four envelopes in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 4 }
+        await router.waitUntil("four envelopes in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 4 }
         #expect(router.stop() == 0)
         let lines = try sandbox.jsonLines(of: "out.jsonl")
         #expect(lines.count == 4)

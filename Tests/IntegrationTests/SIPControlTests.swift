@@ -8,7 +8,7 @@ import Testing
 struct SIPControlTests {
     /// A router whose stdin lines are `sip.Control` actions (`register`, …) or SIP URIs to send
     /// a MESSAGE to; registration states and outcomes are written to files.
-    static func startRouter(_ sandbox: Sandbox, kamailio: Kamailio, iiideas: String = "") throws -> (RouterProcess, String) {
+    static func startRouter(_ sandbox: Sandbox, kamailio: Kamailio, iiideas: String = "") async throws -> (RouterProcess, String) {
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("sip")
         try sandbox.writeRoutes(
@@ -41,29 +41,29 @@ struct SIPControlTests {
                 to: pager.send
             \(iiideas)
             """)
-        return try RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
+        return try await RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
     }
 
-    @Test func anInstanceThatStartsUnregisteredRegistersAndUnregistersOnRequest() throws {
+    @Test func anInstanceThatStartsUnregisteredRegistersAndUnregistersOnRequest() async throws {
         let kamailio = try Kamailio()
         let sandbox = try Sandbox()
-        let (router, admin) = try Self.startRouter(sandbox, kamailio: kamailio)
-        router.waitUntil("listening") { router.standardError.contains("not registering until a sip.Control") }
+        let (router, admin) = try await Self.startRouter(sandbox, kamailio: kamailio)
+        await router.waitUntil("listening") { router.standardError.contains("not registering until a sip.Control") }
         // Unregistered on purpose is ready, and no REGISTER went out.
         #expect(try HTTPExchange.send("http://" + admin + "/readyz").status == 200)
         #expect(!kamailio.log.contains("REQ REGISTER"))
 
         router.send("register\n")
-        router.waitUntil("registered") { SIPTests.states(sandbox).contains("registered") }
+        await router.waitUntil("registered") { SIPTests.states(sandbox).contains("registered") }
         #expect(kamailio.log.contains("REQ REGISTER from sip:alice@example.test"))
-        #expect(try SIPTests.metric("control_register_total", admin: admin) == 1)
+        await #expect(try SIPTests.metric("control_register_total", admin: admin) == 1)
 
         let sent = try SIPTests.metric("registrations_sent_total", admin: admin)
         router.send("refresh\n")
-        router.waitUntil("a refreshing REGISTER") { (try? SIPTests.metric("registrations_sent_total", admin: admin)) ?? 0 > sent }
+        await router.waitUntil("a refreshing REGISTER") { (try? SIPTests.metric("registrations_sent_total", admin: admin)) ?? 0 > sent }
 
         router.send("unregister\n")
-        router.waitUntil("unregistered") { SIPTests.states(sandbox).last == "unregistered" }
+        await router.waitUntil("unregistered") { SIPTests.states(sandbox).last == "unregistered" }
         #expect(kamailio.waitForLog("via udp expires 0"), "\(kamailio.log)")
         #expect(try HTTPExchange.send("http://" + admin + "/readyz").status == 200)
         #expect(SIPTests.states(sandbox) == ["registering", "registered", "unregistered"])
@@ -76,7 +76,7 @@ struct SIPControlTests {
         #expect(refresh.status == 422 && refresh.body.contains("not registered: send {action: register} first"), "\(refresh.body)")
         let register = try HTTPExchange.send(control, method: "POST", headers: json, body: #"{"action": "register"}"#)
         #expect(register.status == 200 && register.body.contains(#""outcome":"ok""#), "\(register.body)")
-        router.waitUntil("registered again") { SIPTests.states(sandbox).last == "registered" }
+        await router.waitUntil("registered again") { SIPTests.states(sandbox).last == "registered" }
         let bogus = try HTTPExchange.send(control, method: "POST", headers: json, body: #"{"action": "dance"}"#)
         #expect(bogus.status == 400 && bogus.body.contains("the body is not a sip.Control"), "\(bogus.body)")
         let nowhere = try HTTPExchange.send(
@@ -85,18 +85,18 @@ struct SIPControlTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func everySentMessageComesOutAsAnOutcome() throws {
+    @Test func everySentMessageComesOutAsAnOutcome() async throws {
         let kamailio = try Kamailio()
         let uas = try SIPp(scenario: SIPTests.uasScenario())
         let sandbox = try Sandbox()
-        let (router, _) = try Self.startRouter(sandbox, kamailio: kamailio)
+        let (router, _) = try await Self.startRouter(sandbox, kamailio: kamailio)
         router.send("register\n")
-        router.waitUntil("registered") { SIPTests.states(sandbox).contains("registered") }
+        await router.waitUntil("registered") { SIPTests.states(sandbox).contains("registered") }
 
         router.send("sip:bob@127.0.0.1:\(uas.port)\n")
         #expect(uas.waitForExit() == 0, "\(uas.diagnostics)")
         router.send("sip:nobody@example.test\n")
-        router.waitUntil("two outcomes") { ((try? sandbox.jsonLines(of: "outcomes.jsonl")) ?? []).count == 2 }
+        await router.waitUntil("two outcomes") { ((try? sandbox.jsonLines(of: "outcomes.jsonl")) ?? []).count == 2 }
         let outcomes = try sandbox.jsonLines(of: "outcomes.jsonl").compactMap { $0["body"] as? [String: Any] }
         let delivered = try #require(outcomes.first { ($0["to"] as? String)?.hasPrefix("sip:bob@") == true })
         #expect(delivered["status"] as? Int == 200)
@@ -112,10 +112,10 @@ struct SIPControlTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func anIiideaSendingThroughAnInstanceUnregisteredOnPurposeIsInactiveWithTheReason() throws {
+    @Test func anIiideaSendingThroughAnInstanceUnregisteredOnPurposeIsInactiveWithTheReason() async throws {
         let kamailio = try Kamailio()
         let sandbox = try Sandbox()
-        let (router, admin) = try Self.startRouter(
+        let (router, admin) = try await Self.startRouter(
             sandbox, kamailio: kamailio,
             iiideas: """
                 iiideas:
@@ -124,15 +124,15 @@ struct SIPControlTests {
                     service: { piece: pass }
                     action: { port: pager.send, preferences: { to: "sip:bob@example.test" } }
                 """)
-        router.waitUntil("listening") { router.standardError.contains("not registering until a sip.Control") }
+        await router.waitUntil("listening") { router.standardError.contains("not registering until a sip.Control") }
         let reason = "pager.send refused: not registered (register.on_start: false): deliver {action: register} to the control port first"
         let list = try RouterProcess.runToExit(["iiidea", "list", "--admin", admin], in: sandbox.root)
         #expect(list.output.contains("page\tinactive (\(reason))"), "\(list.output)\(list.errors)")
         // Once registered on request the instance reports itself ready, and the router asks the
         // piece again: the iiidea becomes active by itself.
         router.send("register\n")
-        router.waitUntil("registered") { SIPTests.states(sandbox).contains("registered") }
-        router.waitUntil("the iiidea active") {
+        await router.waitUntil("registered") { SIPTests.states(sandbox).contains("registered") }
+        await router.waitUntil("the iiidea active") {
             let list = try? RouterProcess.runToExit(["iiidea", "list", "--admin", admin], in: sandbox.root)
             return list?.output.contains("page\tenabled\t") == true
         }

@@ -10,7 +10,7 @@ struct SIPHistoryTests {
     /// A router with `pager` (alice, registered at `kamailio`) keeping at most three entries of
     /// at most 8 body bytes; stdin lines are SIP URIs to send a MESSAGE to; history events go
     /// to `history.jsonl`.
-    static func startRouter(_ sandbox: Sandbox, kamailio: Kamailio) throws -> (RouterProcess, String) {
+    static func startRouter(_ sandbox: Sandbox, kamailio: Kamailio) async throws -> (RouterProcess, String) {
         try sandbox.writeRoutes(
             """
             instances:
@@ -35,8 +35,8 @@ struct SIPHistoryTests {
                 map: { to: "{{body}}", body: "hello, bob" }
                 to: pager.send
             """)
-        let started = try RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
-        started.0.waitUntil("registered") { SIPTests.states(sandbox).contains("registered") }
+        let started = try await RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
+        await started.0.waitUntil("registered") { SIPTests.states(sandbox).contains("registered") }
         return started
     }
 
@@ -58,13 +58,13 @@ struct SIPHistoryTests {
 
     static func entries(_ answer: [String: Any]) -> [[String: Any]] { answer["entries"] as? [[String: Any]] ?? [] }
 
-    @Test func messagesInAndOutAreRecordedQueriedBoundedKeptAndCleared() throws {
+    @Test func messagesInAndOutAreRecordedQueriedBoundedKeptAndCleared() async throws {
         let kamailio = try Kamailio()
         let uas = try SIPp(scenario: SIPTests.uasScenario())
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("sip")
-        var (router, admin) = try Self.startRouter(sandbox, kamailio: kamailio)
+        var (router, admin) = try await Self.startRouter(sandbox, kamailio: kamailio)
 
         // In: bob → Kamailio → alice, answered 200; its body cut at 8 bytes.
         let uac = try SIPp(scenario: SIPTests.uacScenario(), remote: "127.0.0.1:\(kamailio.port)")
@@ -72,9 +72,9 @@ struct SIPHistoryTests {
         // Out: delivered (200 from SIPp), then refused (404 from Kamailio).
         router.send("sip:bob@127.0.0.1:\(uas.port)\n")
         #expect(uas.waitForExit() == 0, "\(uas.diagnostics)")
-        router.waitUntil("the delivered MESSAGE updated") { Self.events(sandbox).filter { $0.event == "updated" }.count == 1 }
+        await router.waitUntil("the delivered MESSAGE updated") { Self.events(sandbox).filter { $0.event == "updated" }.count == 1 }
         router.send("sip:nobody@example.test\n")
-        router.waitUntil("the refused MESSAGE updated") { Self.events(sandbox).filter { $0.event == "updated" }.count == 2 }
+        await router.waitUntil("the refused MESSAGE updated") { Self.events(sandbox).filter { $0.event == "updated" }.count == 2 }
         #expect(Self.events(sandbox).map(\.event) == ["added", "added", "updated", "added", "updated"])
 
         let all = try Self.query(admin)
@@ -108,14 +108,14 @@ struct SIPHistoryTests {
 
         // keep: 3 — a fourth entry removes the oldest, the received one.
         router.send("sip:nobody@example.test\n")
-        router.waitUntil("the oldest removed") { Self.events(sandbox).contains { $0.event == "removed" } }
+        await router.waitUntil("the oldest removed") { Self.events(sandbox).contains { $0.event == "removed" } }
         let removed = try #require(Self.events(sandbox).first { $0.event == "removed" })
         #expect(removed.ids == [received["id"] as? Int ?? -1])
-        router.waitUntil("the fourth updated") { Self.events(sandbox).filter { $0.event == "updated" }.count == 3 }
+        await router.waitUntil("the fourth updated") { Self.events(sandbox).filter { $0.event == "updated" }.count == 3 }
 
         // The history is in the router's store: a restarted router has it.
         #expect(router.stop() == 0)
-        (router, admin) = try Self.startRouter(sandbox, kamailio: kamailio)
+        (router, admin) = try await Self.startRouter(sandbox, kamailio: kamailio)
         let kept = try Self.query(admin)
         #expect(kept["total"] as? Int == 3)
         #expect(
@@ -140,10 +140,10 @@ struct SIPHistoryTests {
         #expect(unknown.status == 1 && unknown.errors.contains("no instance named 'nobody'"), "\(unknown.errors)")
 
         #expect(try cli(["pager", "--clear", "--peer", "sip:nobody@example.test"]).output == "cleared\n")
-        router.waitUntil("two removed") { Self.events(sandbox).filter { $0.event == "removed" }.count == 2 }
+        await router.waitUntil("two removed") { Self.events(sandbox).filter { $0.event == "removed" }.count == 2 }
         #expect(try Self.query(admin)["total"] as? Int == 1)
         #expect(try cli(["pager", "--clear"]).output == "cleared\n")
-        router.waitUntil("reset") { Self.events(sandbox).last?.event == "reset" }
+        await router.waitUntil("reset") { Self.events(sandbox).last?.event == "reset" }
         #expect(try Self.query(admin)["total"] as? Int == 0)
         #expect(try cli(["pager"]).output.isEmpty)
         #expect(router.stop() == 0)

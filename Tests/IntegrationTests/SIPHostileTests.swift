@@ -8,7 +8,7 @@ import Testing
 struct SIPHostileTests {
     /// A router with a sip instance `pager` configured by `sip` (YAML lines under it), plus the
     /// bystander route `in.lines → out.write` that must keep delivering.
-    static func startRouter(_ sandbox: Sandbox, sip: String, routes: String = "") throws -> (RouterProcess, String) {
+    static func startRouter(_ sandbox: Sandbox, sip: String, routes: String = "") async throws -> (RouterProcess, String) {
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("sip")
         try sandbox.writeRoutes(
@@ -25,14 +25,14 @@ struct SIPHostileTests {
               - { from: pager.registration, to: registration.write }
             \(routes)
             """)
-        return try RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
+        return try await RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
     }
 
     /// The router answers its health check and the bystander route delivers a line.
-    static func expectAliveAndDelivering(_ router: RouterProcess, _ sandbox: Sandbox, admin: String, line: String) throws {
+    static func expectAliveAndDelivering(_ router: RouterProcess, _ sandbox: Sandbox, admin: String, line: String) async throws {
         #expect(try HTTPExchange.send("http://" + admin + "/healthz").status == 200)
         router.send(line + "\n")
-        router.waitUntil("the bystander route to deliver '\(line)'") {
+        await router.waitUntil("the bystander route to deliver '\(line)'") {
             sandbox.lines(of: "out.jsonl").contains { $0.contains(line) }
         }
     }
@@ -45,7 +45,7 @@ struct SIPHostileTests {
     /// refresh trap (`cseq += 1`); a negative Expires trapped in `granted - 60`. Now a CSeq not
     /// below 2^31 is malformed, one not the request's is a protocol error, Expires and
     /// Min-Expires are clamped to 2^31-1 s, and registration goes on.
-    @Test func aRegistrarAnsweringWithIntegersAtTheirLimitsDoesNotStopTheRouter() throws {
+    @Test func aRegistrarAnsweringWithIntegersAtTheirLimitsDoesNotStopTheRouter() async throws {
         let registrar = try SIPScriptedPeer { request, index in
             switch index {
             case 0: SIPScriptedPeer.response(to: request, "200 OK", cseq: "4294967295 REGISTER", extra: ["Expires: 10"])
@@ -62,7 +62,7 @@ struct SIPHostileTests {
             }
         }
         let sandbox = try Sandbox()
-        let (router, admin) = try Self.startRouter(
+        let (router, admin) = try await Self.startRouter(
             sandbox,
             sip: """
                     identity: { impu: "sip:alice@example.test", password: "${SIP_PASSWORD}" }
@@ -83,15 +83,15 @@ struct SIPHostileTests {
         #expect(router.standardError.contains("malformed SIP message from udp:127.0.0.1:\(registrar.port)"), "\(router.standardError)")
         #expect(router.standardError.contains("CSeq 4294967295 is not below 2^31"))
         #expect(router.standardError.contains("protocol error from udp:127.0.0.1:\(registrar.port)"))
-        #expect(try SIPTests.metric("malformed_total", admin: admin) >= 1)
-        #expect(try SIPTests.metric("protocol_errors_total", admin: admin) >= 1)
-        try Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
+        await #expect(try SIPTests.metric("malformed_total", admin: admin) >= 1)
+        await #expect(try SIPTests.metric("protocol_errors_total", admin: admin) >= 1)
+        try await Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
         #expect(router.stop() == 0)
     }
 
     /// Item 5: credentials go only to the configured registrar or proxy; an envelope cannot
     /// send elsewhere than `send.to`; CR, LF or NUL never reach a header line.
-    @Test func credentialsDestinationsAndHeaderLinesStayWhereConfigured() throws {
+    @Test func credentialsDestinationsAndHeaderLinesStayWhereConfigured() async throws {
         let far = try SIPScriptedPeer { request, _ in
             SIPScriptedPeer.response(
                 to: request, "401 Unauthorized", extra: [#"WWW-Authenticate: Digest realm="example.test", nonce="n1", qop="auth""#])
@@ -115,18 +115,18 @@ struct SIPHostileTests {
               - { from: in.lines, type: sip.Send, map: { to: "{{body}}", body: "to from the line" }, to: pager.send }
               - { from: in.lines, type: sip.Send, map: { to: "\(bob)", body: "note", headers: { X-Note: "{{body}}" } }, to: pager.send }
             """)
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
         func metric(_ name: String) -> Double { (try? SIPTests.metric(name, admin: admin)) ?? -1 }
         // Route 2 tries another destination: refused. Route 3 reaches bob, whose 401 is not
         // answered: bob is neither registrar nor proxy.
         router.send("sip:mallory@127.0.0.1:9\n")
-        router.waitUntil("the redirect and the stranger's challenge refused") {
+        await router.waitUntil("the redirect and the stranger's challenge refused") {
             metric("destinations_refused_total") == 1 && metric("challenges_refused_total") == 1
         }
         // A CR in a header value (route 3); a NUL in the destination (route 2) and a header (route 3).
         router.send("note\rInjected: yes\n")
         router.send("\(bob);x=\u{0}\n")
-        router.waitUntil("three values refused") { metric("header_values_refused_total") == 3 }
+        await router.waitUntil("three values refused") { metric("header_values_refused_total") == 3 }
         let requests = far.requests
         #expect(requests.count == 1, "only the MESSAGE to bob, once: \(requests)")
         #expect(requests.allSatisfy { !$0.contains("Authorization") && !$0.contains("Injected") && !$0.contains("\u{0}") })
@@ -134,13 +134,13 @@ struct SIPHostileTests {
         #expect(router.standardError.contains("not answering a 401 challenge (realm 'example.test') from udp:127.0.0.1:\(far.port)"))
         #expect(router.standardError.contains("send.allow_envelope_destination"))
         #expect(router.standardError.contains(#"holds CR, LF or NUL: 'note\u{d}Injected: yes'"#), "\(router.standardError)")
-        try Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
+        try await Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
         #expect(router.stop() == 0)
     }
 
     /// With `identity.realm` set, the proxy's challenge for another realm is not answered; one
     /// for the configured realm is.
-    @Test func onlyTheConfiguredRealmIsAnswered() throws {
+    @Test func onlyTheConfiguredRealmIsAnswered() async throws {
         let proxy = try SIPScriptedPeer { request, index in
             switch index {
             case 0:
@@ -154,7 +154,7 @@ struct SIPHostileTests {
             }
         }
         let sandbox = try Sandbox()
-        let (router, admin) = try Self.startRouter(
+        let (router, admin) = try await Self.startRouter(
             sandbox,
             sip: """
                     identity: { impu: "sip:alice@example.test", password: "${SIP_PASSWORD}", realm: example.test }
@@ -163,20 +163,20 @@ struct SIPHostileTests {
                     send: { to: "sip:bob@remote.test" }
                 """, routes: "  - { from: in.lines, to: pager.send }")
         router.send("one\n")
-        router.waitUntil("the other realm refused") { (try? SIPTests.metric("challenges_refused_total", admin: admin)) == 1 }
+        await router.waitUntil("the other realm refused") { (try? SIPTests.metric("challenges_refused_total", admin: admin)) == 1 }
         router.send("two\n")
-        router.waitUntil("the second sent") { (try? SIPTests.metric("messages_sent_total", admin: admin)) == 1 }
+        await router.waitUntil("the second sent") { (try? SIPTests.metric("messages_sent_total", admin: admin)) == 1 }
         let requests = proxy.requests
         #expect(requests.count == 3, "\(requests)")
         #expect(requests.count == 3 && !requests[1].contains("Proxy-Authorization") && requests[2].contains(#"realm="example.test""#))
         #expect(router.standardError.contains("for realm 'evil.test': identity.realm is 'example.test'"))
-        try Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
+        try await Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
         #expect(router.stop() == 0)
     }
 
     /// Item 8's SIP side: while the at-least-once spool cannot write, a MESSAGE is not
     /// confirmed: it is answered 503 with Retry-After, and taken once the disk has room.
-    @Test func aMessageTheSpoolCannotKeepIsAnswered503WithRetryAfter() throws {
+    @Test func aMessageTheSpoolCannotKeepIsAnswered503WithRetryAfter() async throws {
         let sandbox = try Sandbox(plugins: ["core", "sip"])
         let disk = try SmallFileSystem(at: sandbox.path("disk"), megabytes: 8)
         let port = try LoopbackPort.freeForUDPAndTCP()
@@ -196,7 +196,7 @@ struct SIPHostileTests {
               - { from: in.lines, to: out.write }
               - { name: durable, from: pager.messages, to: messages.write, delivery: at-least-once }
             """)
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox)
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox)
         try disk.fill(leavingKilobytes: 32)
         // 60 kB bodies: within a few the spool's write-ahead log cannot grow.
         var answers: [String] = []
@@ -207,16 +207,16 @@ struct SIPHostileTests {
         #expect(refused.hasPrefix("SIP/2.0 503 Service Unavailable\r\n"), "\(answers)\n\(router.standardError)")
         #expect(refused.contains("Retry-After: 1\r\n"))
         #expect(answers.dropLast().allSatisfy { $0.hasPrefix("SIP/2.0 200 OK") }, "\(answers)")
-        try Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
+        try await Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
 
         try disk.freeFiller()
         // The sender comes back (a new transaction): now confirmed, and delivered.
-        router.waitUntil("the MESSAGE taken once the spool writes") {
+        await router.waitUntil("the MESSAGE taken once the spool writes") {
             (try? UDPExchange.send(SIPLimitsTests.message("after-\(UUID().uuidString)", port: port), to: port))?
                 .hasPrefix("SIP/2.0 200 OK\r\n") == true
         }
         // Every MESSAGE answered 200 is delivered: confirmed only once on disk.
-        router.waitUntil("delivered") { sandbox.lines(of: "messages.jsonl").count == answers.count }
+        await router.waitUntil("delivered") { sandbox.lines(of: "messages.jsonl").count == answers.count }
         #expect(router.stop() == 0)
     }
 }

@@ -6,7 +6,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct SIPLimitsTests {
     /// A router whose sip instance listens on a free UDP/TCP port (and a TLS one with `tls`).
-    static func startRouter(_ sandbox: Sandbox, limits: String, tls: Bool = false) throws -> (RouterProcess, String, UInt16) {
+    static func startRouter(_ sandbox: Sandbox, limits: String, tls: Bool = false) async throws -> (RouterProcess, String, UInt16) {
         let port = try LoopbackPort.freeForUDPAndTCP()
         var tlsLines = ""
         if tls {
@@ -15,7 +15,7 @@ struct SIPLimitsTests {
                     tls: { ca_file: "\(sandbox.path("ca.pem"))", cert_file: "\(sandbox.path("server.pem"))", key_file: "\(sandbox.path("server.key"))" }
                 """
         }
-        let (router, admin) = try SIPHostileTests.startRouter(
+        let (router, admin) = try await SIPHostileTests.startRouter(
             sandbox,
             sip: """
                     identity: { impu: "sip:alice@example.test" }
@@ -37,23 +37,23 @@ struct SIPLimitsTests {
                 + "Content-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)").utf8)
     }
 
-    @Test func serverTransactionsPastTheCapGet503WithRetryAfter() throws {
+    @Test func serverTransactionsPastTheCapGet503WithRetryAfter() async throws {
         let sandbox = try Sandbox()
         // Answered over UDP, a transaction stays for Timer J (64·T1 = 32 s): two fill the cap.
-        let (router, admin, port) = try Self.startRouter(sandbox, limits: "{ max_server_transactions: 2 }")
+        let (router, admin, port) = try await Self.startRouter(sandbox, limits: "{ max_server_transactions: 2 }")
         let answers = try ["a", "b", "c"].map { try UDPExchange.send(Self.message($0, port: port), to: port) }
         #expect(answers[0].hasPrefix("SIP/2.0 200 OK\r\n") && answers[1].hasPrefix("SIP/2.0 200 OK\r\n"), "\(answers)")
         #expect(answers[2].hasPrefix("SIP/2.0 503 Service Unavailable\r\n"), "\(answers[2])")
         #expect(answers[2].contains("Retry-After: 1\r\n"))
-        #expect(Self.metric("server_transactions_refused_total", admin) == 1)
+        await #expect(Self.metric("server_transactions_refused_total", admin) == 1)
         #expect(router.standardError.contains("refused a MESSAGE from udp:127.0.0.1:"))
-        try SIPHostileTests.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
+        try await SIPHostileTests.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
         #expect(router.stop() == 0)
     }
 
-    @Test func aMessageOverTheSizeLimitIsRefusedOnUDPAndTCP() throws {
+    @Test func aMessageOverTheSizeLimitIsRefusedOnUDPAndTCP() async throws {
         let sandbox = try Sandbox()
-        let (router, admin, port) = try Self.startRouter(sandbox, limits: "{ max_message_bytes: 3000 }")
+        let (router, admin, port) = try await Self.startRouter(sandbox, limits: "{ max_message_bytes: 3000 }")
         // Under the limit but over NIO's default 2048-byte datagram read: taken whole.
         let whole = try UDPExchange.send(Self.message("medium", port: port, padding: 2300), to: port)
         #expect(whole.hasPrefix("SIP/2.0 200 OK\r\n"), "\(whole)")
@@ -65,43 +65,44 @@ struct SIPLimitsTests {
         let connection = try TCPConnection(port: port)
         try connection.send(Self.message("big-tcp", port: port, padding: 4000))
         #expect(connection.waitForClose(timeout: .seconds(5)), "the connection stays open")
-        router.waitUntil("both counted") { Self.metric("too_large_total", admin) == 2 }
-        try SIPHostileTests.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
+        await router.waitUntil("both counted") { Self.metric("too_large_total", admin) == 2 }
+        try await SIPHostileTests.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
         #expect(router.stop() == 0)
     }
 
-    @Test func connectionsPastTheCapAreClosedAndIdleOnesTimeOut() throws {
+    @Test func connectionsPastTheCapAreClosedAndIdleOnesTimeOut() async throws {
         let sandbox = try Sandbox()
-        let (router, admin, port) = try Self.startRouter(sandbox, limits: "{ max_connections: 2, idle_timeout: 1s }")
+        let (router, admin, port) = try await Self.startRouter(sandbox, limits: "{ max_connections: 2, idle_timeout: 1s }")
         let first = try TCPConnection(port: port)
         let second = try TCPConnection(port: port)
         let third = try TCPConnection(port: port)
         #expect(third.waitForClose(timeout: .seconds(5)), "the third connection was not closed")
-        #expect(Self.metric("connections_refused_total", admin) == 1)
+        await #expect(Self.metric("connections_refused_total", admin) == 1)
         #expect(router.standardError.contains("2 tcp connections open (limits.max_connections)"))
         // The first two said nothing: closed after the idle timeout, and their slots free again.
         let start = ContinuousClock.now
         #expect(first.waitForClose(timeout: .seconds(5)) && second.waitForClose(timeout: .seconds(5)))
         #expect(ContinuousClock.now - start > .milliseconds(500), "closed before the idle timeout")
-        router.waitUntil("idle closes counted") { Self.metric("connections_idle_closed_total", admin) == 2 }
+        await router.waitUntil("idle closes counted") { Self.metric("connections_idle_closed_total", admin) == 2 }
         let fourth = try TCPConnection(port: port)
         try fourth.send(Self.message("after", port: port))
         #expect(fourth.receive(timeout: .seconds(5)).hasPrefix("SIP/2.0 200 OK"), "a slot is free again")
-        try SIPHostileTests.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
+        try await SIPHostileTests.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
         #expect(router.stop() == 0)
     }
 
-    @Test func aTLSConnectionWithoutAHandshakeIsClosed() throws {
+    @Test func aTLSConnectionWithoutAHandshakeIsClosed() async throws {
         let sandbox = try Sandbox()
-        let (router, admin, _) = try Self.startRouter(sandbox, limits: "{ tls_handshake_timeout: 300ms, idle_timeout: 30s }", tls: true)
-        router.waitUntil("the TLS listener") { router.standardError.contains("TLS on ") }
+        let (router, admin, _) = try await Self.startRouter(
+            sandbox, limits: "{ tls_handshake_timeout: 300ms, idle_timeout: 30s }", tls: true)
+        await router.waitUntil("the TLS listener") { router.standardError.contains("TLS on ") }
         let logged = router.standardError.components(separatedBy: "TLS on ").last ?? ""
         let tlsPort = try #require(UInt16(String(logged.prefix { $0.isNumber })))
         let silent = try TCPConnection(port: tlsPort)
         #expect(silent.waitForClose(timeout: .seconds(5)), "the connection stays open")
-        #expect(Self.metric("tls_handshake_timeouts_total", admin) == 1)
-        #expect(Self.metric("connections_idle_closed_total", admin) == 0)
-        try SIPHostileTests.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
+        await #expect(Self.metric("tls_handshake_timeouts_total", admin) == 1)
+        await #expect(Self.metric("connections_idle_closed_total", admin) == 0)
+        try await SIPHostileTests.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
         #expect(router.stop() == 0)
     }
 }

@@ -62,7 +62,7 @@ struct SIPTests {
     static func startRouter(
         _ sandbox: Sandbox, kamailio: Kamailio, transport: String = "udp", password: String = "alice-secret",
         sendTo: String = "sip:bob@peer.test", extra: String = ""
-    ) throws -> (RouterProcess, String) {
+    ) async throws -> (RouterProcess, String) {
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("sip")
         let proxyPort = transport == "tls" ? (kamailio.tlsPort ?? 0) : kamailio.port
@@ -98,7 +98,7 @@ struct SIPTests {
                 map: { to: "\(sendTo)", body: '{"text": "{{body}}"}', content_type: application/json, headers: { X-Priority: high } }
                 to: pager.send
             """)
-        return try RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": password])
+        return try await RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": password])
     }
 
     static func states(_ sandbox: Sandbox) -> [String] {
@@ -113,13 +113,13 @@ struct SIPTests {
     }
 
     @Test(arguments: [("udp", "MD5"), ("tcp", "SHA-256")])
-    func registersReceivesAndSendsThroughKamailio(transport: String, algorithm: String) throws {
+    func registersReceivesAndSendsThroughKamailio(transport: String, algorithm: String) async throws {
         let kamailio = try Kamailio(.init(algorithm: algorithm))
         let uas = try SIPp(scenario: Self.uasScenario())
         let sandbox = try Sandbox()
-        let (router, admin) = try Self.startRouter(
+        let (router, admin) = try await Self.startRouter(
             sandbox, kamailio: kamailio, transport: transport, sendTo: "sip:bob@127.0.0.1:\(uas.port)")
-        router.waitUntil("registered") { Self.states(sandbox).contains("registered") }
+        await router.waitUntil("registered") { Self.states(sandbox).contains("registered") }
         #expect(Self.states(sandbox) == ["registering", "registered"], "\(router.standardError)")
         #expect(try HTTPExchange.send("http://" + admin + "/readyz").status == 200)
         // Digest with the server's algorithm: the first REGISTER is challenged (401), the second accepted.
@@ -151,11 +151,13 @@ struct SIPTests {
         #expect(seen.contains("X-Priority: high"))
         #expect(seen.contains("{\"text\": \"bonjour\"}"))
         #expect(seen.contains("Proxy-Authorization") == false, "Kamailio consumes the credentials before relaying")
-        router.waitUntil("the send acknowledged") { (try? Self.metric("messages_sent_total", admin: admin)) == 1 }
+        await router.waitUntil("the send acknowledged") { (try? Self.metric("messages_sent_total", admin: admin)) == 1 }
 
         // A refresh before expiry (10 s granted: refreshed halfway).
         let sent = try Self.metric("registrations_sent_total", admin: admin)
-        router.waitUntil("a refresh", timeout: .seconds(12)) { (try? Self.metric("registrations_sent_total", admin: admin)) ?? 0 > sent }
+        await router.waitUntil("a refresh", timeout: .seconds(12)) {
+            (try? Self.metric("registrations_sent_total", admin: admin)) ?? 0 > sent
+        }
         #expect(Self.states(sandbox) == ["registering", "registered"], "a refresh is not a state change")
 
         // Unregistered on shutdown (the router's routes are closed by then: Kamailio tells).
@@ -164,26 +166,26 @@ struct SIPTests {
         #expect(router.standardError.contains("unregistered sip:alice@example.test"))
     }
 
-    @Test func aWrongPasswordFailsClearlyAndTheRouterKeepsRunning() throws {
+    @Test func aWrongPasswordFailsClearlyAndTheRouterKeepsRunning() async throws {
         let kamailio = try Kamailio()
         let sandbox = try Sandbox()
-        let (router, admin) = try Self.startRouter(sandbox, kamailio: kamailio, password: "not-the-password")
-        router.waitUntil("the registration to fail") { Self.states(sandbox).contains("failed") }
+        let (router, admin) = try await Self.startRouter(sandbox, kamailio: kamailio, password: "not-the-password")
+        await router.waitUntil("the registration to fail") { Self.states(sandbox).contains("failed") }
         #expect(router.standardError.contains("registrar refused the credentials of alice (401 Unauthorized)"), "\(router.standardError)")
         #expect(try HTTPExchange.send("http://" + admin + "/readyz").status == 503)
         // It tries again with backoff, and stays up.
-        router.waitUntil("a second attempt") { (try? Self.metric("registration_failures_total", admin: admin)) ?? 0 >= 2 }
+        await router.waitUntil("a second attempt") { (try? Self.metric("registration_failures_total", admin: admin)) ?? 0 >= 2 }
         #expect(try HTTPExchange.send("http://" + admin + "/healthz").status == 200)
         #expect(router.stop() == 0)
     }
 
-    @Test func registersAndMessagesOverTLS() throws {
+    @Test func registersAndMessagesOverTLS() async throws {
         let kamailio = try Kamailio(.init(tls: true))
         let uas = try SIPp(scenario: Self.uasScenario())
         let sandbox = try Sandbox()
-        let (router, _) = try Self.startRouter(
+        let (router, _) = try await Self.startRouter(
             sandbox, kamailio: kamailio, transport: "tls", sendTo: "sip:bob@127.0.0.1:\(uas.port)")
-        router.waitUntil("registered over TLS") { Self.states(sandbox).contains("registered") }
+        await router.waitUntil("registered over TLS") { Self.states(sandbox).contains("registered") }
         #expect(kamailio.log.contains("REQ REGISTER from sip:alice@example.test to sip:example.test via tls"), "\(kamailio.log)")
         // In: Kamailio opens a TLS connection to the Contact.
         let uac = try SIPp(scenario: Self.uacScenario(), remote: "127.0.0.1:\(kamailio.port)")
@@ -196,16 +198,16 @@ struct SIPTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func registersAgainAfterTheRegistrarWasLost() throws {
+    @Test func registersAgainAfterTheRegistrarWasLost() async throws {
         var kamailio = try Kamailio()
         let port = kamailio.port
         let sandbox = try Sandbox()
-        let (router, _) = try Self.startRouter(sandbox, kamailio: kamailio, transport: "tcp")
-        router.waitUntil("registered") { Self.states(sandbox) == ["registering", "registered"] }
+        let (router, _) = try await Self.startRouter(sandbox, kamailio: kamailio, transport: "tcp")
+        await router.waitUntil("registered") { Self.states(sandbox) == ["registering", "registered"] }
         kamailio.stop()
-        router.waitUntil("the loss noticed") { Self.states(sandbox).contains("unregistered") }
+        await router.waitUntil("the loss noticed") { Self.states(sandbox).contains("unregistered") }
         kamailio = try Kamailio(.init(port: port))
-        router.waitUntil("registered again", timeout: .seconds(20)) { Self.states(sandbox).last == "registered" }
+        await router.waitUntil("registered again", timeout: .seconds(20)) { Self.states(sandbox).last == "registered" }
         #expect(router.standardError.contains("the connection to the registrar"), "\(router.standardError)")
         #expect(Self.states(sandbox) == ["registering", "registered", "unregistered", "registering", "failed", "registered"])
         #expect(router.stop() == 0)
@@ -213,7 +215,7 @@ struct SIPTests {
 
     /// examples/sip-pager as its README runs it: its Kamailio configuration and user table, a
     /// Mosquitto, the example's routes; a MESSAGE becomes an MQTT publish and back.
-    @Test func theSIPPagerExampleBridgesSIPAndMQTT() throws {
+    @Test func theSIPPagerExampleBridgesSIPAndMQTT() async throws {
         let example = BuildProducts.packageRoot.appendingPathComponent("examples/sip-pager")
         let kamailio = try Kamailio(
             example: example.appendingPathComponent("kamailio.cfg"), database: example.appendingPathComponent("db"))
@@ -225,13 +227,13 @@ struct SIPTests {
         try sandbox.installPlugin("mqtt")
         try sandbox.writeRoutes(try String(contentsOf: example.appendingPathComponent("routes.yaml"), encoding: .utf8))
         let sipPort = try LoopbackPort.freeForUDPAndTCP()
-        let (router, _) = try RouterProcess.startWithAdmin(
+        let (router, _) = try await RouterProcess.startWithAdmin(
             sandbox,
             environment: [
                 "SIP_PASSWORD": "alice-secret", "SIP_LISTEN_PORT": String(sipPort), "SIP_PROXY_PORT": String(kamailio.port),
                 "MQTT_PORT": String(broker.port), "SPOOL": sandbox.path("state.db"),
             ])
-        router.waitUntil("registered") { router.standardError.contains("registered sip:alice@example.test") }
+        await router.waitUntil("registered") { router.standardError.contains("registered sip:alice@example.test") }
 
         let uac = try SIPp(scenario: Self.uacScenario(body: "ping from bob"), remote: "127.0.0.1:\(kamailio.port)")
         #expect(uac.waitForExit() == 0, "\(uac.diagnostics)\n\(router.standardError)")
@@ -250,7 +252,7 @@ struct SIPTests {
 /// The sip plugin against SIPp alone: retransmission on loss, duplicate absorption, 415, 400.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct SIPEndpointTests {
-    static func startRouter(_ sandbox: Sandbox, sendTo: String = "sip:bob@127.0.0.1:9", extra: String = "") throws -> (
+    static func startRouter(_ sandbox: Sandbox, sendTo: String = "sip:bob@127.0.0.1:9", extra: String = "") async throws -> (
         RouterProcess, String, UInt16
     ) {
         try sandbox.installPlugin("core")
@@ -271,57 +273,57 @@ struct SIPEndpointTests {
               - { from: pager.messages, to: messages.write }
               - { from: in.lines, to: pager.send }
             """)
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox)
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox)
         return (router, admin, port)
     }
 
-    @Test func unansweredTriesAreRetransmittedUntilTheAnswerComes() throws {
+    @Test func unansweredTriesAreRetransmittedUntilTheAnswerComes() async throws {
         // SIPp takes 1.6 s to answer: Timer E resends at 0.5 s and 1.5 s (T1 = 500 ms).
         let uas = try SIPp(scenario: SIPTests.uasScenario(pause: 1600))
         let sandbox = try Sandbox()
-        let (router, admin, _) = try Self.startRouter(sandbox, sendTo: "sip:bob@127.0.0.1:\(uas.port)")
+        let (router, admin, _) = try await Self.startRouter(sandbox, sendTo: "sip:bob@127.0.0.1:\(uas.port)")
         router.send("are you there\n")
         #expect(uas.waitForExit() == 0, "\(uas.diagnostics)")
-        router.waitUntil("the send acknowledged") { (try? SIPTests.metric("messages_sent_total", admin: admin)) == 1 }
+        await router.waitUntil("the send acknowledged") { (try? SIPTests.metric("messages_sent_total", admin: admin)) == 1 }
         #expect(uas.received("MESSAGE") >= 3, "\(uas.messages)")
-        #expect(try SIPTests.metric("retransmissions_total", admin: admin) >= 2)
+        await #expect(try SIPTests.metric("retransmissions_total", admin: admin) >= 2)
         #expect(router.stop() == 0)
     }
 
-    @Test func aRequestOver1300BytesMovesFromUDPToTCP() throws {
+    @Test func aRequestOver1300BytesMovesFromUDPToTCP() async throws {
         // RFC 3261 §18.1.1: the destination says UDP, the size says TCP (SIPp listens on TCP only).
         let uas = try SIPp(scenario: SIPTests.uasScenario(), transport: "t1")
         let sandbox = try Sandbox()
-        let (router, admin, _) = try Self.startRouter(sandbox, sendTo: "sip:bob@127.0.0.1:\(uas.port)")
+        let (router, admin, _) = try await Self.startRouter(sandbox, sendTo: "sip:bob@127.0.0.1:\(uas.port)")
         router.send(String(repeating: "long ", count: 300) + "\n")
         #expect(uas.waitForExit() == 0, "\(uas.diagnostics)\n\(router.standardError)")
         #expect(uas.messages.contains("Via: SIP/2.0/TCP 127.0.0.1:"), "\(uas.messages)")
-        router.waitUntil("the send acknowledged") { (try? SIPTests.metric("messages_sent_total", admin: admin)) == 1 }
+        await router.waitUntil("the send acknowledged") { (try? SIPTests.metric("messages_sent_total", admin: admin)) == 1 }
         #expect(router.stop() == 0)
     }
 
-    @Test func aMessageNeverAnsweredFailsWithTimerF() throws {
+    @Test func aMessageNeverAnsweredFailsWithTimerF() async throws {
         let silent = """
             <?xml version="1.0" encoding="ISO-8859-1" ?>
             <scenario name="silent"><recv request="MESSAGE"/><pause milliseconds="5000"/></scenario>
             """
         let uas = try SIPp(scenario: silent)
         let sandbox = try Sandbox()
-        let (router, admin, _) = try Self.startRouter(
+        let (router, admin, _) = try await Self.startRouter(
             sandbox, sendTo: "sip:bob@127.0.0.1:\(uas.port)", extra: "    timers: { t1: 40ms, t2: 160ms }")
         router.send("into the void\n")
-        router.waitUntil("Timer F") { router.standardError.contains("no answer within 64·T1 (Timer F)") }
-        #expect(try SIPTests.metric("timeouts_total", admin: admin) == 1)
-        #expect(try SIPTests.metric("messages_sent_total", admin: admin) == 0)
+        await router.waitUntil("Timer F") { router.standardError.contains("no answer within 64·T1 (Timer F)") }
+        await #expect(try SIPTests.metric("timeouts_total", admin: admin) == 1)
+        await #expect(try SIPTests.metric("messages_sent_total", admin: admin) == 0)
         #expect(router.stop() == 0)
     }
 
-    @Test func aResentMessageIsEmittedOnceAndAnsweredEachTime() throws {
+    @Test func aResentMessageIsEmittedOnceAndAnsweredEachTime() async throws {
         // The same MESSAGE three times: twice as a retransmission (same branch), then resent
         // with a new branch (same Call-ID and CSeq); each answered 200, one envelope. (Raw
         // datagrams: SIPp answers a repeated 200 by resending its request, forever.)
         let sandbox = try Sandbox()
-        let (router, admin, port) = try Self.startRouter(sandbox)
+        let (router, admin, port) = try await Self.startRouter(sandbox)
         func message(_ branch: String) -> [UInt8] {
             let body = "once only"
             let text =
@@ -334,14 +336,14 @@ struct SIPEndpointTests {
         for answer in answers { #expect(answer.hasPrefix("SIP/2.0 200 OK\r\n"), "\(answer)") }
         #expect(answers[0] == answers[1], "a retransmission gets the same response again")
         #expect(try sandbox.jsonLines(of: "messages.jsonl").count == 1)
-        #expect(try SIPTests.metric("retransmissions_absorbed_total", admin: admin) == 1)
-        #expect(try SIPTests.metric("duplicates_total", admin: admin) == 1)
+        await #expect(try SIPTests.metric("retransmissions_absorbed_total", admin: admin) == 1)
+        await #expect(try SIPTests.metric("duplicates_total", admin: admin) == 1)
         #expect(router.stop() == 0)
     }
 
-    @Test func anUnacceptedContentTypeIsRefusedWith415AndAccept() throws {
+    @Test func anUnacceptedContentTypeIsRefusedWith415AndAccept() async throws {
         let sandbox = try Sandbox()
-        let (router, admin, port) = try Self.startRouter(sandbox)
+        let (router, admin, port) = try await Self.startRouter(sandbox)
         let scenario = SIPTests.uacScenario(transport: "UDP", contentType: "application/octet-stream", body: "bytes")
             .replacingOccurrences(of: "sip:alice@example.test SIP/2.0", with: "sip:alice@127.0.0.1:\(port) SIP/2.0")
             .replacingOccurrences(of: "<recv response=\"200\"/>", with: "<recv response=\"415\"/>")
@@ -349,13 +351,13 @@ struct SIPEndpointTests {
         #expect(uac.waitForExit() == 0, "\(uac.diagnostics)")
         #expect(uac.messages.contains("Accept: text/plain, application/json"), "\(uac.messages)")
         #expect(sandbox.lines(of: "messages.jsonl").isEmpty)
-        #expect(try SIPTests.metric("unsupported_media_total", admin: admin) == 1)
+        await #expect(try SIPTests.metric("unsupported_media_total", admin: admin) == 1)
         #expect(router.stop() == 0)
     }
 
-    @Test func malformedDatagramsGet400AndAreCounted() throws {
+    @Test func malformedDatagramsGet400AndAreCounted() async throws {
         let sandbox = try Sandbox()
-        let (router, admin, port) = try Self.startRouter(sandbox)
+        let (router, admin, port) = try await Self.startRouter(sandbox)
         // A body shorter than its Content-Length: not a message, but its Via and friends are
         // enough to answer it.
         let broken =
@@ -368,7 +370,7 @@ struct SIPEndpointTests {
         #expect(answer.contains("Via: SIP/2.0/UDP 127.0.0.1:9;branch=z9hG4bK-x"))
         // Bytes that are not SIP at all: counted, no answer, the router goes on.
         #expect(try UDPExchange.send(Array("\u{1}\u{2}garbage\r\n\r\n".utf8), to: port, expectAnswer: false).isEmpty)
-        #expect(try SIPTests.metric("malformed_total", admin: admin) == 2)
+        await #expect(try SIPTests.metric("malformed_total", admin: admin) == 2)
         #expect(router.standardError.contains("malformed SIP message from udp:127.0.0.1"))
         #expect(try HTTPExchange.send("http://" + admin + "/healthz").status == 200)
         #expect(router.stop() == 0)

@@ -25,7 +25,7 @@ struct ScaleOutTests {
         return (try MQTTTests.run(sandbox), sandbox)
     }
 
-    @Test func twoRoutersWithTheSameRoutesHandleEachMessageOnce() throws {
+    @Test func twoRoutersWithTheSameRoutesHandleEachMessageOnce() async throws {
         let broker = try Mosquitto()
         let (first, firstSandbox) = try Self.router(broker: broker)
         let (second, secondSandbox) = try Self.router(broker: broker)
@@ -36,7 +36,7 @@ struct ScaleOutTests {
 
         let jobs = 40
         for job in 1...jobs { try broker.publish(topic: "jobs/\(job)", message: "job \(job)", qos: 1) }
-        first.waitUntil("\(jobs) jobs in the two files", timeout: .seconds(30)) {
+        await first.waitUntil("\(jobs) jobs in the two files", timeout: .seconds(30)) {
             firstSandbox.lines(of: "out.jsonl").count + secondSandbox.lines(of: "out.jsonl").count >= jobs
         }
         #expect(first.stop() == 0, "\(first.standardError)")

@@ -26,7 +26,7 @@ struct ShutdownTests {
         #expect(!result.errors.contains("Fatal error"), "\(result.errors)")
     }
 
-    @Test func sigtermDrainsEverythingAccepted() throws {
+    @Test func sigtermDrainsEverythingAccepted() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(
@@ -42,7 +42,7 @@ struct ShutdownTests {
             """
         )
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
-        router.waitUntil("200 lines in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 200 }
+        await router.waitUntil("200 lines in out.jsonl") { sandbox.lines(of: "out.jsonl").count >= 200 }
         #expect(router.stop(signal: SIGTERM) == 0)
         let log = router.standardError
         #expect(log.contains("signal=SIGTERM"))
@@ -58,7 +58,7 @@ struct ShutdownTests {
         #expect(ticks == Array(1...max(1, lines.count)))
     }
 
-    @Test func sigtermWithADeepQueueDeliversTheBacklogBeforeExiting() throws {
+    @Test func sigtermWithADeepQueueDeliversTheBacklogBeforeExiting() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(
@@ -76,7 +76,7 @@ struct ShutdownTests {
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
         let total = 30_000
         router.send((1...total).map { "line \($0)\n" }.joined())
-        router.waitUntil("the first line written") { !sandbox.lines(of: "out.jsonl").isEmpty }
+        await router.waitUntil("the first line written") { !sandbox.lines(of: "out.jsonl").isEmpty }
         let writtenAtSignal = sandbox.lines(of: "out.jsonl").count
         #expect(router.stop(signal: SIGTERM) == 0)
         let totals = try #require(RouteTotals.parse(route: "backlog", in: router.standardError), "\(router.standardError)")

@@ -29,7 +29,7 @@ struct SpoolSafetyTests {
         try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
     }
 
-    @Test func aFullFileSystemPausesTheRouteAndLosesNothing() throws {
+    @Test func aFullFileSystemPausesTheRouteAndLosesNothing() async throws {
         let sandbox = try Sandbox(plugins: ["testkit", "core"])
         let disk = try SmallFileSystem(at: sandbox.path("disk"), megabytes: 8)
         let total = 6000
@@ -37,17 +37,17 @@ struct SpoolSafetyTests {
         // Leave too little room for the stream's write-ahead log.
         try disk.fill(leavingKilobytes: 256)
         let router = try Self.run(sandbox)
-        router.waitUntil("the route paused on a full spool") { router.standardError.contains("route paused: the spool cannot write") }
+        await router.waitUntil("the route paused on a full spool") { router.standardError.contains("route paused: the spool cannot write") }
         #expect(router.standardError.contains("No space left") || router.standardError.contains("full"), "\(router.standardError)")
         let collectedWhileFull = sandbox.lines(of: "collected.txt").count
         #expect(collectedWhileFull < total)
         // The other route runs on.
         let ticks = sandbox.lines(of: "ticks.jsonl").count
-        router.waitUntil("the timer route still delivers") { sandbox.lines(of: "ticks.jsonl").count > ticks + 3 }
+        await router.waitUntil("the timer route still delivers") { sandbox.lines(of: "ticks.jsonl").count > ticks + 3 }
 
         try disk.freeFiller()
-        router.waitUntil("the route resumed") { router.standardError.contains("route resumed: the spool writes again") }
-        router.waitUntil("every envelope collected", timeout: .seconds(90)) { Set(sandbox.lines(of: "collected.txt")).count >= total }
+        await router.waitUntil("the route resumed") { router.standardError.contains("route resumed: the spool writes again") }
+        await router.waitUntil("every envelope collected", timeout: .seconds(90)) { Set(sandbox.lines(of: "collected.txt")).count >= total }
         #expect(router.stop() == 0)
         let lines = sandbox.lines(of: "collected.txt")
         let numbers = Set(lines.compactMap { $0.split(separator: " ").first.flatMap { Int($0.dropFirst(2)) } })
@@ -57,7 +57,7 @@ struct SpoolSafetyTests {
 
     /// The issue's case: MQTT → at-least-once → MQTT while the spool's file system is full.
     /// Before, most of 3,000 QoS 1 messages were confirmed to the broker and lost.
-    @Test func mqttToMQTTThroughAFullSpoolLosesNothing() throws {
+    @Test func mqttToMQTTThroughAFullSpoolLosesNothing() async throws {
         let brokerA = try Mosquitto()
         let brokerB = try Mosquitto()
         let sandbox = try Sandbox(plugins: ["mqtt"])
@@ -79,7 +79,7 @@ struct SpoolSafetyTests {
         let watch = try MosquittoSubscriber(brokerB, topic: "chat/#", qos: 1)
         try disk.fill(leavingKilobytes: 192)
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
-        router.waitUntil("the router subscribed") { brokerA.occurrences(of: "Sending SUBACK to full-a") > 0 }
+        await router.waitUntil("the router subscribed") { brokerA.occurrences(of: "Sending SUBACK to full-a") > 0 }
         let total = 3000
         let messages = sandbox.path("messages.txt")
         try (1...total).map { "message \($0) " + String(repeating: "x", count: 100) }.joined(separator: "\n").write(
@@ -89,20 +89,20 @@ struct SpoolSafetyTests {
             ["-c", "/usr/bin/mosquitto_pub \(brokerA.clientArguments().joined(separator: " ")) -t chat/n -q 1 -l < \(messages)"],
             timeout: .seconds(60))
         #expect(published.status == 0, "\(published.output)")
-        router.waitUntil("the route paused on a full spool") { router.standardError.contains("route paused: the spool cannot write") }
+        await router.waitUntil("the route paused on a full spool") { router.standardError.contains("route paused: the spool cannot write") }
         #expect(!router.standardError.contains("confirmed to the broker anyway"))
         try disk.freeFiller()
-        router.waitUntil("every message on broker B", timeout: .seconds(90)) { Set(watch.lines).count >= total }
+        await router.waitUntil("every message on broker B", timeout: .seconds(90)) { Set(watch.lines).count >= total }
         #expect(router.stop() == 0)
         let received = Set(watch.lines.compactMap { $0.split(separator: " ").dropFirst(2).first.flatMap { Int($0) } })
         #expect(received == Set(1...total), "missing: \(Set(1...total).subtracting(received).sorted().prefix(10))")
     }
 
-    @Test func aSecondRouterOnTheSameSpoolIsRefused() throws {
+    @Test func aSecondRouterOnTheSameSpoolIsRefused() async throws {
         let sandbox = try Sandbox(plugins: ["testkit", "core"])
         try sandbox.writeRoutes(Self.routes(sandbox, count: 1_000_000, spool: sandbox.path("state/spool.db")))
         let first = try Self.run(sandbox)
-        first.waitUntil("the first router delivers") { !sandbox.lines(of: "collected.txt").isEmpty }
+        await first.waitUntil("the first router delivers") { !sandbox.lines(of: "collected.txt").isEmpty }
         let second = try RouterProcess.runToExit(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
         #expect(second.status == 1)
         #expect(second.errors.contains("is in use by another router (pid "), "\(second.errors)")
@@ -110,11 +110,11 @@ struct SpoolSafetyTests {
         #expect(first.stop() == 0)
     }
 
-    @Test func stateFilesAreTheOwnersOnly() throws {
+    @Test func stateFilesAreTheOwnersOnly() async throws {
         let sandbox = try Sandbox(plugins: ["testkit", "core"])
         try sandbox.writeRoutes(Self.routes(sandbox, count: 10, spool: sandbox.path("state/deeper/spool.db")))
         let router = try Self.run(sandbox)
-        router.waitUntil("10 envelopes collected") { sandbox.lines(of: "collected.txt").count >= 10 }
+        await router.waitUntil("10 envelopes collected") { sandbox.lines(of: "collected.txt").count >= 10 }
         for (file, mode) in [
             ("state", 0o700), ("state/deeper", 0o700), ("state/deeper/spool.db", 0o600), ("state/deeper/spool.db-wal", 0o600),
         ] {
@@ -124,7 +124,7 @@ struct SpoolSafetyTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func aDamagedSpoolIsRefusedUntilMovedAside() throws {
+    @Test func aDamagedSpoolIsRefusedUntilMovedAside() async throws {
         let sandbox = try Sandbox(plugins: ["testkit", "core"])
         let spool = sandbox.path("spool.db")
         try sandbox.writeRoutes(Self.routes(sandbox, count: 10, spool: spool))
@@ -142,7 +142,7 @@ struct SpoolSafetyTests {
         let aside = try FileManager.default.contentsOfDirectory(atPath: sandbox.root.path).filter { $0.hasPrefix("spool.db.damaged-") }
         #expect(aside.count == 1)
         let router = try Self.run(sandbox)
-        router.waitUntil("10 envelopes collected on a new spool") { sandbox.lines(of: "collected.txt").count >= 10 }
+        await router.waitUntil("10 envelopes collected on a new spool") { sandbox.lines(of: "collected.txt").count >= 10 }
         #expect(router.stop() == 0)
     }
 }

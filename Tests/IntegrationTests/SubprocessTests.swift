@@ -11,7 +11,7 @@ struct SubprocessTests {
         return status.contains("State:\tZ")
     }
 
-    @Test func jsonLinesBecomeEnvelopesAndTheProgramIsRestarted() throws {
+    @Test func jsonLinesBecomeEnvelopesAndTheProgramIsRestarted() async throws {
         let sandbox = try Sandbox(plugins: ["core"])
         try #"""
         echo '{"n": 1}'
@@ -28,8 +28,8 @@ struct SubprocessTests {
             routes:
               - { from: program.stdout, to: out.write }
             """)
-        let (router, _) = try RouterProcess.startWithAdmin(sandbox)
-        router.waitUntil("the second run's lines") { ((try? sandbox.jsonLines(of: "out.jsonl")) ?? []).count >= 6 }
+        let (router, _) = try await RouterProcess.startWithAdmin(sandbox)
+        await router.waitUntil("the second run's lines") { ((try? sandbox.jsonLines(of: "out.jsonl")) ?? []).count >= 6 }
         let envelopes = try sandbox.jsonLines(of: "out.jsonl")
         // The last line has no newline: it is taken at the end of the output.
         #expect(envelopes.prefix(6).compactMap { ($0["body"] as? [String: Int])?["n"] } == [1, 2, 3, 1, 2, 3])
@@ -39,7 +39,7 @@ struct SubprocessTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func linesAreTextAndStoppingEndsTheProgramAndWhatItStarted() throws {
+    @Test func linesAreTextAndStoppingEndsTheProgramAndWhatItStarted() async throws {
         let sandbox = try Sandbox(plugins: ["core"])
         try """
         sleep 60 &
@@ -55,8 +55,8 @@ struct SubprocessTests {
             routes:
               - { from: program.stdout, to: out.write }
             """)
-        let (router, _) = try RouterProcess.startWithAdmin(sandbox)
-        router.waitUntil("the line") { !((try? sandbox.jsonLines(of: "out.jsonl")) ?? []).isEmpty }
+        let (router, _) = try await RouterProcess.startWithAdmin(sandbox)
+        await router.waitUntil("the line") { !((try? sandbox.jsonLines(of: "out.jsonl")) ?? []).isEmpty }
         let line = try #require(try sandbox.jsonLines(of: "out.jsonl").first)
         #expect(line["type"] as? String == "core.Line")
         #expect(line["body"] as? String == "hello from the program")
@@ -66,11 +66,11 @@ struct SubprocessTests {
         #expect(pids.allSatisfy { !Self.isGone($0) })
         #expect(router.stop() == 0)
         let deadline = ContinuousClock.now + .seconds(5)
-        while !pids.allSatisfy(Self.isGone), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        while !pids.allSatisfy(Self.isGone), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         #expect(pids.allSatisfy(Self.isGone), "still running: \(pids.filter { !Self.isGone($0) })")
     }
 
-    @Test func aProgramThatCannotStartIsNamed() throws {
+    @Test func aProgramThatCannotStartIsNamed() async throws {
         let sandbox = try Sandbox(plugins: ["core"])
         try sandbox.writeRoutes(
             """
@@ -80,8 +80,10 @@ struct SubprocessTests {
             routes:
               - { from: program.stdout, to: out.write }
             """)
-        let (router, _) = try RouterProcess.startWithAdmin(sandbox)
-        router.waitUntil("the failure") { router.standardError.contains("cannot start /nonexistent/program: No such file or directory") }
+        let (router, _) = try await RouterProcess.startWithAdmin(sandbox)
+        await router.waitUntil("the failure") {
+            router.standardError.contains("cannot start /nonexistent/program: No such file or directory")
+        }
         #expect(router.stop() == 0)
     }
 }

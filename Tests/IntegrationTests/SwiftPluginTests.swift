@@ -5,7 +5,7 @@ import Testing
 /// from a plugin folder and routed through.
 @Suite(.timeLimit(.minutes(2)))
 struct SwiftPluginTests {
-    @Test func exampleSwiftPluginShoutsAndKeepsTheTrace() throws {
+    @Test func exampleSwiftPluginShoutsAndKeepsTheTrace() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("shout")
@@ -24,7 +24,7 @@ struct SwiftPluginTests {
             """
         )
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
-        router.waitUntil("three shouted envelopes") { sandbox.lines(of: "out.jsonl").count >= 3 }
+        await router.waitUntil("three shouted envelopes") { sandbox.lines(of: "out.jsonl").count >= 3 }
         #expect(router.stop() == 0)
         let lines = try sandbox.jsonLines(of: "out.jsonl")
         #expect(lines.compactMap { $0["body"] as? String } == ["TICK 1!", "TICK 2!", "TICK 3!"])

@@ -18,11 +18,11 @@ struct TapTests {
         """
     }
 
-    @Test func aRouteTapSeesWhatTheSinkReceivesWithSecretsMasked() throws {
+    @Test func aRouteTapSeesWhatTheSinkReceivesWithSecretsMasked() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(Self.routes(sandbox))
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox, environment: ["TAP_SECRET": "tap-secret-4411"])
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox, environment: ["TAP_SECRET": "tap-secret-4411"])
         let result = try RouterProcess.runToExit(
             ["tap", "shaped", "--limit", "3", "--format", "json", "--admin", admin], in: sandbox.root, timeout: .seconds(30))
         #expect(result.status == 0, "\(result.errors)")
@@ -33,7 +33,7 @@ struct TapTests {
         #expect(!result.output.contains("tap-secret-4411"), "secrets are masked")
         #expect(tapped.allSatisfy { (($0["body"] as? [String: Any])?["secret"] as? String) == "***" })
         let ids = tapped.compactMap { $0["id"] as? String }
-        router.waitUntil("the tapped envelopes written") {
+        await router.waitUntil("the tapped envelopes written") {
             let written = Set(((try? sandbox.jsonLines(of: "out.jsonl")) ?? []).compactMap { $0["id"] as? String })
             return ids.allSatisfy(written.contains)
         }
@@ -44,11 +44,11 @@ struct TapTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func aPortTapFiltersByItsConditionAndUnknownTargetsAreErrors() throws {
+    @Test func aPortTapFiltersByItsConditionAndUnknownTargetsAreErrors() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(Self.routes(sandbox))
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox, environment: ["TAP_SECRET": "x"])
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox, environment: ["TAP_SECRET": "x"])
         let later = try RouterProcess.runToExit(
             ["tap", "clock.tick", "--when", "body.count > 5", "--limit", "2", "--format", "json", "--admin", admin], in: sandbox.root,
             timeout: .seconds(30))

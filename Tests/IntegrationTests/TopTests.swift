@@ -4,7 +4,7 @@ import Testing
 /// `switchyard top` against a running router: the tables it prints when not on a terminal.
 @Suite(.timeLimit(.minutes(2)))
 struct TopTests {
-    @Test func topPrintsRatesPerRouteAndInstanceAndWhyAnInstanceIsNotReady() throws {
+    @Test func topPrintsRatesPerRouteAndInstanceAndWhyAnInstanceIsNotReady() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.writeRoutes(
@@ -22,8 +22,8 @@ struct TopTests {
                 to: out.write
             """
         )
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox)
-        router.waitUntil("ticks written") { sandbox.lines(of: "out.jsonl").count >= 3 }
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox)
+        await router.waitUntil("ticks written") { sandbox.lines(of: "out.jsonl").count >= 3 }
         let result = try RouterProcess.runToExit(["top", "--admin", admin, "--interval", "300ms", "--iterations", "2"], in: sandbox.root)
         #expect(result.status == 0, "\(result.errors)")
         let blocks = result.output.components(separatedBy: "switchyard top — ").dropFirst()

@@ -46,7 +46,7 @@ struct TracingTests {
         return parts
     }
 
-    @Test func aTraceparentOnAnMQTTPublishReachesThePushRequestThroughTheRoutersSpans() throws {
+    @Test func aTraceparentOnAnMQTTPublishReachesThePushRequestThroughTheRoutersSpans() async throws {
         let broker = try Mosquitto()
         let sandbox = try Sandbox()
         let endpoint = try FCMEndpoint(in: sandbox)
@@ -69,12 +69,12 @@ struct TracingTests {
               - { name: alerts, from: broker.messages, to: push.send }
             """)
         // A short batch delay: the spans are also flushed at shutdown, which the test relies on.
-        let (router, admin) = try RouterProcess.startWithAdmin(sandbox, environment: ["OTEL_BSP_SCHEDULE_DELAY": "100"])
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox, environment: ["OTEL_BSP_SCHEDULE_DELAY": "100"])
         broker.waitForLog("Sending SUBACK to \(Self.clientID)")
         try broker.publish(
             topic: "alerts/door", message: #"{"token": "abc", "data": {"door": "open"}}"#, qos: 1, version: "mqttv5",
             arguments: ["-D", "publish", "user-property", "traceparent", Self.incoming])
-        router.waitUntil("the push request") { (try? endpoint.sends().count) == 1 }
+        await router.waitUntil("the push request") { (try? endpoint.sends().count) == 1 }
         // Hostile input: malformed trace contexts start new traces and are logged once.
         for (index, malformed) in ["00-not-hex-01", "00-\(Self.traceID)-0000000000000000-01"].enumerated() {
             try broker.publish(
@@ -88,7 +88,7 @@ struct TracingTests {
             arguments: [
                 "-D", "publish", "user-property", "traceparent", otherTrace, "-D", "publish", "user-property", "tracestate", "Not A State",
             ])
-        router.waitUntil("four push requests") { (try? endpoint.sends().count) == 4 }
+        await router.waitUntil("four push requests") { (try? endpoint.sends().count) == 4 }
         let allSends = try endpoint.sends()
         let gate = try #require(allSends.first { $0.message?["token"] as? String == "gate" })
         #expect(Self.fields(gate.traceparent)?[1] == "0af7651916cd43dd8448eb211c80319c", "\(gate.traceparent ?? "none")")
@@ -107,7 +107,9 @@ struct TracingTests {
         // Nothing malformed reached swift-otel's own parser (which would log each one).
         #expect(router.occurrences(of: "Failed to extract") == 0, "\(router.standardError)")
         // Every delivery span ended with the sender's acknowledgement: none is left open.
-        router.waitUntil("no open delivery span") { (try? MetricsExposition.sample("switchyard_trace_deliveries_open", admin: admin)) == 0 }
+        await router.waitUntil("no open delivery span") {
+            (try? MetricsExposition.sample("switchyard_trace_deliveries_open", admin: admin)) == 0
+        }
         // Graceful shutdown drains the router, then flushes its spans.
         #expect(router.stop() == 0, "\(router.standardError)")
         let refused = try receiver.errors()
@@ -134,7 +136,7 @@ struct TracingTests {
         #expect(others.count == 2, "\(others)")
     }
 
-    @Test func withoutTracingTheTraceparentPassesThroughUnchanged() throws {
+    @Test func withoutTracingTheTraceparentPassesThroughUnchanged() async throws {
         let broker = try Mosquitto()
         let sandbox = try Sandbox()
         for plugin in ["core", "mqtt"] { try sandbox.installPlugin(plugin) }
@@ -166,13 +168,13 @@ struct TracingTests {
         // Tracing is set up at start: a reload that adds it says so and changes nothing.
         try sandbox.writeRoutes("tracing: {}\n", name: "tracing.yaml")
         router.send(signal: SIGHUP)
-        router.waitUntil("the reload's warning") { router.standardError.contains("the tracing settings changed") }
+        await router.waitUntil("the reload's warning") { router.standardError.contains("the tracing settings changed") }
         #expect(router.stop() == 0, "\(router.standardError)")
     }
 
-    @Test func thePushWebhookCarriesTheRequestsTraceContextIntoTheEnvelope() throws {
+    @Test func thePushWebhookCarriesTheRequestsTraceContextIntoTheEnvelope() async throws {
         let sandbox = try Sandbox()
-        let (router, webhook, _) = try PushTests.startWebhookToFile(sandbox)
+        let (router, webhook, _) = try await PushTests.startWebhookToFile(sandbox)
         let body = #"{"topic": "news", "data": {"k": "v"}}"#
         var headers = PushTests.signed(body)
         headers["traceparent"] = Self.incoming
@@ -192,13 +194,13 @@ struct TracingTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func sipMessagesCarryTheTraceContextInAndOut() throws {
+    @Test func sipMessagesCarryTheTraceContextInAndOut() async throws {
         let uas = try SIPp(scenario: SIPTests.uasScenario())
         let sandbox = try Sandbox()
         let receiver = try Receiver(in: sandbox)
         defer { receiver.stop() }
         try sandbox.writeRoutes("tracing: { otlp_endpoint: \"\(receiver.baseURL)\" }\n", name: "tracing.yaml")
-        let (router, _, port) = try SIPEndpointTests.startRouter(sandbox, sendTo: "sip:bob@127.0.0.1:\(uas.port)")
+        let (router, _, port) = try await SIPEndpointTests.startRouter(sandbox, sendTo: "sip:bob@127.0.0.1:\(uas.port)")
         // In: a MESSAGE with a traceparent field; the file sink gets the router's delivery span as parent.
         let body = "traced"
         let text =

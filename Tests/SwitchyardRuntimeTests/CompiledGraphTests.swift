@@ -8,7 +8,7 @@ import Testing
 /// was, the new one holds exactly the new plan's instances and routes, and the route table
 /// keeps a retired route for its late acknowledgements.
 @Suite struct CompiledGraphTests {
-    @Test func aReloadSwapsInANewGraphAndLeavesTheOldSnapshotAsItWas() throws {
+    @Test func aReloadSwapsInANewGraphAndLeavesTheOldSnapshotAsItWas() async throws {
         let source = FakeInstance.register("graphSrc")
         let sink = FakeInstance.register("graphSnk")
         let added = FakeInstance.register("graphAdded")
@@ -26,7 +26,7 @@ import Testing
             routes:
               - { name: second, from: graphSrc.out, to: graphAdded.any }
             """
-        try withRouter(before) { router in
+        try await withRouter(before) { router in
             let old = router.graph
             #expect(old.instances.map(\.name) == ["graphSrc", "graphSnk"])
             #expect(old.routes.map(\.name) == ["first"])
@@ -53,7 +53,7 @@ import Testing
             #expect(router.routeTable[Int.max] == nil)
 
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "s", body: bodyA(x: 1))) == SY_OK)
-            #expect(waitUntil { added.deliveries.count == 1 })
+            #expect(await waitUntil { added.deliveries.count == 1 })
             #expect(sink.deliveries.isEmpty)
             #expect(sink.state.withLock { $0.stopped })
         }

@@ -35,10 +35,10 @@ func temporaryDirectory(_ name: String) throws -> String {
 }
 
 /// The `name=answer` lines a testkit check wrote into `path`, once its `done` line is there.
-func answers(in path: String, timeout: Duration = .seconds(15)) -> [String: String]? {
+func answers(in path: String, timeout: Duration = .seconds(15)) async -> [String: String]? {
     var text = ""
     guard
-        waitUntil(
+        await waitUntil(
             timeout: timeout,
             {
                 text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
@@ -56,7 +56,7 @@ func answers(in path: String, timeout: Duration = .seconds(15)) -> [String: Stri
 /// Generation-checked host contexts: after an instance's stop() returned, its handle reaches
 /// nothing — every call is refused with SY_ERR_STOPPED (or ignored) and counted.
 @Suite struct HostContextTests {
-    @Test func aVersionOnePluginIsRefusedAfterStopAndCounted() throws {
+    @Test func aVersionOnePluginIsRefusedAfterStopAndCounted() async throws {
         let source = FakeInstance.register("lateV1Src")
         let sink = FakeInstance.register("lateV1Snk")
         let router = Router(
@@ -70,7 +70,7 @@ func answers(in path: String, timeout: Duration = .seconds(15)) -> [String: Stri
                 """), logger: quietLogger)
         try router.start()
         #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1))) == SY_OK)
-        #expect(waitUntil { sink.deliveries.count == 1 })
+        #expect(await waitUntil { sink.deliveries.count == 1 })
         let context = try #require(source.context)
         #expect(UInt(bitPattern: context) != UInt(bitPattern: Unmanaged.passUnretained(router.instances[0]).toOpaque()))
         router.shutdown(drainTimeout: .seconds(5))
@@ -84,7 +84,7 @@ func answers(in path: String, timeout: Duration = .seconds(15)) -> [String: Stri
         #expect(metrics["lateV1Snk.plugin_calls_after_stop_total"] == 1)
     }
 
-    @Test func aPluginThreadCallingAfterStopGetsStoppedAndIsCounted() throws {
+    @Test func aPluginThreadCallingAfterStopGetsStoppedAndIsCounted() async throws {
         let directory = try temporaryDirectory("late")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let source = FakeInstance.register("lateKitSrc")
@@ -100,10 +100,10 @@ func answers(in path: String, timeout: Duration = .seconds(15)) -> [String: Stri
         let router = Router(plan: plan, logger: quietLogger, spool: try Spool(path: "\(directory)/spool.db"))
         try router.start()
         #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1))) == SY_OK)
-        #expect(waitUntil { router.statistics.instances.first { $0.name == "lateKit" }?.acknowledged == 1 })
+        #expect(await waitUntil { router.statistics.instances.first { $0.name == "lateKit" }?.acknowledged == 1 })
         router.shutdown(drainTimeout: .seconds(5))
 
-        let late = try #require(answers(in: "\(directory)/late.txt"))
+        let late = try #require(await answers(in: "\(directory)/late.txt"))
         #expect(late["state_put"] == "stopped")
         #expect(late["emit"] == "stopped")
         #expect(late["ack"] == "sent")
@@ -142,7 +142,7 @@ func answers(in path: String, timeout: Duration = .seconds(15)) -> [String: Stri
         #expect(table.withInstance(nil, stopped: "stopped", invalid: "invalid") { $0.name } == "invalid")
     }
 
-    @Test func retireWaitsForTheCallsInProgress() throws {
+    @Test func retireWaitsForTheCallsInProgress() async throws {
         let table = HostContextTable(capacity: 4)
         let router = Router(plan: try plan("instances: { waitA: { plugin: fake } }"), logger: quietLogger)
         let runtime = InstanceRuntime(
@@ -169,7 +169,7 @@ func answers(in path: String, timeout: Duration = .seconds(15)) -> [String: Stri
             retireEnded.signal()
         }.start()
         // Once new calls are refused the retire has begun; it cannot end while a call is inside.
-        #expect(waitUntil { table.withInstance(handle, stopped: true, invalid: false) { _ in false } })
+        #expect(await waitUntil { table.withInstance(handle, stopped: true, invalid: false) { _ in false } })
         let retiredWhileInside = retired.load(ordering: .sequentiallyConsistent)
         #expect(!retiredWhileInside)
         release.signal()

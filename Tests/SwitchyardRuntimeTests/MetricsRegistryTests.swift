@@ -10,7 +10,7 @@ import Testing
 /// The router's metrics registry, seen through a swift-metrics backend that records what the
 /// handles were given (the admin port's Prometheus registry is one such backend).
 @Suite struct MetricsRegistryTests {
-    @Test func countersReachTheirHandlesOnceEachAndOnlyTheDifference() throws {
+    @Test func countersReachTheirHandlesOnceEachAndOnlyTheDifference() async throws {
         let source = FakeInstance.register("regSrc")
         let sink = FakeInstance.register("regSnk")
         let backend = RecordingMetrics()
@@ -21,9 +21,9 @@ import Testing
             routes:
               - { name: counted, from: regSrc.out, to: regSnk.any }
             """
-        try withRouter(yaml, metricsFactory: backend) { router in
+        try await withRouter(yaml, metricsFactory: backend) { router in
             for x in 1...3 { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
-            #expect(waitUntil { sink.deliveries.count == 3 })
+            #expect(await waitUntil { sink.deliveries.count == 3 })
             router.publishMetrics()
             let received = "switchyard_route_received_total{route=counted}"
             #expect(backend.value(received) == 3)
@@ -38,7 +38,7 @@ import Testing
             let made = backend.handlesMade
 
             for x in 4...5 { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
-            #expect(waitUntil { sink.deliveries.count == 5 })
+            #expect(await waitUntil { sink.deliveries.count == 5 })
             router.publishMetrics()
             router.publishMetrics()
             #expect(backend.value(received) == 5)
@@ -50,7 +50,7 @@ import Testing
 
     /// `switchyard_route_latency_seconds`: emit → the first sink's ok, one envelope of the
     /// route in flight at a time (``LatencyProbe``).
-    @Test func routeLatencySamplesOneEnvelopeInFlightAtATime() throws {
+    @Test func routeLatencySamplesOneEnvelopeInFlightAtATime() async throws {
         let source = FakeInstance.register("latSrc")
         let sink = FakeInstance.register("latSnk", autoAck: false)
         let backend = RecordingMetrics()
@@ -62,26 +62,26 @@ import Testing
               - { name: timed, from: latSrc.out, when: "body.x > 0", to: latSnk.any }
             """
         let samples = "switchyard_route_latency_seconds{route=timed}"
-        try withRouter(yaml, metricsFactory: backend) { router in
+        try await withRouter(yaml, metricsFactory: backend) { router in
             // Three while the first is unacknowledged: only the first is the sample.
             for x in 1...3 { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
-            #expect(waitUntil { sink.deliveries.count == 3 })
+            #expect(await waitUntil { sink.deliveries.count == 3 })
             for delivery in sink.deliveries.reversed() { sink.ack(delivery.id, outcome: SY_OUTCOME_OK) }
             #expect(backend.value(samples) == 1)
             // Acknowledged, the probe is free: the next envelope is timed.
             #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 4))) == SY_OK)
-            #expect(waitUntil { sink.deliveries.count == 4 })
+            #expect(await waitUntil { sink.deliveries.count == 4 })
             sink.ack(sink.deliveries[3].id, outcome: SY_OUTCOME_OK)
             #expect(backend.value(samples) == 2)
             // A sample the condition filters out, or the sink rejects, is given back unrecorded.
             #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 0))) == SY_OK)
-            #expect(waitUntil { router.routes[0].counters.processed.load(ordering: .relaxed) == 5 })
+            #expect(await waitUntil { router.routes[0].counters.processed.load(ordering: .relaxed) == 5 })
             #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 5))) == SY_OK)
-            #expect(waitUntil { sink.deliveries.count == 5 })
+            #expect(await waitUntil { sink.deliveries.count == 5 })
             sink.ack(sink.deliveries[4].id, outcome: SY_OUTCOME_REJECT)
             #expect(backend.value(samples) == 2)
             #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 6))) == SY_OK)
-            #expect(waitUntil { sink.deliveries.count == 6 })
+            #expect(await waitUntil { sink.deliveries.count == 6 })
             sink.ack(sink.deliveries[5].id, outcome: SY_OUTCOME_OK)
             #expect(backend.value(samples) == 3)
         }
@@ -107,7 +107,7 @@ import Testing
         #expect(probe.claim() != 0)
     }
 
-    @Test func aRouteThatReplacedAnotherCountsOnInTheSameSeries() throws {
+    @Test func aRouteThatReplacedAnotherCountsOnInTheSameSeries() async throws {
         let backend = RecordingMetrics()
         var routes: [RouteRuntime] = []
         var routers: [Router] = []
@@ -127,7 +127,7 @@ import Testing
             try router.start()
             routers.append(router)
             for x in 0..<count { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
-            #expect(waitUntil { sink.deliveries.count == count })
+            #expect(await waitUntil { sink.deliveries.count == count })
             routes += router.routes
         }
         let registry = MetricsRegistry(factory: backend)

@@ -12,7 +12,7 @@ import Testing
 // Plain routes share the router's few pool threads. Instance names are unique per test: the
 // fake plugin keeps per-name state and tests run in parallel.
 @Suite struct RouteWorkerPoolTests {
-    @Test func aFullSinkHoldsNoThreadAndIsRetriedWithTheSameDeliveryID() throws {
+    @Test func aFullSinkHoldsNoThreadAndIsRetriedWithTheSameDeliveryID() async throws {
         let source = FakeInstance.register("poolFullSrc")
         let full = FakeInstance.register("poolFullSnk")
         let otherSource = FakeInstance.register("poolOtherSrc")
@@ -29,14 +29,14 @@ import Testing
               - { name: flowing, from: poolOtherSrc.out, to: poolOtherSnk.any }
             """
         // One thread for both routes: while the full sink waits, the other route must still run.
-        try withRouter(yaml, routeThreads: 1) { router in
+        try await withRouter(yaml, routeThreads: 1) { router in
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "held", body: bodyA(x: 1))) == SY_OK)
-            #expect(waitUntil { full.state.withLock { $0.refusedAsFull.count } >= 3 })
+            #expect(await waitUntil { full.state.withLock { $0.refusedAsFull.count } >= 3 })
             #expect(otherSource.emit(port: "out", Envelope(type: "t.A", subject: "passes", body: bodyA(x: 2))) == SY_OK)
-            #expect(waitUntil { other.deliveries.count == 1 })
+            #expect(await waitUntil { other.deliveries.count == 1 })
             #expect(full.deliveries.isEmpty)
             full.answersFull.store(false, ordering: .relaxed)
-            #expect(waitUntil { full.deliveries.count == 1 })
+            #expect(await waitUntil { full.deliveries.count == 1 })
             let refusedIDs = Set(full.state.withLock { $0.refusedAsFull })
             #expect(refusedIDs == [try #require(full.deliveries.first).id])
             let stuck = try #require(router.statistics.routes.first { $0.name == "stuck" })
@@ -46,7 +46,7 @@ import Testing
         }
     }
 
-    @Test func manyRoutesRunOnAFewThreadsAndKeepTheirOrder() throws {
+    @Test func manyRoutesRunOnAFewThreadsAndKeepTheirOrder() async throws {
         let routes = 12
         let perRoute = 700  // more than a slice's batches take at once
         var instances = ""
@@ -57,7 +57,7 @@ import Testing
             instances += "  poolManySrc\(index): { plugin: fake }\n  poolManySnk\(index): { plugin: fake }\n"
             declarations += "  - { name: r\(index), from: poolManySrc\(index).out, to: poolManySnk\(index).any, queue: { size: 1000 } }\n"
         }
-        try withRouter("instances:\n" + instances + "routes:\n" + declarations, routeThreads: 2) { router in
+        try await withRouter("instances:\n" + instances + "routes:\n" + declarations, routeThreads: 2) { router in
             for sequence in 0..<perRoute {
                 for index in 0..<routes {
                     let envelope = Envelope(type: "t.A", subject: String(sequence), body: bodyA(x: sequence))
@@ -66,7 +66,7 @@ import Testing
             }
             for index in 0..<routes {
                 let sink = FakeInstance.named("poolManySnk\(index)")
-                #expect(waitUntil { sink.deliveries.count == perRoute })
+                #expect(await waitUntil { sink.deliveries.count == perRoute })
                 #expect(sink.deliveries.map(\.envelope.subject) == (0..<perRoute).map(String.init))
             }
             #expect(router.workerPool.threadCount <= 2)
@@ -76,7 +76,7 @@ import Testing
         }
     }
 
-    @Test func aRouteThatGoesIdleBetweenEnvelopesKeepsItsOrder() throws {
+    @Test func aRouteThatGoesIdleBetweenEnvelopesKeepsItsOrder() async throws {
         // Paced so the route's queue empties and the route leaves the pool between most
         // envelopes: each push schedules it again, often onto the other thread, right after the
         // slice that found the queue empty (the hand-over ASan and TSan watch in CI).
@@ -90,17 +90,17 @@ import Testing
               - { name: paced, from: poolPacedSrc.out, to: poolPacedSnk.any }
             """
         let count = 400
-        try withRouter(yaml, routeThreads: 2) { _ in
+        try await withRouter(yaml, routeThreads: 2) { _ in
             for sequence in 0..<count {
                 #expect(source.emit(port: "out", Envelope(type: "t.A", subject: String(sequence), body: bodyA(x: sequence))) == SY_OK)
                 usleep(200)
             }
-            #expect(waitUntil { sink.deliveries.count == count })
+            #expect(await waitUntil { sink.deliveries.count == count })
             #expect(sink.deliveries.map(\.envelope.subject) == (0..<count).map(String.init))
         }
     }
 
-    @Test func shutdownEndsTheRetriesOfASinkThatStaysFull() throws {
+    @Test func shutdownEndsTheRetriesOfASinkThatStaysFull() async throws {
         let source = FakeInstance.register("poolStopSrc")
         let full = FakeInstance.register("poolStopSnk")
         full.answersFull.store(true, ordering: .relaxed)
@@ -114,7 +114,7 @@ import Testing
         let router = Router(plan: try plan(yaml), logger: quietLogger, routeThreads: 1)
         try router.start()
         #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1))) == SY_OK)
-        #expect(waitUntil { !full.state.withLock { $0.refusedAsFull }.isEmpty })
+        #expect(await waitUntil { !full.state.withLock { $0.refusedAsFull }.isEmpty })
         // The drain gives up on the envelope; stopping the instances ends the retries and the
         // pool's threads, so shutdown returns.
         let lost = router.shutdown(drainTimeout: .milliseconds(200))

@@ -18,7 +18,7 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
 // Every test uses its own instance names: the fake plugin keeps per-name state and tests
 // run in parallel.
 @Suite struct RouterTests {
-    @Test func emitReachesTheSinkWithTrace() throws {
+    @Test func emitReachesTheSinkWithTrace() async throws {
         let source = FakeInstance.register("emitSrc")
         let sink = FakeInstance.register("emitSnk")
         let yaml = """
@@ -28,7 +28,7 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
             routes:
               - { name: pass, from: emitSrc.out, to: emitSnk.any }
             """
-        try withRouter(yaml) { router in
+        try await withRouter(yaml) { router in
             #expect(source.state.withLock { $0.started })
             #expect(source.state.withLock { $0.config } == #"{"n":3}"#)
             let sent = Envelope(
@@ -36,7 +36,7 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
                 body: bodyA(x: 1), trace: ["upstream"]
             )
             #expect(source.emit(port: "out", sent) == SY_OK)
-            #expect(waitUntil { sink.deliveries.count == 1 })
+            #expect(await waitUntil { sink.deliveries.count == 1 })
             let delivery = try #require(sink.deliveries.first)
             #expect(delivery.port == "any")
             #expect(delivery.envelope.trace == ["upstream", "emitSrc"])
@@ -47,7 +47,7 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
             #expect(delivery.envelope.body == bodyA(x: 1))
             #expect(delivery.envelope.id.count == 26)
             #expect(delivery.envelope.time > 0)
-            #expect(waitUntil { instanceStatistics(router, "emitSnk")?.acknowledged == 1 })
+            #expect(await waitUntil { instanceStatistics(router, "emitSnk")?.acknowledged == 1 })
             let route = try #require(routeStatistics(router, "pass"))
             #expect(route.received == 1)
             #expect(route.dispatched == 1)
@@ -57,7 +57,7 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
         #expect(sink.state.withLock { $0.stopped })
     }
 
-    @Test func emitKeepsGivenIdAndTime() throws {
+    @Test func emitKeepsGivenIdAndTime() async throws {
         let source = FakeInstance.register("idSrc")
         let sink = FakeInstance.register("idSnk")
         let yaml = """
@@ -67,15 +67,15 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
             routes:
               - { from: idSrc.out, to: idSnk.any }
             """
-        try withRouter(yaml) { _ in
+        try await withRouter(yaml) { _ in
             #expect(source.emit(port: "out", Envelope(id: "my-id", type: "t.A", time: 42, body: bodyA(x: 1))) == SY_OK)
-            #expect(waitUntil { sink.deliveries.count == 1 })
+            #expect(await waitUntil { sink.deliveries.count == 1 })
             #expect(sink.deliveries.first?.envelope.id == "my-id")
             #expect(sink.deliveries.first?.envelope.time == 42)
         }
     }
 
-    @Test func emitRefusals() throws {
+    @Test func emitRefusals() async throws {
         let source = FakeInstance.register("refSrc")
         FakeInstance.register("refSnk")
         let yaml = """
@@ -85,7 +85,7 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
             routes:
               - { from: refSrc.out, to: refSnk.any }
             """
-        try withRouter(yaml) { router in
+        try await withRouter(yaml) { router in
             #expect(source.emit(port: "nope", Envelope(type: "t.A")) == SY_ERR_UNKNOWN_PORT)
             #expect(source.emit(port: "any", Envelope(type: "t.A")) == SY_ERR_UNKNOWN_PORT)
             #expect(source.emit(port: "out", Envelope(type: "")) == SY_ERR_INVALID)
@@ -100,7 +100,7 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
         }
     }
 
-    @Test func whenFilterIsCounted() throws {
+    @Test func whenFilterIsCounted() async throws {
         let source = FakeInstance.register("whenSrc")
         let sink = FakeInstance.register("whenSnk")
         let yaml = """
@@ -110,12 +110,12 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
             routes:
               - { name: only-ones, from: whenSrc.out, to: whenSnk.any, when: body.x == 1 }
             """
-        try withRouter(yaml) { router in
+        try await withRouter(yaml) { router in
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "no", body: bodyA(x: 2))) == SY_OK)
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "yes", body: bodyA(x: 1))) == SY_OK)
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "no", body: bodyA(x: 3))) == SY_OK)
             #expect(
-                waitUntil {
+                await waitUntil {
                     guard let route = routeStatistics(router, "only-ones") else { return false }
                     return route.filtered + route.dispatched == 3
                 })
@@ -127,7 +127,7 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
         }
     }
 
-    @Test func transformIsAppliedBeforeDelivery() throws {
+    @Test func transformIsAppliedBeforeDelivery() async throws {
         let source = FakeInstance.register("mapSrc")
         let sink = FakeInstance.register("mapSnk", autoAck: true)
         let yaml = """
@@ -137,9 +137,9 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
             routes:
               - { from: mapSrc.out, to: mapSnk.in, map: { z: "{{body.y}}-{{body.x}}" } }
             """
-        try withRouter(yaml) { _ in
+        try await withRouter(yaml) { _ in
             #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 5, y: "v"))) == SY_OK)
-            #expect(waitUntil { sink.deliveries.count == 1 })
+            #expect(await waitUntil { sink.deliveries.count == 1 })
             let delivered = try #require(sink.deliveries.first)
             #expect(delivered.port == "in")
             #expect(delivered.envelope.type == "t.B")
@@ -148,7 +148,7 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
         }
     }
 
-    @Test func dropOldestCountsDrops() throws {
+    @Test func dropOldestCountsDrops() async throws {
         let gate = DispatchSemaphore(value: 0)
         let source = FakeInstance.register("dropSrc")
         let sink = FakeInstance.register("dropSnk", gate: gate)
@@ -162,18 +162,18 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
                 to: dropSnk.any
                 queue: { size: 1, on_full: drop_oldest }
             """
-        try withRouter(yaml) { router in
+        try await withRouter(yaml) { router in
             defer { for _ in 0..<3 { gate.signal() } }
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "1", body: bodyA(x: 1))) == SY_OK)
             // The worker holds envelope 1 in the stalled sink; the queue (size 1) is empty again.
-            #expect(waitUntil { sink.entered == 1 })
+            #expect(await waitUntil { sink.entered == 1 })
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "2", body: bodyA(x: 2))) == SY_OK)
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "3", body: bodyA(x: 3))) == SY_OK)
             #expect(routeStatistics(router, "lossy")?.droppedFull == 1)
             #expect(routeStatistics(router, "lossy")?.queued == 1)
             gate.signal()
             gate.signal()
-            #expect(waitUntil { sink.deliveries.count == 2 })
+            #expect(await waitUntil { sink.deliveries.count == 2 })
             #expect(sink.deliveries.map(\.envelope.subject) == ["1", "3"])
             let route = try #require(routeStatistics(router, "lossy"))
             #expect(route.received == 3)
@@ -182,7 +182,7 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
         }
     }
 
-    @Test func blockRefusesWhenFullAndResumesLater() throws {
+    @Test func blockRefusesWhenFullAndResumesLater() async throws {
         let gate = DispatchSemaphore(value: 0)
         let source = FakeInstance.register("blockSrc")
         let sink = FakeInstance.register("blockSnk", gate: gate)
@@ -196,10 +196,10 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
                 to: blockSnk.any
                 queue: { size: 1, on_full: block }
             """
-        try withRouter(yaml) { router in
+        try await withRouter(yaml) { router in
             defer { for _ in 0..<4 { gate.signal() } }
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "1", body: bodyA(x: 1))) == SY_OK)
-            #expect(waitUntil { sink.entered == 1 })
+            #expect(await waitUntil { sink.entered == 1 })
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "2", body: bodyA(x: 2))) == SY_OK)
             // The queue holds envelope 2 and the worker is stuck on 1: no room.
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "3", body: bodyA(x: 3))) == SY_ERR_FULL)
@@ -209,18 +209,18 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
             #expect(source.resumes.isEmpty)
             gate.signal()
             // Room frees up once the worker takes envelope 2: the source is told, once.
-            #expect(waitUntil { source.resumes == ["out"] })
+            #expect(await waitUntil { source.resumes == ["out"] })
             gate.signal()
-            #expect(waitUntil { sink.deliveries.count == 2 })
+            #expect(await waitUntil { sink.deliveries.count == 2 })
             #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "4", body: bodyA(x: 4))) == SY_OK)
             gate.signal()
-            #expect(waitUntil { sink.deliveries.count == 3 })
+            #expect(await waitUntil { sink.deliveries.count == 3 })
             #expect(sink.deliveries.map(\.envelope.subject) == ["1", "2", "4"])
             #expect(source.resumes == ["out"])
         }
     }
 
-    @Test func settleTokenIsSettledOnceAfterEverySinkAcks() throws {
+    @Test func settleTokenIsSettledOnceAfterEverySinkAcks() async throws {
         let source = FakeInstance.register("setSrc")
         let first = FakeInstance.register("setSnk1", autoAck: false)
         let second = FakeInstance.register("setSnk2", autoAck: false)
@@ -232,30 +232,30 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
             routes:
               - { from: setSrc.out, to: [setSnk1.any, setSnk2.any] }
             """
-        try withRouter(yaml) { router in
+        try await withRouter(yaml) { router in
             #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1)), settleToken: 42) == SY_OK)
-            #expect(waitUntil { first.deliveries.count == 1 && second.deliveries.count == 1 })
+            #expect(await waitUntil { first.deliveries.count == 1 && second.deliveries.count == 1 })
             #expect(source.settled.isEmpty)
             first.ack(try #require(first.deliveries.first).id, outcome: SY_OUTCOME_OK)
             #expect(instanceStatistics(router, "setSnk1")?.acknowledged == 1)
             #expect(source.settled.isEmpty, "one sink has not acknowledged yet")
             second.ack(try #require(second.deliveries.first).id, outcome: SY_OUTCOME_OK)
-            #expect(waitUntil { !source.settled.isEmpty })
+            #expect(await waitUntil { !source.settled.isEmpty })
             #expect(source.settled == [FakeInstance.Settled(token: 42, outcome: SY_OUTCOME_OK)])
 
             // The worst outcome wins.
             #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 2)), settleToken: 43) == SY_OK)
-            #expect(waitUntil { first.deliveries.count == 2 && second.deliveries.count == 2 })
+            #expect(await waitUntil { first.deliveries.count == 2 && second.deliveries.count == 2 })
             first.ack(first.deliveries[1].id, outcome: SY_OUTCOME_REJECT)
             second.ack(second.deliveries[1].id, outcome: SY_OUTCOME_OK)
-            #expect(waitUntil { source.settled.count == 2 })
+            #expect(await waitUntil { source.settled.count == 2 })
             #expect(source.settled.last == FakeInstance.Settled(token: 43, outcome: SY_OUTCOME_REJECT))
             #expect(instanceStatistics(router, "setSnk1")?.failed == 1)
         }
         #expect(source.settled.count == 2)
     }
 
-    @Test func settleTokenOfAFilteredEnvelopeIsSettled() throws {
+    @Test func settleTokenOfAFilteredEnvelopeIsSettled() async throws {
         let source = FakeInstance.register("setFSrc")
         let sink = FakeInstance.register("setFSnk")
         let yaml = """
@@ -265,15 +265,15 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
             routes:
               - { from: setFSrc.out, to: setFSnk.any, when: body.x == 1 }
             """
-        try withRouter(yaml) { _ in
+        try await withRouter(yaml) { _ in
             #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 9)), settleToken: 7) == SY_OK)
-            #expect(waitUntil { source.settled.count == 1 })
+            #expect(await waitUntil { source.settled.count == 1 })
             #expect(source.settled == [FakeInstance.Settled(token: 7, outcome: SY_OUTCOME_OK)])
             #expect(sink.deliveries.isEmpty)
         }
     }
 
-    @Test func loopIsStoppedUnlessAllowed() throws {
+    @Test func loopIsStoppedUnlessAllowed() async throws {
         let source = FakeInstance.register("loopSrc")
         let sink = FakeInstance.register("loopSnk")
         let yaml = """
@@ -284,22 +284,22 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
               - { name: guarded, from: loopSrc.out, to: loopSnk.any }
               - { name: open, from: loopSrc.out, to: loopSnk.in, map: { z: "{{body.y}}" }, loop: allow }
             """
-        try withRouter(yaml) { router in
+        try await withRouter(yaml) { router in
             // The envelope says it already passed through loopSnk.
             #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1), trace: ["loopSnk"])) == SY_OK)
-            #expect(waitUntil { routeStatistics(router, "guarded")?.droppedLoop == 1 && sink.deliveries.count == 1 })
+            #expect(await waitUntil { routeStatistics(router, "guarded")?.droppedLoop == 1 && sink.deliveries.count == 1 })
             #expect(sink.deliveries.map(\.port) == ["in"])
             #expect(routeStatistics(router, "open")?.droppedLoop == 0)
         }
     }
 
-    @Test func pluginMetricsAreRecorded() throws {
+    @Test func pluginMetricsAreRecorded() async throws {
         let source = FakeInstance.register("metSrc")
         let yaml = """
             instances:
               metSrc: { plugin: fake }
             """
-        try withRouter(yaml) { router in
+        try await withRouter(yaml) { router in
             let host = hostAPI()
             let context = source.context
             var counter = "hits"

@@ -9,7 +9,7 @@ import Testing
 @Suite struct StateServiceTests {
     /// Starts and stops a router with one testkit instance named `instance` running the check;
     /// the check's answers.
-    private func runCheck(instance: String, directory: String, spool: Bool) throws -> [String: String] {
+    private func runCheck(instance: String, directory: String, spool: Bool) async throws -> [String: String] {
         let output = "\(directory)/check-\(UUID().uuidString).txt"
         let plan = try planWithTestKit(
             """
@@ -21,13 +21,13 @@ import Testing
         let router = Router(plan: plan, logger: quietLogger, spool: store)
         try router.start()
         router.shutdown(drainTimeout: .seconds(5))
-        return try #require(answers(in: output))
+        return try #require(await answers(in: output))
     }
 
-    @Test func putGetScanDeleteAndTheLimits() throws {
+    @Test func putGetScanDeleteAndTheLimits() async throws {
         let directory = try temporaryDirectory("state")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let first = try runCheck(instance: "stateA", directory: directory, spool: true)
+        let first = try await runCheck(instance: "stateA", directory: directory, spool: true)
         #expect(first["persisted"] == "nil")
         #expect(first["put"] == "ok")
         #expect(first["get"] == "one")
@@ -41,16 +41,16 @@ import Testing
         #expect(mode.map { $0 & 0o777 } == 0o600)
 
         // A restart finds what the first run stored; another instance name has its own keys.
-        let second = try runCheck(instance: "stateA", directory: directory, spool: true)
+        let second = try await runCheck(instance: "stateA", directory: directory, spool: true)
         #expect(second["persisted"] == "run")
-        let other = try runCheck(instance: "stateB", directory: directory, spool: true)
+        let other = try await runCheck(instance: "stateB", directory: directory, spool: true)
         #expect(other["persisted"] == "nil")
     }
 
-    @Test func withoutAStoreEveryCallFails() throws {
+    @Test func withoutAStoreEveryCallFails() async throws {
         let directory = try temporaryDirectory("nostate")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let answers = try runCheck(instance: "stateNone", directory: directory, spool: false)
+        let answers = try await runCheck(instance: "stateNone", directory: directory, spool: false)
         #expect(answers["persisted"]?.contains("the router's store failed (status 5)") == true)
         #expect(answers["put"]?.contains("the router's store failed (status 5)") == true)
         #expect(!FileManager.default.fileExists(atPath: "\(directory)/state"))

@@ -56,7 +56,7 @@ struct TapRegistryTests {
             let stream = try router.tap(.route("tapped"), when: nil, rate: TapRegistry.maximumRate)
             let total = TapRegistry.buffer + 500
             for x in 1...total { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
-            #expect(waitUntil { route.counters.processed.load(ordering: .relaxed) == total })
+            #expect(await waitUntil { route.counters.processed.load(ordering: .relaxed) == total })
             var first: Int?
             var count = 0
             for await envelope in stream {
@@ -80,7 +80,7 @@ struct TapRegistryTests {
         // Two a second: one per half-second window.
         let stream = try router.tap(.route("tapped"), when: nil, rate: 2)
         for x in 1...10 { #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: x))) == SY_OK) }
-        #expect(waitUntil { router.routes[0].counters.processed.load(ordering: .relaxed) == 10 })
+        #expect(await waitUntil { router.routes[0].counters.processed.load(ordering: .relaxed) == 10 })
         var iterator = stream.makeAsyncIterator()
         let first = await iterator.next()
         #expect(try first.map { try JSONValue(parsing: $0.body)["x"]?.intValue } == 1)

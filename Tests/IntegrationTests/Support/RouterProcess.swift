@@ -61,13 +61,13 @@ final class RouterProcess {
 
     /// Starts `switchyard run` on the sandbox with the admin port on a free port and waits until
     /// it listens; returns the router and the admin `host:port`.
-    static func startWithAdmin(_ sandbox: Sandbox, extra: [String] = [], environment: [String: String] = [:]) throws -> (
+    static func startWithAdmin(_ sandbox: Sandbox, extra: [String] = [], environment: [String: String] = [:]) async throws -> (
         RouterProcess, String
     ) {
         let router = try RouterProcess(
             ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--admin", "127.0.0.1:0"] + extra, in: sandbox.root,
             environment: environment)
-        router.waitUntil("the admin port to listen") { router.adminAddress != nil }
+        await router.waitUntil("the admin port to listen") { router.adminAddress != nil }
         return (router, router.adminAddress ?? "")
     }
 
@@ -78,13 +78,14 @@ final class RouterProcess {
     func closeInput() { input.close() }
 
     /// Waits until `condition` holds, checking every 20 ms, for at most `timeout`. Fails the
-    /// test (with the router's log) when time runs out or the router exits first.
+    /// test (with the router's log) when time runs out or the router exits first. It suspends
+    /// between checks, leaving the cooperative threads to the tests running beside it.
     func waitUntil(
         _ what: String,
         timeout: Duration = .seconds(20),
         sourceLocation: SourceLocation = #_sourceLocation,
         _ condition: () throws -> Bool
-    ) rethrows {
+    ) async rethrows {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if try condition() { return }
@@ -94,8 +95,10 @@ final class RouterProcess {
                     "router exited (status \(process.terminationStatus)) before: \(what)\n\(standardError)", sourceLocation: sourceLocation)
                 return
             }
-            Thread.sleep(forTimeInterval: 0.02)
+            try? await Task.sleep(for: .milliseconds(20))
         }
+        // The deadline may have passed while this task waited for a thread: look once more.
+        if try condition() { return }
         Issue.record("timed out after \(timeout) waiting for: \(what)\n\(standardError)", sourceLocation: sourceLocation)
     }
 

@@ -248,12 +248,15 @@ final class FakeInstance: Sendable {
     }
 }
 
-/// Polls `condition` until it holds or `timeout` passes; returns whether it held.
-func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
+/// Checks `condition` every millisecond until it holds or `timeout` passes; returns whether
+/// it held. It suspends between checks, so a waiting test never holds one of the few
+/// cooperative threads every other test needs.
+func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
-        if ContinuousClock.now >= deadline { return false }
-        usleep(1000)
+        // The deadline may have passed while this task waited for a thread: look once more.
+        if ContinuousClock.now >= deadline { return condition() }
+        try? await Task.sleep(for: .milliseconds(1))
     }
     return true
 }
@@ -275,11 +278,11 @@ func bodyA(x: Int, y: String = "why") -> [UInt8] { Array(#"{"x":\#(x),"y":"\#(y)
 /// Runs `body` with a started router for `yaml`, shut down afterwards (drain timeout 5 s);
 /// its plain routes on `routeThreads` threads when given.
 func withRouter(
-    _ yaml: String, metricsFactory: (any MetricsFactory)? = nil, routeThreads: Int? = nil, _ body: (Router) throws -> Void
-) throws {
+    _ yaml: String, metricsFactory: (any MetricsFactory)? = nil, routeThreads: Int? = nil, _ body: (Router) async throws -> Void
+) async throws {
     let plan = try plan(yaml)
     let router = Router(plan: plan, logger: quietLogger, metricsFactory: metricsFactory, routeThreads: routeThreads)
     try router.start()
     defer { router.shutdown(drainTimeout: .seconds(5)) }
-    try body(router)
+    try await body(router)
 }
