@@ -57,7 +57,7 @@ let package = Package(
         // YAML route files with source positions, `${VAR}` resolution.
         .target(
             name: "SwitchyardConfig",
-            dependencies: ["SwitchyardCore", .product(name: "SwitchyardDependencies", package: "Dependencies")],
+            dependencies: ["SwitchyardCore", "SwitchyardStore", .product(name: "SwitchyardDependencies", package: "Dependencies")],
             swiftSettings: strict
         ),
         // The SQLite C API, from Debian's libsqlite3-dev.
@@ -65,13 +65,21 @@ let package = Package(
         // One SQLite connection and its statements: the spool's and the push token registry's.
         .target(name: "SwitchyardSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // The durable spool and dead letters in SQLite.
-        .target(name: "SwitchyardSpool", dependencies: ["SwitchyardSQLite", "SwitchyardCore"], swiftSettings: strict),
+        // The store interface every engine implements (plugin state, migrations, addresses).
+        .target(name: "SwitchyardStore", swiftSettings: strict),
+        .target(name: "SwitchyardSpool", dependencies: ["SwitchyardSQLite", "SwitchyardCore", "SwitchyardStore"], swiftSettings: strict),
+        // The PostgreSQL engine (postgres-nio): the store several routers share.
+        .target(
+            name: "SwitchyardPostgres",
+            dependencies: ["SwitchyardStore", .product(name: "SwitchyardDependencies", package: "Dependencies")],
+            swiftSettings: strict
+        ),
         // Plugin loading over the C ABI, validation, the router itself.
         .target(
             name: "SwitchyardRuntime",
             dependencies: [
                 "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardRouting", "SwitchyardConfig", "SwitchyardSpool",
-                "SwitchyardSQLite",
+                "SwitchyardSQLite", "SwitchyardStore",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -115,7 +123,7 @@ let package = Package(
         .executableTarget(
             name: "switchyard",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardAdmin", "SwitchyardAdminClient",
+                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardAdmin", "SwitchyardAdminClient", "SwitchyardPostgres", "SwitchyardStore",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -274,7 +282,10 @@ let package = Package(
         .testTarget(name: "PushMessageTests", dependencies: ["PushMessage", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["SDBus", .product(name: "SwitchyardDependencies", package: "Dependencies")],
+            dependencies: [
+                "SDBus", "SwitchyardPostgres", "SwitchyardSpool", "SwitchyardSQLite", "SwitchyardStore",
+                .product(name: "SwitchyardDependencies", package: "Dependencies"),
+            ],
             exclude: ["Support/fcm_endpoint.py", "Support/otlp_receiver.py", "Support/bluez_slate.py", "Support/ABIv1"],
             swiftSettings: strict
         ),

@@ -32,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "4.0.0"..<"5.0.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     ]
         // Tracing (issue 23): only the OTLP/HTTP exporter; the OTLPGRPC trait would build gRPC and HTTP/2 for nothing.
         + (withOTLP ? [.package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"])] : []),
@@ -55,6 +56,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),

@@ -1,4 +1,5 @@
 internal import SwitchyardCore
+internal import SwitchyardStore
 
 extension ConfigLoader {
     /// `plugins: { dir: ... }` and `spool: { path: ... }`: a section with one path setting,
@@ -30,6 +31,45 @@ extension ConfigLoader {
                 continue
             }
             config[keyPath: setting] = Located(value, at: member.value.location)
+        }
+    }
+
+    /// `store: { url: "${SWITCHYARD_STORE_URL}" }`: a PostgreSQL URL, whose password (if it
+    /// has one) comes from the environment. Errors never repeat the URL: it may hold one.
+    func mergeStore(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
+        guard let members = node.members else {
+            diagnostics.append(Diagnostic(#"'store' must be a mapping such as { url: "${SWITCHYARD_STORE_URL}" }"#, at: node.location))
+            return
+        }
+        for member in members {
+            guard member.key == "url" else {
+                diagnostics.append(Diagnostic("unknown key '\(member.key)' in store (expected: url)", at: member.keyLocation))
+                continue
+            }
+            guard let value = member.value.string, !value.isEmpty else {
+                diagnostics.append(Diagnostic("store.url must be a postgres:// URL", at: member.value.location))
+                continue
+            }
+            let address: PostgresAddress
+            do {
+                address = try PostgresAddress(parsing: value)
+            } catch {
+                diagnostics.append(Diagnostic("store.url: \(error.detail)", at: member.value.location))
+                continue
+            }
+            if address.password != nil, !member.value.isSecret {
+                diagnostics.append(
+                    Diagnostic(
+                        #"store.url carries a password, which must come from the environment: url: "${SWITCHYARD_STORE_URL}""#,
+                        at: member.value.location))
+                continue
+            }
+            if let previous = config.storeURL, previous.value != value {
+                diagnostics.append(
+                    Diagnostic("store.url is also set, to another database, at \(previous.location)", at: member.value.location))
+                continue
+            }
+            config.storeURL = Located(value, at: member.value.location)
         }
     }
 

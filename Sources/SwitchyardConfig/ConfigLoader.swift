@@ -118,7 +118,7 @@ public struct ConfigLoader: Sendable {
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
     private static let topLevelKeys = [
-        "plugins", "spool", "admin", "tracing", "types", "instances", "routes", "iiideas", "iiidea_templates", "iiidea_history",
+        "plugins", "spool", "store", "admin", "tracing", "types", "instances", "routes", "iiideas", "iiidea_templates", "iiidea_history",
         "oauth",
     ]
 
@@ -150,6 +150,7 @@ public struct ConfigLoader: Sendable {
                 mergePathSetting(
                     pathOnly, section: "spool", key: "path", example: "state/spool.db", what: "a file path", into: \.spoolPath,
                     config: &config, diagnostics: &diagnostics, otherKeys: ["sync"])
+            case "store": mergeStore(member.value, into: &config, diagnostics: &diagnostics)
             case "admin": mergeAdmin(member.value, into: &config, diagnostics: &diagnostics)
             case "tracing": mergeTracing(member.value, into: &config, diagnostics: &diagnostics)
             case "iiideas": mergeIiideas(member.value, into: &config, diagnostics: &diagnostics)

@@ -250,6 +250,8 @@ public struct GraphConfig: Sendable {
     public var spoolPath: Located<String>?
     /// `spool.sync`, if set.
     public var spoolSync: Located<SpoolSync>?
+    /// `store.url`, if set: the PostgreSQL database routers share plugin state in.
+    public var storeURL: Located<String>?
     /// `admin.listen`, if set: `host:port` of the admin HTTP port.
     public var adminListen: Located<String>?
     /// `admin.token`, if set: the bearer token the admin port requires.

@@ -4,6 +4,7 @@ import ServiceLifecycle
 import SwitchyardAdmin
 import SwitchyardConfig
 import SwitchyardCore
+import SwitchyardPostgres
 import SwitchyardRuntime
 import SwitchyardSpool
 import UnixSignals
@@ -26,7 +27,7 @@ struct Switchyard: AsyncParsableCommand {
         version: "switchyard \(version) (plugin ABI \(PluginLoader.supportedVersions.map(String.init).joined(separator: ", ")))",
         subcommands: [
             Run.self, Validate.self, Reload.self, Plugins.self, Graph.self, DeadLetters.self, SpoolCommand.self, Iiideas.self, Top.self,
-            Explain.self, Tap.self, GraphTest.self,
+            Explain.self, Tap.self, GraphTest.self, StoreCommand.self,
         ],
         defaultSubcommand: Run.self
     )
@@ -210,6 +211,7 @@ struct Run: AsyncParsableCommand {
         }
         var openSpool: Spool?
         var spoolFailure: String?
+        var sharedState: PostgresStore?
         // The store opens before the graph is checked: its obtained iiideas are part of it.
         let openStore = { (configured: String?, sync: SpoolSync) in
             let path = spool ?? configured ?? ConfigLoader.defaultSpoolPath
@@ -224,6 +226,15 @@ struct Run: AsyncParsableCommand {
             logger: logger,
             store: { config in
                 if config.wantsStore { openStore(config.spoolPath?.value, config.spoolSync?.value ?? .full) }
+                if let url = config.storeURL?.value, spoolFailure == nil {
+                    do {
+                        let store = try PostgresStore(url: url, logger: logger)
+                        sharedState = store
+                        logger.info("store open", metadata: ["url": .string(store.location), "holds": "plugin state, iiidea switches"])
+                    } catch {
+                        spoolFailure = "\(error)"
+                    }
+                }
                 return openSpool
             })
         guard let plan = loaded else { throw ExitCode(1) }
@@ -258,7 +269,7 @@ struct Run: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
-        let router = Router(plan: plan, logger: logger, spool: openSpool, tracing: tracingBackend?.tracing)
+        let router = Router(plan: plan, logger: logger, spool: openSpool, sharedStore: sharedState, tracing: tracingBackend?.tracing)
         // Never deallocated, on any path out (a failed start too): a plugin's threads can
         // outlive its stop() by a few event-loop turns and call the host with their instance's
         // context; the process ends right after.
@@ -269,6 +280,9 @@ struct Run: AsyncParsableCommand {
             printError("error: \(error)")
             throw ExitCode(1)
         }
+        // Switches set on other routers sharing the store are followed from now on.
+        let switchWatch = sharedState?.watchIiideaSwitches(logger: logger) { id in router.followIiideaSwitch(id) }
+        defer { switchWatch?.stop() }
         let reloader = RouteReloader(
             options: options, spoolPath: spool, spool: openSpool, router: router, logger: logger,
             drainTimeout: .nanoseconds(Int64(timeout)), startedTracing: plan.tracing)

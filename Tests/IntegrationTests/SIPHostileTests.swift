@@ -83,8 +83,8 @@ struct SIPHostileTests {
         #expect(router.standardError.contains("malformed SIP message from udp:127.0.0.1:\(registrar.port)"), "\(router.standardError)")
         #expect(router.standardError.contains("CSeq 4294967295 is not below 2^31"))
         #expect(router.standardError.contains("protocol error from udp:127.0.0.1:\(registrar.port)"))
-        await #expect(try SIPTests.metric("malformed_total", admin: admin) >= 1)
-        await #expect(try SIPTests.metric("protocol_errors_total", admin: admin) >= 1)
+        #expect(try SIPTests.metric("malformed_total", admin: admin) >= 1)
+        #expect(try SIPTests.metric("protocol_errors_total", admin: admin) >= 1)
         try await Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
         #expect(router.stop() == 0)
     }

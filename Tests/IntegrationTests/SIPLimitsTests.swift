@@ -45,7 +45,7 @@ struct SIPLimitsTests {
         #expect(answers[0].hasPrefix("SIP/2.0 200 OK\r\n") && answers[1].hasPrefix("SIP/2.0 200 OK\r\n"), "\(answers)")
         #expect(answers[2].hasPrefix("SIP/2.0 503 Service Unavailable\r\n"), "\(answers[2])")
         #expect(answers[2].contains("Retry-After: 1\r\n"))
-        await #expect(Self.metric("server_transactions_refused_total", admin) == 1)
+        #expect(Self.metric("server_transactions_refused_total", admin) == 1)
         #expect(router.standardError.contains("refused a MESSAGE from udp:127.0.0.1:"))
         try await SIPHostileTests.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
         #expect(router.stop() == 0)
@@ -77,7 +77,7 @@ struct SIPLimitsTests {
         let second = try TCPConnection(port: port)
         let third = try TCPConnection(port: port)
         #expect(third.waitForClose(timeout: .seconds(5)), "the third connection was not closed")
-        await #expect(Self.metric("connections_refused_total", admin) == 1)
+        #expect(Self.metric("connections_refused_total", admin) == 1)
         #expect(router.standardError.contains("2 tcp connections open (limits.max_connections)"))
         // The first two said nothing: closed after the idle timeout, and their slots free again.
         let start = ContinuousClock.now
@@ -100,8 +100,8 @@ struct SIPLimitsTests {
         let tlsPort = try #require(UInt16(String(logged.prefix { $0.isNumber })))
         let silent = try TCPConnection(port: tlsPort)
         #expect(silent.waitForClose(timeout: .seconds(5)), "the connection stays open")
-        await #expect(Self.metric("tls_handshake_timeouts_total", admin) == 1)
-        await #expect(Self.metric("connections_idle_closed_total", admin) == 0)
+        #expect(Self.metric("tls_handshake_timeouts_total", admin) == 1)
+        #expect(Self.metric("connections_idle_closed_total", admin) == 0)
         try await SIPHostileTests.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
         #expect(router.stop() == 0)
     }

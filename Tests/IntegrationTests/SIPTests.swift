@@ -286,7 +286,7 @@ struct SIPEndpointTests {
         #expect(uas.waitForExit() == 0, "\(uas.diagnostics)")
         await router.waitUntil("the send acknowledged") { (try? SIPTests.metric("messages_sent_total", admin: admin)) == 1 }
         #expect(uas.received("MESSAGE") >= 3, "\(uas.messages)")
-        await #expect(try SIPTests.metric("retransmissions_total", admin: admin) >= 2)
+        #expect(try SIPTests.metric("retransmissions_total", admin: admin) >= 2)
         #expect(router.stop() == 0)
     }
 
@@ -313,8 +313,8 @@ struct SIPEndpointTests {
             sandbox, sendTo: "sip:bob@127.0.0.1:\(uas.port)", extra: "    timers: { t1: 40ms, t2: 160ms }")
         router.send("into the void\n")
         await router.waitUntil("Timer F") { router.standardError.contains("no answer within 64·T1 (Timer F)") }
-        await #expect(try SIPTests.metric("timeouts_total", admin: admin) == 1)
-        await #expect(try SIPTests.metric("messages_sent_total", admin: admin) == 0)
+        #expect(try SIPTests.metric("timeouts_total", admin: admin) == 1)
+        #expect(try SIPTests.metric("messages_sent_total", admin: admin) == 0)
         #expect(router.stop() == 0)
     }
 
@@ -336,8 +336,8 @@ struct SIPEndpointTests {
         for answer in answers { #expect(answer.hasPrefix("SIP/2.0 200 OK\r\n"), "\(answer)") }
         #expect(answers[0] == answers[1], "a retransmission gets the same response again")
         #expect(try sandbox.jsonLines(of: "messages.jsonl").count == 1)
-        await #expect(try SIPTests.metric("retransmissions_absorbed_total", admin: admin) == 1)
-        await #expect(try SIPTests.metric("duplicates_total", admin: admin) == 1)
+        #expect(try SIPTests.metric("retransmissions_absorbed_total", admin: admin) == 1)
+        #expect(try SIPTests.metric("duplicates_total", admin: admin) == 1)
         #expect(router.stop() == 0)
     }
 
@@ -351,7 +351,7 @@ struct SIPEndpointTests {
         #expect(uac.waitForExit() == 0, "\(uac.diagnostics)")
         #expect(uac.messages.contains("Accept: text/plain, application/json"), "\(uac.messages)")
         #expect(sandbox.lines(of: "messages.jsonl").isEmpty)
-        await #expect(try SIPTests.metric("unsupported_media_total", admin: admin) == 1)
+        #expect(try SIPTests.metric("unsupported_media_total", admin: admin) == 1)
         #expect(router.stop() == 0)
     }
 
@@ -370,7 +370,7 @@ struct SIPEndpointTests {
         #expect(answer.contains("Via: SIP/2.0/UDP 127.0.0.1:9;branch=z9hG4bK-x"))
         // Bytes that are not SIP at all: counted, no answer, the router goes on.
         #expect(try UDPExchange.send(Array("\u{1}\u{2}garbage\r\n\r\n".utf8), to: port, expectAnswer: false).isEmpty)
-        await #expect(try SIPTests.metric("malformed_total", admin: admin) == 2)
+        #expect(try SIPTests.metric("malformed_total", admin: admin) == 2)
         #expect(router.standardError.contains("malformed SIP message from udp:127.0.0.1"))
         #expect(try HTTPExchange.send("http://" + admin + "/healthz").status == 200)
         #expect(router.stop() == 0)

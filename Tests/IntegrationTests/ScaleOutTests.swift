@@ -1,4 +1,5 @@
 import Foundation
+import SwitchyardSQLite
 import Testing
 
 /// Several routers running the same routes act as one (issue 25, first part): with `share:`,
@@ -46,5 +47,125 @@ struct ScaleOutTests {
         }
         #expect(handled.count == jobs && Set(handled) == Set((1...jobs).map { "job \($0)" }), "\(handled.sorted())")
         #expect(!firstSandbox.lines(of: "out.jsonl").isEmpty && !secondSandbox.lines(of: "out.jsonl").isEmpty)
+    }
+
+    /// With `store.url`, plugin state lives in PostgreSQL: what one router's instance stored,
+    /// another router's instance of the same name reads, and nothing goes to either spool.
+    @Test func routersOnOneDatabaseShareTheirPluginsState() async throws {
+        let server = try PostgresServer()
+        defer { server.stop() }
+        func check(in sandbox: Sandbox) async throws -> [String: String] {
+            try sandbox.installPlugin("testkit")
+            try sandbox.writeRoutes(
+                """
+                spool: { path: "\(sandbox.path("state/spool.db"))" }
+                store: { url: "${STORE_URL}" }
+                instances:
+                  shared: { plugin: testkit, state_check: { path: "\(sandbox.path("check.txt"))" } }
+                """)
+            let router = try RouterProcess(
+                ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root, environment: ["STORE_URL": server.url])
+            var text = ""
+            await router.waitUntil("the state check's answers") {
+                text = (try? String(contentsOfFile: sandbox.path("check.txt"), encoding: .utf8)) ?? ""
+                return text.hasSuffix("done\n")
+            }
+            #expect(router.stop() == 0, "\(router.standardError)")
+            #expect(!router.standardError.contains(server.password))
+            #expect(router.standardError.contains("store open"), "\(router.standardError)")
+            return Dictionary(
+                text.split(separator: "\n").compactMap { line in
+                    line.firstIndex(of: "=").map { (String(line[..<$0]), String(line[line.index(after: $0)...])) }
+                }
+            ) { first, _ in first }
+        }
+        let first = try Sandbox()
+        let firstAnswers = try await check(in: first)
+        #expect(firstAnswers["persisted"] == "nil", "\(firstAnswers)")
+        #expect(firstAnswers["put"] == "ok" && firstAnswers["scan"] == "a/1:one,a/2:two,a/3:", "\(firstAnswers)")
+        #expect(firstAnswers["largest_value"] == "1048576", "\(firstAnswers)")
+        let secondAnswers = try await check(in: try Sandbox())
+        #expect(secondAnswers["persisted"] == "run", "what the first router stored: \(secondAnswers)")
+        #expect(try server.psql("SELECT count(*) FROM plugin_state WHERE instance = 'shared'") == "5")
+        let spool = try SQLiteDatabase(path: first.path("state/spool.db"), readOnly: true)
+        #expect(try spool.prepare("SELECT count(*) FROM plugin_state").rows([]) { $0.int(0) } == [0])
+    }
+
+    /// With `store.url`, an iiidea disabled (or enabled) on one router is disabled (enabled) on
+    /// every router of the database within a second (NOTIFY), and a router started later
+    /// starts with the stored switch.
+    @Test func anIiideaSwitchedOnOneRouterIsSwitchedOnTheOthers() async throws {
+        let server = try PostgresServer()
+        defer { server.stop() }
+        func start() async throws -> (router: RouterProcess, admin: String, sandbox: Sandbox) {
+            let sandbox = try Sandbox()
+            try sandbox.installPlugin("core")
+            try sandbox.writeRoutes(
+                """
+                spool: { path: "\(sandbox.path("state/spool.db"))" }
+                store: { url: "${STORE_URL}" }
+                instances:
+                  clock: { plugin: core, timer: { interval: 100ms } }
+                  out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+                iiideas:
+                  - id: ticks
+                    trigger: { port: clock.tick }
+                    service: { piece: template, preferences: { text: "tick {{body.count}}" } }
+                    action:  { port: out.write }
+                """)
+            let (router, admin) = try await RouterProcess.startWithAdmin(sandbox, environment: ["STORE_URL": server.url])
+            return (router, admin, sandbox)
+        }
+        func state(_ node: (router: RouterProcess, admin: String, sandbox: Sandbox)) -> String {
+            let result = try? RouterProcess.runToExit(["iiidea", "list", "--admin", node.admin], in: node.sandbox.root)
+            return result?.output.split(separator: "\t").dropFirst().first.map(String.init) ?? "?"
+        }
+        func cli(_ node: (router: RouterProcess, admin: String, sandbox: Sandbox), _ arguments: [String]) throws -> String {
+            try RouterProcess.runToExit(["iiidea"] + arguments + ["--admin", node.admin], in: node.sandbox.root).output
+        }
+        let first = try await start()
+        let second = try await start()
+        #expect(state(first) == "enabled" && state(second) == "enabled")
+
+        #expect(try cli(first, ["disable", "ticks"]) == "disabled ticks\n")
+        await second.router.waitUntil("the second router follows the disable", timeout: .seconds(2)) { state(second) == "disabled" }
+        await second.router.waitUntil("the second router's pieces told") {
+            second.router.standardError.contains("iiidea disabled") && second.router.standardError.contains("ticks")
+        }
+        #expect(try server.psql("SELECT enabled FROM iiidea_switches WHERE id = 'ticks'") == "f")
+
+        #expect(try cli(second, ["enable", "ticks"]) == "enabled ticks\n")
+        await first.router.waitUntil("the first router follows the enable", timeout: .seconds(2)) { state(first) == "enabled" }
+        let mark = first.sandbox.lines(of: "out.jsonl").count
+        await first.router.waitUntil("the first router runs it again") { first.sandbox.lines(of: "out.jsonl").count > mark }
+
+        #expect(try cli(first, ["disable", "ticks"]) == "disabled ticks\n")
+        let third = try await start()
+        #expect(state(third) == "disabled", "a router started later takes the stored switch")
+        for node in [first, second, third] {
+            #expect(node.router.stop() == 0, "\(node.router.standardError)")
+            #expect(!node.router.standardError.contains(server.password))
+        }
+    }
+}
+
+/// examples/scale-out as its README runs it: Mosquitto, PostgreSQL and two routers, started and
+/// stopped by its script.
+@Suite(.timeLimit(.minutes(3)))
+struct ScaleOutExampleTests {
+    @Test func theScaleOutExampleSplitsTheJobsAndSharesTheSwitch() throws {
+        let sandbox = try Sandbox()
+        for plugin in ["core", "mqtt"] { try sandbox.installPlugin(plugin) }
+        let script = BuildProducts.packageRoot.appendingPathComponent("examples/scale-out/run.sh").path
+        let environment = ProcessInfo.processInfo.environment.merging([
+            "SWITCHYARD": BuildProducts.switchyard.path, "PLUGINS": sandbox.plugins.path, "MESSAGES": "20",
+        ]) { $1 }
+        let result = try Tool.run("/bin/bash", [script], environment: environment, tie: .processGroup, timeout: .seconds(150))
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("together 20 of 20"), "\(result.output)")
+        #expect(result.output.contains("router 2 says: disabled"), "\(result.output)")
+        #expect(!result.output.contains("handled 0,"), "both routers took jobs: \(result.output)")
+        let folder = result.output.split(separator: "\n").first { $0.hasPrefix("router 1: admin") }?.split(separator: " ").last
+        #expect(folder.map { !FileManager.default.fileExists(atPath: String($0)) } == true, "the script removes its folder")
     }
 }

@@ -121,9 +121,36 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
         let error = try diagnostic(diagnostics, containing: "unknown key 'rutes'")
         #expect(
             error.message
-                == "unknown key 'rutes' (expected one of: plugins, spool, admin, tracing, types, instances, routes, iiideas, iiidea_templates, iiidea_history, oauth)"
+                == "unknown key 'rutes' (expected one of: plugins, spool, store, admin, tracing, types, instances, routes, iiideas, iiidea_templates, iiidea_history, oauth)"
         )
         #expect(error.location == at("r.yaml", 2, 1))
+    }
+
+    /// `store.url`: a PostgreSQL URL; a password only from the environment; errors never repeat it.
+    @Test func theStoreURLIsCheckedAndItsPasswordMustComeFromTheEnvironment() throws {
+        let url = "postgres://switchyard:s3cret@db.example:5432/switchyard?sslmode=require"
+        let (config, diagnostics) = load("store: { url: \"${STORE}\" }\n", environment: ["STORE": url])
+        #expect(diagnostics.isEmpty, "\(diagnostics)")
+        #expect(config.storeURL?.value == url)
+
+        let (_, literal) = load("store: { url: \"\(url)\" }\n")
+        let refused = try diagnostic(literal, containing: "store.url carries a password")
+        #expect(refused.location == at("r.yaml", 1, 16))
+        #expect(!refused.message.contains("s3cret"))
+
+        let (withoutPassword, none) = load("store: { url: \"postgres://switchyard@db.example/switchyard\" }\n")
+        #expect(none.isEmpty && withoutPassword.storeURL != nil, "\(none)")
+
+        for (bad, reason) in [
+            ("mysql://u:p@h/d", "not a postgres:// URL"), ("postgres://u@h/", "names no database"),
+            ("postgres://u@h/d?sslmode=maybe", "sslmode must be"), ("postgres://h/d", "names no user"),
+        ] {
+            let (_, problems) = load("store: { url: \"${STORE}\" }\n", environment: ["STORE": bad])
+            let problem = try diagnostic(problems, containing: reason)
+            #expect(!problem.message.contains(":p@"), "\(problem.message)")
+        }
+        let (_, unknown) = load("store: { path: x }\n")
+        _ = try diagnostic(unknown, containing: "unknown key 'path' in store (expected: url)")
     }
 
     @Test func duplicateInstanceAcrossFilesNamesTheFirst() throws {

@@ -3,7 +3,8 @@ import SwitchyardCore
 import SwitchyardSpool
 import Testing
 
-/// Plugin instances' durable state in the spool database.
+/// Plugin instances' durable state in the spool database: what the SQLite engine adds to the
+/// contract both engines are held to (IntegrationTests/PluginStateStoreTests).
 @Suite("Spool state")
 struct SpoolStateTests {
     private func temporaryPath() -> (path: String, directory: String) {
@@ -34,34 +35,5 @@ struct SpoolStateTests {
         #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o777 } == 0o600)
         let folder = try FileManager.default.attributesOfItem(atPath: directory)
         #expect((folder[.posixPermissions] as? Int).map { $0 & 0o777 } == 0o700)
-    }
-
-    @Test("a scan pages through the keys with a prefix in byte order, also past 0xFF")
-    func scanPages() throws {
-        let (path, directory) = temporaryPath()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let spool = try Spool(path: path)
-        let keys = (0..<150).map { Array("p/\(String(format: "%03d", $0))".utf8) }
-        for key in keys.shuffled() { try spool.setState(of: "i", key: key, value: key) }
-        try spool.setState(of: "i", key: Array("q/0".utf8), value: [])
-        try spool.setState(of: "other", key: Array("p/x".utf8), value: [])
-        try spool.setState(of: "i", key: [0x70, 0xFF, 0x01], value: [])
-        try spool.setState(of: "i", key: [0x70, 0xFF, 0xFF], value: [])
-        try spool.setState(of: "i", key: [0x71], value: [])
-
-        var seen: [[UInt8]] = []
-        var after: [UInt8]?
-        while true {
-            let page = try spool.stateEntries(of: "i", prefix: Array("p/".utf8), after: after)
-            #expect(page.count <= Spool.stateScanPage)
-            #expect(page.allSatisfy { $0.key == $0.value })
-            seen += page.map(\.key)
-            guard page.count == Spool.stateScanPage, let last = page.last else { break }
-            after = last.key
-        }
-        #expect(seen == keys)
-        #expect(
-            try spool.stateEntries(of: "i", prefix: [0x70, 0xFF], after: nil).map(\.key) == [[0x70, 0xFF, 0x01], [0x70, 0xFF, 0xFF]])
-        #expect(try spool.stateEntries(of: "i", prefix: [], after: nil, limit: 1000).count == 154)
     }
 }

@@ -5,6 +5,7 @@ internal import SwitchyardBridge
 internal import SwitchyardConfig
 internal import SwitchyardCore
 internal import SwitchyardSpool
+internal import SwitchyardStore
 import Synchronization
 
 /// Switches iiideas on and off and talks to their plugin pieces: asks them to enable and
@@ -66,15 +67,32 @@ final class IiideaController: Sendable {
     /// Enables or disables iiidea `id` of `graph` for good (stored in `store`, so the choice
     /// survives restarts). Enabling asks its pieces; one may refuse, leaving it enabled but
     /// inactive (see ``IiideaState/inactiveReason``).
-    func set(_ id: String, enabled: Bool, in graph: CompiledGraph, store: Spool?) throws(RouterError) {
+    func set(_ id: String, enabled: Bool, in graph: CompiledGraph, store: (any IiideaSwitchStore)?) throws(RouterError) {
         guard let iiidea = graph.plan.iiideas.first(where: { $0.id == id }), let state = states.withLock({ $0[id] }) else {
             throw RouterError(instance: id, reason: "no such iiidea")
         }
         do {
-            try store?.setIiidea(id, enabled: enabled)
+            try store?.setIiideaSwitch(id, enabled: enabled)
         } catch {
             throw RouterError(instance: id, reason: "cannot store the iiidea's state: \(error)")
         }
+        apply(iiidea, state: state, enabled: enabled, in: graph)
+    }
+
+    /// Follows the switches another router stored (`switches`, all of them): each iiidea of
+    /// `graph` whose switch differs from its state here is enabled or disabled, as `set`
+    /// would, without storing anything.
+    func follow(_ switches: [String: Bool], in graph: CompiledGraph) {
+        for iiidea in graph.plan.iiideas {
+            guard let enabled = switches[iiidea.id], let state = states.withLock({ $0[iiidea.id] }), state.isEnabled != enabled else {
+                continue
+            }
+            apply(iiidea, state: state, enabled: enabled, in: graph)
+        }
+    }
+
+    private func apply(_ iiidea: PlannedIiidea, state: IiideaState, enabled: Bool, in graph: CompiledGraph) {
+        let id = iiidea.id
         // Held back until its pieces answer, as a new iiidea is.
         if enabled, !state.isEnabled { state.set(inactiveReason: IiideaState.pending) }
         state.set(enabled: enabled)

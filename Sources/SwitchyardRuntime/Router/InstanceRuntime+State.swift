@@ -1,34 +1,33 @@
 internal import Logging
 internal import SwitchyardABI
 internal import SwitchyardBridge
-internal import SwitchyardSQLite
-internal import SwitchyardSpool
+internal import SwitchyardStore
 
 extension InstanceRuntime {
     // The host's state service (ABI version 2, `state_*`): the instance's keys in the router's
-    // store, the spool database (see Spool+State). A router without a store (no at-least-once
-    // route, no iiidea and no `spool:` setting) answers SY_ERR_FAILED and says so once per
-    // instance in the log.
+    // state store — the shared one of `store.url`, else the spool database (see Spool+State).
+    // A router without either (no at-least-once route, no iiidea, no `spool:` or `store:`
+    // setting) answers SY_ERR_FAILED and says so once per instance in the log.
 
     func stateGet(key: sy_bytes, into value: sy_writer) -> Int32 {
         guard let write = value.write else { return SY_ERR_INVALID }
-        return withStore(key: key) { store, key throws(SQLiteError) in
+        return withStore(key: key) { store, key throws(StoreError) in
             guard let stored = try store.stateValue(of: name, key: key) else { return SY_ERR_NOT_FOUND }
             return stored.withUnsafeBufferPointer { write(value.target, sy_bytes($0)) }
         }
     }
 
     func statePut(key: sy_bytes, value: sy_bytes) -> Int32 {
-        guard value.length <= Spool.maximumStateValue else { return SY_ERR_TOO_LARGE }
+        guard value.length <= PluginStateLimits.maximumValue else { return SY_ERR_TOO_LARGE }
         guard value.length == 0 || value.data != nil else { return SY_ERR_INVALID }
-        return withStore(key: key) { store, key throws(SQLiteError) in
+        return withStore(key: key) { store, key throws(StoreError) in
             try store.setState(of: name, key: key, value: value.array)
             return SY_OK
         }
     }
 
     func stateDelete(key: sy_bytes) -> Int32 {
-        withStore(key: key) { store, key throws(SQLiteError) in
+        withStore(key: key) { store, key throws(StoreError) in
             try store.removeState(of: name, key: key)
             return SY_OK
         }
@@ -36,17 +35,17 @@ extension InstanceRuntime {
 
     /// Visits the entries page by page, with no lock held while the visitor runs.
     func stateScan(prefix: sy_bytes, visit: sy_state_visitor, user: UnsafeMutableRawPointer?) -> Int32 {
-        withStore(key: prefix, emptyAllowed: true) { store, prefix throws(SQLiteError) in
+        withStore(key: prefix, emptyAllowed: true) { store, prefix throws(StoreError) in
             var after: [UInt8]?
             while true {
-                let page = try store.stateEntries(of: name, prefix: prefix, after: after)
+                let page = try store.stateEntries(of: name, prefix: prefix, after: after, limit: PluginStateLimits.scanPage)
                 for (key, value) in page {
                     let stop = key.withUnsafeBufferPointer { keyBuffer in
                         value.withUnsafeBufferPointer { valueBuffer in visit(user, sy_bytes(keyBuffer), sy_bytes(valueBuffer)) }
                     }
                     if stop != 0 { return SY_OK }
                 }
-                guard page.count == Spool.stateScanPage, let last = page.last else { return SY_OK }
+                guard page.count == PluginStateLimits.scanPage, let last = page.last else { return SY_OK }
                 after = last.key
             }
         }
@@ -55,14 +54,14 @@ extension InstanceRuntime {
     /// Checks `key` against the ABI's limits and runs `body` with the router's store; a store
     /// error is logged, counted (`state_failures_total`) and answered SY_ERR_FAILED.
     private func withStore(
-        key: sy_bytes, emptyAllowed: Bool = false, _ body: (Spool, [UInt8]) throws(SQLiteError) -> Int32
+        key: sy_bytes, emptyAllowed: Bool = false, _ body: (any PluginStateStore, [UInt8]) throws(StoreError) -> Int32
     ) -> Int32 {
-        guard key.length <= Spool.maximumStateKey else { return SY_ERR_TOO_LARGE }
+        guard key.length <= PluginStateLimits.maximumKey else { return SY_ERR_TOO_LARGE }
         guard key.length > 0 || emptyAllowed, key.length == 0 || key.data != nil else { return SY_ERR_INVALID }
-        guard let store = router.spool else {
+        guard let store = router.stateStore else {
             if !stateUnavailableLogged.exchange(true, ordering: .relaxed) {
                 logger.error(
-                    "the plugin asked for its durable state, but the router has no store: set spool.path in the route file (state lives in the spool database); state calls fail until then"
+                    "the plugin asked for its durable state, but the router has no store: set spool.path (or store.url) in the route file; state calls fail until then"
                 )
             }
             return SY_ERR_FAILED
@@ -74,7 +73,7 @@ extension InstanceRuntime {
             let failures = counters.stateFailures.add(1, ordering: .relaxed).newValue
             if failures <= 10 || failures.isMultiple(of: 1000) {
                 logger.error(
-                    "plugin state: the store failed", metadata: ["path": .string(store.path), "error": .string("\(error)")])
+                    "plugin state: the store failed", metadata: ["store": .string(store.location), "error": .string("\(error.detail)")])
             }
             return SY_ERR_FAILED
         }

@@ -5,6 +5,7 @@ internal import SwitchyardABI
 internal import SwitchyardConfig
 internal import SwitchyardCore
 public import SwitchyardSpool
+public import SwitchyardStore
 import Synchronization
 
 /// Runs a ``GraphPlan``: creates and starts the plugin instances, moves envelopes along the
@@ -47,6 +48,16 @@ public final class Router: Sendable {
     private let openSpool: Mutex<Spool?>
     var spool: Spool? { openSpool.withLock { $0 } }
 
+    /// The store routers share (`store.url`), when there is one: plugin state and iiideas'
+    /// switches live there instead of the spool.
+    private let sharedStore: (any PluginStateStore & IiideaSwitchStore)?
+    /// The store of the plugins' key-value state: the shared one, else the spool.
+    var stateStore: (any PluginStateStore)? { sharedStore ?? spool }
+    /// The store of iiideas' switches: the shared one, else the spool.
+    var iiideaSwitchStore: (any IiideaSwitchStore)? { sharedStore ?? spool }
+    /// Where switches stored by other routers are followed, one reading at a time.
+    private let switchFollower = DispatchQueue(label: "switchyard.iiidea-switches")
+
     /// Gives the router a spool after it started (a reload that adds the first at-least-once
     /// route needs one).
     public func attach(spool: Spool) {
@@ -57,11 +68,13 @@ public final class Router: Sendable {
     /// any route is `delivery: at-least-once`. The metrics go to `metricsFactory`, by default
     /// the one the process bootstrapped. Plain routes run on at most `routeThreads` threads
     /// (by default one per active core); at-least-once and iiidea routes have one each. With
-    /// `tracing`, each hop of an envelope is a span (see ``RouterTracing``).
+    /// `tracing`, each hop of an envelope is a span (see ``RouterTracing``). Plugin state and
+    /// iiideas' switches go to `sharedStore` when given, else to the spool.
     public init(
-        plan: GraphPlan, logger: Logger, spool: Spool? = nil, metricsFactory: (any MetricsFactory)? = nil,
-        routeThreads: Int? = nil, tracing: RouterTracing? = nil
+        plan: GraphPlan, logger: Logger, spool: Spool? = nil, sharedStore: (any PluginStateStore & IiideaSwitchStore)? = nil,
+        metricsFactory: (any MetricsFactory)? = nil, routeThreads: Int? = nil, tracing: RouterTracing? = nil
     ) {
+        self.sharedStore = sharedStore
         self.tracing = tracing
         workerPool = RouteWorkerPool(threads: routeThreads ?? ProcessInfo.processInfo.activeProcessorCount)
         current = Mutex(.empty(plan))
@@ -147,7 +160,7 @@ public final class Router: Sendable {
         guard let store = spool else { throw RouterError(instance: "iiideas", reason: "iiideas need the spool database, and none is open") }
         let saved: [String: Bool]
         do {
-            saved = try store.iiideaStates()
+            saved = try (iiideaSwitchStore ?? store).iiideaSwitches()
         } catch {
             throw RouterError(instance: "iiideas", reason: "cannot read their state: \(error)")
         }
@@ -166,7 +179,21 @@ public final class Router: Sendable {
     /// Enabling asks its pieces; one may refuse, leaving it enabled but inactive (see
     /// ``IiideaState/inactiveReason``).
     public func setIiidea(_ id: String, enabled: Bool) throws(RouterError) {
-        try iiideaController.set(id, enabled: enabled, in: graph, store: spool)
+        try iiideaController.set(id, enabled: enabled, in: graph, store: iiideaSwitchStore)
+    }
+
+    /// Follows a switch another router stored in the shared store (`id`; nil: any may have
+    /// changed). Safe to call from any thread: the store is read, and the iiideas enabled or
+    /// disabled, on a queue of their own.
+    public func followIiideaSwitch(_ id: String?) {
+        guard let sharedStore else { return }
+        switchFollower.async { [self] in
+            do {
+                iiideaController.follow(try sharedStore.iiideaSwitches(), in: graph)
+            } catch {
+                logger.error("iiidea switches: cannot read them", metadata: ["error": .string("\(error)")])
+            }
+        }
     }
 
     /// Every iiidea with its switch and, when a piece refused to enable, why it is inactive.

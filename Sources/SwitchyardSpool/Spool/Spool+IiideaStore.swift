@@ -5,29 +5,23 @@ public import SwitchyardSQLite
 /// for iiideas of the route files: kept in the same database as the spool, read at every
 /// load and reload.
 extension Spool {
-    static func createIiideaStoreTables(in database: SQLiteDatabase) throws(SQLiteError) {
-        try database.execute(
-            """
-            CREATE TABLE IF NOT EXISTS iiidea_obtained(
-                id TEXT PRIMARY KEY,
-                template TEXT NOT NULL,
-                title TEXT,
-                service_preferences TEXT,
-                action_preferences TEXT,
-                created_at INTEGER NOT NULL
-            ) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS iiidea_preferences(
-                id TEXT PRIMARY KEY,
-                service_preferences TEXT,
-                action_preferences TEXT,
-                changed_at INTEGER NOT NULL
-            ) WITHOUT ROWID;
-            """
-        )
-        // Stores made before iiideas had owners gain the column.
-        let columns = try database.prepare("PRAGMA table_info(iiidea_obtained)").rows([]) { $0.text(1) }
-        if !columns.contains("owner") { try database.execute("ALTER TABLE iiidea_obtained ADD COLUMN owner TEXT") }
-    }
+    static let createIiideaStoreTables = """
+        CREATE TABLE IF NOT EXISTS iiidea_obtained(
+            id TEXT PRIMARY KEY,
+            template TEXT NOT NULL,
+            title TEXT,
+            service_preferences TEXT,
+            action_preferences TEXT,
+            created_at INTEGER NOT NULL,
+            owner TEXT
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS iiidea_preferences(
+            id TEXT PRIMARY KEY,
+            service_preferences TEXT,
+            action_preferences TEXT,
+            changed_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """
 
     /// Every obtained iiidea, oldest first.
     public func obtainedIiideas() throws(SQLiteError) -> [ObtainedIiidea] {

@@ -1,33 +1,28 @@
 public import SwitchyardCore
 public import SwitchyardSQLite
+public import SwitchyardStore
 
 /// iiidea activation state and run history, in the same database as the spool.
 extension Spool {
-    static func createIiideaTables(in database: SQLiteDatabase) throws(SQLiteError) {
-        try database.execute(
-            """
-            CREATE TABLE IF NOT EXISTS iiidea_state(
-                id TEXT PRIMARY KEY,
-                enabled INTEGER NOT NULL,
-                changed_at INTEGER NOT NULL
-            ) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS iiidea_runs(
-                run_id TEXT PRIMARY KEY,
-                iiidea_id TEXT NOT NULL,
-                trigger_envelope_id TEXT NOT NULL,
-                started_at INTEGER NOT NULL,
-                ended_at INTEGER,
-                ended_piece TEXT,
-                output TEXT,
-                error TEXT
-            ) WITHOUT ROWID;
-            CREATE INDEX IF NOT EXISTS iiidea_runs_by_iiidea ON iiidea_runs(iiidea_id, started_at);
-            """
-        )
-        // Databases made before runs kept their input gain the column.
-        let columns = try database.prepare("PRAGMA table_info(iiidea_runs)").rows([]) { $0.text(1) }
-        if !columns.contains("input") { try database.execute("ALTER TABLE iiidea_runs ADD COLUMN input TEXT") }
-    }
+    static let createIiideaTables = """
+        CREATE TABLE IF NOT EXISTS iiidea_state(
+            id TEXT PRIMARY KEY,
+            enabled INTEGER NOT NULL,
+            changed_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS iiidea_runs(
+            run_id TEXT PRIMARY KEY,
+            iiidea_id TEXT NOT NULL,
+            trigger_envelope_id TEXT NOT NULL,
+            started_at INTEGER NOT NULL,
+            ended_at INTEGER,
+            ended_piece TEXT,
+            output TEXT,
+            error TEXT,
+            input TEXT
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS iiidea_runs_by_iiidea ON iiidea_runs(iiidea_id, started_at);
+        """
 
     /// The enabled flags users set (through the admin API or the CLI), by iiidea id.
     public func iiideaStates() throws(SQLiteError) -> [String: Bool] {
@@ -217,5 +212,23 @@ public struct IiideaRun: Sendable {
         object["outcome"] = .string(outcome.rawValue)
         if let endedAt { object["duration_ms"] = .double(Double(endedAt - startedAt) / 1e6) }
         return .object(object)
+    }
+}
+
+extension Spool: IiideaSwitchStore {
+    public func iiideaSwitches() throws(StoreError) -> [String: Bool] {
+        do {
+            return try iiideaStates()
+        } catch {
+            throw StoreError(location: path, detail: error.description)
+        }
+    }
+
+    public func setIiideaSwitch(_ id: String, enabled: Bool) throws(StoreError) {
+        do {
+            try setIiidea(id, enabled: enabled)
+        } catch {
+            throw StoreError(location: path, detail: error.description)
+        }
     }
 }

@@ -5,17 +5,13 @@ public import SwitchyardSQLite
 /// sealed (the router encrypts them before they get here, see `OAuthVault`): a copy of the
 /// database alone gives nobody a provider's refresh token.
 extension Spool {
-    static func createOAuthTables(in database: SQLiteDatabase) throws(SQLiteError) {
-        try database.execute(
-            """
-            CREATE TABLE IF NOT EXISTS oauth_connections(
-                name TEXT PRIMARY KEY,
-                sealed BLOB NOT NULL,
-                changed_at INTEGER NOT NULL
-            ) WITHOUT ROWID;
-            """
-        )
-    }
+    static let createOAuthTables = """
+        CREATE TABLE IF NOT EXISTS oauth_connections(
+            name TEXT PRIMARY KEY,
+            sealed BLOB NOT NULL,
+            changed_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """
 
     /// The sealed tokens of connection `name`, or nil when it is not connected.
     public func oauthTokens(of name: String) throws(SQLiteError) -> [UInt8]? {

@@ -25,9 +25,6 @@ public final class Spool: @unchecked Sendable {
     /// The database file.
     public let path: String
 
-    /// The schema version this build reads and writes.
-    static let schemaVersion = 1
-
     /// Whether commits are on the disk (`full`) or with the operating system (`normal`).
     public let sync: SpoolSync
     /// The router's claim on the spool (``Spool/init(path:sync:owner:)`` with `owner`), held
@@ -52,7 +49,7 @@ public final class Spool: @unchecked Sendable {
             try database.execute(
                 "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=\(sync == .full ? "FULL" : "NORMAL");")
             if owner { try Self.checkIntegrity(of: database, path: path) }
-            try Self.createTables(in: database)
+            try Self.migrate(database, path: path)
             insertEnvelope = try database.prepare("INSERT INTO spool(route, pending, size, envelope) VALUES(?, ?, ?, ?)")
             insertSeen = try database.prepare("INSERT OR IGNORE INTO seen(route, envelope_id, at) VALUES(?, ?, ?)")
             deleteEnvelope = try database.prepare("DELETE FROM spool WHERE seq = ?")
@@ -72,47 +69,38 @@ public final class Spool: @unchecked Sendable {
         throw SpoolOpenError.damaged(path: path, detail: problems.joined(separator: "; "))
     }
 
-    private static func createTables(in database: SQLiteDatabase) throws(SQLiteError) {
-        try database.execute(
-            """
-            CREATE TABLE IF NOT EXISTS spool(
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                route TEXT NOT NULL,
-                pending TEXT NOT NULL,
-                attempts INTEGER NOT NULL DEFAULT 0,
-                last_error TEXT,
-                size INTEGER NOT NULL,
-                envelope BLOB NOT NULL
-            );
-            CREATE INDEX IF NOT EXISTS spool_by_route ON spool(route, seq);
-            CREATE TABLE IF NOT EXISTS dead_letters(
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                route TEXT NOT NULL,
-                sink TEXT NOT NULL,
-                envelope_id TEXT NOT NULL,
-                type TEXT NOT NULL,
-                subject TEXT NOT NULL,
-                attempts INTEGER NOT NULL,
-                error TEXT NOT NULL,
-                failed_at INTEGER NOT NULL,
-                envelope BLOB NOT NULL
-            );
-            CREATE TABLE IF NOT EXISTS seen(
-                route TEXT NOT NULL,
-                envelope_id TEXT NOT NULL,
-                at INTEGER NOT NULL,
-                PRIMARY KEY(route, envelope_id)
-            ) WITHOUT ROWID;
-            CREATE INDEX IF NOT EXISTS seen_by_time ON seen(route, at);
-            CREATE TABLE IF NOT EXISTS spool_probe(id INTEGER PRIMARY KEY, at INTEGER NOT NULL);
-            PRAGMA user_version=\(Self.schemaVersion);
-            """
-        )
-        try Self.createIiideaTables(in: database)
-        try Self.createIiideaStoreTables(in: database)
-        try Self.createStateTables(in: database)
-        try Self.createOAuthTables(in: database)
-    }
+    static let createSpoolTables = """
+        CREATE TABLE IF NOT EXISTS spool(
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            route TEXT NOT NULL,
+            pending TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            size INTEGER NOT NULL,
+            envelope BLOB NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS spool_by_route ON spool(route, seq);
+        CREATE TABLE IF NOT EXISTS dead_letters(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            route TEXT NOT NULL,
+            sink TEXT NOT NULL,
+            envelope_id TEXT NOT NULL,
+            type TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            attempts INTEGER NOT NULL,
+            error TEXT NOT NULL,
+            failed_at INTEGER NOT NULL,
+            envelope BLOB NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS seen(
+            route TEXT NOT NULL,
+            envelope_id TEXT NOT NULL,
+            at INTEGER NOT NULL,
+            PRIMARY KEY(route, envelope_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS seen_by_time ON seen(route, at);
+        CREATE TABLE IF NOT EXISTS spool_probe(id INTEGER PRIMARY KEY, at INTEGER NOT NULL);
+        """
 
     /// Commits one small write: whether the spool can take writes again after it could not
     /// (a full disk, an I/O error, a read-only file system).

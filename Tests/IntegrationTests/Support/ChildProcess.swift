@@ -29,25 +29,29 @@ enum ChildProcess {
 
     static let setpriv = "/usr/bin/setpriv"
 
-    /// `executable arguments` as the command that ties it to the test run.
-    static func command(_ executable: String, _ arguments: [String], tie: Tie = .process) -> (executable: String, arguments: [String]) {
+    /// `executable arguments` as the command that ties it to the test run; as `user` when
+    /// given (setpriv changes the user first: a change of user would clear the signal).
+    static func command(
+        _ executable: String, _ arguments: [String], tie: Tie = .process, user: String? = nil
+    ) -> (executable: String, arguments: [String]) {
+        let identity = user.map { ["--reuid", $0, "--regid", $0, "--clear-groups"] } ?? []
         switch tie {
         case .process:
-            return (setpriv, ["--pdeathsig", "KILL", "--", executable] + arguments)
+            return (setpriv, identity + ["--pdeathsig", "KILL", "--", executable] + arguments)
         case .processGroup:
             // `kill 0` signals the shell's own process group. (Not `setsid`: in a group leader it
             // forks, and the fork loses the parent-death signal.)
             let supervisor = #"trap 'kill -KILL 0' TERM; "$@" & wait $!"#
-            return (setpriv, ["--pdeathsig", "TERM", "--", "/bin/sh", "-c", supervisor, "peer-group", executable] + arguments)
+            return (setpriv, identity + ["--pdeathsig", "TERM", "--", "/bin/sh", "-c", supervisor, "peer-group", executable] + arguments)
         }
     }
 
     /// Starts `process` (its executable and arguments as set) tied to the test run; throws
     /// when it cannot be started within `timeout`.
-    static func start(_ process: Process, tie: Tie = .process, timeout: Duration = .seconds(10)) throws {
+    static func start(_ process: Process, tie: Tie = .process, user: String? = nil, timeout: Duration = .seconds(10)) throws {
         if let executable = process.executableURL?.path {
             (process.executableURL, process.arguments) = {
-                let tied = command(executable, process.arguments ?? [], tie: tie)
+                let tied = command(executable, process.arguments ?? [], tie: tie, user: user)
                 return (URL(fileURLWithPath: tied.executable), tied.arguments)
             }()
         }

@@ -400,7 +400,10 @@ struct ToolResult {
 enum Tool {
     /// Runs `path arguments` with standard output and error combined; kills it and throws when
     /// it takes longer than `timeout`.
-    static func run(_ path: String, _ arguments: [String], timeout: Duration = .seconds(20)) throws -> ToolResult {
+    static func run(
+        _ path: String, _ arguments: [String], user: String? = nil, environment: [String: String]? = nil,
+        tie: ChildProcess.Tie = .process, timeout: Duration = .seconds(20)
+    ) throws -> ToolResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
@@ -410,11 +413,13 @@ enum Tool {
         process.standardInput = FileHandle.nullDevice
         let collected = OutputBuffer()
         pipe.fileHandleForReading.readabilityHandler = { handle in collected.append(handle.availableData) }
-        try ChildProcess.start(process)
+        if let environment { process.environment = environment }
+        try ChildProcess.start(process, tie: tie, user: user)
         let deadline = ContinuousClock.now + timeout
         while process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
         let timedOut = process.isRunning
-        if timedOut { kill(process.processIdentifier, SIGKILL) }
+        // A process group's supervisor kills the whole group on SIGTERM (see ChildProcess.Tie).
+        if timedOut { kill(process.processIdentifier, tie == .processGroup ? SIGTERM : SIGKILL) }
         process.waitUntilExit()
         pipe.fileHandleForReading.readabilityHandler = nil
         collected.append(pipe.fileHandleForReading.readDataToEndOfFile())

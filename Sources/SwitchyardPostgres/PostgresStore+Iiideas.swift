@@ -1,0 +1,132 @@
+import Foundation
+public import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+public import SwitchyardStore
+
+/// iiideas' switches in PostgreSQL, announced with NOTIFY: a switch set on one router reaches
+/// every router watching the database (``watchIiideaSwitches(logger:_:)``) when it commits.
+extension PostgresStore: IiideaSwitchStore {
+    /// The channel switches are announced on; the payload is the iiidea's id.
+    static let iiideaChannel = "switchyard_iiideas"
+
+    public func iiideaSwitches() throws(StoreError) -> [String: Bool] {
+        try exchange { run in
+            var switches: [String: Bool] = [:]
+            for row in try run("SELECT id, enabled FROM iiidea_switches") {
+                let (id, enabled) = try row.decode((String, Bool).self)
+                switches[id] = enabled
+            }
+            return switches
+        }
+    }
+
+    /// One statement: the row and the notification commit together.
+    public func setIiideaSwitch(_ id: String, enabled: Bool) throws(StoreError) {
+        let now = Int64(Date().timeIntervalSince1970 * 1e9)
+        try exchange { run in
+            _ = try run(
+                """
+                WITH changed AS (
+                    INSERT INTO iiidea_switches(id, enabled, changed_at) VALUES(\(id), \(enabled), \(now))
+                    ON CONFLICT (id) DO UPDATE SET enabled = EXCLUDED.enabled, changed_at = EXCLUDED.changed_at
+                    RETURNING id
+                )
+                SELECT pg_notify(\(Self.iiideaChannel), id) FROM changed
+                """)
+        }
+    }
+
+    /// Calls `onChange` with an iiidea's id when another router (or this one) commits its
+    /// switch, and with nil when notifications may have been missed (after the listening
+    /// connection was lost and opened again): then every switch should be read again.
+    /// The watch lasts until ``IiideaSwitchWatch/stop()``; `onChange` runs on an event loop
+    /// and must hand slow work elsewhere.
+    public func watchIiideaSwitches(logger: Logger, _ onChange: @escaping @Sendable (String?) -> Void) -> IiideaSwitchWatch {
+        let watch = IiideaSwitchWatch(
+            configuration: connectionConfiguration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: logger,
+            location: location, onChange: onChange)
+        watch.connect(firstTime: true)
+        return watch
+    }
+}
+
+/// A connection that LISTENs for iiidea switches, opened again (after a second, then up to
+/// 30 s apart) whenever it is lost, until stopped.
+public final class IiideaSwitchWatch: @unchecked Sendable {
+    // `connection` and `stopped` are only touched on `eventLoop`.
+    private var connection: PostgresConnection?
+    private var stopped = false
+    private var retryDelay = TimeAmount.seconds(1)
+    private let configuration: PostgresConnection.Configuration
+    private let eventLoop: any EventLoop
+    private let logger: Logger
+    private let location: String
+    private let onChange: @Sendable (String?) -> Void
+
+    init(
+        configuration: PostgresConnection.Configuration, eventLoop: any EventLoop, logger: Logger, location: String,
+        onChange: @escaping @Sendable (String?) -> Void
+    ) {
+        self.configuration = configuration
+        self.eventLoop = eventLoop
+        self.logger = logger
+        self.location = location
+        self.onChange = onChange
+    }
+
+    /// Ends the watch and closes its connection.
+    public func stop() {
+        eventLoop.execute {
+            self.stopped = true
+            _ = self.connection?.closeConnection()
+        }
+    }
+
+    func connect(firstTime: Bool) {
+        eventLoop.execute {
+            guard !self.stopped else { return }
+            PostgresConnection.connect(on: self.eventLoop, configuration: self.configuration, id: 0, logger: self.logger)
+                .flatMap { connection -> EventLoopFuture<PostgresConnection> in
+                    connection.addListener(channel: PostgresStore.iiideaChannel) { _, notification in
+                        self.onChange(notification.payload)
+                    }
+                    return connection.query("LISTEN \(unescaped: PostgresStore.iiideaChannel)", logger: self.logger).map { _ in connection }
+                }
+                .whenComplete { result in
+                    switch result {
+                    case .success(let connection):
+                        guard !self.stopped else {
+                            _ = connection.closeConnection()
+                            return
+                        }
+                        self.connection = connection
+                        self.retryDelay = .seconds(1)
+                        // What changed while nobody listened is read again.
+                        if !firstTime { self.onChange(nil) }
+                        connection.closeFuture.whenComplete { _ in
+                            self.connection = nil
+                            guard !self.stopped else { return }
+                            self.logger.warning(
+                                "iiidea switches: the listening connection was lost; listening again",
+                                metadata: ["store": .string(self.location)])
+                            self.retry()
+                        }
+                    case .failure(let error):
+                        self.logger.warning(
+                            "iiidea switches: cannot listen; trying again",
+                            metadata: ["store": .string(self.location), "error": .string(PostgresStore.describe(error))])
+                        self.retry()
+                    }
+                }
+        }
+    }
+
+    /// Schedules the next attempt (on the event loop).
+    private func retry() {
+        let delay = retryDelay
+        retryDelay = min(retryDelay * 2, .seconds(30))
+        eventLoop.scheduleTask(in: delay) { self.connect(firstTime: false) }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import PostgresNIO
+public import SwitchyardStore
+
+/// The PostgreSQL store's schema, as versioned migrations recorded in `schema_migrations`
+/// (the same table, and the same rules, as the SQLite store's).
+extension PostgresStore {
+    /// Every migration this build knows, in version order. Statements end with `;` at the end
+    /// of a line (each is sent on its own: the extended protocol takes one at a time).
+    public static let migrations: [Migration] = [
+        Migration(
+            version: 1, name: "plugin state",
+            sql: """
+                CREATE TABLE IF NOT EXISTS plugin_state(
+                    instance TEXT NOT NULL,
+                    key BYTEA NOT NULL,
+                    value BYTEA NOT NULL,
+                    changed_at BIGINT NOT NULL,
+                    PRIMARY KEY(instance, key)
+                );
+                """),
+        Migration(
+            version: 2, name: "iiidea switches",
+            sql: """
+                CREATE TABLE IF NOT EXISTS iiidea_switches(
+                    id TEXT PRIMARY KEY,
+                    enabled BOOLEAN NOT NULL,
+                    changed_at BIGINT NOT NULL
+                );
+                """),
+    ]
+
+    /// Held (per transaction) while migrations are checked and applied, so that routers
+    /// starting together apply each once: an arbitrary key, "switchyard" in ASCII.
+    static let migrationLock: Int64 = 0x7377_6974_6368_7961
+
+    static let createMigrationTable: PostgresQuery = """
+        CREATE TABLE IF NOT EXISTS schema_migrations(
+            version INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            applied_at BIGINT NOT NULL
+        )
+        """
+
+    /// What the database has applied, read without changing it.
+    public func migrationStatus() throws(StoreError) -> MigrationStatus {
+        try exchange { run in
+            let exists = try run("SELECT to_regclass('schema_migrations') IS NOT NULL").first.map { try $0.decode(Bool.self) }
+            guard exists == true else { return MigrationStatus(applied: [], known: Self.migrations) }
+            let applied = try run("SELECT version FROM schema_migrations ORDER BY version").map { try $0.decode(Int.self) }
+            return MigrationStatus(applied: applied, known: Self.migrations)
+        }
+    }
+
+    /// Applies what is pending, all in one transaction under the migration lock; returns what
+    /// was pending before. Refuses a database written by a newer build.
+    @discardableResult
+    public func migrate() throws(StoreError) -> MigrationStatus {
+        let before = try exchange { run in
+            _ = try run("BEGIN")
+            do {
+                _ = try run("SELECT pg_advisory_xact_lock(\(Self.migrationLock))")
+                _ = try run(Self.createMigrationTable)
+                let applied = try run("SELECT version FROM schema_migrations ORDER BY version").map { try $0.decode(Int.self) }
+                let status = MigrationStatus(applied: applied, known: Self.migrations)
+                if status.unknown.isEmpty {
+                    for migration in Self.migrations where status.pending.contains(migration.version) {
+                        for statement in Self.statements(of: migration.sql) { _ = try run(PostgresQuery(unsafeSQL: statement)) }
+                        let now = Int64(Date().timeIntervalSince1970 * 1e9)
+                        _ = try run(
+                            "INSERT INTO schema_migrations(version, name, applied_at) VALUES(\(migration.version), \(migration.name), \(now))"
+                        )
+                    }
+                }
+                _ = try run(status.unknown.isEmpty ? "COMMIT" : "ROLLBACK")
+                return status
+            } catch {
+                _ = try? run("ROLLBACK")
+                throw error
+            }
+        }
+        guard before.unknown.isEmpty else { throw StoreError(location: location, detail: before.summary(location: "the database")) }
+        return before
+    }
+
+    /// The statements of `sql`: split after each `;` that ends a line.
+    static func statements(of sql: String) -> [String] {
+        var statements: [String] = []
+        var current = ""
+        for line in sql.split(separator: "\n", omittingEmptySubsequences: false) {
+            current += line + "\n"
+            if line.trimmingCharacters(in: .whitespaces).hasSuffix(";") {
+                statements.append(current.trimmingCharacters(in: .whitespacesAndNewlines))
+                current = ""
+            }
+        }
+        let rest = current.trimmingCharacters(in: .whitespacesAndNewlines)
+        if !rest.isEmpty { statements.append(rest) }
+        return statements
+    }
+}

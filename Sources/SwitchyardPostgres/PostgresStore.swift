@@ -1,0 +1,132 @@
+import Foundation
+public import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+public import SwitchyardStore
+
+/// A store in a PostgreSQL database (`store.url`), which several routers share.
+///
+/// One connection, used by one caller at a time (the lock), opened again after the server or
+/// the network dropped it; every exchange is bounded by ``timeout``. Calls block their thread:
+/// they come from plugin threads, as the SQLite store's do, never from a cooperative thread or
+/// an event loop of this store.
+public final class PostgresStore: @unchecked Sendable {
+    // `connection` is only read or written with `lock` held; a call holds it for its whole
+    // exchange, so statements of one call (a transaction) never interleave with another's.
+    private let lock = NSLock()
+    private var connection: PostgresConnection?
+
+    /// The database, its password left out.
+    public let address: PostgresAddress
+    let connectionConfiguration: PostgresConnection.Configuration
+    private let eventLoop: any EventLoop
+    private let logger: Logger
+    private var nextConnectionID = 0
+
+    /// The longest one exchange (connecting, a statement, a transaction's statement) may take
+    /// before the connection is closed and the call fails.
+    static let timeout = TimeAmount.seconds(10)
+
+    /// Connects to `url` and applies the pending migrations (under an advisory lock, so
+    /// routers starting together apply each once). Throws, naming the database but never its
+    /// password, when it cannot.
+    public convenience init(url: String, logger: Logger) throws(StoreError) {
+        try self.init(address: PostgresAddress(parsing: url), logger: logger)
+        try migrate()
+    }
+
+    /// A store for `address`, not yet connected nor migrated (`switchyard store check`).
+    public init(address: PostgresAddress, logger: Logger) throws(StoreError) {
+        self.address = address
+        self.logger = logger
+        let tls: PostgresConnection.Configuration.TLS
+        do {
+            switch address.tls {
+            case .disable: tls = .disable
+            case .prefer: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .require: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
+        } catch {
+            throw StoreError(location: address.redacted, detail: "TLS: \(error)")
+        }
+        var configuration = PostgresConnection.Configuration(
+            host: address.host, port: address.port, username: address.user, password: address.password, database: address.database,
+            tls: tls)
+        configuration.options.connectTimeout = Self.timeout
+        // The server ends a statement that runs longer than a call may wait for it.
+        configuration.options.additionalStartupParameters = [("statement_timeout", "10000"), ("application_name", "switchyard")]
+        connectionConfiguration = configuration
+        eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+    }
+
+    deinit { try? connection?.closeConnection().wait() }
+
+    /// Where the state lives, for logs and errors.
+    public var location: String { address.redacted }
+
+    /// Runs `body` on the connection (opening it if needed) and waits, at most ``timeout``
+    /// per exchange, for each answer. A connection the server or the network dropped is
+    /// closed and forgotten, and the call is tried once more on a new one (a dropped
+    /// connection's transaction was rolled back by the server).
+    func exchange<Result>(_ body: (_ run: (PostgresQuery) throws -> PostgresQueryResult) throws -> Result) throws(StoreError) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let connection = try connected()
+                return try body { query in try self.wait(connection.query(query, logger: self.logger), closing: connection) }
+            } catch {
+                let dropped = connection.map(\.isClosed) ?? true
+                if dropped {
+                    try? connection?.closeConnection().wait()
+                    connection = nil
+                }
+                if dropped, attempt < 2 { continue }
+                throw StoreError(location: location, detail: Self.describe(error))
+            }
+        }
+    }
+
+    /// The open connection, or a new one.
+    private func connected() throws -> PostgresConnection {
+        if let connection, !connection.isClosed { return connection }
+        nextConnectionID += 1
+        let opened = try wait(
+            PostgresConnection.connect(on: eventLoop, configuration: connectionConfiguration, id: nextConnectionID, logger: logger),
+            closing: nil)
+        connection = opened
+        return opened
+    }
+
+    /// Waits for `future`; past ``timeout`` closes `connection` (ending the exchange with an
+    /// error) so no caller waits longer.
+    private func wait<Value: Sendable>(_ future: EventLoopFuture<Value>, closing connection: PostgresConnection?) throws -> Value {
+        let deadline = eventLoop.scheduleTask(in: Self.timeout) { _ = connection?.closeConnection() }
+        defer { deadline.cancel() }
+        return try future.wait()
+    }
+
+    /// What went wrong, from the server's message where there is one (never the query's
+    /// values, which may be a plugin's secrets).
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let info = error.serverInfo {
+            let state = info[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+            return (info[.message] ?? "the server refused the statement") + state
+        }
+        if let underlying = error.underlying { return "\(error.code): \(underlying)" }
+        return "\(error.code)"
+    }
+}
+
+extension PostgresConnection {
+    /// Closes the connection (the future-returning `close()`, which a synchronous caller
+    /// would otherwise find ambiguous beside the async one).
+    func closeConnection() -> EventLoopFuture<Void> {
+        let closing: EventLoopFuture<Void> = close()
+        return closing
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A private PostgreSQL 15 server (Debian's `postgresql` package) for one test: its own
+/// cluster in a temporary folder, on a free loopback port, SCRAM password authentication and a
+/// `switchyard` database; tied to the test run like every peer, removed by ``stop()``.
+/// As root (CI) it runs as the `postgres` user, as PostgreSQL insists.
+final class PostgresServer {
+    static let binaries = "/usr/lib/postgresql/15/bin"
+    let port: UInt16
+    let password: String
+    let directory: String
+    private let process = Process()
+    private let log = OutputBuffer()
+    private let user: String?
+
+    /// The URL a router's `store.url` takes (no TLS: the test cluster has no certificate).
+    var url: String { "postgres://switchyard:\(password)@127.0.0.1:\(port)/switchyard?sslmode=disable" }
+
+    init() throws {
+        var template = Array("/tmp/switchyard-pg-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw SandboxError("mkdtemp: errno \(errno)") }
+        directory = String(cString: made)
+        password = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        user = getuid() == 0 ? "postgres" : nil
+        try password.write(toFile: directory + "/password", atomically: true, encoding: .utf8)
+        if let user {
+            guard let account = getpwnam(user) else { throw SandboxError("no '\(user)' user: is the postgresql package installed?") }
+            for path in [directory, directory + "/password"] { chown(path, account.pointee.pw_uid, account.pointee.pw_gid) }
+        }
+        let initdb = try Tool.run(
+            Self.binaries + "/initdb",
+            [
+                "-D", directory + "/data", "-U", "switchyard", "--auth=scram-sha-256", "--pwfile=\(directory)/password", "-E", "UTF8",
+                "--no-sync", "--no-instructions",
+            ], user: user, timeout: .seconds(60))
+        guard initdb.status == 0 else { throw SandboxError("initdb failed:\n\(initdb.output)") }
+        port = try LoopbackPort.free()
+        process.executableURL = URL(fileURLWithPath: Self.binaries + "/postgres")
+        process.arguments = [
+            "-D", directory + "/data", "-p", "\(port)", "-k", directory, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
+        ]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        let log = log
+        pipe.fileHandleForReading.readabilityHandler = { handle in log.append(handle.availableData) }
+        try ChildProcess.start(process, user: user)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !log.text.contains("ready to accept connections"), process.isRunning, ContinuousClock.now < deadline {
+            usleep(20_000)
+        }
+        guard log.text.contains("ready to accept connections") else {
+            stop()
+            throw SandboxError("postgres did not start:\n\(log.text)")
+        }
+        let created = try Tool.run(
+            "/usr/bin/psql", ["-X", "-q", "-d", adminURL("postgres"), "-c", "CREATE DATABASE switchyard"], timeout: .seconds(30))
+        guard created.status == 0 else {
+            stop()
+            throw SandboxError("CREATE DATABASE failed:\n\(created.output)")
+        }
+    }
+
+    deinit { stop() }
+
+    private func adminURL(_ database: String) -> String {
+        "postgres://switchyard:\(password)@127.0.0.1:\(port)/\(database)?sslmode=disable"
+    }
+
+    /// Runs `sql` in the `switchyard` database with psql; returns its unaligned, tuples-only output.
+    @discardableResult
+    func psql(_ sql: String) throws -> String {
+        let result = try Tool.run("/usr/bin/psql", ["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql])
+        guard result.status == 0 else { throw SandboxError("psql \(sql): \(result.output)") }
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The server's log so far.
+    var logText: String { log.text }
+
+    /// Stops the server (fast shutdown, then SIGKILL) and removes its folder.
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGINT)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while process.isRunning, ContinuousClock.now < deadline { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Two routers acting as one, on this machine: a Mosquitto broker, a PostgreSQL 15 server and two
+# routers started with the same routes.yaml. It publishes $MESSAGES jobs, shows how the broker
+# split them, disables the heartbeat iiidea on one router and shows the other following.
+# Everything it starts is stopped, and its folder removed, when it ends (or is interrupted).
+# Needs Debian's mosquitto, mosquitto-clients and postgresql (scripts/setup installs them) and a
+# built router (swift build; scripts/install-plugins .build/debug).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+switchyard=${SWITCHYARD:-$root/.build/debug/switchyard}
+plugins=${PLUGINS:-$root/Plugins}
+messages=${MESSAGES:-20}
+pg_bin=/usr/lib/postgresql/15/bin
+
+work=$(mktemp -d /tmp/switchyard-scale-out-XXXXXX)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    [[ -n ${KEEP:-} ]] || rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# wait_for SECONDS DESCRIPTION COMMAND...: runs COMMAND every 100 ms until it succeeds (a
+# function, when what it checks must be read again each time).
+wait_for() {
+    local seconds=$1 what=$2
+    shift 2
+    for ((i = 0; i < seconds * 10; i++)); do
+        if "$@"; then return 0; fi
+        sleep 0.1
+    done
+    echo "run.sh: timed out waiting for $what" >&2
+    return 1
+}
+
+# PostgreSQL refuses to run as root: as root, the cluster belongs to the postgres user.
+as_postgres=()
+if [[ $(id -u) -eq 0 ]]; then
+    as_postgres=(setpriv --reuid postgres --regid postgres --clear-groups --)
+    chown postgres: "$work"
+fi
+password=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+echo "$password" > "$work/pgpass" && chmod 600 "$work/pgpass"
+[[ $(id -u) -eq 0 ]] && chown postgres: "$work/pgpass"
+"${as_postgres[@]}" "$pg_bin/initdb" -D "$work/pg" -U switchyard --auth=scram-sha-256 --pwfile="$work/pgpass" \
+    --no-sync --no-instructions > "$work/initdb.log"
+pg_port=$(free_port)
+"${as_postgres[@]}" "$pg_bin/postgres" -D "$work/pg" -p "$pg_port" -k "$work" -c listen_addresses=127.0.0.1 > "$work/postgres.log" 2>&1 &
+pids+=($!)
+wait_for 30 "PostgreSQL" grep -q "ready to accept connections" "$work/postgres.log"
+export STORE_URL="postgres://switchyard:$password@127.0.0.1:$pg_port/switchyard?sslmode=disable"
+psql -X -q -d "${STORE_URL/\/switchyard\?/\/postgres?}" -c "CREATE DATABASE switchyard"
+echo "PostgreSQL on 127.0.0.1:$pg_port"
+
+mqtt_port=$(free_port)
+printf 'listener %s 127.0.0.1\nallow_anonymous true\n' "$mqtt_port" > "$work/mosquitto.conf"
+mosquitto -c "$work/mosquitto.conf" > "$work/mosquitto.log" 2>&1 &
+pids+=($!)
+export BROKER_URL="mqtt://127.0.0.1:$mqtt_port"
+wait_for 10 "Mosquitto" python3 -c "import socket; socket.create_connection(('127.0.0.1', $mqtt_port), 1)"
+echo "Mosquitto on 127.0.0.1:$mqtt_port"
+
+# The store's schema once, before the routers (each would also apply it at start).
+"$switchyard" store migrate "$root/examples/scale-out/routes.yaml" --spool "$work/router1/spool.db"
+
+admins=()
+for node in 1 2; do
+    mkdir -p "$work/router$node"
+    admin_port=$(free_port)
+    (cd "$work/router$node" && exec "$switchyard" run "$root/examples/scale-out/routes.yaml" --plugins "$plugins" \
+        --spool "$work/router$node/spool.db" --admin "127.0.0.1:$admin_port" > log 2>&1) &
+    pids+=($!)
+    admins+=("127.0.0.1:$admin_port")
+    wait_for 30 "router $node" curl -fs "http://127.0.0.1:$admin_port/readyz" -o /dev/null
+    echo "router $node: admin on 127.0.0.1:$admin_port, folder $work/router$node"
+done
+
+for ((job = 1; job <= messages; job++)); do
+    mosquitto_pub -h 127.0.0.1 -p "$mqtt_port" -q 1 -V mqttv5 -t "jobs/$job" -m "job $job"
+done
+all_handled() { test "$(cat "$work"/router*/handled.jsonl 2>/dev/null | wc -l)" -ge "$messages"; }
+wait_for 30 "$messages jobs handled" all_handled
+one=$(wc -l < "$work/router1/handled.jsonl" 2>/dev/null || echo 0)
+two=$(wc -l < "$work/router2/handled.jsonl" 2>/dev/null || echo 0)
+echo "jobs: router 1 handled $one, router 2 handled $two, together $((one + two)) of $messages"
+
+"$switchyard" iiidea disable heartbeat --admin "${admins[0]}"
+state_on_two() { "$switchyard" iiidea list --admin "${admins[1]}" | cut -f2; }
+two_follows() { test "$(state_on_two)" = disabled; }
+wait_for 5 "router 2 to follow" two_follows
+echo "heartbeat disabled on router 1; router 2 says: $(state_on_two)"
