@@ -39,7 +39,7 @@ extension AdminServer {
             routes.post("v1/iiideas/:id/\(verb)") { _, context -> Response in
                 let id = try context.decodedParameter("id")
                 do {
-                    try router.setIiidea(id, enabled: enabled)
+                    try await router.switchIiidea(id, enabled: enabled)
                 } catch {
                     return .refusal(.notFound, "\(error)")
                 }

@@ -57,7 +57,9 @@ extension ConfigLoader {
                 diagnostics.append(Diagnostic("store.url: \(error.detail)", at: member.value.location))
                 continue
             }
-            if address.password != nil, !member.value.isSecret {
+            // The password itself must have come from a variable: `${VAR}` elsewhere in the
+            // URL (the host, say) does not make a password written in the file a secret.
+            if let password = address.password, !config.secrets.contains(where: { $0.contains(password) }) {
                 diagnostics.append(
                     Diagnostic(
                         #"store.url carries a password, which must come from the environment: url: "${SWITCHYARD_STORE_URL}""#,

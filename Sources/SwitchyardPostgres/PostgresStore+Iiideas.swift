@@ -45,18 +45,21 @@ extension PostgresStore: IiideaSwitchStore {
     /// and must hand slow work elsewhere.
     public func watchIiideaSwitches(logger: Logger, _ onChange: @escaping @Sendable (String?) -> Void) -> IiideaSwitchWatch {
         let watch = IiideaSwitchWatch(
-            configuration: connectionConfiguration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: logger,
+            configuration: connectionConfiguration, eventLoop: Self.eventLoops.next(), logger: logger,
             location: location, onChange: onChange)
-        watch.connect(firstTime: true)
+        watch.connect()
         return watch
     }
 }
 
 /// A connection that LISTENs for iiidea switches, opened again (after a second, then up to
-/// 30 s apart) whenever it is lost, until stopped.
+/// 30 s apart) whenever it is lost, until stopped. It asks the server something every
+/// ``keepAliveInterval``: a connection a firewall or NAT dropped in silence would otherwise
+/// never be noticed, and the router would stop following switches without a word.
 public final class IiideaSwitchWatch: @unchecked Sendable {
-    // `connection` and `stopped` are only touched on `eventLoop`.
+    // `connection`, `keepAlive`, `stopped` and `retryDelay` are only touched on `eventLoop`.
     private var connection: PostgresConnection?
+    private var keepAlive: RepeatedTask?
     private var stopped = false
     private var retryDelay = TimeAmount.seconds(1)
     private let configuration: PostgresConnection.Configuration
@@ -64,6 +67,8 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
     private let logger: Logger
     private let location: String
     private let onChange: @Sendable (String?) -> Void
+
+    static let keepAliveInterval = TimeAmount.seconds(30)
 
     init(
         configuration: PostgresConnection.Configuration, eventLoop: any EventLoop, logger: Logger, location: String,
@@ -80,11 +85,12 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
     public func stop() {
         eventLoop.execute {
             self.stopped = true
+            self.keepAlive?.cancel()
             _ = self.connection?.closeConnection()
         }
     }
 
-    func connect(firstTime: Bool) {
+    func connect() {
         eventLoop.execute {
             guard !self.stopped else { return }
             PostgresConnection.connect(on: self.eventLoop, configuration: self.configuration, id: 0, logger: self.logger)
@@ -92,27 +98,16 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
                     connection.addListener(channel: PostgresStore.iiideaChannel) { _, notification in
                         self.onChange(notification.payload)
                     }
-                    return connection.query("LISTEN \(unescaped: PostgresStore.iiideaChannel)", logger: self.logger).map { _ in connection }
+                    return connection.query("LISTEN \(unescaped: PostgresStore.iiideaChannel)", logger: self.logger)
+                        .map { _ in connection }
+                        .flatMapError { error in
+                            // Not listening: this connection is of no use (and must not keep its listener).
+                            connection.closeConnection().flatMapThrowing { throw error }
+                        }
                 }
                 .whenComplete { result in
                     switch result {
-                    case .success(let connection):
-                        guard !self.stopped else {
-                            _ = connection.closeConnection()
-                            return
-                        }
-                        self.connection = connection
-                        self.retryDelay = .seconds(1)
-                        // What changed while nobody listened is read again.
-                        if !firstTime { self.onChange(nil) }
-                        connection.closeFuture.whenComplete { _ in
-                            self.connection = nil
-                            guard !self.stopped else { return }
-                            self.logger.warning(
-                                "iiidea switches: the listening connection was lost; listening again",
-                                metadata: ["store": .string(self.location)])
-                            self.retry()
-                        }
+                    case .success(let connection): self.listening(on: connection)
                     case .failure(let error):
                         self.logger.warning(
                             "iiidea switches: cannot listen; trying again",
@@ -123,10 +118,37 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
         }
     }
 
-    /// Schedules the next attempt (on the event loop).
+    /// On `eventLoop`: the connection listens.
+    private func listening(on connection: PostgresConnection) {
+        guard !stopped else {
+            _ = connection.closeConnection()
+            return
+        }
+        self.connection = connection
+        retryDelay = .seconds(1)
+        // What changed before this connection listened (while the router started, or while
+        // no connection was open) is read again.
+        onChange(nil)
+        keepAlive = eventLoop.scheduleRepeatedAsyncTask(initialDelay: Self.keepAliveInterval, delay: Self.keepAliveInterval) { _ in
+            let answer = connection.query("SELECT 1", logger: self.logger).map { _ in () }
+            let timeout = self.eventLoop.scheduleTask(in: PostgresStore.timeout) { _ = connection.closeConnection() }
+            return answer.always { _ in timeout.cancel() }.recover { _ in _ = connection.closeConnection() }
+        }
+        connection.closeFuture.whenComplete { _ in
+            self.keepAlive?.cancel()
+            self.keepAlive = nil
+            self.connection = nil
+            guard !self.stopped else { return }
+            self.logger.warning(
+                "iiidea switches: the listening connection was lost; listening again", metadata: ["store": .string(self.location)])
+            self.retry()
+        }
+    }
+
+    /// On `eventLoop`: the next attempt, later.
     private func retry() {
         let delay = retryDelay
         retryDelay = min(retryDelay * 2, .seconds(30))
-        eventLoop.scheduleTask(in: delay) { self.connect(firstTime: false) }
+        eventLoop.scheduleTask(in: delay) { self.connect() }
     }
 }

@@ -42,10 +42,15 @@ public final class PostgresStore: @unchecked Sendable {
         self.logger = logger
         let tls: PostgresConnection.Configuration.TLS
         do {
+            // As libpq: `prefer` and `require` encrypt without checking the certificate (a
+            // stock server has a self-signed one); `verify-full` checks it and the host name.
+            var unverified = TLSConfiguration.makeClientConfiguration()
+            unverified.certificateVerification = .none
             switch address.tls {
             case .disable: tls = .disable
-            case .prefer: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
-            case .require: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .prefer: tls = .prefer(try NIOSSLContext(configuration: unverified))
+            case .require: tls = .require(try NIOSSLContext(configuration: unverified))
+            case .verifyFull: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
             }
         } catch {
             throw StoreError(location: address.redacted, detail: "TLS: \(error)")
@@ -57,8 +62,13 @@ public final class PostgresStore: @unchecked Sendable {
         // The server ends a statement that runs longer than a call may wait for it.
         configuration.options.additionalStartupParameters = [("statement_timeout", "10000"), ("application_name", "switchyard")]
         connectionConfiguration = configuration
-        eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        eventLoop = Self.eventLoops.next()
     }
+
+    /// The stores' own event loop: a caller blocked on a store (a plugin's event loop, the
+    /// admin port's) is never the loop its answer has to come through, so waiting on it can
+    /// never deadlock or trip NIO's check. Lives as long as the process.
+    static let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     deinit { try? connection?.closeConnection().wait() }
 
@@ -68,10 +78,12 @@ public final class PostgresStore: @unchecked Sendable {
     /// Runs `body` on the connection (opening it if needed) and waits, at most ``timeout``
     /// per exchange, for each answer. A connection the server or the network dropped is
     /// closed and forgotten, and the call is tried once more on a new one (a dropped
-    /// connection's transaction was rolled back by the server).
+    /// connection's transaction was rolled back by the server) — unless the first try used
+    /// up ``timeout``, so that no call holds the store much longer than that.
     func exchange<Result>(_ body: (_ run: (PostgresQuery) throws -> PostgresQueryResult) throws -> Result) throws(StoreError) -> Result {
         lock.lock()
         defer { lock.unlock() }
+        let started = NIODeadline.now()
         var attempt = 0
         while true {
             attempt += 1
@@ -79,15 +91,23 @@ public final class PostgresStore: @unchecked Sendable {
                 let connection = try connected()
                 return try body { query in try self.wait(connection.query(query, logger: self.logger), closing: connection) }
             } catch {
-                let dropped = connection.map(\.isClosed) ?? true
+                // postgres-nio fails the pending query before it closes the channel, so a
+                // connection-level error says "dropped" before `isClosed` may.
+                let dropped = Self.isConnectionLevel(error) || connection.map(\.isClosed) ?? true
                 if dropped {
                     try? connection?.closeConnection().wait()
                     connection = nil
                 }
-                if dropped, attempt < 2 { continue }
+                if dropped, attempt < 2, NIODeadline.now() - started < Self.timeout { continue }
                 throw StoreError(location: location, detail: Self.describe(error))
             }
         }
+    }
+
+    /// Whether `error` ended the connection rather than the statement.
+    static func isConnectionLevel(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return error is ChannelError || error is IOError }
+        return [.serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .connectionError].contains(error.code)
     }
 
     /// The open connection, or a new one.

@@ -1,12 +1,15 @@
 import Foundation
 
 /// A PostgreSQL store's address: `postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=…`
-/// (`postgresql://` too). `sslmode` is `disable`, `prefer` (the default: TLS when the server
-/// offers it) or `require`.
+/// (`postgresql://` too). `sslmode` means what it means to libpq: `disable`; `prefer` (the
+/// default: TLS when the server offers it) and `require` (TLS or nothing), both without
+/// checking the server's certificate; `verify-full`, TLS with the certificate checked against
+/// the system's CAs and the host name.
 public struct PostgresAddress: Sendable, Equatable {
     /// How the connection uses TLS.
     public enum TLSMode: String, Sendable {
         case disable, prefer, require
+        case verifyFull = "verify-full"
     }
 
     public let host: String
@@ -33,7 +36,7 @@ public struct PostgresAddress: Sendable, Equatable {
             switch item.name {
             case "sslmode":
                 guard let mode = item.value.flatMap(TLSMode.init(rawValue:)) else {
-                    throw refuse("sslmode must be disable, prefer or require")
+                    throw refuse("sslmode must be disable, prefer, require or verify-full")
                 }
                 tls = mode
             default:

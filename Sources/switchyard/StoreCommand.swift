@@ -27,12 +27,17 @@ struct StoreCommand: ParsableCommand {
         @Option(help: "The SQLite store (overrides spool.path; default \(ConfigLoader.defaultSpoolPath)).")
         var spool: String?
 
-        @Option(help: "The PostgreSQL store, postgres://… (overrides store.url; SWITCHYARD_STORE_URL also works).")
+        @Option(help: "The PostgreSQL store, postgres://… without a password (overrides store.url; SWITCHYARD_STORE_URL may hold one).")
         var url: String?
 
         /// The spool path and the PostgreSQL URL, if any; route file problems are printed.
         func resolve() throws -> (spool: String, url: String?) {
             let environment = ProcessEnvironment.current
+            // A command line is visible to every user (ps) and kept in shell histories.
+            if let url, (try? PostgresAddress(parsing: url))?.password != nil {
+                printError("error: --url must not carry a password; put the URL in SWITCHYARD_STORE_URL instead")
+                throw ExitCode(2)
+            }
             let (config, problems) = ConfigLoader(environment: environment).load(path: routes)
             let named = problems.filter { $0.message.contains("store.url") || $0.message.contains("spool") }
             for problem in named { printError(problem.description) }

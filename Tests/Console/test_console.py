@@ -154,7 +154,14 @@ class ConsoleTests(unittest.TestCase):
             expect(refused.locator("[data-state]")).to_have_text("inactive")
             expect(refused.locator("[data-reason]")).to_contain_text("the display is not paired")
             self.wait_for("a run of tick-note", lambda: len(self.runs("tick-note")) >= 2)
-            page.reload()
+
+            # A tick every 150 ms: the newest run may be one that has only just started, so the
+            # page is loaded again until its last run is a finished one.
+            def shows_a_finished_run() -> bool:
+                page.reload()
+                return "succeeded" in card.locator(".runs-line").inner_text()
+
+            self.wait_for("the card to show a finished last run", shows_a_finished_run)
             expect(card.locator(".runs-line")).to_contain_text("succeeded")
             self.assertGreaterEqual(int(card.locator("[data-runs-hour]").inner_text()), 1)
             screenshot(page, "iiideas")

@@ -49,6 +49,62 @@ struct ScaleOutTests {
         #expect(!firstSandbox.lines(of: "out.jsonl").isEmpty && !secondSandbox.lines(of: "out.jsonl").isEmpty)
     }
 
+    /// Failover without loss on Mosquitto 2.0.11, which never hands a dead member's messages to
+    /// the rest of its group (docs/notes/mosquitto-shared-subscriptions.md): each router has a
+    /// stable client id and a session that outlives a restart, so the router killed mid-stream
+    /// gets back, under its id, what it had not acknowledged and what was queued for it while it
+    /// was down; what it had acknowledged was in its spool, delivered after the restart. Every
+    /// job is handled; duplicates are allowed (at least once), losses are not.
+    @Test func aRouterKilledMidStreamAndRestartedUnderItsIdLosesNothing() async throws {
+        let broker = try Mosquitto()
+        func routes(_ sandbox: Sandbox) throws {
+            try sandbox.writeRoutes(
+                """
+                spool: { path: "\(sandbox.path("state/spool.db"))" }
+                instances:
+                  broker:
+                    plugin: mqtt
+                    url: "\(broker.url)"
+                    share: true
+                    client_id: "bridge-${NODE}"
+                    clean_start: false
+                    session_expiry: 300
+                    subscriptions: [ { topic: "jobs/#", qos: 1 } ]
+                  out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
+                routes:
+                  - { name: jobs, from: broker.messages, to: out.write, delivery: at-least-once }
+                """)
+        }
+        let (victimSandbox, survivorSandbox) = (try MQTTTests.sandbox(), try MQTTTests.sandbox())
+        try routes(victimSandbox)
+        try routes(survivorSandbox)
+        var victim = try MQTTTests.run(victimSandbox, environment: ["NODE": "a"])
+        let survivor = try MQTTTests.run(survivorSandbox, environment: ["NODE": "b"])
+        let subscribed = broker.waitForLog("$share/switchyard-broker/jobs/# (QoS 1)", count: 2, timeout: .seconds(15))
+        try #require(subscribed, "\(broker.logText)\n\(victim.standardError)\n\(survivor.standardError)")
+
+        func handled() -> [String] {
+            victimSandbox.lines(of: "out.jsonl") + survivorSandbox.lines(of: "out.jsonl")
+        }
+        let jobs = 120
+        for job in 1...40 { try broker.publish(topic: "jobs/\(job)", message: "job \(job)", qos: 1) }
+        await survivor.waitUntil("the victim to have handled some") { victimSandbox.lines(of: "out.jsonl").count >= 5 }
+        _ = victim.stop(signal: SIGKILL)
+        #expect(victim.process.terminationReason == .uncaughtSignal, "killed, not stopped: no DISCONNECT, no drain")
+        let beforeTheKill = victimSandbox.lines(of: "out.jsonl").count
+        // While it is down, the broker queues the victim's share for its session.
+        for job in 41...jobs { try broker.publish(topic: "jobs/\(job)", message: "job \(job)", qos: 1) }
+        victim = try MQTTTests.run(victimSandbox, environment: ["NODE": "a"])
+        await survivor.waitUntil("every job handled", timeout: .seconds(30)) { Set(handled()).count >= jobs }
+        let missing = Set((1...jobs).map { "\"job \($0)\"" }).subtracting(handled())
+        #expect(missing.isEmpty, "lost: \(missing.sorted())\n\(victim.standardError)")
+        // What the broker kept for the victim's session while it was down came back to it
+        // under its id (the survivor never gets a dead member's share from Mosquitto 2.0.11).
+        #expect(victimSandbox.lines(of: "out.jsonl").count > beforeTheKill, "\(victim.standardError)")
+        #expect(victim.stop() == 0, "\(victim.standardError)")
+        #expect(survivor.stop() == 0, "\(survivor.standardError)")
+    }
+
     /// With `store.url`, plugin state lives in PostgreSQL: what one router's instance stored,
     /// another router's instance of the same name reads, and nothing goes to either spool.
     @Test func routersOnOneDatabaseShareTheirPluginsState() async throws {

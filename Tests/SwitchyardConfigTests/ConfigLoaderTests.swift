@@ -138,6 +138,9 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
         #expect(refused.location == at("r.yaml", 1, 16))
         #expect(!refused.message.contains("s3cret"))
 
+        let (_, halfSecret) = load("store: { url: \"postgres://u:s3cret@${HOST}/d\" }\n", environment: ["HOST": "db.example"])
+        _ = try diagnostic(halfSecret, containing: "store.url carries a password")
+
         let (withoutPassword, none) = load("store: { url: \"postgres://switchyard@db.example/switchyard\" }\n")
         #expect(none.isEmpty && withoutPassword.storeURL != nil, "\(none)")
 

@@ -2,7 +2,8 @@
 # Two routers acting as one, on this machine: a Mosquitto broker, a PostgreSQL 15 server and two
 # routers started with the same routes.yaml. It publishes $MESSAGES jobs, shows how the broker
 # split them, disables the heartbeat iiidea on one router and shows the other following.
-# Everything it starts is stopped, and its folder removed, when it ends (or is interrupted).
+# Everything it starts is stopped when it ends (or is interrupted); its folder is removed, or
+# kept with the logs when something failed (or with KEEP=1).
 # Needs Debian's mosquitto, mosquitto-clients and postgresql (scripts/setup installs them) and a
 # built router (swift build; scripts/install-plugins .build/debug).
 set -euo pipefail
@@ -14,10 +15,14 @@ pg_bin=/usr/lib/postgresql/15/bin
 
 work=$(mktemp -d /tmp/switchyard-scale-out-XXXXXX)
 pids=()
+pg_pid=""
 cleanup() {
+    local status=$?
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    # SIGINT: PostgreSQL's fast shutdown (SIGTERM would wait for its clients).
+    [[ -z $pg_pid ]] || kill -INT "$pg_pid" 2>/dev/null || true
     wait 2>/dev/null || true
-    [[ -n ${KEEP:-} ]] || rm -rf "$work"
+    if [[ -n ${KEEP:-} || $status -ne 0 ]]; then echo "run.sh: logs kept in $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -49,10 +54,10 @@ echo "$password" > "$work/pgpass" && chmod 600 "$work/pgpass"
     --no-sync --no-instructions > "$work/initdb.log"
 pg_port=$(free_port)
 "${as_postgres[@]}" "$pg_bin/postgres" -D "$work/pg" -p "$pg_port" -k "$work" -c listen_addresses=127.0.0.1 > "$work/postgres.log" 2>&1 &
-pids+=($!)
+pg_pid=$!
 wait_for 30 "PostgreSQL" grep -q "ready to accept connections" "$work/postgres.log"
 export STORE_URL="postgres://switchyard:$password@127.0.0.1:$pg_port/switchyard?sslmode=disable"
-psql -X -q -d "${STORE_URL/\/switchyard\?/\/postgres?}" -c "CREATE DATABASE switchyard"
+PGPASSWORD=$password psql -X -q -h 127.0.0.1 -p "$pg_port" -U switchyard -d postgres -c "CREATE DATABASE switchyard"
 echo "PostgreSQL on 127.0.0.1:$pg_port"
 
 mqtt_port=$(free_port)

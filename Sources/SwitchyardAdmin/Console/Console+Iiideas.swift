@@ -41,7 +41,7 @@ extension Console {
                 let id = try context.decodedParameter("id")
                 return try await change(request) { session, _ in
                     do {
-                        try router.setIiidea(id, enabled: enabled)
+                        try await router.switchIiidea(id, enabled: enabled)
                     } catch {
                         return notFound(session, "No iiidea '\(id)'.")
                     }

@@ -182,6 +182,18 @@ public final class Router: Sendable {
         try iiideaController.set(id, enabled: enabled, in: graph, store: iiideaSwitchStore)
     }
 
+    /// ``setIiidea(_:enabled:)`` from async code, on a dispatch thread: storing the switch may
+    /// wait on a remote database, and async callers (the admin port's handlers) run on the few
+    /// cooperative threads every other task needs.
+    public func switchIiidea(_ id: String, enabled: Bool) async throws(RouterError) {
+        let outcome: Result<Void, RouterError> = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: Result { () throws(RouterError) in try self.setIiidea(id, enabled: enabled) })
+            }
+        }
+        try outcome.get()
+    }
+
     /// Follows a switch another router stored in the shared store (`id`; nil: any may have
     /// changed). Safe to call from any thread: the store is read, and the iiideas enabled or
     /// disabled, on a queue of their own.

@@ -58,7 +58,9 @@ final class PostgresServer {
             throw SandboxError("postgres did not start:\n\(log.text)")
         }
         let created = try Tool.run(
-            "/usr/bin/psql", ["-X", "-q", "-d", adminURL("postgres"), "-c", "CREATE DATABASE switchyard"], timeout: .seconds(30))
+            "/usr/bin/psql", connection(database: "postgres") + ["-q", "-c", "CREATE DATABASE switchyard"],
+            environment: passwordEnvironment,
+            timeout: .seconds(30))
         guard created.status == 0 else {
             stop()
             throw SandboxError("CREATE DATABASE failed:\n\(created.output)")
@@ -67,14 +69,19 @@ final class PostgresServer {
 
     deinit { stop() }
 
-    private func adminURL(_ database: String) -> String {
-        "postgres://switchyard:\(password)@127.0.0.1:\(port)/\(database)?sslmode=disable"
+    /// psql's arguments for `database` (the password goes in its environment, not its arguments).
+    private func connection(database: String) -> [String] {
+        ["-X", "-h", "127.0.0.1", "-p", "\(port)", "-U", "switchyard", "-d", database]
     }
+
+    private var passwordEnvironment: [String: String] { ProcessInfo.processInfo.environment.merging(["PGPASSWORD": password]) { $1 } }
 
     /// Runs `sql` in the `switchyard` database with psql; returns its unaligned, tuples-only output.
     @discardableResult
     func psql(_ sql: String) throws -> String {
-        let result = try Tool.run("/usr/bin/psql", ["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql])
+        let result = try Tool.run(
+            "/usr/bin/psql", connection(database: "switchyard") + ["-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+            environment: passwordEnvironment)
         guard result.status == 0 else { throw SandboxError("psql \(sql): \(result.output)") }
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
