@@ -19,7 +19,6 @@ SIZE=${SIZE:-100}
 WINDOW=${WINDOW:-1000}
 RUNS=${RUNS:-3}
 PYTHON=${PYTHON:-python3}
-pg_bin=/usr/lib/postgresql/15/bin
 log() { printf '[scale-out] %s\n' "$*" >&2; }
 
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
@@ -38,6 +37,7 @@ routers=()
 cleanup() {
     local status=$?
     for pid in "${routers[@]}" "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    [[ -z ${pg_pid:-} ]] || kill -INT "$pg_pid" 2>/dev/null || true  # fast shutdown
     wait 2>/dev/null || true
     if [[ ${KEEP_TMP:-0} == 1 || $status -ne 0 ]]; then log "temporary files kept in $tmp"; else rm -rf "$tmp"; fi
     exit "$status"
@@ -53,6 +53,18 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...: COMMAND every 100 ms until it 
     for ((i = 0; i < seconds * 10; i++)); do "$@" && return 0; sleep 0.1; done
     log "timed out waiting for $what"
     return 1
+}
+syscalls() {  # "READS WRITES SWITCHES" of PID so far: read/write syscalls and context switches of all its threads
+    local pid=$1 reads=0 writes=0 switches=0 key value file
+    while read -r key value; do
+        case $key in syscr:) reads=$value ;; syscw:) writes=$value ;; esac
+    done <"/proc/$pid/io"
+    for file in /proc/"$pid"/task/*/status; do
+        while read -r key value; do
+            case $key in voluntary_ctxt_switches: | nonvoluntary_ctxt_switches:) switches=$((switches + value)) ;; esac
+        done <"$file" 2>/dev/null || true
+    done
+    echo "$reads $writes $switches"
 }
 cpu_ticks() {  # user + system clock ticks of PID so far
     local stat
@@ -72,23 +84,10 @@ for name in a b; do
     declare "port_$name=$port"
 done
 
-# PostgreSQL: a private cluster (as the postgres user when run as root).
-as_postgres=()
-if [[ $(id -u) -eq 0 ]]; then
-    as_postgres=(setpriv --reuid postgres --regid postgres --clear-groups --)
-    chown postgres: "$tmp"
-fi
-password=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-echo "$password" >"$tmp/pgpass"
-[[ $(id -u) -eq 0 ]] && chown postgres: "$tmp/pgpass"
-"${as_postgres[@]}" "$pg_bin/initdb" -D "$tmp/pg" -U switchyard --auth=scram-sha-256 --pwfile="$tmp/pgpass" \
-    --no-sync --no-instructions >"$tmp/initdb.log"
-pg_port=$(free_port)
-"${as_postgres[@]}" "$pg_bin/postgres" -D "$tmp/pg" -p "$pg_port" -k "$tmp" -c listen_addresses=127.0.0.1 >"$tmp/postgres.log" 2>&1 &
-pids+=($!)
-wait_for 30 PostgreSQL grep -q "ready to accept connections" "$tmp/postgres.log"
-store_url="postgres://switchyard:$password@127.0.0.1:$pg_port/switchyard?sslmode=disable"
-PGPASSWORD=$password psql -X -q -h 127.0.0.1 -p "$pg_port" -U switchyard -d postgres -c "CREATE DATABASE switchyard"
+# PostgreSQL: a private cluster (scripts/lib/private-postgres.sh).
+source "$repo/scripts/lib/private-postgres.sh"
+pg_pid=""
+start_private_postgres "$tmp/pg"
 
 routes() {  # routes FILE STORE(yes|no)
     {
@@ -114,9 +113,10 @@ EOF2
 
 results="$tmp/results.jsonl"
 : >"$results"
-measure() {  # measure MODE(one|two) RUN
+measure() {  # measure MODE(one|one-store|two) RUN
     local mode=$1 run=$2 count=1 store=no i
     [[ $mode == two ]] && count=2 store=yes
+    [[ $mode == one-store ]] && store=yes
     routes "$tmp/routes-$mode.yaml" "$store"
     routers=()
     for ((i = 1; i <= count; i++)); do
@@ -129,40 +129,55 @@ measure() {  # measure MODE(one|two) RUN
         wait_for 20 "router $i to connect" grep -q "connected to 127.0.0.1:$port_b" "$tmp/$mode-$run-$i/log"
         wait_for 20 "router $i to subscribe" grep -q "connected to 127.0.0.1:$port_a" "$tmp/$mode-$run-$i/log"
     done
-    local before=0 after=0 pid
-    for pid in "${routers[@]}"; do before=$((before + $(cpu_ticks "$pid"))); done
+    local before=0 after=0 pid calls
+    local -a sums_before=(0 0 0) sums_after=(0 0 0)
+    for pid in "${routers[@]}"; do
+        before=$((before + $(cpu_ticks "$pid")))
+        read -r -a calls <<<"$(syscalls "$pid")"
+        for i in 0 1 2; do sums_before[i]=$((sums_before[i] + calls[i])); done
+    done
     alive() { local pid; for pid in "${routers[@]}"; do kill -0 "$pid" 2>/dev/null || { log "a router died: see $tmp/$mode-$run-*/log"; return 1; }; done; }
     "$PYTHON" "$here/../mqtt-bridge/load.py" --pub-port "$port_a" --sub-port "$port_b" --qos 1 --count "$COUNT" \
         --warmup "$WARMUP" --size "$SIZE" --window "$WINDOW" --timeout 120 --tag "$mode" >"$tmp/load-$mode-$run.json"
     alive  # a router that died mid-run would read as 0 CPU
-    for pid in "${routers[@]}"; do after=$((after + $(cpu_ticks "$pid"))); done
+    for pid in "${routers[@]}"; do
+        after=$((after + $(cpu_ticks "$pid")))
+        read -r -a calls <<<"$(syscalls "$pid")"
+        for i in 0 1 2; do sums_after[i]=$((sums_after[i] + calls[i])); done
+    done
     for pid in "${routers[@]}"; do kill -TERM "$pid"; done
     wait "${routers[@]}" 2>/dev/null || true
     routers=()
-    printf '{"mode": "%s", "run": %s, "routers": %s, "cpu_s": %s, "load": %s}\n' "$mode" "$run" "$count" \
-        "$(((after - before) * 1000 / $(getconf CLK_TCK)))e-3" "$(tail -1 "$tmp/load-$mode-$run.json")" >>"$results"
+    printf '{"mode": "%s", "run": %s, "routers": %s, "cpu_s": %s, "reads": %s, "writes": %s, "switches": %s, "load": %s}\n' \
+        "$mode" "$run" "$count" "$(((after - before) * 1000 / $(getconf CLK_TCK)))e-3" \
+        "$((sums_after[0] - sums_before[0]))" "$((sums_after[1] - sums_before[1]))" "$((sums_after[2] - sums_before[2]))" \
+        "$(tail -1 "$tmp/load-$mode-$run.json")" >>"$results"
     log "$(tail -1 "$results")"
 }
 
 log "brokers A :$port_a, B :$port_b; PostgreSQL :$pg_port; $COUNT messages of $SIZE bytes at QoS 1, $RUNS runs"
 for ((run = 1; run <= RUNS; run++)); do
-    measure one "$run"
-    measure two "$run"
+    for mode in ${MODES:-one one-store two}; do measure "$mode" "$run"; done
 done
 "$PYTHON" - "$results" "$COUNT" "$WARMUP" <<'EOF2'
 import json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
-count, warmup = int(sys.argv[2]), int(sys.argv[3])
-def stats(mode):
-    picked = [r for r in rows if r["mode"] == mode]
-    # CPU is measured over the whole load run: probe, warm-up and measured messages.
-    return [(r["run"], r["load"]["msgs_per_s"], r["load"]["lost"], r["cpu_s"], r["cpu_s"] / (count + warmup) * 1e6) for r in picked]
-one, two = stats("one"), stats("two")
-print("| run | one router: msg/s, lost, CPU s, CPU µs/msg | two routers + store: msg/s, lost, CPU s, CPU µs/msg | ratios two/one: msg/s, CPU/msg |")
-print("|---|---|---|---|")
-for a, b in zip(one, two):
-    print(f"| {a[0]} | {a[1]:.0f}, {a[2]}, {a[3]:.2f}, {a[4]:.1f} | {b[1]:.0f}, {b[2]}, {b[3]:.2f}, {b[4]:.1f} | {b[1]/a[1]:.2f}, {b[4]/a[4]:.2f} |")
-m1 = [statistics.median(x[i] for x in one) for i in (1, 4)]
-m2 = [statistics.median(x[i] for x in two) for i in (1, 4)]
-print(f"| median | {m1[0]:.0f} msg/s, {m1[1]:.1f} µs/msg | {m2[0]:.0f} msg/s, {m2[1]:.1f} µs/msg | {m2[0]/m1[0]:.2f}, {m2[1]/m1[1]:.2f} |")
+total = int(sys.argv[2]) + int(sys.argv[3])  # CPU and syscalls cover warm-up and measured messages
+modes = [m for m in ("one", "one-store", "two") if any(r["mode"] == m for r in rows)]
+def figures(r):
+    return {"msg/s": r["load"]["msgs_per_s"], "lost": r["load"]["lost"], "cpu µs/msg": r["cpu_s"] / total * 1e6,
+            "syscalls/msg": (r["reads"] + r["writes"]) / total, "switches/1k msg": r["switches"] / total * 1000}
+print("| run | " + " | ".join(f"{m}: msg/s, lost, CPU µs/msg, syscalls/msg, switches/1k" for m in modes) + " |")
+print("|---|" + "---|" * len(modes))
+runs = sorted({r["run"] for r in rows})
+for run in runs:
+    cells = []
+    for m in modes:
+        f = figures(next(r for r in rows if r["run"] == run and r["mode"] == m))
+        cells.append(f"{f['msg/s']:.0f}, {f['lost']}, {f['cpu µs/msg']:.1f}, {f['syscalls/msg']:.2f}, {f['switches/1k msg']:.0f}")
+    print(f"| {run} | " + " | ".join(cells) + " |")
+medians = {m: {k: statistics.median(figures(r)[k] for r in rows if r["mode"] == m) for k in ("msg/s", "cpu µs/msg", "syscalls/msg", "switches/1k msg")} for m in modes}
+print("| median | " + " | ".join(f"{medians[m]['msg/s']:.0f}, –, {medians[m]['cpu µs/msg']:.1f}, {medians[m]['syscalls/msg']:.2f}, {medians[m]['switches/1k msg']:.0f}" for m in modes) + " |")
+for m in modes[1:]:
+    print(f"{m} / one: throughput {medians[m]['msg/s'] / medians['one']['msg/s']:.2f}, CPU per message {medians[m]['cpu µs/msg'] / medians['one']['cpu µs/msg']:.2f}")
 EOF2

@@ -11,9 +11,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 switchyard=${SWITCHYARD:-$root/.build/debug/switchyard}
 plugins=${PLUGINS:-$root/Plugins}
 messages=${MESSAGES:-20}
-pg_bin=/usr/lib/postgresql/15/bin
 
 work=$(mktemp -d /tmp/switchyard-scale-out-XXXXXX)
+chmod 755 "$work"  # the postgres user (as root) reaches its cluster in $work/pg
 pids=()
 pg_pid=""
 cleanup() {
@@ -41,23 +41,10 @@ wait_for() {
     return 1
 }
 
-# PostgreSQL refuses to run as root: as root, the cluster belongs to the postgres user.
-as_postgres=()
-if [[ $(id -u) -eq 0 ]]; then
-    as_postgres=(setpriv --reuid postgres --regid postgres --clear-groups --)
-    chown postgres: "$work"
-fi
-password=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-echo "$password" > "$work/pgpass" && chmod 600 "$work/pgpass"
-[[ $(id -u) -eq 0 ]] && chown postgres: "$work/pgpass"
-"${as_postgres[@]}" "$pg_bin/initdb" -D "$work/pg" -U switchyard --auth=scram-sha-256 --pwfile="$work/pgpass" \
-    --no-sync --no-instructions > "$work/initdb.log"
-pg_port=$(free_port)
-"${as_postgres[@]}" "$pg_bin/postgres" -D "$work/pg" -p "$pg_port" -k "$work" -c listen_addresses=127.0.0.1 > "$work/postgres.log" 2>&1 &
-pg_pid=$!
-wait_for 30 "PostgreSQL" grep -q "ready to accept connections" "$work/postgres.log"
-export STORE_URL="postgres://switchyard:$password@127.0.0.1:$pg_port/switchyard?sslmode=disable"
-PGPASSWORD=$password psql -X -q -h 127.0.0.1 -p "$pg_port" -U switchyard -d postgres -c "CREATE DATABASE switchyard"
+# shellcheck source=../../scripts/lib/private-postgres.sh
+source "$root/scripts/lib/private-postgres.sh"
+start_private_postgres "$work/pg"
+export STORE_URL=$store_url
 echo "PostgreSQL on 127.0.0.1:$pg_port"
 
 mqtt_port=$(free_port)
