@@ -49,15 +49,20 @@ struct ScaleOutTests {
         #expect(!firstSandbox.lines(of: "out.jsonl").isEmpty && !secondSandbox.lines(of: "out.jsonl").isEmpty)
     }
 
-    /// Failover without loss on Mosquitto 2.0.11, which never hands a dead member's messages to
-    /// the rest of its group (docs/notes/mosquitto-shared-subscriptions.md): each router has a
-    /// stable client id and a session that outlives a restart, so the router killed mid-stream
-    /// gets back, under its id, what it had not acknowledged and what was queued for it while it
-    /// was down; what it had acknowledged was in its spool, delivered after the restart. Every
-    /// job is handled; duplicates are allowed (at least once), losses are not.
+    /// Failover without loss on an at-least-once MQTT → push path, with Mosquitto 2.0.11, which
+    /// never hands a dead member's messages to the rest of its group
+    /// (docs/notes/mosquitto-shared-subscriptions.md): each router has a stable client id and a
+    /// session that outlives a restart, so the router killed mid-stream gets back, under its id,
+    /// what it had not acknowledged and what was queued for it while it was down; what it had
+    /// acknowledged was in its spool, sent after the restart. Every job reaches the FCM
+    /// endpoint; duplicates are allowed (at least once), losses are not.
     @Test func aRouterKilledMidStreamAndRestartedUnderItsIdLosesNothing() async throws {
         let broker = try Mosquitto()
+        let fcmSandbox = try Sandbox()
+        let endpoint = try FCMEndpoint(in: fcmSandbox)
+        defer { endpoint.stop() }
         func routes(_ sandbox: Sandbox) throws {
+            try sandbox.installPlugin("push")
             try sandbox.writeRoutes(
                 """
                 spool: { path: "\(sandbox.path("state/spool.db"))" }
@@ -70,9 +75,15 @@ struct ScaleOutTests {
                     clean_start: false
                     session_expiry: 300
                     subscriptions: [ { topic: "jobs/#", qos: 1 } ]
-                  out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
+                  push:
+                    plugin: push
+                    fcm: { service_account: "\(endpoint.serviceAccountFile)", base_url: "\(endpoint.baseURL)" }
                 routes:
-                  - { name: jobs, from: broker.messages, to: out.write, delivery: at-least-once }
+                  - name: jobs
+                    from: broker.messages
+                    map: { token: "device-1", data: { job: "{{body}}", node: "${NODE}" } }
+                    to: push.send
+                    delivery: at-least-once
                 """)
         }
         let (victimSandbox, survivorSandbox) = (try MQTTTests.sandbox(), try MQTTTests.sandbox())
@@ -83,24 +94,30 @@ struct ScaleOutTests {
         let subscribed = broker.waitForLog("$share/switchyard-broker/jobs/# (QoS 1)", count: 2, timeout: .seconds(15))
         try #require(subscribed, "\(broker.logText)\n\(victim.standardError)\n\(survivor.standardError)")
 
-        func handled() -> [String] {
-            victimSandbox.lines(of: "out.jsonl") + survivorSandbox.lines(of: "out.jsonl")
+        /// The jobs the endpoint accepted, and by which router.
+        func sent() -> [(job: String, node: String)] {
+            ((try? endpoint.sends()) ?? []).filter { $0.verdict == "ok" }.compactMap { seen in
+                guard let data = seen.message?["data"] as? [String: String], let job = data["job"], let node = data["node"] else {
+                    return nil
+                }
+                return (job, node)
+            }
         }
         let jobs = 120
         for job in 1...40 { try broker.publish(topic: "jobs/\(job)", message: "job \(job)", qos: 1) }
-        await survivor.waitUntil("the victim to have handled some") { victimSandbox.lines(of: "out.jsonl").count >= 5 }
+        await survivor.waitUntil("the victim to have sent some") { sent().filter { $0.node == "a" }.count >= 5 }
         _ = victim.stop(signal: SIGKILL)
         #expect(victim.process.terminationReason == .uncaughtSignal, "killed, not stopped: no DISCONNECT, no drain")
-        let beforeTheKill = victimSandbox.lines(of: "out.jsonl").count
+        let beforeTheKill = sent().filter { $0.node == "a" }.count
         // While it is down, the broker queues the victim's share for its session.
         for job in 41...jobs { try broker.publish(topic: "jobs/\(job)", message: "job \(job)", qos: 1) }
         victim = try MQTTTests.run(victimSandbox, environment: ["NODE": "a"])
-        await survivor.waitUntil("every job handled", timeout: .seconds(30)) { Set(handled()).count >= jobs }
-        let missing = Set((1...jobs).map { "\"job \($0)\"" }).subtracting(handled())
+        await survivor.waitUntil("every job sent", timeout: .seconds(30)) { Set(sent().map(\.job)).count >= jobs }
+        let missing = Set((1...jobs).map { "job \($0)" }).subtracting(sent().map(\.job))
         #expect(missing.isEmpty, "lost: \(missing.sorted())\n\(victim.standardError)")
         // What the broker kept for the victim's session while it was down came back to it
         // under its id (the survivor never gets a dead member's share from Mosquitto 2.0.11).
-        #expect(victimSandbox.lines(of: "out.jsonl").count > beforeTheKill, "\(victim.standardError)")
+        #expect(sent().filter { $0.node == "a" }.count > beforeTheKill, "\(victim.standardError)")
         #expect(victim.stop() == 0, "\(victim.standardError)")
         #expect(survivor.stop() == 0, "\(survivor.standardError)")
     }

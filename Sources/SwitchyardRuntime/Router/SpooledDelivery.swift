@@ -226,8 +226,10 @@ final class SpooledDelivery {
         guard diskBacklog || rescan, scheduler.entries.count < windowLimit, !route.router.isDraining else { return }
         let room = windowLimit - scheduler.entries.count
         let rows: [SpooledEnvelope]
+        // Acknowledged envelopes whose delete could not be committed yet (a full disk) are still
+        // on disk: read now, they would be delivered a second time.
+        guard commit() != nil, batch.deletes.isEmpty else { return }
         do {
-            commit()
             rows = try spool.load(route: route.name, after: rescan ? 0 : diskCursor, limit: rescan ? scheduler.entries.count + room : room)
         } catch {
             logger.error("spool unreadable", metadata: ["route": .string(route.name), "error": .string(error.description)])
@@ -287,7 +289,8 @@ final class SpooledDelivery {
         let now = ContinuousClock.now
         guard !diskBacklog, now >= nextReplayCheck else { return }
         nextReplayCheck = now + .seconds(1)
-        commit()
+        // Undeleted acknowledged rows would count as replays (see pageIn).
+        guard commit() != nil, batch.deletes.isEmpty else { return }
         guard let (count, bytes) = try? spool.backlog(route: route.name), count > scheduler.entries.count else { return }
         route.counters.spoolBytes.store(bytes, ordering: .relaxed)
         pageIn(rescan: true)
