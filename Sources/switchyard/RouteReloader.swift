@@ -25,12 +25,15 @@ final class RouteReloader: @unchecked Sendable {
 
     /// The `tracing:` the process started with: a reload cannot change it.
     private let startedTracing: TracingSettings?
+    /// The `store.url` the process started with: a reload cannot change it either.
+    private let startedStoreURL: String?
 
     init(
         options: GraphOptions, spoolPath: String?, spool: Spool?, router: Router, logger: Logger, drainTimeout: Duration,
-        startedTracing: TracingSettings?
+        startedTracing: TracingSettings?, startedStoreURL: String?
     ) {
         self.startedTracing = startedTracing
+        self.startedStoreURL = startedStoreURL
         self.options = options
         self.spoolPath = spoolPath
         self.spool = spool
@@ -60,9 +63,11 @@ final class RouteReloader: @unchecked Sendable {
         var problems: [String] = []
         var skipped: [String: String] = [:]
         var storeFailure: String?
+        var storeURL: String?
         let plan = options.loadPlan(
             logger: logger, reportingProblemsTo: { problems.append($0) },
             store: { config in
+                storeURL = config.storeURL?.value
                 guard config.wantsStore else { return self.spool }
                 if self.spool == nil {
                     do {
@@ -96,6 +101,10 @@ final class RouteReloader: @unchecked Sendable {
         if plan.tracing != startedTracing {
             // The tracer is wired into the router and every instance at start.
             logger.warning("reload: the tracing settings changed; they take effect at the next start (tracing is unchanged)")
+        }
+        if storeURL != startedStoreURL {
+            // The shared store is opened, migrated and watched once, at start.
+            logger.warning("reload: store.url changed; it takes effect at the next start (the store in use is unchanged)")
         }
         var summary = router.reload(to: plan, drainTimeout: drainTimeout)
         summary.skippedIiideas = skipped

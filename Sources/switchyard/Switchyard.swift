@@ -212,6 +212,7 @@ struct Run: AsyncParsableCommand {
         var openSpool: Spool?
         var spoolFailure: String?
         var sharedState: PostgresStore?
+        var startedStoreURL: String?
         // The store opens before the graph is checked: its obtained iiideas are part of it.
         let openStore = { (configured: String?, sync: SpoolSync) in
             let path = spool ?? configured ?? ConfigLoader.defaultSpoolPath
@@ -226,6 +227,7 @@ struct Run: AsyncParsableCommand {
             logger: logger,
             store: { config in
                 if config.wantsStore { openStore(config.spoolPath?.value, config.spoolSync?.value ?? .full) }
+                startedStoreURL = config.storeURL?.value
                 if let url = config.storeURL?.value, spoolFailure == nil {
                     do {
                         let store = try PostgresStore(url: url, logger: logger)
@@ -285,7 +287,7 @@ struct Run: AsyncParsableCommand {
         defer { switchWatch?.stop() }
         let reloader = RouteReloader(
             options: options, spoolPath: spool, spool: openSpool, router: router, logger: logger,
-            drainTimeout: .nanoseconds(Int64(timeout)), startedTracing: plan.tracing)
+            drainTimeout: .nanoseconds(Int64(timeout)), startedTracing: plan.tracing, startedStoreURL: startedStoreURL)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // First, so shut down last: after the router's drain, its spans are flushed.
         if let tracingBackend { services.append(.init(service: tracingBackend.service)) }

@@ -265,9 +265,12 @@ struct QeoTests {
         #expect((Int(match.output.1) ?? 0) > 0 && (Int(match.output.2) ?? 0) > 0)
         let timestamp = Double(match.output.5) ?? 0
         #expect(abs(timestamp / 1e9 - Date().timeIntervalSince1970) < 60)
-        // DeviceInfo, published once as state, names the device.
+        // DeviceInfo, published once as state, names the device (it may come after the first
+        // statistics: the two are different topics).
         let device = /^device -?[0-9]+:-?[0-9]+ is .+/
-        #expect(viewer.standardOutput.split(separator: "\n").contains { (try? device.wholeMatch(in: String($0))) != nil })
+        await viewer.waitUntil("the device's DeviceInfo") {
+            viewer.standardOutput.split(separator: "\n").contains { (try? device.wholeMatch(in: String($0))) != nil }
+        }
         for (_, router) in routers.reversed() { #expect(router.stop() == 0) }
     }
 

@@ -215,6 +215,15 @@ struct ScaleOutTests {
         #expect(try cli(first, ["disable", "ticks"]) == "disabled ticks\n")
         let third = try await start()
         #expect(state(third) == "disabled", "a router started later takes the stored switch")
+
+        // A reload cannot move a router to another store: it says so and keeps the one it has.
+        let routes = try String(contentsOf: third.sandbox.routes.appendingPathComponent("main.yaml"), encoding: .utf8)
+        try third.sandbox.writeRoutes(
+            routes.replacingOccurrences(of: #"${STORE_URL}"#, with: "postgres://switchyard@127.0.0.1:1/elsewhere"))
+        third.router.send(signal: SIGHUP)
+        await third.router.waitUntil("the reload's warning") { third.router.standardError.contains("store.url changed") }
+        #expect(try cli(third, ["enable", "ticks"]) == "enabled ticks\n")
+        await first.router.waitUntil("the first router still follows the third") { state(first) == "enabled" }
         for node in [first, second, third] {
             #expect(node.router.stop() == 0, "\(node.router.standardError)")
             #expect(!node.router.standardError.contains(server.password))
