@@ -117,8 +117,9 @@ struct BLETests {
         await router.waitUntil("the display written") { ((try? Self.written(double)) ?? []).count == 1 }
         // Cut to max_length (20 bytes) at a character boundary.
         #expect(try Self.written(double) == ["Button 1: short pres"])
+        // The press file is written by a route of its own, not by the iiidea that wrote the display.
+        await router.waitUntil("the press recorded") { sandbox.lines(of: "presses.jsonl").count == 1 }
         let presses = try sandbox.jsonLines(of: "presses.jsonl")
-        #expect(presses.count == 1)
         let press = try #require(presses.first?["body"] as? [String: Any])
         #expect(press["device"] as? String == Self.address)
         #expect(press["button"] as? Int == 1)
@@ -302,7 +303,8 @@ struct BLETests {
         await router.waitUntil("the iiidea active") {
             (try? HTTPExchange.send(admin + "/v1/iiideas").body.contains(#""active":true"#)) == true
         }
-        #expect(router.standardError.contains("iiidea active: its pieces accepted once slate was ready"))
+        // Activated first, logged after.
+        await router.waitUntil("the log line") { router.standardError.contains("iiidea active: its pieces accepted once slate was ready") }
         #expect(router.stop() == 0)
     }
 }

@@ -40,6 +40,8 @@ struct MQTTHostileBrokerTests {
         #expect(try MetricsExposition.pluginMetric("mqtt_bad_packets_total", instance: "broker", admin: admin) >= 1)
         // DISCONNECT with reason code 0x94 (Topic Alias invalid) went out before the close.
         let disconnect: [UInt8] = [0xE0, 0x01, 0x94]
+        // The fake broker reads the old connection on a thread of its own.
+        await router.waitUntil("the DISCONNECT read") { fake.received.indices.contains { fake.received[$0...].starts(with: disconnect) } }
         let received = fake.received
         #expect(
             received.indices.contains { received[$0...].starts(with: disconnect) }, "\(received.map { String($0, radix: 16) })")

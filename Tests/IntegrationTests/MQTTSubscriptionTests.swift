@@ -76,7 +76,8 @@ struct MQTTSubscriptionTests {
         let totals = try #require(RouteTotals.parse(route: "inbound", in: router.standardError), "\(router.standardError)")
         #expect(totals.received == expected.count && totals.delivered == expected.count, "\(totals)")
         #expect(MQTTTests.failedDeliveries(router.standardError).isEmpty, "\(router.standardError)")
-        // The broker sent the router exactly the matching ones.
+        // The broker sent the router exactly the matching ones (its log read from a pipe that may lag).
+        _ = broker.waitForLog("Sending PUBLISH to \(Self.clientID)", count: expected.count)
         #expect(broker.occurrences(of: "Sending PUBLISH to \(Self.clientID)") == expected.count, "\(broker.logText)")
     }
 
@@ -241,7 +242,10 @@ struct MQTTSubscriptionTests {
         let totals = try #require(RouteTotals.parse(route: "sequence", in: log), "\(log)")
         #expect(totals.received == count && totals.delivered == count, "\(totals)")
         #expect(MQTTTests.failedDeliveries(log).isEmpty, "\(log)")
-        // Each publish went to the broker once, never resent.
+        // Each publish went to the broker once, never resent. (The broker's log is read from its
+        // pipe, which may lag behind.)
+        _ = broker.waitForLog("Received PUBLISH from \(Self.clientID) (d0, q1, r0, ", count: count)
+        _ = broker.waitForLog("Sending PUBACK to \(Self.clientID)", count: count)
         #expect(broker.occurrences(of: "Received PUBLISH from \(Self.clientID) (d0, q1, r0, ") == count, "\(broker.logText.suffix(3000))")
         #expect(broker.occurrences(of: "Received PUBLISH from \(Self.clientID) (d1") == 0)
         #expect(broker.occurrences(of: "Sending PUBACK to \(Self.clientID)") == count)

@@ -187,8 +187,12 @@ struct MQTTTests {
         // What the broker saw: the protocol version and QoS asked for.
         let protocolLevel = version == "5" ? "p5" : "p2"
         #expect(broker.logText.contains("as \(Self.clientID) (\(protocolLevel), c1, k10)"), "\(broker.logText)")
+        _ = broker.waitForLog("Received PUBLISH from \(Self.clientID) (d0, q\(qos), r0", count: 5)
         #expect(broker.occurrences(of: "Received PUBLISH from \(Self.clientID) (d0, q\(qos), r0") == 5, "\(broker.logText)")
-        if qos == 2 { #expect(broker.occurrences(of: "Sending PUBCOMP to \(Self.clientID)") == 5, "\(broker.logText)") }
+        if qos == 2 {
+            _ = broker.waitForLog("Sending PUBCOMP to \(Self.clientID)", count: 5)
+            #expect(broker.occurrences(of: "Sending PUBCOMP to \(Self.clientID)") == 5, "\(broker.logText)")
+        }
         #expect(subscriber.lines.count == 5)
     }
 
@@ -491,7 +495,9 @@ struct MQTTTests {
         #expect(Self.logLines(log) { $0.contains("router stopped") && $0.contains("drained=true") }.count == 1, "\(log)")
         let totals = try #require(RouteTotals.parse(route: "flood", in: log), "\(log)")
         #expect(totals.delivered == totals.received)
-        // Everything the route took reached the broker once, and the subscriber, in order.
+        // Everything the route took reached the broker once, and the subscriber, in order. (The
+        // broker's log is read from its pipe, which may lag behind.)
+        _ = broker.waitForLog("Received PUBLISH from \(Self.clientID)", count: totals.received)
         #expect(broker.occurrences(of: "Received PUBLISH from \(Self.clientID)") == totals.received)
         let lines = subscriber.waitForLines(totals.received)
         #expect(lines == (1...max(1, totals.received)).map { "flood/\($0) n \($0)" })

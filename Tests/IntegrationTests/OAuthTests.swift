@@ -97,7 +97,11 @@ struct OAuthTests {
 
         // Refreshed before it expires (3 s tokens), with the rotated refresh token.
         let refreshes = try Self.stats(provider)["token_refresh"] as? Int ?? 0
+        let expiry = try Self.connection(admin)["expires_at"] as? String
         await router.waitUntil("a refresh") { ((try? Self.stats(provider))?["token_refresh"] as? Int ?? 0) > refreshes }
+        // The provider counts a refresh before it answers: the router has the new token once
+        // the connection's expiry moved.
+        await router.waitUntil("the refreshed token stored") { (try? Self.connection(admin))?["expires_at"] as? String != expiry }
         router.send("again\n")
         await router.waitUntil("the second call") { sandbox.lines(of: "out.jsonl").count == 2 }
         let second = try #require(try sandbox.jsonLines(of: "out.jsonl").last)

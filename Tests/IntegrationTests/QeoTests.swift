@@ -119,8 +119,10 @@ struct QeoTests {
         let (router, _) = try await Self.start(sandbox, domain: 133)
         await router.waitUntil("the current state") { !Self.bodies(sandbox, "changes.jsonl").isEmpty }
         #expect((Self.bodies(sandbox, "changes.jsonl").first as? [String: String]) == ["name": "alice", "state": "BUSY"])
-        let states = Self.bodies(sandbox, "states.jsonl")
-        #expect((states.last?["instances"] as? [[String: String]]) == [["name": "alice", "state": "BUSY"]])
+        // The state set comes out of its own port, through its own route and file.
+        await router.waitUntil("the state set") {
+            (Self.bodies(sandbox, "states.jsonl").last?["instances"] as? [[String: String]]) == [["name": "alice", "state": "BUSY"]]
+        }
 
         peer.send("remove")
         await router.waitUntil("the removal") { Self.bodies(sandbox, "changes.jsonl").count == 2 }
