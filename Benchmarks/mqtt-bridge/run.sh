@@ -199,27 +199,8 @@ log "broker A on 127.0.0.1:$port_a, broker B on 127.0.0.1:$port_b ($("$MOSQUITTO
 results="$tmp/results.jsonl"
 : >"$results"
 
-cpu_ticks() {  # cpu_ticks PID: user + system clock ticks the process has used so far (0 if none)
-    local pid=$1 stat
-    [[ -n $pid ]] && stat=$(cat "/proc/$pid/stat" 2>/dev/null) || { echo 0; return; }
-    stat=${stat##*) }  # the fields after the command name, which may hold spaces
-    read -r -a fields <<<"$stat"
-    echo $((fields[11] + fields[12]))  # utime and stime (fields 14 and 15 of proc(5))
-}
-
-syscalls() {  # syscalls PID: "READS WRITES SWITCHES" so far: read/write syscalls (/proc/PID/io) and context switches of all its threads
-    local pid=$1 reads=0 writes=0 switches=0 key value file
-    [[ -n $pid && -r /proc/$pid/io ]] || { echo "0 0 0"; return; }
-    while read -r key value; do
-        case $key in syscr:) reads=$value ;; syscw:) writes=$value ;; esac
-    done <"/proc/$pid/io"
-    for file in /proc/"$pid"/task/*/status; do
-        while read -r key value; do
-            case $key in voluntary_ctxt_switches: | nonvoluntary_ctxt_switches:) switches=$((switches + value)) ;; esac
-        done <"$file" 2>/dev/null || true
-    done
-    echo "$reads $writes $switches"
-}
+# cpu_ticks and syscalls: what a process has used so far (Benchmarks/lib/proc.sh).
+source "$here/../lib/proc.sh"
 
 run_load() {  # run_load PATH QOS GENERATOR [publisher port]
     local path=$1 qos=$2 generator=$3 pub_port=${4:-$port_a} line="" status=0

@@ -54,25 +54,8 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...: COMMAND every 100 ms until it 
     log "timed out waiting for $what"
     return 1
 }
-syscalls() {  # "READS WRITES SWITCHES" of PID so far: read/write syscalls and context switches of all its threads
-    local pid=$1 reads=0 writes=0 switches=0 key value file
-    while read -r key value; do
-        case $key in syscr:) reads=$value ;; syscw:) writes=$value ;; esac
-    done <"/proc/$pid/io"
-    for file in /proc/"$pid"/task/*/status; do
-        while read -r key value; do
-            case $key in voluntary_ctxt_switches: | nonvoluntary_ctxt_switches:) switches=$((switches + value)) ;; esac
-        done <"$file" 2>/dev/null || true
-    done
-    echo "$reads $writes $switches"
-}
-cpu_ticks() {  # user + system clock ticks of PID so far
-    local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
-    stat=${stat##*) }
-    read -r -a fields <<<"$stat"
-    echo $((fields[11] + fields[12]))
-}
+# cpu_ticks and syscalls: what a process has used so far.
+source "$here/../lib/proc.sh"
 
 # Brokers A and B, as the mqtt-bridge benchmark runs them (no queue or inflight limits).
 for name in a b; do
