@@ -27,8 +27,8 @@ final class RouterProcess {
         process.standardInput = input.childEnd
         let stdoutBuffer = stdoutBuffer
         let stderrBuffer = stderrBuffer
-        output.fileHandleForReading.readabilityHandler = { handle in stdoutBuffer.append(handle.availableData) }
-        errors.fileHandleForReading.readabilityHandler = { handle in stderrBuffer.append(handle.availableData) }
+        output.fileHandleForReading.readabilityHandler = { handle in stdoutBuffer.take(handle.availableData) }
+        errors.fileHandleForReading.readabilityHandler = { handle in stderrBuffer.take(handle.availableData) }
         try ChildProcess.start(process)
     }
 
@@ -120,11 +120,12 @@ final class RouterProcess {
             Issue.record("router did not exit within \(timeout); killed\n\(standardError)")
         }
         process.waitUntilExit()
-        // Let the pipe handlers collect the last output.
+        // The handlers read up to the end of the pipes (the last lines, the route totals, are
+        // written just before exit); clearing a handler does not wait for a read in progress.
+        // A grandchild holding a pipe open keeps its end away: then what is there is taken.
+        _ = stdoutBuffer.waitForEnd(timeout: .seconds(5)) && stderrBuffer.waitForEnd(timeout: .seconds(5))
         output.fileHandleForReading.readabilityHandler = nil
         errors.fileHandleForReading.readabilityHandler = nil
-        stdoutBuffer.append(output.fileHandleForReading.readDataToEndOfFile())
-        stderrBuffer.append(errors.fileHandleForReading.readDataToEndOfFile())
         return process.terminationStatus
     }
 
@@ -142,13 +143,31 @@ final class RouterProcess {
 
 /// Output collected from a pipe on Foundation's reader thread.
 final class OutputBuffer: @unchecked Sendable {
-    // `data` is only touched under `lock`.
-    private let lock = NSLock()
+    // `data` and `ended` are only touched under `condition`'s lock.
+    private let condition = NSCondition()
     private var data = Data()
+    private var ended = false
 
-    func append(_ more: Data) { lock.withLock { data.append(more) } }
+    func append(_ more: Data) { condition.withLock { data.append(more) } }
 
-    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+    /// What one read of the pipe gave: an empty read is its end.
+    func take(_ chunk: Data) {
+        condition.withLock {
+            if chunk.isEmpty { ended = true } else { data.append(chunk) }
+            condition.broadcast()
+        }
+    }
+
+    /// Waits, at most `timeout`, until the pipe's end was read; returns whether it was.
+    func waitForEnd(timeout: Duration) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: Double(timeout.components.seconds))
+        return condition.withLock {
+            while !ended { if !condition.wait(until: deadline) { return ended } }
+            return true
+        }
+    }
+
+    var text: String { condition.withLock { String(decoding: data, as: UTF8.self) } }
 }
 
 /// A connected pair of Unix stream sockets standing in for a pipe to a child's standard input.
