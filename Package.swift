@@ -113,7 +113,7 @@ let package = Package(
         .target(
             name: "SwitchyardAdmin",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardCore", "SwitchyardAdminClient",
+                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardStore", "SwitchyardCore", "SwitchyardAdminClient",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict

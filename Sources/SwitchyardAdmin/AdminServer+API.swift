@@ -3,15 +3,16 @@ import NIOCore
 import SwitchyardCore
 import SwitchyardRuntime
 import SwitchyardSpool
+import SwitchyardStore
 
 extension AdminServer {
     /// `GET /v1/dead-letters[?route=R]`, `GET /v1/dead-letters/{id}`,
     /// `POST /v1/dead-letters/{id}/replay`, `POST /v1/dead-letters/replay` (all),
     /// `POST /v1/dead-letters/{id}/drop`, `POST /v1/dead-letters/drop` (all). Changes are POSTs
     /// only, so a browser cannot make them with a link or an image.
-    func addDeadLetterRoutes(to routes: Hummingbird.Router<BasicRequestContext>, spool: Spool?) {
+    func addDeadLetterRoutes(to routes: Hummingbird.Router<BasicRequestContext>, letters store: (any DeadLetterStore)?) {
         let group = routes.group("v1/dead-letters")
-        guard let spool else {
+        guard let store else {
             let none: @Sendable (Request, BasicRequestContext) -> Response = { _, _ -> Response in
                 .json(JSONValue.object(["error": "no route is at-least-once, so there is no spool"]).serializedBytes(), status: .notFound)
             }
@@ -20,28 +21,28 @@ extension AdminServer {
             return
         }
         group.get { request, _ -> Response in
-            let letters = try spool.deadLetters(route: request.uri.queryParameters.get("route"), limit: Int.max)
+            let letters = try store.deadLetters(route: request.uri.queryParameters.get("route"), limit: Int.max)
             return .json(JSONValue.array(letters.map { $0.json(withEnvelope: false) }).serializedBytes())
         }
         group.get(":id") { _, context -> Response in
             let id = try context.parameters.require("id", as: Int64.self)
-            guard let letter = try spool.deadLetter(id: id) else { return .notFound(id) }
+            guard let letter = try store.deadLetter(id: id) else { return .notFound(id) }
             return .json(letter.json(withEnvelope: true).serializedBytes())
         }
         group.post("replay") { _, _ -> Response in
-            .json(JSONValue.object(["replayed": .int(try spool.replay(ids: nil))]).serializedBytes())
+            .json(JSONValue.object(["replayed": .int(try store.replayDeadLetters(ids: nil))]).serializedBytes())
         }
         group.post(":id/replay") { _, context -> Response in
             let id = try context.parameters.require("id", as: Int64.self)
-            let moved = try spool.replay(ids: [id])
+            let moved = try store.replayDeadLetters(ids: [id])
             return moved == 0 ? .notFound(id) : .json(JSONValue.object(["replayed": .int(moved)]).serializedBytes())
         }
         group.post("drop") { _, _ -> Response in
-            .json(JSONValue.object(["dropped": .int(try spool.drop(ids: nil))]).serializedBytes())
+            .json(JSONValue.object(["dropped": .int(try store.dropDeadLetters(ids: nil))]).serializedBytes())
         }
         group.post(":id/drop") { _, context -> Response in
             let id = try context.parameters.require("id", as: Int64.self)
-            let dropped = try spool.drop(ids: [id])
+            let dropped = try store.dropDeadLetters(ids: [id])
             return dropped == 0 ? .notFound(id) : .json(JSONValue.object(["dropped": .int(dropped)]).serializedBytes())
         }
     }

@@ -87,7 +87,7 @@ public final class AdminServer: Sendable {
         let routes = Hummingbird.Router()
         routes.add(middleware: AdminRequestGuard(configuration: configuration))
         addHealthRoutes(to: routes, router: router)
-        addDeadLetterRoutes(to: routes, spool: spool)
+        addDeadLetterRoutes(to: routes, letters: spool.map(router.deadLetters(of:)))
         addStatusRoutes(to: routes, router: router)
         let catalog = IiideaCatalog(router: router, spool: spool, reload: reload)
         addIiideaRoutes(to: routes, catalog: catalog)

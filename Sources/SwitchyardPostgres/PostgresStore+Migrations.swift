@@ -28,6 +28,23 @@ extension PostgresStore {
                     changed_at BIGINT NOT NULL
                 );
                 """),
+        Migration(
+            version: 3, name: "dead letters",
+            sql: """
+                CREATE TABLE IF NOT EXISTS dead_letters(
+                    id BIGSERIAL PRIMARY KEY,
+                    route TEXT NOT NULL,
+                    sink TEXT NOT NULL,
+                    envelope_id TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    attempts INTEGER NOT NULL,
+                    error TEXT NOT NULL,
+                    failed_at BIGINT NOT NULL,
+                    envelope BYTEA NOT NULL,
+                    UNIQUE(route, sink, envelope_id, failed_at)
+                );
+                """),
     ]
 
     /// Held (per transaction) while migrations are checked and applied, so that routers

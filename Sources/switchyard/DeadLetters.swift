@@ -1,11 +1,14 @@
 import ArgumentParser
+import Logging
 import SwitchyardConfig
 import SwitchyardCore
+import SwitchyardPostgres
 import SwitchyardSpool
+import SwitchyardStore
 
-/// `switchyard dlq list|show|replay|drop`: the dead letters of a spool. Works on the database of
-/// a running router (SQLite in WAL mode allows it; replayed envelopes are picked up within a
-/// second) as well as a stopped one's.
+/// `switchyard dlq list|show|replay|drop`: the dead letters of a spool, or with `--url` of every
+/// router sharing a PostgreSQL store. Works on the database of a running router (SQLite in WAL
+/// mode allows it; replayed envelopes are picked up within a second) as well as a stopped one's.
 struct DeadLetters: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dlq",
@@ -17,11 +20,36 @@ struct DeadLetters: ParsableCommand {
         @Option(help: "The spool database (default \(ConfigLoader.defaultSpoolPath)).")
         var spool: String = ConfigLoader.defaultSpoolPath
 
-        func open() throws -> Spool {
+        @Option(
+            help:
+                "The PostgreSQL store routers share, postgres://… without a password (SWITCHYARD_STORE_URL may hold one): the dead letters of every router, replayed into --spool."
+        )
+        var url: String?
+
+        /// The spool's dead letters, or with a shared store every router's (this spool's own
+        /// are handed over first, as its router does).
+        func open() throws -> any DeadLetterStore {
+            let spool: Spool
             do {
-                return try Spool(path: spool)
+                spool = try Spool(path: self.spool)
             } catch {
-                printError("error: spool '\(spool)': \(error)")
+                printError("error: spool '\(self.spool)': \(error)")
+                throw ExitCode(1)
+            }
+            // A command line is visible to every user (ps) and kept in shell histories.
+            if let url, (try? PostgresAddress(parsing: url))?.password != nil {
+                printError("error: --url must not carry a password; put the URL in SWITCHYARD_STORE_URL instead")
+                throw ExitCode(2)
+            }
+            guard let url = url ?? ProcessEnvironment.current["SWITCHYARD_STORE_URL"] else { return spool }
+            do {
+                let store = try PostgresStore(address: PostgresAddress(parsing: url), logger: Logger(label: "switchyard.store"))
+                try store.migrate()
+                let letters = SharedDeadLetters(shared: store, spool: spool)
+                try letters.handOver()
+                return letters
+            } catch {
+                printError("error: \(error)")
                 throw ExitCode(1)
             }
         }
@@ -104,7 +132,7 @@ struct DeadLetters: ParsableCommand {
         @OptionGroup var selection: Selection
 
         func run() throws {
-            let moved = try options.open().replay(ids: selection.chosen)
+            let moved = try options.open().replayDeadLetters(ids: selection.chosen)
             print("replayed \(moved)")
             try selection.check(done: moved)
         }
@@ -117,7 +145,7 @@ struct DeadLetters: ParsableCommand {
         @OptionGroup var selection: Selection
 
         func run() throws {
-            let dropped = try options.open().drop(ids: selection.chosen)
+            let dropped = try options.open().dropDeadLetters(ids: selection.chosen)
             print("dropped \(dropped)")
             try selection.check(done: dropped)
         }

@@ -91,14 +91,14 @@ struct SpoolTests {
         #expect(try spool.deadLetter(id: letters[0].id)?.attempts == 5)
         #expect(try spool.deadLetters(route: "elsewhere").isEmpty)
 
-        #expect(try spool.replay(ids: [letters[0].id, 999_999]) == 1)
+        #expect(try spool.replayDeadLetters(ids: [letters[0].id, 999_999]) == 1)
         let replayed = try spool.load(route: "r", after: 0, limit: 10)
         #expect(replayed.count == 1)
         #expect(replayed.first?.pending == ["out.in"])
         #expect(replayed.first?.attempts == 0)
         #expect(try Envelope(serialized: replayed[0].envelope).id == "a")
 
-        #expect(try spool.drop(ids: nil) == 2)
+        #expect(try spool.dropDeadLetters(ids: nil) == 2)
         #expect(try spool.deadLetters().isEmpty)
     }
 

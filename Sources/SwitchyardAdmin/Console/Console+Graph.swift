@@ -4,6 +4,7 @@ import NIOCore
 import SwitchyardCore
 import SwitchyardRuntime
 import SwitchyardSpool
+import SwitchyardStore
 
 extension Console {
     /// Dead letters the graph page lists (the newest).
@@ -20,7 +21,7 @@ extension Console {
         routes.get("console/dead-letters/:id") { request, context -> Response in
             guard let session = sessions.session(of: request) else { return signIn(request) }
             let id = try context.parameters.require("id", as: Int64.self)
-            guard let letter = try? spool?.deadLetter(id: id) else { return notFound(session, "No dead letter \(id).") }
+            guard let letter = try? deadLetterStore?.deadLetter(id: id) else { return notFound(session, "No dead letter \(id).") }
             var data = deadLetterView(letter)
             let envelope = (try? Envelope(serialized: letter.envelope))?.jsonObject().serialized()
             data["envelope"] = Redaction.redact(Self.pretty(envelope))
@@ -30,7 +31,9 @@ extension Console {
             routes.post("console/dead-letters/:id/\(verb)") { request, context -> Response in
                 let id = try context.parameters.require("id", as: Int64.self)
                 return try await change(request) { session, _ in
-                    let moved = (try? verb == "replay" ? spool?.replay(ids: [id]) : spool?.drop(ids: [id])) ?? 0
+                    let moved =
+                        (try? verb == "replay"
+                            ? deadLetterStore?.replayDeadLetters(ids: [id]) : deadLetterStore?.dropDeadLetters(ids: [id])) ?? 0
                     guard moved > 0 else { return notFound(session, "No dead letter \(id).") }
                     return Self.redirect("/console/graph?done=\(done)&id=\(id)#dead-letters")
                 }
@@ -67,8 +70,8 @@ extension Console {
             return view
         }
         var data: [String: Any] = ["instances": instances, "routes": routes, "has_spool": spool != nil]
-        if let spool {
-            let letters = (try? spool.deadLetters(limit: Self.deadLettersShown + 1)) ?? []
+        if let deadLetterStore {
+            let letters = (try? deadLetterStore.deadLetters(route: nil, limit: Self.deadLettersShown + 1)) ?? []
             data["dead_letters"] = letters.prefix(Self.deadLettersShown).map(deadLetterView)
             data["has_dead_letters"] = !letters.isEmpty
             data["more_dead_letters"] = letters.count > Self.deadLettersShown

@@ -5,6 +5,7 @@ import NIOCore
 import SwitchyardCore
 import SwitchyardRuntime
 import SwitchyardSpool
+import SwitchyardStore
 
 /// The web console on the admin port (`/console`): the iiideas, the store of templates, each
 /// iiidea's settings and runs, the graph with live counters and the dead letters.
@@ -20,6 +21,8 @@ struct Console: Sendable {
 
     var router: SwitchyardRuntime.Router { catalog.router }
     var spool: Spool? { catalog.spool }
+    /// Where the dead letters are: the shared store's, or the spool's.
+    var deadLetterStore: (any DeadLetterStore)? { spool.map(router.deadLetters(of:)) }
 
     /// What every page's headers say: no inline script or style, no framing, no caching.
     static let securityHeaders: [(HTTPField.Name, String)] = [

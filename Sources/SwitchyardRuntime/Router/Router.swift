@@ -48,9 +48,11 @@ public final class Router: Sendable {
     private let openSpool: Mutex<Spool?>
     var spool: Spool? { openSpool.withLock { $0 } }
 
-    /// The store routers share (`store.url`), when there is one: plugin state and iiideas'
-    /// switches live there instead of the spool.
-    let sharedStore: (any PluginStateStore & IiideaSwitchStore)?
+    /// The store routers share (`store.url`), when there is one: plugin state, iiideas'
+    /// switches and dead letters live there instead of the spool.
+    let sharedStore: (any SharedStore)?
+    /// Hands dead letters from the spool to the shared store, when there is one.
+    let deadLetterCourier: DeadLetterCourier?
     /// The store of the plugins' key-value state: the shared one, else the spool.
     var stateStore: (any PluginStateStore)? { sharedStore ?? spool }
     /// The store of iiideas' switches: the shared one, else the spool.
@@ -69,12 +71,14 @@ public final class Router: Sendable {
     /// the one the process bootstrapped. Plain routes run on at most `routeThreads` threads
     /// (by default one per active core); at-least-once and iiidea routes have one each. With
     /// `tracing`, each hop of an envelope is a span (see ``RouterTracing``). Plugin state and
-    /// iiideas' switches go to `sharedStore` when given, else to the spool.
+    /// iiideas' switches go to `sharedStore` when given, else to the spool; dead letters are
+    /// handed on to it from the spool.
     public init(
-        plan: GraphPlan, logger: Logger, spool: Spool? = nil, sharedStore: (any PluginStateStore & IiideaSwitchStore)? = nil,
+        plan: GraphPlan, logger: Logger, spool: Spool? = nil, sharedStore: (any SharedStore)? = nil,
         metricsFactory: (any MetricsFactory)? = nil, routeThreads: Int? = nil, tracing: RouterTracing? = nil
     ) {
         self.sharedStore = sharedStore
+        deadLetterCourier = sharedStore.map { DeadLetterCourier(shared: $0, logger: logger) }
         self.tracing = tracing
         workerPool = RouteWorkerPool(threads: routeThreads ?? ProcessInfo.processInfo.activeProcessorCount)
         current = Mutex(.empty(plan))
@@ -132,6 +136,7 @@ public final class Router: Sendable {
             }
         }
         oauth.adopt(plan.oauth, store: spool)
+        deadLettersWritten()  // those a previous run left in the spool
         activateEnabledIiideas()
         logger.info(
             "router started", metadata: ["instances": .stringConvertible(instances.count), "routes": .stringConvertible(routes.count)])

@@ -167,6 +167,7 @@ final class SpooledDelivery {
         batch.time = Clock.nowUnixNanos()
         do {
             let sequences = try spool.commit(batch)
+            if !batch.deadLetters.isEmpty { route.router.deadLettersWritten() }
             batch.inserts.removeAll(keepingCapacity: true)
             batch.updates.removeAll(keepingCapacity: true)
             batch.deadLetters.removeAll(keepingCapacity: true)

@@ -1,4 +1,5 @@
 public import SwitchyardCore
+public import SwitchyardStore
 
 extension DeadLetter {
     /// The dead letter as the API and `switchyard dlq` print it.

@@ -65,7 +65,7 @@ extension Spool: PluginStateStore {
     }
 
     /// `body` under the spool's lock, its SQLite error worded as the store's.
-    private func storing<Result>(_ body: () throws(SQLiteError) -> Result) throws(StoreError) -> Result {
+    func storing<Result>(_ body: () throws(SQLiteError) -> Result) throws(StoreError) -> Result {
         do {
             return try locked(body)
         } catch {

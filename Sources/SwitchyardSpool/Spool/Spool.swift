@@ -184,55 +184,6 @@ public final class Spool: @unchecked Sendable {
             try database.prepare("DELETE FROM seen WHERE route = ? AND at < ?").run([.text(route), .int(time)])
         }
     }
-
-    // MARK: Dead letters
-
-    /// Dead letters, oldest first, optionally of one route.
-    public func deadLetters(route: String? = nil, limit: Int = 1000) throws(SQLiteError) -> [DeadLetter] {
-        try locked { () throws(SQLiteError) in
-            let filter = route == nil ? "" : "WHERE route = ?"
-            let values: [SQLiteStatement.Value] = (route.map { [.text($0)] } ?? []) + [.int(Int64(limit))]
-            return try database.prepare("SELECT \(DeadLetter.columns) FROM dead_letters \(filter) ORDER BY id LIMIT ?")
-                .rows(values, DeadLetter.init(row:))
-        }
-    }
-
-    /// One dead letter.
-    public func deadLetter(id: Int64) throws(SQLiteError) -> DeadLetter? {
-        try locked { () throws(SQLiteError) in
-            try database.prepare("SELECT \(DeadLetter.columns) FROM dead_letters WHERE id = ?").rows([.int(id)], DeadLetter.init(row:))
-                .first
-        }
-    }
-
-    /// Moves dead letters (`ids`, or all when `nil`) back into the spool for their route and
-    /// sink with a fresh attempt count. A running router picks them up within a second.
-    /// Returns how many moved.
-    @discardableResult
-    public func replay(ids: [Int64]?) throws(SQLiteError) -> Int {
-        try moveDeadLetters(ids: ids, replaying: true)
-    }
-
-    /// Deletes dead letters (`ids`, or all when `nil`). Returns how many went.
-    @discardableResult
-    public func drop(ids: [Int64]?) throws(SQLiteError) -> Int {
-        try moveDeadLetters(ids: ids, replaying: false)
-    }
-
-    private func moveDeadLetters(ids: [Int64]?, replaying: Bool) throws(SQLiteError) -> Int {
-        try locked { () throws(SQLiteError) in
-            try database.transaction { () throws(SQLiteError) in
-                let filter = ids.map { "WHERE id IN (\($0.map(String.init).joined(separator: ",")))" } ?? ""
-                if replaying {
-                    try database.execute(
-                        "INSERT INTO spool(route, pending, size, envelope) SELECT route, sink, length(envelope), envelope FROM dead_letters \(filter) ORDER BY id"
-                    )
-                }
-                try database.execute("DELETE FROM dead_letters \(filter)")
-                return database.changes
-            }
-        }
-    }
 }
 
 /// Work for one ``Spool/commit(_:)`` of one route.
@@ -339,43 +290,4 @@ public struct SpooledEnvelope: Sendable {
     public var attempts: Int
     /// The envelope in binary form.
     public var envelope: [UInt8]
-}
-
-/// An envelope a sink kept failing on.
-public struct DeadLetter: Sendable {
-    /// The dead letter's id (for show, replay, drop).
-    public var id: Int64
-    /// The route it came through.
-    public var route: String
-    /// The sink (`instance.port`) that failed.
-    public var sink: String
-    /// The envelope id.
-    public var envelopeID: String
-    /// The envelope type.
-    public var type: String
-    /// The envelope subject.
-    public var subject: String
-    /// Attempts made.
-    public var attempts: Int
-    /// The last failure.
-    public var error: String
-    /// When it was given up on, nanoseconds since the epoch.
-    public var failedAt: Int64
-    /// The envelope in binary form.
-    public var envelope: [UInt8]
-
-    static let columns = "id, route, sink, envelope_id, type, subject, attempts, error, failed_at, envelope"
-
-    init(row: SQLiteStatement) {
-        id = row.int(0)
-        route = row.text(1)
-        sink = row.text(2)
-        envelopeID = row.text(3)
-        type = row.text(4)
-        subject = row.text(5)
-        attempts = Int(row.int(6))
-        error = row.text(7)
-        failedAt = row.int(8)
-        envelope = row.blob(9)
-    }
 }
