@@ -63,12 +63,15 @@ extension AdminServer {
         routes.get("v1/instances") { _, _ -> Response in
             var ready: [String: Bool] = [:]
             for (instance, isReady) in router.readiness { ready[instance] = isReady }
+            let holds = Dictionary(router.holdStates.map { ($0.instance, $0.held) }) { first, _ in first }
             let body = JSONValue.array(
                 router.statistics.instances.map { instance -> JSONValue in
                     var object: [String: JSONValue] = [
                         "name": .string(instance.name), "ready": .bool(ready[instance.name] ?? false), "emitted": .int(instance.emitted),
                         "acknowledged": .int(instance.acknowledged), "failed": .int(instance.failed), "in_flight": .int(instance.inFlight),
                     ]
+                    // Exclusive instances: run here, or stand by while another router holds them.
+                    if let held = holds[instance.name] { object["hold"] = .string(held ? "held" : "standing by") }
                     if ready[instance.name] != true, let reason = router.notReadyReason(of: instance.name) {
                         object["reason"] = .string(Redaction.redact(reason))
                     }

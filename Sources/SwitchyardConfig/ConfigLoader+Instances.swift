@@ -1,6 +1,9 @@
 internal import SwitchyardCore
 
 extension ConfigLoader {
+    /// The keys of an instance that are the router's, not its plugin's configuration.
+    static let instanceKeys: Set<String> = ["plugin", "log_level", "exclusive"]
+
     func mergeInstances(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
         guard let members = node.members else {
             diagnostics.append(Diagnostic("'instances' must be a mapping of instance name to { plugin: NAME, ... }", at: node.location))
@@ -33,13 +36,21 @@ extension ConfigLoader {
                 }
                 logLevel = Located(level, at: levelNode.location)
             }
-            let rest = fields.filter { $0.key != "plugin" && $0.key != "log_level" }
+            var exclusive: Located<Bool>?
+            if let exclusiveNode = member.value["exclusive"] {
+                guard case .scalar(.bool(let value)) = exclusiveNode.kind else {
+                    diagnostics.append(Diagnostic("exclusive must be true or false", at: exclusiveNode.location))
+                    continue
+                }
+                exclusive = Located(value, at: exclusiveNode.location)
+            }
+            let rest = fields.filter { !Self.instanceKeys.contains($0.key) }
             let settings = ConfigNode(
                 kind: .mapping(rest), location: member.value.location, isSecret: rest.contains(where: \.value.isSecret))
             config.instances.append(
                 InstanceDeclaration(
                     name: name, location: member.keyLocation, plugin: Located(plugin, at: pluginNode.location), config: settings,
-                    logLevel: logLevel)
+                    logLevel: logLevel, exclusive: exclusive)
             )
         }
     }

@@ -107,11 +107,14 @@ public struct InstanceDeclaration: Sendable {
     public var location: SourceLocation
     /// The plugin it instantiates.
     public var plugin: Located<String>
-    /// The instance configuration: the mapping without `plugin` and `log_level`.
+    /// The instance configuration: the mapping without `plugin`, `log_level` and `exclusive`.
     public var config: ConfigNode
     /// `log_level:`: the instance's own log level (its plugin's messages and the router's
     /// about it), if set.
     public var logLevel: Located<String>?
+    /// `exclusive:`: with a shared store, one router at a time runs the instance (a listener
+    /// that cannot be shared: a SIP registration, a BLE adapter, an enrollment endpoint).
+    public var exclusive: Located<Bool>?
 }
 
 /// A route from YAML `routes:`.

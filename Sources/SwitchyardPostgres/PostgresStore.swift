@@ -21,7 +21,7 @@ public final class PostgresStore: @unchecked Sendable {
     public let address: PostgresAddress
     let connectionConfiguration: PostgresConnection.Configuration
     private let eventLoop: any EventLoop
-    private let logger: Logger
+    let logger: Logger
     private var nextConnectionID = 0
 
     /// The longest one exchange (connecting, a statement, a transaction's statement) may take

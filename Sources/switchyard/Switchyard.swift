@@ -7,6 +7,7 @@ import SwitchyardCore
 import SwitchyardPostgres
 import SwitchyardRuntime
 import SwitchyardSpool
+import Synchronization
 import UnixSignals
 
 #if canImport(Glibc)
@@ -82,7 +83,12 @@ struct Run: AsyncParsableCommand {
                     do {
                         let store = try PostgresStore(url: url, logger: logger)
                         sharedState = store
-                        logger.info("store open", metadata: ["url": .string(store.location), "holds": "plugin state, iiidea switches"])
+                        logger.info(
+                            "store open",
+                            metadata: [
+                                "url": .string(store.location),
+                                "holds": "plugin state, iiidea switches, dead letters, exclusive instances' holds",
+                            ])
                     } catch {
                         spoolFailure = "\(error)"
                     }
@@ -122,6 +128,13 @@ struct Run: AsyncParsableCommand {
             }
         }
         let router = Router(plan: plan, logger: logger, spool: openSpool, sharedStore: sharedState, tracing: tracingBackend?.tracing)
+        // Another router may run an instance whose hold this one lost: stop (exit status 4),
+        // and let the service manager start this router again, standing by.
+        let holdLost = Atomic<Bool>(false)
+        router.whenHoldLost { _ in
+            holdLost.store(true, ordering: .relaxed)
+            kill(getpid(), SIGTERM)
+        }
         // Never deallocated, on any path out (a failed start too): a plugin's threads can
         // outlive its stop() by a few event-loop turns and call the host with their instance's
         // context; the process ends right after.
@@ -172,6 +185,7 @@ struct Run: AsyncParsableCommand {
         let group = ServiceGroup(configuration: .init(services: services, logger: logger))
         try await group.run()
         if routerService.lost.load(ordering: .relaxed) > 0 { throw ExitCode(3) }
+        if holdLost.load(ordering: .relaxed) { throw ExitCode(4) }
     }
 }
 

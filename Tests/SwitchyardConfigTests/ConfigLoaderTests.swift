@@ -633,3 +633,22 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
         #expect(policy.pause(afterFailures: 500, random: 1) == 1000)
     }
 }
+
+@Suite struct ConfigLoaderExclusiveTests {
+    @Test func exclusiveIsTheRoutersKeyNotThePlugins() throws {
+        let (config, diagnostics) = load(
+            """
+            instances:
+              phone: { plugin: sip, exclusive: true, user: alice }
+              other: { plugin: sip, exclusive: "yes" }
+              plain: { plugin: core }
+            """)
+        let phone = try #require(config.instance(named: "phone"))
+        #expect(phone.exclusive?.value == true)
+        #expect(phone.config.json == ["user": "alice"], "the plugin never sees it")
+        #expect(config.instance(named: "plain")?.exclusive == nil)
+        let refused = try diagnostic(diagnostics, containing: "exclusive must be true or false")
+        #expect(refused.location == at("r.yaml", 3, 37))
+        #expect(config.instance(named: "other") == nil)
+    }
+}

@@ -86,6 +86,8 @@ public struct PlannedInstance: Sendable {
     public var keepsState = false
     /// Its own log level, if the YAML set one.
     public var logLevel: String?
+    /// Whether, with a shared store, one router at a time runs it (`exclusive: true`).
+    public var exclusive = false
     /// Where it was declared.
     public var location: SourceLocation
 }

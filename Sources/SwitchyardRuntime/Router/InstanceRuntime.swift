@@ -64,6 +64,11 @@ final class InstanceRuntime: @unchecked Sendable {
     var sources: [SourcePort] = []
     let counters = InstanceCounters()
     let accepting = Atomic<Bool>(true)
+    /// Whether, with a shared store, one router at a time runs it (`exclusive: true`).
+    let exclusive: Bool
+    /// Set while the instance is created but not started, because another router holds it:
+    /// deliveries are answered "stopped" (kept and tried again, as for a full sink).
+    let standingBy = Atomic<Bool>(false)
     /// Deliveries outside routes (the admin API's inject): ``stopPlugin()`` closes it and waits
     /// for those in progress, as routes are stopped before it by the worker pool.
     let directDeliveries = DirectDeliveryGate()
@@ -77,8 +82,11 @@ final class InstanceRuntime: @unchecked Sendable {
     /// rather than load the unowned router first.
     let tracing: RouterTracing?
 
-    init(name: String, plugin: LoadedPlugin, config: JSONValue, logLevel: String?, router: Router, logger: Logger) {
+    init(
+        name: String, plugin: LoadedPlugin, config: JSONValue, logLevel: String?, exclusive: Bool = false, router: Router, logger: Logger
+    ) {
         self.name = name
+        self.exclusive = exclusive
         self.plugin = plugin
         self.config = config
         self.router = router
@@ -240,7 +248,7 @@ final class InstanceRuntime: @unchecked Sendable {
     }
 
     func deliver(_ envelope: Envelope, port: SinkPort, deliveryID: UInt64) -> Int32 {
-        guard let handle, let deliver = plugin.table.api.deliver else { return SY_ERR_STOPPED }
+        guard let handle, let deliver = plugin.table.api.deliver, !standingBy.load(ordering: .relaxed) else { return SY_ERR_STOPPED }
         counters.inFlight.add(1, ordering: .relaxed)
         let status = port.nameBytes.withUnsafeBufferPointer { portBuffer in
             EnvelopeBridge.withCEnvelope(envelope) { cEnvelope in

@@ -162,7 +162,7 @@ struct ReloadTransaction {
 
         var started: [InstanceRuntime] = []
         do {
-            try supervisor.startInOrder(fresh, started: &started)
+            try supervisor.startInOrder(fresh.filter { !router.standBy($0) }, started: &started)
         } catch {
             // Not started, so never stopped by the way back: stop and free them here.
             for instance in fresh where !started.contains(where: { $0 === instance }) { supervisor.stopAndDestroy(instance) }
@@ -171,7 +171,10 @@ struct ReloadTransaction {
             summary.reason = "\(error)"
             return summary
         }
-        summary.startedInstances = fresh.map(\.name)
+        summary.startedInstances = fresh.filter { !$0.standingBy.load(ordering: .relaxed) }.map(\.name)
+        let exclusive = Set(router.graph.instances.filter(\.exclusive).map(\.name))
+        router.releaseHolds { !exclusive.contains($0) }
+        router.askForHolds()
         router.oauth.adopt(router.graph.plan.oauth, store: router.spool)
         router.iiideaController.reconcile(from: old, to: router.graph)
         return summary

@@ -173,7 +173,8 @@ final class RouteRuntime: @unchecked Sendable {
     /// still runs: ABI section 5 treats both alike) and the delivery should be tried again
     /// after a pause (``firstPause``, doubling to ``longestPause``). Waiting is the
     /// backpressure: the route queue fills and emits on `block` routes are refused until the
-    /// sink has room. Gives up only when the sink instance stops.
+    /// sink has room. Gives up only when the sink instance stops (or, on an at-least-once
+    /// route, stands by).
     func deliverUnlessFull(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64) -> Int32? {
         let status =
             if let tracing {
@@ -184,6 +185,9 @@ final class RouteRuntime: @unchecked Sendable {
         guard status == SY_ERR_FULL || status == SY_ERR_STOPPED, sink.instance.accepting.load(ordering: .relaxed) else {
             return status
         }
+        // A sink standing by (another router holds it) may stay so for good: an at-least-once
+        // route keeps the envelope in its spool, retried later, and goes on accepting.
+        if status == SY_ERR_STOPPED, isAtLeastOnce, sink.instance.standingBy.load(ordering: .relaxed) { return status }
         counters.sinkFull.add(1, ordering: .relaxed)
         return nil
     }

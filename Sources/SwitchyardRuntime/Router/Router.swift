@@ -53,6 +53,10 @@ public final class Router: Sendable {
     let sharedStore: (any SharedStore)?
     /// Hands dead letters from the spool to the shared store, when there is one.
     let deadLetterCourier: DeadLetterCourier?
+    /// The holds on exclusive instances, by instance name, and whether this router has each.
+    let holds = Mutex<[String: (hold: any ListenerHold, held: Bool)]>([:])
+    /// What to do when this router loses a hold it had (see ``whenHoldLost(_:)``).
+    let holdLostAction = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// The store of the plugins' key-value state: the shared one, else the spool.
     var stateStore: (any PluginStateStore)? { sharedStore ?? spool }
     /// The store of iiideas' switches: the shared one, else the spool.
@@ -121,7 +125,7 @@ public final class Router: Sendable {
             }
             for route in routes { startWorker(route) }
             var started: [InstanceRuntime] = []
-            try supervisor.startInOrder(instances, started: &started)
+            try supervisor.startInOrder(instances.filter { !standBy($0) }, started: &started)
         } catch {
             for route in routes { route.close() }
             workerPool.stop()
@@ -137,6 +141,7 @@ public final class Router: Sendable {
         }
         oauth.adopt(plan.oauth, store: spool)
         deadLettersWritten()  // those a previous run left in the spool
+        askForHolds()
         activateEnabledIiideas()
         logger.info(
             "router started", metadata: ["instances": .stringConvertible(instances.count), "routes": .stringConvertible(routes.count)])
@@ -144,7 +149,8 @@ public final class Router: Sendable {
 
     func makeInstance(_ planned: PlannedInstance) -> InstanceRuntime {
         let instance = InstanceRuntime(
-            name: planned.name, plugin: planned.plugin, config: planned.config, logLevel: planned.logLevel, router: self, logger: logger)
+            name: planned.name, plugin: planned.plugin, config: planned.config, logLevel: planned.logLevel, exclusive: planned.exclusive,
+            router: self, logger: logger)
         instance.sources = planned.ports.filter { $0.direction == .source }.map {
             SourcePort(name: $0.name, instance: planned.name, tap: taps.point(.port(planned.name + "." + $0.name)))
         }
@@ -261,6 +267,7 @@ public final class Router: Sendable {
         oauth.stop()
         for instance in instances { instance.stopPlugin() }
         for instance in instances { instance.destroyPlugin() }
+        releaseHolds { _ in true }  // another router takes them now, not when this process ends
         logger.info("router stopped", metadata: ["drained": .stringConvertible(left == 0)])
         return lost
     }
