@@ -246,6 +246,7 @@ struct ScaleOutExampleTests {
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("together 20 of 20"), "\(result.output)")
         #expect(result.output.contains("router 2 says: disabled"), "\(result.output)")
+        #expect(result.output.contains("was killed; router") && result.output.contains("took it over"), "\(result.output)")
         #expect(!result.output.contains("handled 0,"), "both routers took jobs: \(result.output)")
         let folder = result.output.split(separator: "\n").first { $0.hasPrefix("router 1: admin") }?.split(separator: " ").last
         #expect(folder.map { !FileManager.default.fileExists(atPath: String($0)) } == true, "the script removes its folder")

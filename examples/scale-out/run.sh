@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two routers acting as one, on this machine: a Mosquitto broker, a PostgreSQL 15 server and two
 # routers started with the same routes.yaml. It publishes $MESSAGES jobs, shows how the broker
-# split them, disables the heartbeat iiidea on one router and shows the other following.
+# split them, disables the heartbeat iiidea on one router and shows the other following, then
+# kills the router holding the exclusive announcer and shows the other taking it over.
 # Everything it starts is stopped when it ends (or is interrupted); its folder is removed, or
 # kept with the logs when something failed (or with KEEP=1).
 # Needs Debian's mosquitto, mosquitto-clients and postgresql (scripts/setup installs them) and a
@@ -84,3 +85,27 @@ state_on_two() { "$switchyard" iiidea list --admin "${admins[1]}" | cut -f2; }
 two_follows() { test "$(state_on_two)" = disabled; }
 wait_for 5 "router 2 to follow" two_follows
 echo "heartbeat disabled on router 1; router 2 says: $(state_on_two)"
+
+# The exclusive announcer runs on one router; kill that one (kill -9) and the other takes over.
+holder_of() {
+    local index
+    for index in 0 1; do
+        if curl -fs "http://${admins[$index]}/v1/instances" | python3 -c '
+import json, sys
+held = any(i.get("name") == "announcer" and i.get("hold") == "held" for i in json.load(sys.stdin))
+sys.exit(0 if held else 1)'; then
+            echo $((index + 1))
+            return 0
+        fi
+    done
+    return 1
+}
+has_holder() { holder_of > /dev/null; }
+wait_for 10 "a router to hold the announcer" has_holder
+holder=$(holder_of)
+other=$((3 - holder))
+kill -KILL "${pids[$holder]}"  # pids: Mosquitto, router 1, router 2
+wait "${pids[$holder]}" 2>/dev/null || true  # (bash would say "Killed")
+other_holds() { test "$(holder_of 2>/dev/null)" = "$other"; }
+wait_for 10 "router $other to take the announcer over" other_holds
+echo "announcer: router $holder held it and was killed; router $other took it over"
