@@ -268,7 +268,8 @@ let package = Package(
         .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime"], swiftSettings: strict),
         .testTarget(name: "SwitchyardPluginKitTests", dependencies: ["SwitchyardPluginKit", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchyardAdminTests", dependencies: ["SwitchyardAdmin", "SwitchyardCore"], swiftSettings: strict),
-        .testTarget(name: "SwitchyardSpoolTests", dependencies: ["SwitchyardSpool", "SwitchyardCore"], swiftSettings: strict),
+        .testTarget(
+            name: "SwitchyardSpoolTests", dependencies: ["SwitchyardSpool", "SwitchyardStore", "SwitchyardCore"], swiftSettings: strict),
         // A seeded generator and byte mutations shared by the codec fuzz tests.
         .target(name: "FuzzingSupport", path: "Tests/FuzzingSupport", swiftSettings: strict),
         .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec", "FuzzingSupport"], swiftSettings: strict),

@@ -20,30 +20,29 @@ extension AdminServer {
             group.get(":id", use: none)
             return
         }
+        // The store may be PostgreSQL, whose calls block: each runs off the server's executor.
         group.get { request, _ -> Response in
-            let letters = try store.deadLetters(route: request.uri.queryParameters.get("route"), limit: Int.max)
+            let route = request.uri.queryParameters.get("route")
+            let letters = try await offThread { () throws(StoreError) in try store.deadLetters(route: route, limit: Int.max) }
             return .json(JSONValue.array(letters.map { $0.json(withEnvelope: false) }).serializedBytes())
         }
         group.get(":id") { _, context -> Response in
             let id = try context.parameters.require("id", as: Int64.self)
-            guard let letter = try store.deadLetter(id: id) else { return .notFound(id) }
+            guard let letter = try await offThread({ () throws(StoreError) in try store.deadLetter(id: id) }) else { return .notFound(id) }
             return .json(letter.json(withEnvelope: true).serializedBytes())
         }
-        group.post("replay") { _, _ -> Response in
-            .json(JSONValue.object(["replayed": .int(try store.replayDeadLetters(ids: nil))]).serializedBytes())
-        }
-        group.post(":id/replay") { _, context -> Response in
-            let id = try context.parameters.require("id", as: Int64.self)
-            let moved = try store.replayDeadLetters(ids: [id])
-            return moved == 0 ? .notFound(id) : .json(JSONValue.object(["replayed": .int(moved)]).serializedBytes())
-        }
-        group.post("drop") { _, _ -> Response in
-            .json(JSONValue.object(["dropped": .int(try store.dropDeadLetters(ids: nil))]).serializedBytes())
-        }
-        group.post(":id/drop") { _, context -> Response in
-            let id = try context.parameters.require("id", as: Int64.self)
-            let dropped = try store.dropDeadLetters(ids: [id])
-            return dropped == 0 ? .notFound(id) : .json(JSONValue.object(["dropped": .int(dropped)]).serializedBytes())
+        for (verb, done) in [("replay", "replayed"), ("drop", "dropped")] {
+            let change = { @Sendable (ids: [Int64]?) throws(StoreError) -> Int in
+                verb == "replay" ? try store.replayDeadLetters(ids: ids) : try store.dropDeadLetters(ids: ids)
+            }
+            group.post(RouterPath(verb)) { _, _ -> Response in
+                .json(JSONValue.object([done: .int(try await offThread { () throws(StoreError) in try change(nil) })]).serializedBytes())
+            }
+            group.post(RouterPath(":id/" + verb)) { _, context -> Response in
+                let id = try context.parameters.require("id", as: Int64.self)
+                let moved = try await offThread { () throws(StoreError) in try change([id]) }
+                return moved == 0 ? .notFound(id) : .json(JSONValue.object([done: .int(moved)]).serializedBytes())
+            }
         }
     }
 

@@ -4,6 +4,7 @@ import NIOCore
 import SwitchyardCore
 import SwitchyardRuntime
 import SwitchyardSpool
+import SwitchyardStore
 
 extension AdminServer {
     /// The iiidea API:
@@ -16,7 +17,6 @@ extension AdminServer {
     ///   (a route-file iiidea back to its file's preferences).
     func addIiideaRoutes(to routes: Hummingbird.Router<BasicRequestContext>, catalog: IiideaCatalog) {
         let router = catalog.router
-        let spool = catalog.spool
         routes.get("v1/iiideas") { request, _ -> Response in
             // `?owner=ID`: that owner's iiideas only.
             let owner = request.uri.queryParameters.get("owner")
@@ -63,10 +63,10 @@ extension AdminServer {
         routes.get("v1/iiideas/:id/runs") { request, context -> Response in
             let id = try context.decodedParameter("id")
             guard router.iiideas.contains(where: { $0.iiidea.id == id }) else { return .refusal(.notFound, "no iiidea '\(id)'") }
-            return .json(JSONValue.array(try Self.runs(request, iiidea: id, spool: spool).map(\.json)).serializedBytes())
+            return .json(JSONValue.array(try await Self.runs(request, iiidea: id, in: router.iiideaRunStore).map(\.json)).serializedBytes())
         }
         routes.get("v1/runs") { request, _ -> Response in
-            .json(JSONValue.array(try Self.runs(request, iiidea: nil, spool: spool).map(\.json)).serializedBytes())
+            .json(JSONValue.array(try await Self.runs(request, iiidea: nil, in: router.iiideaRunStore).map(\.json)).serializedBytes())
         }
         addIiideaStoreRoutes(to: routes, catalog: catalog)
     }
@@ -83,7 +83,7 @@ extension AdminServer {
             guard let template = body["template"]?.stringValue else { return .refusal(.badRequest, "the body needs \"template\"") }
             do throws(IiideaCatalog.Refusal) {
                 let preferences = Self.preferences(body["preferences"]?["service"], body["preferences"]?["action"])
-                let id = try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in
+                let id = try await offThread { () throws(IiideaCatalog.Refusal) in
                     try catalog.obtain(
                         template: template, id: body["id"]?.stringValue, title: body["title"]?.stringValue,
                         owner: body["owner"]?.stringValue, preferences: preferences)
@@ -97,7 +97,7 @@ extension AdminServer {
         routes.delete("v1/iiideas/:id") { _, context -> Response in
             let id = try context.decodedParameter("id")
             do throws(IiideaCatalog.Refusal) {
-                try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in try catalog.delete(id) }
+                try await offThread { () throws(IiideaCatalog.Refusal) in try catalog.delete(id) }
                 return .json(JSONValue.object(["deleted": .string(id)]).serializedBytes())
             } catch {
                 return .refusal(error)
@@ -108,7 +108,7 @@ extension AdminServer {
             let body = try await Self.jsonBody(request)
             do throws(IiideaCatalog.Refusal) {
                 let preferences = Self.preferences(body["service"], body["action"])
-                try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in try catalog.setPreferences(of: id, to: preferences)
+                try await offThread { () throws(IiideaCatalog.Refusal) in try catalog.setPreferences(of: id, to: preferences)
                 }
                 return .json(JSONValue.object(["id": .string(id), "applied": true]).serializedBytes())
             } catch {
@@ -118,7 +118,7 @@ extension AdminServer {
         routes.delete("v1/iiideas/:id/preferences") { _, context -> Response in
             let id = try context.decodedParameter("id")
             do throws(IiideaCatalog.Refusal) {
-                try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in
+                try await offThread { () throws(IiideaCatalog.Refusal) in
                     try catalog.setPreferences(of: id, to: PiecePreferences(), reset: true)
                 }
                 return .json(JSONValue.object(["id": .string(id), "reset": true]).serializedBytes())
@@ -134,12 +134,16 @@ extension AdminServer {
         PiecePreferences(service: service == .null ? nil : service, action: action == .null ? nil : action)
     }
 
-    /// The runs a request asks for (`limit`, `offset`, `outcome`).
-    static func runs(_ request: Request, iiidea: String?, spool: Spool?) throws -> [IiideaRun] {
+    /// The runs a request asks for (`limit`, `offset`, `outcome`); read off the server's
+    /// executor (the store may be PostgreSQL).
+    static func runs(_ request: Request, iiidea: String?, in store: (any IiideaRunStore)?) async throws -> [IiideaRun] {
         let query = request.uri.queryParameters
         let outcome = query.get("outcome").flatMap { IiideaRun.Outcome(rawValue: $0) }
         let limit = min(max(query.get("limit", as: Int.self) ?? 100, 0), 1000)
-        return try spool?.runs(iiidea: iiidea, outcome: outcome, limit: limit, offset: max(query.get("offset", as: Int.self) ?? 0, 0)) ?? []
+        let offset = max(query.get("offset", as: Int.self) ?? 0, 0)
+        return try await offThread { () throws(StoreError) in
+            try store?.runs(iiidea: iiidea, outcome: outcome, limit: limit, offset: offset) ?? []
+        }
     }
 
     /// A request's JSON body: at most 64 KiB, an object (an empty body is `{}`).

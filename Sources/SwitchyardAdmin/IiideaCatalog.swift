@@ -3,6 +3,7 @@ import SwitchyardConfig
 import SwitchyardCore
 import SwitchyardRuntime
 import SwitchyardSpool
+import SwitchyardStore
 
 /// What the store page and `/v1/iiideas` change: obtaining an iiidea from a template,
 /// deleting an obtained one, choosing preferences. Every change is kept in the router's store
@@ -40,15 +41,6 @@ struct IiideaCatalog: Sendable {
         static func invalid(_ message: String, fields: [String: String] = [:]) -> Refusal {
             Refusal(kind: .invalid, description: message, fields: fields)
         }
-    }
-
-    /// Runs a change on a thread of its own: it blocks on a reload (which waits for
-    /// deliveries to drain and plugins to start), which must not hold the server's executor.
-    static func offThread<Value: Sendable>(_ change: @escaping @Sendable () throws(Refusal) -> Value) async throws(Refusal) -> Value {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, Refusal>, Never>) in
-            Thread.detachNewThread { continuation.resume(returning: Result(catching: change)) }
-        }
-        return try result.get()
     }
 
     /// The templates, those matching every word of `query` when it is not empty.
@@ -267,11 +259,12 @@ extension IiideaCatalog {
     /// Every iiidea with its last run and its runs of the last hour.
     func summaries() -> [IiideaSummary] {
         let hourAgo = Clock.nowUnixNanos() - 3_600_000_000_000
-        let counts = (try? spool?.runCounts(since: hourAgo)) ?? [:]
+        let runStore = router.iiideaRunStore
+        let counts = (try? runStore?.runCounts(since: hourAgo)) ?? [:]
         return router.iiideas.map { entry in
             IiideaSummary(
                 iiidea: entry.iiidea, enabled: entry.enabled, inactiveReason: entry.inactiveReason,
-                lastRun: (try? spool?.runs(iiidea: entry.iiidea.id, limit: 1))?.first, runsLastHour: counts[entry.iiidea.id] ?? 0)
+                lastRun: (try? runStore?.runs(iiidea: entry.iiidea.id, limit: 1))?.first, runsLastHour: counts[entry.iiidea.id] ?? 0)
         }
     }
 }

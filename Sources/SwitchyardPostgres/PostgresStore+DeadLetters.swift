@@ -42,22 +42,16 @@ extension PostgresStore: SharedDeadLetterStore {
 
     public func addDeadLetters(_ letters: [DeadLetter]) throws(StoreError) {
         guard !letters.isEmpty else { return }
-        try exchange { run in
-            _ = try run("BEGIN")
-            do {
-                for letter in letters {
-                    _ = try run(
-                        """
-                        INSERT INTO dead_letters(route, sink, envelope_id, type, subject, attempts, error, failed_at, envelope)
-                        VALUES(\(letter.route), \(letter.sink), \(letter.envelopeID), \(letter.type), \(letter.subject),
-                               \(letter.attempts), \(letter.error), \(letter.failedAt), \(ByteBuffer(bytes: letter.envelope)))
-                        ON CONFLICT (route, sink, envelope_id, failed_at) DO NOTHING
-                        """)
-                }
-                _ = try run("COMMIT")
-            } catch {
-                _ = try? run("ROLLBACK")
-                throw error
+        try inTransaction { run in
+            for letter in letters {
+                _ = try run(
+                    """
+                    INSERT INTO dead_letters(route, sink, envelope_id, type, subject, attempts, error, failed_at, envelope)
+                    VALUES(\(Self.text(letter.route)), \(Self.text(letter.sink)), \(Self.text(letter.envelopeID)),
+                           \(Self.text(letter.type)), \(Self.text(letter.subject)), \(letter.attempts), \(Self.text(letter.error)),
+                           \(letter.failedAt), \(ByteBuffer(bytes: letter.envelope)))
+                    ON CONFLICT (route, sink, envelope_id, failed_at) DO NOTHING
+                    """)
             }
         }
     }
@@ -81,20 +75,13 @@ extension PostgresStore: SharedDeadLetterStore {
                 unsafeSQL:
                     "SELECT \(Self.deadLetterColumns) FROM dead_letters WHERE \(filter) ORDER BY id LIMIT $\(bindings.count) FOR UPDATE SKIP LOCKED",
                 binds: bindings)
-            let page = try exchange { run in
-                _ = try run("BEGIN")
-                do {
-                    let letters = try run(select).map(Self.deadLetter(row:))
-                    if !letters.isEmpty {
-                        try keep(letters)
-                        _ = try run("DELETE FROM dead_letters WHERE id = ANY(\(letters.map(\.id)))")
-                    }
-                    _ = try run("COMMIT")
-                    return letters
-                } catch {
-                    _ = try? run("ROLLBACK")
-                    throw error
+            let page = try inTransaction { run in
+                let letters = try run(select).map(Self.deadLetter(row:))
+                if !letters.isEmpty {
+                    try keep(letters)
+                    _ = try run("DELETE FROM dead_letters WHERE id = ANY(\(letters.map(\.id)))")
                 }
+                return letters
             }
             taken += page.count
             guard page.count == Self.deadLetterPage, let last = page.last else { return taken }

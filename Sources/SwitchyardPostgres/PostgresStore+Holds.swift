@@ -6,16 +6,22 @@ public import SwitchyardStore
 
 /// Holds on listeners as PostgreSQL session advisory locks: each hold has a connection of its
 /// own, which asks for the lock and waits in the server (no polling) until the holder's
-/// session ends. A holder killed outright loses its connection, and so the lock, at once; a
-/// holder cut off by the network keeps it until the server notices the dead connection
-/// (`tcp_keepalives_idle` on the server sets how soon).
+/// session ends. A holder killed outright loses its connection, and so the lock, at once. A
+/// holder (or a waiter) cut off by the network is noticed by the server's TCP keepalives, which
+/// each hold connection sets for its own session: its backend ends, and its lock is free,
+/// within about 11 s.
 extension PostgresStore: ListenerHolds {
     public func hold(
         _ name: String, granted: @escaping @Sendable () -> Void, lost: @escaping @Sendable () -> Void
     ) -> any ListenerHold {
         var configuration = connectionConfiguration
-        // Waiting for the lock is one statement that lasts until the holder lets go.
-        configuration.options.additionalStartupParameters = [("statement_timeout", "0"), ("application_name", "switchyard hold")]
+        // Waiting for the lock is one statement that lasts until the holder lets go. The
+        // server probes the client after 5 s of silence, every 2 s, 3 times (and gives up on
+        // unacknowledged sends after 10 s): a dead peer's session, and lock, end in ~11 s.
+        configuration.options.additionalStartupParameters = [
+            ("statement_timeout", "0"), ("application_name", "switchyard hold"), ("tcp_keepalives_idle", "5"),
+            ("tcp_keepalives_interval", "2"), ("tcp_keepalives_count", "3"), ("tcp_user_timeout", "10000"),
+        ]
         let hold = PostgresListenerHold(
             name: name, key: Self.holdKey(of: name), configuration: configuration, eventLoop: Self.eventLoops.next(), logger: logger,
             location: location, granted: granted, lost: lost)

@@ -45,6 +45,22 @@ extension PostgresStore {
                     UNIQUE(route, sink, envelope_id, failed_at)
                 );
                 """),
+        Migration(
+            version: 4, name: "iiidea runs",
+            sql: """
+                CREATE TABLE IF NOT EXISTS iiidea_runs(
+                    run_id TEXT PRIMARY KEY,
+                    iiidea_id TEXT NOT NULL,
+                    trigger_envelope_id TEXT NOT NULL,
+                    started_at BIGINT NOT NULL,
+                    ended_at BIGINT,
+                    ended_piece TEXT,
+                    output TEXT,
+                    error TEXT,
+                    input TEXT
+                );
+                CREATE INDEX IF NOT EXISTS iiidea_runs_by_iiidea ON iiidea_runs(iiidea_id, started_at);
+                """),
     ]
 
     /// Held (per transaction) while migrations are checked and applied, so that routers

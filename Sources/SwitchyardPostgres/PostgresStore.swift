@@ -104,6 +104,34 @@ public final class PostgresStore: @unchecked Sendable {
         }
     }
 
+    /// ``exchange(_:)`` inside one transaction: committed when `body` returns, rolled back
+    /// when it throws.
+    func inTransaction<Result>(_ body: (_ run: (PostgresQuery) throws -> PostgresQueryResult) throws -> Result) throws(StoreError)
+        -> Result
+    {
+        try exchange { run in
+            try withoutActuallyEscaping(run) { run in
+                _ = try run("BEGIN")
+                do {
+                    let result = try body(run)
+                    _ = try run("COMMIT")
+                    return result
+                } catch {
+                    _ = try? run("ROLLBACK")
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// `string` as a TEXT value: PostgreSQL refuses NUL in text, which a plugin's error or an
+    /// envelope's subject may carry; it becomes U+FFFD rather than failing the whole write.
+    static func text(_ string: String) -> String {
+        string.utf8.contains(0) ? string.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : string
+    }
+
+    static func text(_ string: String?) -> String? { string.map { text($0) } }
+
     /// Whether `error` ended the connection rather than the statement.
     static func isConnectionLevel(_ error: any Error) -> Bool {
         guard let error = error as? PSQLError else { return error is ChannelError || error is IOError }

@@ -26,8 +26,9 @@ struct DeadLetters: ParsableCommand {
         )
         var url: String?
 
-        /// The spool's dead letters, or with a shared store every router's (this spool's own
-        /// are handed over first, as its router does).
+        /// The spool's dead letters, or with a shared store every router's (those a router has
+        /// handed over: it does so within seconds of writing them). The command never changes
+        /// the store's schema: a router does, or `switchyard store migrate`.
         func open() throws -> any DeadLetterStore {
             let spool: Spool
             do {
@@ -44,10 +45,12 @@ struct DeadLetters: ParsableCommand {
             guard let url = url ?? ProcessEnvironment.current["SWITCHYARD_STORE_URL"] else { return spool }
             do {
                 let store = try PostgresStore(address: PostgresAddress(parsing: url), logger: Logger(label: "switchyard.store"))
-                try store.migrate()
-                let letters = SharedDeadLetters(shared: store, spool: spool)
-                try letters.handOver()
-                return letters
+                let status = try store.migrationStatus()
+                guard status.isCurrent else {
+                    printError("error: \(status.summary(location: store.location)); run 'switchyard store migrate' or start a router")
+                    throw ExitCode(1)
+                }
+                return SharedDeadLetters(shared: store, spool: spool)
             } catch {
                 printError("error: \(error)")
                 throw ExitCode(1)

@@ -9,29 +9,10 @@ import Testing
 /// PostgreSQL 15 server the spool hands its dead letters to.
 @Suite(.timeLimit(.minutes(2)))
 struct DeadLetterStoreTests {
-    enum Engine: String, CaseIterable, CustomTestStringConvertible {
-        case sqlite, postgres
-        var testDescription: String { rawValue }
-    }
-
     /// A spool, the dead letters as `engine` keeps them, and what must outlive the test.
-    private static func open(_ engine: Engine) throws -> (spool: Spool, store: any DeadLetterStore, cleanup: () -> Void) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("letters-\(UUID().uuidString)").path
-        let spool = try Spool(path: directory + "/spool.db")
-        let removeFolder = { try? FileManager.default.removeItem(atPath: directory) }
-        switch engine {
-        case .sqlite:
-            return (spool, spool, { removeFolder() })
-        case .postgres:
-            let server = try PostgresServer()
-            let store = try PostgresStore(url: server.url, logger: Logger(label: "test"))
-            return (
-                spool, SharedDeadLetters(shared: store, spool: spool),
-                {
-                    withExtendedLifetime(store) { server.stop() }; removeFolder()
-                }
-            )
-        }
+    private static func open(_ engine: StoreEngine) throws -> (spool: Spool, store: any DeadLetterStore, cleanup: () -> Void) {
+        let (spool, postgres, cleanup) = try engine.open()
+        return (spool, postgres.map { SharedDeadLetters(shared: $0, spool: spool) } ?? spool, cleanup)
     }
 
     /// Gives up on `count` envelopes of `route` in `spool`, as a route worker does.
@@ -46,8 +27,8 @@ struct DeadLetterStoreTests {
         try spool.commit(batch)
     }
 
-    @Test(arguments: Engine.allCases)
-    func deadLettersAreListedShownReplayedIntoTheSpoolAndDropped(engine: Engine) throws {
+    @Test(arguments: StoreEngine.allCases)
+    func deadLettersAreListedShownReplayedIntoTheSpoolAndDropped(engine: StoreEngine) throws {
         let (spool, store, cleanup) = try Self.open(engine)
         defer { cleanup() }
         try Self.giveUp(2, route: "durable", in: spool)

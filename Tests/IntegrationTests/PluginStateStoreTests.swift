@@ -9,26 +9,14 @@ import Testing
 /// real PostgreSQL 15 server.
 @Suite(.timeLimit(.minutes(2)))
 struct PluginStateStoreTests {
-    enum Engine: String, CaseIterable, CustomTestStringConvertible {
-        case sqlite, postgres
-        var testDescription: String { rawValue }
-    }
-
     /// A fresh store of `engine`, with what must outlive the test (the server, the folder).
-    private static func open(_ engine: Engine) throws -> (any PluginStateStore, cleanup: () -> Void) {
-        switch engine {
-        case .sqlite:
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("state-\(UUID().uuidString)").path
-            return (try Spool(path: directory + "/spool.db"), { try? FileManager.default.removeItem(atPath: directory) })
-        case .postgres:
-            let server = try PostgresServer()
-            let store = try PostgresStore(url: server.url, logger: Logger(label: "test"))
-            return (store, { withExtendedLifetime(store) { server.stop() } })
-        }
+    private static func open(_ engine: StoreEngine) throws -> (any PluginStateStore, cleanup: () -> Void) {
+        let (spool, postgres, cleanup) = try engine.open()
+        return (postgres ?? spool, cleanup)
     }
 
-    @Test(arguments: Engine.allCases)
-    func valuesAreKeptPerInstanceAndRemoved(engine: Engine) throws {
+    @Test(arguments: StoreEngine.allCases)
+    func valuesAreKeptPerInstanceAndRemoved(engine: StoreEngine) throws {
         let (store, cleanup) = try Self.open(engine)
         defer { cleanup() }
         try store.setState(of: "a", key: Array("k".utf8), value: [1, 2, 3])
@@ -52,8 +40,8 @@ struct PluginStateStoreTests {
         #expect(try store.stateValue(of: "a", key: [UInt8](repeating: 0x6B, count: PluginStateLimits.maximumKey)) == largest)
     }
 
-    @Test(arguments: Engine.allCases)
-    func aScanPagesThroughAPrefixInByteOrderAlsoPast0xFF(engine: Engine) throws {
+    @Test(arguments: StoreEngine.allCases)
+    func aScanPagesThroughAPrefixInByteOrderAlsoPast0xFF(engine: StoreEngine) throws {
         let (store, cleanup) = try Self.open(engine)
         defer { cleanup() }
         let keys = (0..<150).map { Array("p/\(String(format: "%03d", $0))".utf8) }

@@ -81,4 +81,38 @@ struct ScaleOutHoldTests {
         #expect(first.stop() == 0, "\(first.standardError)")
         for router in [first, second] { #expect(!router.standardError.contains(server.password)) }
     }
+
+    /// A reload on a standing-by router replaces a changed exclusive instance without starting
+    /// it (a plugin's reconfigure is for running instances); the new one waits for the hold.
+    /// An instance made exclusive by a reload asks for its hold too.
+    @Test func aReloadKeepsAStandingByInstanceStandingBy() async throws {
+        let server = try PostgresServer()
+        defer { server.stop() }
+        let (first, firstSandbox) = try await Self.start(server)
+        await first.waitUntil("the first router to hold both") { first.occurrences(of: "it runs on this router") == 2 }
+        let (second, secondSandbox) = try await Self.start(server)
+        await second.waitUntil("the second router standing by") { second.occurrences(of: "standing by for its hold") == 2 }
+
+        let routes = secondSandbox.routes.appendingPathComponent("main.yaml")
+        let text = try String(contentsOf: routes, encoding: .utf8)
+        try secondSandbox.writeRoutes(
+            text.replacingOccurrences(of: "interval: 50ms", with: "interval: 40ms")
+                .replacingOccurrences(of: "ticks:  { plugin: core,", with: "ticks:  { plugin: core, exclusive: true,"))
+        second.send(signal: SIGHUP)
+        await second.waitUntil("the reload") { second.standardError.contains("routes reloaded") }
+        // The new clock goes on waiting on the request already made for its name; the file
+        // sink, exclusive now, asks, and gets it (the first router's is not exclusive).
+        await second.waitUntil("the sink's request") { second.occurrences(of: "standing by for its hold") == 3 }
+        await second.waitUntil("the sink held here") { second.occurrences(of: "it runs on this router") == 1 }
+        let ticksThen = firstSandbox.lines(of: "ticks.jsonl").count
+        await first.waitUntil("more ticks on the first router") { firstSandbox.lines(of: "ticks.jsonl").count >= ticksThen + 5 }
+        #expect(secondSandbox.lines(of: "ticks.jsonl").isEmpty, "the replaced clock stands by: \(second.standardError)")
+
+        _ = first.stop(signal: SIGKILL)
+        await second.waitUntil("the second router to take the clock and the sink over", timeout: .seconds(10)) {
+            second.occurrences(of: "it runs on this router") == 3
+        }
+        await second.waitUntil("the second router ticking") { secondSandbox.lines(of: "ticks.jsonl").count >= 3 }
+        #expect(second.stop() == 0, "\(second.standardError)")
+    }
 }

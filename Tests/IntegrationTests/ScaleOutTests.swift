@@ -206,6 +206,15 @@ struct ScaleOutTests {
             second.router.standardError.contains("iiidea disabled") && second.router.standardError.contains("ticks")
         }
         #expect(try server.psql("SELECT enabled FROM iiidea_switches WHERE id = 'ticks'") == "f")
+        // Their runs are in the store too: listed alike by either router, none in a spool.
+        let kept = Int(try server.psql("SELECT count(*) FROM iiidea_runs WHERE iiidea_id = 'ticks'")) ?? 0
+        #expect(kept > 0)
+        let listed = try RouterProcess.runToExit(
+            ["iiidea", "runs", "ticks", "--limit", "1000", "--admin", second.admin], in: second.sandbox.root
+        ).output
+        #expect(listed.split(separator: "\n").count >= kept, "\(listed)")
+        let spool = try SQLiteDatabase(path: first.sandbox.path("state/spool.db"), readOnly: true)
+        #expect(try spool.prepare("SELECT count(*) FROM iiidea_runs").rows([]) { $0.int(0) } == [0])
 
         #expect(try cli(second, ["enable", "ticks"]) == "enabled ticks\n")
         await first.router.waitUntil("the first router follows the enable", timeout: .seconds(2)) { state(first) == "enabled" }

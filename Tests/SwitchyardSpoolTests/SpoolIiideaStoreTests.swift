@@ -44,30 +44,4 @@ struct SpoolIiideaStoreTests {
         #expect(try spool.obtainedIiideas() == [changed])
         #expect(try spool.iiideaStates()["b"] == nil, "its switch is forgotten with it")
     }
-
-    @Test("runs keep their input and filter by outcome, newest first, with an offset")
-    func runsByOutcome() throws {
-        let (path, directory) = temporaryPath()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let spool = try Spool(path: path)
-        // r1 succeeds, r2 fails, r3 is under way, r4 fails; started in that order.
-        for (index, id) in ["r1", "r2", "r3", "r4"].enumerated() {
-            try spool.beginRun(
-                IiideaRun(
-                    id: id, iiidea: "i", triggerEnvelopeID: "e\(index)", startedAt: Int64(index + 1) * 1000, input: #"{"n":\#(index)}"#),
-                keep: 10)
-        }
-        try spool.endRun("r1", iiidea: "i", piece: .action, output: "{}", error: nil, keep: 10)
-        try spool.endRun("r2", iiidea: "i", piece: .service, output: nil, error: "no", keep: 10)
-        try spool.endRun("r4", iiidea: "i", piece: .action, output: nil, error: "later", keep: 10)
-        #expect(try spool.runs(iiidea: "i", outcome: .failed).map(\.id) == ["r4", "r2"])
-        #expect(try spool.runs(iiidea: "i", outcome: .succeeded).map(\.id) == ["r1"])
-        #expect(try spool.runs(iiidea: "i", outcome: .running).map(\.id) == ["r3"])
-        #expect(try spool.runs(outcome: .failed, limit: 1, offset: 1).map(\.id) == ["r2"])
-        #expect(try spool.runs(iiidea: "other").isEmpty)
-        let all = try spool.runs(iiidea: "i")
-        #expect(all.map(\.id) == ["r4", "r3", "r2", "r1"])
-        #expect(all.map(\.outcome) == [.failed, .running, .failed, .succeeded])
-        #expect(all.last?.input == #"{"n":0}"#)
-    }
 }

@@ -99,6 +99,9 @@
  *   plugin calls no host function for this instance any more (a late call is refused, see
  *   section 2). Deliveries not yet acknowledged are treated as failed and retried.
  * - destroy(): free the instance.
+ * An instance may be stopped and destroyed without ever having been started: when another
+ * instance failed to start, or when it stood by (`exclusive: true`, another router held it)
+ * until the router stopped. stop() must then return at once; quiesce() is not called.
  * A reload stops an instance before it starts its replacement (so the port is free); if the
  * replacement fails to start, the host creates and starts the old configuration again.
  *

@@ -13,7 +13,10 @@ extension Console {
     func addGraphPages(to routes: Hummingbird.Router<BasicRequestContext>) {
         routes.get("console/graph") { request, _ -> Response in
             guard let session = sessions.session(of: request) else { return signIn(request) }
-            return graphPage(session: session, notice: Self.notice(request))
+            // The dead letters may be in PostgreSQL, whose calls block: read off the executor.
+            let store = deadLetterStore
+            let letters = await offThread { store.flatMap { try? $0.deadLetters(route: nil, limit: Self.deadLettersShown + 1) } }
+            return graphPage(session: session, notice: Self.notice(request), letters: letters)
         }
         routes.get("console/events/graph") { request, _ -> Response in
             return graphEvents(request)
@@ -21,7 +24,10 @@ extension Console {
         routes.get("console/dead-letters/:id") { request, context -> Response in
             guard let session = sessions.session(of: request) else { return signIn(request) }
             let id = try context.parameters.require("id", as: Int64.self)
-            guard let letter = try? deadLetterStore?.deadLetter(id: id) else { return notFound(session, "No dead letter \(id).") }
+            let store = deadLetterStore
+            guard let letter = await offThread({ try? store?.deadLetter(id: id) }) else {
+                return notFound(session, "No dead letter \(id).")
+            }
             var data = deadLetterView(letter)
             let envelope = (try? Envelope(serialized: letter.envelope))?.jsonObject().serialized()
             data["envelope"] = Redaction.redact(Self.pretty(envelope))
@@ -30,10 +36,11 @@ extension Console {
         for (verb, done) in [("replay", "replayed"), ("drop", "dropped")] {
             routes.post("console/dead-letters/:id/\(verb)") { request, context -> Response in
                 let id = try context.parameters.require("id", as: Int64.self)
+                let store = deadLetterStore
                 return try await change(request) { session, _ in
-                    let moved =
-                        (try? verb == "replay"
-                            ? deadLetterStore?.replayDeadLetters(ids: [id]) : deadLetterStore?.dropDeadLetters(ids: [id])) ?? 0
+                    let moved = await offThread {
+                        (try? verb == "replay" ? store?.replayDeadLetters(ids: [id]) : store?.dropDeadLetters(ids: [id])) ?? 0
+                    }
                     guard moved > 0 else { return notFound(session, "No dead letter \(id).") }
                     return Self.redirect("/console/graph?done=\(done)&id=\(id)#dead-letters")
                 }
@@ -41,7 +48,9 @@ extension Console {
         }
     }
 
-    private func graphPage(session: ConsoleSessions.Session, notice: String?) -> Response {
+    /// `letters`: the newest dead letters (one more than shown, to say there are more), or nil
+    /// without a spool.
+    private func graphPage(session: ConsoleSessions.Session, notice: String?, letters: [DeadLetter]?) -> Response {
         let plan = router.plan
         let statistics = router.statistics
         var ready: [String: Bool] = [:]
@@ -70,8 +79,8 @@ extension Console {
             return view
         }
         var data: [String: Any] = ["instances": instances, "routes": routes, "has_spool": spool != nil]
-        if let deadLetterStore {
-            let letters = (try? deadLetterStore.deadLetters(route: nil, limit: Self.deadLettersShown + 1)) ?? []
+        if spool != nil {
+            let letters = letters ?? []
             data["dead_letters"] = letters.prefix(Self.deadLettersShown).map(deadLetterView)
             data["has_dead_letters"] = !letters.isEmpty
             data["more_dead_letters"] = letters.count > Self.deadLettersShown

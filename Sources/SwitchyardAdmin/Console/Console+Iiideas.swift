@@ -5,6 +5,7 @@ import SwitchyardConfig
 import SwitchyardCore
 import SwitchyardRuntime
 import SwitchyardSpool
+import SwitchyardStore
 
 extension Console {
     /// Runs per page of the run history.
@@ -53,7 +54,7 @@ extension Console {
             let id = try context.decodedParameter("id")
             return try await change(request) { session, _ in
                 do throws(IiideaCatalog.Refusal) {
-                    try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in try catalog.delete(id) }
+                    try await offThread { () throws(IiideaCatalog.Refusal) in try catalog.delete(id) }
                 } catch {
                     return page(
                         title: "iiideas", template: "iiideas", data: ["iiideas": catalog.summaries().map { summaryView($0) }],
@@ -70,7 +71,7 @@ extension Console {
                 }
                 do throws(IiideaCatalog.Refusal) {
                     let preferences = try readPreferences(form, of: summary.declaration)
-                    try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in
+                    try await offThread { () throws(IiideaCatalog.Refusal) in
                         try catalog.setPreferences(of: id, to: preferences)
                     }
                     return Self.redirect("/console/iiideas/\(Self.queryEscaped(id))?done=saved")
@@ -83,7 +84,7 @@ extension Console {
             let id = try context.decodedParameter("id")
             return try await change(request) { session, _ in
                 do throws(IiideaCatalog.Refusal) {
-                    try await IiideaCatalog.offThread { () throws(IiideaCatalog.Refusal) in
+                    try await offThread { () throws(IiideaCatalog.Refusal) in
                         try catalog.setPreferences(of: id, to: PiecePreferences(), reset: true)
                     }
                 } catch {
@@ -152,7 +153,7 @@ extension Console {
             _, new in new
         }
         data["read_only"] = summary.template == nil
-        let lastInput = (try? spool?.runs(iiidea: summary.id, limit: 1))?.first?.input
+        let lastInput = (try? router.iiideaRunStore?.runs(iiidea: summary.id, limit: 1))?.first?.input
         data["sample_input"] = posted?["input"] ?? lastInput.map { Self.pretty($0) } ?? "{}"
         return page(
             title: declaration.title ?? summary.id, template: "iiidea", data: data, session: session, nav: "iiideas", notice: notice,
@@ -164,7 +165,8 @@ extension Console {
         let outcome = query.get("outcome").flatMap { IiideaRun.Outcome(rawValue: $0) }
         let pageNumber = max(0, min(query.get("page", as: Int.self) ?? 0, 10_000))
         let runs =
-            (try? spool?.runs(iiidea: summary.id, outcome: outcome, limit: Self.runsPerPage + 1, offset: pageNumber * Self.runsPerPage))
+            (try? router.iiideaRunStore?.runs(
+                iiidea: summary.id, outcome: outcome, limit: Self.runsPerPage + 1, offset: pageNumber * Self.runsPerPage))
             ?? []
         let base = "/console/iiideas/\(Self.queryEscaped(summary.id))/runs?outcome=\(outcome?.rawValue ?? "")&page="
         var data: [String: Any] = [
@@ -187,13 +189,13 @@ extension Console {
     /// `iiidea` starts and ends; a heartbeat every 15 s.
     private func runEvents(_ request: Request, iiidea: String) -> Response {
         let feed = router.runFeed.subscribe()
-        let spool = self.spool
+        let runs = router.iiideaRunStore
         let console = self
         return eventStream(
             for: request, tick: .seconds(15),
             source: { output in
                 for await event in feed where event.iiidea == iiidea {
-                    guard let run = try? spool?.run(id: event.run) else { continue }
+                    guard let run = try? runs?.run(id: event.run) else { continue }
                     let html = ConsoleTemplates.library.render(console.runView(run), withTemplate: "run_row") ?? ""
                     output.yield("event: run\ndata: \(JSONValue.object(["run": .string(run.id), "html": .string(html)]).serialized())\n\n")
                 }

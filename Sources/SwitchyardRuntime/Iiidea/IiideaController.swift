@@ -127,6 +127,11 @@ final class IiideaController: Sendable {
         }
         var accepted: [PortReference] = []
         for piece in pieces(of: iiidea) where reason == nil {
+            // A piece of an exclusive instance another router holds: never started, so not asked.
+            if let instance = instances.first(where: { $0.name == piece.port.instance }), instance.standingBy.load(ordering: .relaxed) {
+                reason = "\(piece.port.instance) stands by: another router holds it"
+                break
+            }
             guard let instance = instances.first(where: { $0.name == piece.port.instance }), let handle = instance.handle,
                 let enable = instance.plugin.table.api.piece_enable
             else {
@@ -216,6 +221,9 @@ final class IiideaController: Sendable {
         guard let instance = graph.instance(named: reference.instance), let handle = instance.handle,
             let execute = instance.plugin.table.api.piece_execute
         else { throw ServiceError(description: "\(reference) cannot run service pieces (its plugin has no piece_execute)") }
+        guard !instance.standingBy.load(ordering: .relaxed) else {
+            throw ServiceError(description: "\(reference.instance) stands by: another router holds it")
+        }
         let token = tokens.add(1, ordering: .relaxed).newValue
         let call = PieceCall()
         calls.withLock { $0[token] = call }

@@ -4,8 +4,8 @@ internal import SwitchyardABI
 internal import SwitchyardConfig
 internal import SwitchyardCore
 internal import SwitchyardRouting
-import SwitchyardSQLite
 internal import SwitchyardSpool
+internal import SwitchyardStore
 import Synchronization
 
 /// An iiidea's switch: shared by the runners of its trigger and remote routes, kept across
@@ -67,13 +67,13 @@ final class IiideaRunner {
     let planned: PlannedIiidea
     let state: IiideaState
     let remote: Bool
-    let store: Spool
+    let store: any IiideaRunStore
     let keep: Int
     unowned var route: RouteRuntime!
     /// Runs whose action has not acknowledged yet: delivery id → run id and output.
     private var pending: [UInt64: (run: String, output: String)] = [:]
 
-    init(planned: PlannedIiidea, state: IiideaState, remote: Bool, store: Spool, keep: Int) {
+    init(planned: PlannedIiidea, state: IiideaState, remote: Bool, store: any IiideaRunStore, keep: Int) {
         self.planned = planned
         self.state = state
         self.remote = remote
@@ -120,7 +120,7 @@ final class IiideaRunner {
             input.body = data.serializedBytes()
             input.contentType = "application/json"
         }
-        record { () throws(SQLiteError) in
+        record { () throws(StoreError) in
             try store.beginRun(
                 IiideaRun(
                     id: runID, iiidea: planned.id, triggerEnvelopeID: trigger.id, startedAt: Clock.nowUnixNanos(),
@@ -232,13 +232,13 @@ final class IiideaRunner {
                 "iiidea run failed",
                 metadata: ["iiidea": .string(planned.id), "run": .string(run), "piece": .string(piece.rawValue), "error": .string(error)])
         }
-        record { () throws(SQLiteError) in
+        record { () throws(StoreError) in
             try store.endRun(run, iiidea: planned.id, piece: piece, output: output, error: error, keep: keep)
         }
         route.router.runFeed.publish(iiidea: planned.id, run: run)
     }
 
-    private func record(_ write: () throws(SQLiteError) -> Void) {
+    private func record(_ write: () throws(StoreError) -> Void) {
         do {
             try write()
         } catch {

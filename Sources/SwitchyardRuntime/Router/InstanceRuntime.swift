@@ -69,6 +69,7 @@ final class InstanceRuntime: @unchecked Sendable {
     /// Set while the instance is created but not started, because another router holds it:
     /// deliveries are answered "stopped" (kept and tried again, as for a full sink).
     let standingBy = Atomic<Bool>(false)
+    private let stopCalled = Atomic<Bool>(false)
     /// Deliveries outside routes (the admin API's inject): ``stopPlugin()`` closes it and waits
     /// for those in progress, as routes are stopped before it by the worker pool.
     let directDeliveries = DirectDeliveryGate()
@@ -118,6 +119,9 @@ final class InstanceRuntime: @unchecked Sendable {
     /// Calls the plugin's stop() and then retires the host context: from then on the plugin
     /// may not call the host for this instance (ABI section 4).
     func stopPlugin() {
+        // Once: a router that lost an exclusive instance's hold stops it at once, then again
+        // with every instance when it shuts down.
+        guard !stopCalled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         accepting.store(false, ordering: .relaxed)
         directDeliveries.close()
         if let handle { plugin.table.api.stop?(handle) }

@@ -87,6 +87,8 @@ struct InstanceSupervisor: Sendable {
 
     /// Tells the instance's sources to stop producing (deliveries continue).
     func quiesce(_ instance: InstanceRuntime) {
+        // One standing by never started (header section 4: it is not quiesced).
+        guard !instance.standingBy.load(ordering: .relaxed) else { return }
         if let handle = instance.handle { instance.plugin.table.api.quiesce?(handle) }
     }
 

@@ -59,6 +59,8 @@ final class RedeliveryScheduler {
     /// Per sink: subject → envelopes held back behind a retry, in order.
     private var held: [[String: Deque<Int64>]]
     private var randomState = SystemRandomNumberGenerator()
+    /// Nanoseconds between tries of a sink standing by (0.5 to 1 times this).
+    static let standingByPause = 1e9
 
     init(delivery: SpooledDelivery, route: RouteRuntime) {
         self.delivery = delivery
@@ -100,7 +102,8 @@ final class RedeliveryScheduler {
         // being replaced) waits in the spool for the next instance without using an attempt.
         failed(
             entry, sink: sink, reason: "the sink refused the delivery (status \(status))",
-            permanently: status == SY_ERR_INVALID || status == SY_ERR_UNKNOWN_PORT, countsAsAttempt: status != SY_ERR_STOPPED)
+            permanently: status == SY_ERR_INVALID || status == SY_ERR_UNKNOWN_PORT, countsAsAttempt: status != SY_ERR_STOPPED,
+            standingBy: status == SY_ERR_STOPPED && route.sinks[sink].instance.standingBy.load(ordering: .relaxed))
     }
 
     func acknowledged(_ ack: RouteAck) {
@@ -142,7 +145,9 @@ final class RedeliveryScheduler {
         }
     }
 
-    private func failed(_ entry: SpooledEntry, sink: Int, reason: String, permanently: Bool, countsAsAttempt: Bool = true) {
+    private func failed(
+        _ entry: SpooledEntry, sink: Int, reason: String, permanently: Bool, countsAsAttempt: Bool = true, standingBy: Bool = false
+    ) {
         if countsAsAttempt { entry.attempts[sink] += 1 }
         entry.lastError = reason
         let attempts = entry.attempts[sink]
@@ -168,11 +173,17 @@ final class RedeliveryScheduler {
         route.counters.retried.add(1, ordering: .relaxed)
         entry.states[sink] = .waiting
         blocked[sink][entry.envelope.subject, default: []].insert(entry.sequence)
-        let pause = declaration.retry.pause(afterFailures: attempts, random: Double.random(in: 0...1, using: &randomState))
+        // A sink standing by (another router holds it) may stay so for long, or start any
+        // moment: tried again every second or so, whatever the route's backoff. A refusal that
+        // used no attempt changes nothing worth writing.
+        let random = Double.random(in: 0...1, using: &randomState)
+        let pause =
+            standingBy
+            ? UInt64(Self.standingByPause * (0.5 + 0.5 * random)) : declaration.retry.pause(afterFailures: attempts, random: random)
         let due = ContinuousClock.now + .nanoseconds(Int64(clamping: pause))
         entry.due[sink] = due
         retries.append((due, entry.sequence, sink))
-        delivery.batch.updates.append(update(for: entry))
+        if countsAsAttempt { delivery.batch.updates.append(update(for: entry)) }
     }
 
     private func update(for entry: SpooledEntry) -> SpoolBatch.Update {

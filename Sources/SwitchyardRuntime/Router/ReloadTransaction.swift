@@ -92,7 +92,7 @@ struct ReloadTransaction {
         for planned in target.instances {
             if let existing = old.instance(named: planned.name), existing.plugin.path == planned.plugin.path,
                 existing.logger.logLevel == (planned.logLevel.flatMap(Logger.Level.init(rawValue:)) ?? logger.logLevel),
-                existing.handle != nil
+                existing.handle != nil, existing.exclusive == planned.exclusive
             {
                 if existing.config == planned.config {
                     summary.keptInstances.append(existing.name)
@@ -101,7 +101,9 @@ struct ReloadTransaction {
                     continue
                 }
                 let previous = existing.config
-                switch supervisor.reconfigure(existing, to: planned.config) {
+                // A standing-by instance never started: reconfigure() is for a running one (and
+                // might start what another router holds, a registration say). It is replaced.
+                switch existing.standingBy.load(ordering: .relaxed) ? .needsRestart : supervisor.reconfigure(existing, to: planned.config) {
                 case .adopted:
                     summary.reconfiguredInstances.append(existing.name)
                     reconfigured.append((existing, previous))
@@ -162,7 +164,7 @@ struct ReloadTransaction {
 
         var started: [InstanceRuntime] = []
         do {
-            try supervisor.startInOrder(fresh.filter { !router.standBy($0) }, started: &started)
+            try supervisor.startInOrder(fresh.filter { !$0.standingBy.load(ordering: .relaxed) }, started: &started)
         } catch {
             // Not started, so never stopped by the way back: stop and free them here.
             for instance in fresh where !started.contains(where: { $0 === instance }) { supervisor.stopAndDestroy(instance) }
@@ -172,8 +174,7 @@ struct ReloadTransaction {
             return summary
         }
         summary.startedInstances = fresh.filter { !$0.standingBy.load(ordering: .relaxed) }.map(\.name)
-        let exclusive = Set(router.graph.instances.filter(\.exclusive).map(\.name))
-        router.releaseHolds { !exclusive.contains($0) }
+        router.releaseHolds(keeping: Set(router.graph.instances.filter(\.exclusive).map(\.name)))
         router.askForHolds()
         router.oauth.adopt(router.graph.plan.oauth, store: router.spool)
         router.iiideaController.reconcile(from: old, to: router.graph)

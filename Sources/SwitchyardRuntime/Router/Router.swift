@@ -54,13 +54,15 @@ public final class Router: Sendable {
     /// Hands dead letters from the spool to the shared store, when there is one.
     let deadLetterCourier: DeadLetterCourier?
     /// The holds on exclusive instances, by instance name, and whether this router has each.
-    let holds = Mutex<[String: (hold: any ListenerHold, held: Bool)]>([:])
+    let holds = Mutex<[String: (request: HoldRequest, held: Bool)]>([:])
     /// What to do when this router loses a hold it had (see ``whenHoldLost(_:)``).
     let holdLostAction = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// The store of the plugins' key-value state: the shared one, else the spool.
     var stateStore: (any PluginStateStore)? { sharedStore ?? spool }
     /// The store of iiideas' switches: the shared one, else the spool.
     var iiideaSwitchStore: (any IiideaSwitchStore)? { sharedStore ?? spool }
+    /// The store of iiideas' run history: the shared one, else the spool.
+    public var iiideaRunStore: (any IiideaRunStore)? { sharedStore ?? spool }
     /// Where switches stored by other routers are followed, one reading at a time.
     let switchFollower = DispatchQueue(label: "switchyard.iiidea-switches")
 
@@ -125,7 +127,7 @@ public final class Router: Sendable {
             }
             for route in routes { startWorker(route) }
             var started: [InstanceRuntime] = []
-            try supervisor.startInOrder(instances.filter { !standBy($0) }, started: &started)
+            try supervisor.startInOrder(instances.filter { !$0.standingBy.load(ordering: .relaxed) }, started: &started)
         } catch {
             for route in routes { route.close() }
             workerPool.stop()
@@ -141,7 +143,7 @@ public final class Router: Sendable {
         }
         oauth.adopt(plan.oauth, store: spool)
         deadLettersWritten()  // those a previous run left in the spool
-        askForHolds()
+        reloadLock.withLock { askForHolds() }  // a grant waits for its entry (takeOver takes the lock)
         activateEnabledIiideas()
         logger.info(
             "router started", metadata: ["instances": .stringConvertible(instances.count), "routes": .stringConvertible(routes.count)])
@@ -151,6 +153,8 @@ public final class Router: Sendable {
         let instance = InstanceRuntime(
             name: planned.name, plugin: planned.plugin, config: planned.config, logLevel: planned.logLevel, exclusive: planned.exclusive,
             router: self, logger: logger)
+        // From the start, before any route worker can deliver to it.
+        instance.standingBy.store(mustStandBy(instance), ordering: .relaxed)
         instance.sources = planned.ports.filter { $0.direction == .source }.map {
             SourcePort(name: $0.name, instance: planned.name, tap: taps.point(.port(planned.name + "." + $0.name)))
         }
@@ -179,7 +183,8 @@ public final class Router: Sendable {
         for iiidea in plan.iiideas {
             let state = iiideaController.state(of: iiidea, saved: saved)
             for (planned, remote) in [(iiidea.route, false)] + (iiidea.remoteRoute.map { [($0, true)] } ?? []) {
-                let runner = IiideaRunner(planned: iiidea, state: state, remote: remote, store: store, keep: plan.iiideaHistory)
+                let runner = IiideaRunner(
+                    planned: iiidea, state: state, remote: remote, store: iiideaRunStore ?? store, keep: plan.iiideaHistory)
                 routes.append(try makeRoute(planned, instances: instances, iiidea: runner))
             }
         }
@@ -239,7 +244,7 @@ public final class Router: Sendable {
         started.store(false, ordering: .releasing)
         let graph = self.graph
         let (instances, routes) = (graph.instances, graph.routes)
-        for instance in instances { if let handle = instance.handle { instance.plugin.table.api.quiesce?(handle) } }
+        for instance in instances { supervisor.quiesce(instance) }
         let deadline = ContinuousClock.now + drainTimeout
         // Each step waits for an event: every place that lowers the outstanding count (a
         // worker's batch, an acknowledgement that empties an instance, a worker ending)
