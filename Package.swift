@@ -66,12 +66,12 @@ let package = Package(
         .target(name: "SwitchyardSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // The durable spool and dead letters in SQLite.
         // The store interface every engine implements (plugin state, migrations, addresses).
-        .target(name: "SwitchyardStore", swiftSettings: strict),
+        .target(name: "SwitchyardStore", dependencies: ["SwitchyardCore"], swiftSettings: strict),
         .target(name: "SwitchyardSpool", dependencies: ["SwitchyardSQLite", "SwitchyardCore", "SwitchyardStore"], swiftSettings: strict),
         // The PostgreSQL engine (postgres-nio): the store several routers share.
         .target(
             name: "SwitchyardPostgres",
-            dependencies: ["SwitchyardStore", .product(name: "SwitchyardDependencies", package: "Dependencies")],
+            dependencies: ["SwitchyardStore", "SwitchyardCore", .product(name: "SwitchyardDependencies", package: "Dependencies")],
             swiftSettings: strict
         ),
         // Plugin loading over the C ABI, validation, the router itself.

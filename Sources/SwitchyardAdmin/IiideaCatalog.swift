@@ -55,7 +55,7 @@ struct IiideaCatalog: Sendable {
 
     /// An id for a new iiidea from `template`: the template's id, then `-2`, `-3`…
     func freeID(for template: String) -> String {
-        let taken = Set(router.iiideas.map(\.iiidea.id) + ((try? spool?.obtainedIiideas()) ?? []).map(\.id))
+        let taken = Set(router.iiideas.map(\.iiidea.id) + ((try? router.iiideaCatalogStore?.obtainedIiideas()) ?? []).map(\.id))
         if !taken.contains(template) { return template }
         var number = 2
         while taken.contains("\(template)-\(number)") { number += 1 }
@@ -69,7 +69,9 @@ struct IiideaCatalog: Sendable {
     ) throws(Refusal) -> String {
         changes.lock()
         defer { changes.unlock() }
-        guard let store = spool else { throw Refusal(kind: .unavailable, description: "the router has no store (spool) open") }
+        guard let store = router.iiideaCatalogStore else {
+            throw Refusal(kind: .unavailable, description: "the router has no store (spool) open")
+        }
         guard let template = router.iiideaTemplates.first(where: { $0.id == templateID }) else {
             throw Refusal(kind: .notFound, description: "no iiidea template '\(templateID)'")
         }
@@ -110,7 +112,9 @@ struct IiideaCatalog: Sendable {
     func delete(_ id: String) throws(Refusal) {
         changes.lock()
         defer { changes.unlock() }
-        guard let store = spool else { throw Refusal(kind: .unavailable, description: "the router has no store (spool) open") }
+        guard let store = router.iiideaCatalogStore else {
+            throw Refusal(kind: .unavailable, description: "the router has no store (spool) open")
+        }
         guard let entry = iiidea(id) else { throw Refusal(kind: .notFound, description: "no iiidea '\(id)'") }
         guard case .obtained = entry.iiidea.declaration.origin else {
             throw Refusal(
@@ -129,7 +133,9 @@ struct IiideaCatalog: Sendable {
     func setPreferences(of id: String, to preferences: PiecePreferences, reset: Bool = false) throws(Refusal) {
         changes.lock()
         defer { changes.unlock() }
-        guard let store = spool else { throw Refusal(kind: .unavailable, description: "the router has no store (spool) open") }
+        guard let store = router.iiideaCatalogStore else {
+            throw Refusal(kind: .unavailable, description: "the router has no store (spool) open")
+        }
         guard let entry = iiidea(id) else { throw Refusal(kind: .notFound, description: "no iiidea '\(id)'") }
         let declaration = entry.iiidea.declaration
         if reset, case .obtained = declaration.origin {

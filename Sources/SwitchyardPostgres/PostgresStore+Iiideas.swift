@@ -6,7 +6,8 @@ import PostgresNIO
 public import SwitchyardStore
 
 /// iiideas' switches in PostgreSQL, announced with NOTIFY: a switch set on one router reaches
-/// every router watching the database (``watchIiideaSwitches(logger:_:)``) when it commits.
+/// every router watching the database (``watchIiideas(logger:switched:catalogChanged:)``) when
+/// it commits.
 extension PostgresStore: IiideaSwitchStore {
     /// The channel switches are announced on; the payload is the iiidea's id.
     static let iiideaChannel = "switchyard_iiideas"
@@ -38,15 +39,19 @@ extension PostgresStore: IiideaSwitchStore {
         }
     }
 
-    /// Calls `onChange` with an iiidea's id when another router (or this one) commits its
+    /// Calls `switched` with an iiidea's id when another router (or this one) commits its
     /// switch, and with nil when notifications may have been missed (after the listening
-    /// connection was lost and opened again): then every switch should be read again.
-    /// The watch lasts until ``IiideaSwitchWatch/stop()``; `onChange` runs on an event loop
+    /// connection was lost and opened again): then every switch should be read again. Calls
+    /// `catalogChanged` when obtained iiideas or preference overrides changed (or may have,
+    /// after the connection was lost): the graph should be loaded again.
+    /// The watch lasts until ``IiideaSwitchWatch/stop()``; the calls come on an event loop
     /// and must hand slow work elsewhere.
-    public func watchIiideaSwitches(logger: Logger, _ onChange: @escaping @Sendable (String?) -> Void) -> IiideaSwitchWatch {
+    public func watchIiideas(
+        logger: Logger, switched: @escaping @Sendable (String?) -> Void, catalogChanged: @escaping @Sendable () -> Void
+    ) -> IiideaSwitchWatch {
         let watch = IiideaSwitchWatch(
             configuration: connectionConfiguration, eventLoop: Self.eventLoops.next(), logger: logger,
-            location: location, onChange: onChange)
+            location: location, onChange: switched, onCatalogChange: catalogChanged)
         watch.connect()
         return watch
     }
@@ -67,13 +72,18 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
     private let logger: Logger
     private let location: String
     private let onChange: @Sendable (String?) -> Void
+    private let onCatalogChange: @Sendable () -> Void
+    /// Whether a connection listened before (only on `eventLoop`): a later one may have
+    /// missed catalog changes.
+    private var listenedBefore = false
 
     static let keepAliveInterval = TimeAmount.seconds(30)
 
     init(
         configuration: PostgresConnection.Configuration, eventLoop: any EventLoop, logger: Logger, location: String,
-        onChange: @escaping @Sendable (String?) -> Void
+        onChange: @escaping @Sendable (String?) -> Void, onCatalogChange: @escaping @Sendable () -> Void
     ) {
+        self.onCatalogChange = onCatalogChange
         self.configuration = configuration
         self.eventLoop = eventLoop
         self.logger = logger
@@ -98,7 +108,9 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
                     connection.addListener(channel: PostgresStore.iiideaChannel) { _, notification in
                         self.onChange(notification.payload)
                     }
+                    connection.addListener(channel: PostgresStore.iiideaCatalogChannel) { _, _ in self.onCatalogChange() }
                     return connection.query("LISTEN \(unescaped: PostgresStore.iiideaChannel)", logger: self.logger)
+                        .flatMap { _ in connection.query("LISTEN \(unescaped: PostgresStore.iiideaCatalogChannel)", logger: self.logger) }
                         .map { _ in connection }
                         .flatMapError { error in
                             // Not listening: this connection is of no use (and must not keep its listener).
@@ -129,6 +141,8 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
         // What changed before this connection listened (while the router started, or while
         // no connection was open) is read again.
         onChange(nil)
+        if listenedBefore { onCatalogChange() }
+        listenedBefore = true
         keepAlive = eventLoop.scheduleRepeatedAsyncTask(initialDelay: Self.keepAliveInterval, delay: Self.keepAliveInterval) { _ in
             let answer = connection.query("SELECT 1", logger: self.logger).map { _ in () }
             let timeout = self.eventLoop.scheduleTask(in: PostgresStore.timeout) { _ = connection.closeConnection() }

@@ -61,6 +61,25 @@ extension PostgresStore {
                 );
                 CREATE INDEX IF NOT EXISTS iiidea_runs_by_iiidea ON iiidea_runs(iiidea_id, started_at);
                 """),
+        Migration(
+            version: 5, name: "obtained iiideas and preference overrides",
+            sql: """
+                CREATE TABLE IF NOT EXISTS iiidea_obtained(
+                    id TEXT PRIMARY KEY,
+                    template TEXT NOT NULL,
+                    title TEXT,
+                    service_preferences TEXT,
+                    action_preferences TEXT,
+                    created_at BIGINT NOT NULL,
+                    owner TEXT
+                );
+                CREATE TABLE IF NOT EXISTS iiidea_preferences(
+                    id TEXT PRIMARY KEY,
+                    service_preferences TEXT,
+                    action_preferences TEXT,
+                    changed_at BIGINT NOT NULL
+                );
+                """),
     ]
 
     /// Held (per transaction) while migrations are checked and applied, so that routers

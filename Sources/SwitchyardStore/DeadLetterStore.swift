@@ -47,9 +47,10 @@ public protocol SharedDeadLetterStore: AnyObject, Sendable {
     func takeDeadLetters(ids: [Int64]?, _ keep: ([DeadLetter]) throws(StoreError) -> Void) throws(StoreError) -> Int
 }
 
-/// What several routers share: the plugins' state, the iiideas' switches and runs, the dead
-/// letters and the holds on listeners that cannot be shared.
-public typealias SharedStore = PluginStateStore & IiideaSwitchStore & IiideaRunStore & SharedDeadLetterStore & ListenerHolds
+/// What several routers share: the plugins' state, the iiideas' switches, runs, obtained
+/// iiideas and preferences, the dead letters and the holds on listeners that cannot be shared.
+public typealias SharedStore = PluginStateStore & IiideaSwitchStore & IiideaRunStore & IiideaCatalogStore & SharedDeadLetterStore
+    & ListenerHolds
 
 /// An envelope a sink kept failing on.
 public struct DeadLetter: Sendable, Equatable {

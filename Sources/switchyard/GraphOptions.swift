@@ -4,6 +4,7 @@ import SwitchyardConfig
 import SwitchyardCore
 import SwitchyardRuntime
 import SwitchyardSpool
+import SwitchyardStore
 
 /// Options every command that reads routes shares.
 struct GraphOptions: ParsableArguments {
@@ -48,7 +49,7 @@ struct GraphOptions: ParsableArguments {
     /// overrides join the plan. A stored iiidea that does not validate is left out, logged and
     /// named in `skipped`; it never stops the route files' graph.
     func loadPlan(
-        logger: Logger, reportingProblemsTo report: ((String) -> Void)? = nil, store: ((GraphConfig) -> Spool?)? = nil,
+        logger: Logger, reportingProblemsTo report: ((String) -> Void)? = nil, store: ((GraphConfig) -> (any IiideaCatalogStore)?)? = nil,
         skipped: ((String, String) -> Void)? = nil
     ) -> GraphPlan? {
         let (config, configProblems) = ConfigLoader(environment: ProcessEnvironment.current).load(path: routes)
@@ -98,7 +99,8 @@ struct GraphOptions: ParsableArguments {
 
     /// `config` with the store's iiideas, validated; stored iiideas with problems are left out.
     private func validateWithStore(
-        _ config: GraphConfig, store: Spool, validator: GraphValidator, logger: Logger, skipped: ((String, String) -> Void)?
+        _ config: GraphConfig, store: any IiideaCatalogStore, validator: GraphValidator, logger: Logger,
+        skipped: ((String, String) -> Void)?
     ) -> (GraphPlan?, [Diagnostic]) {
         let obtained: [ObtainedIiidea]
         let overrides: [String: PiecePreferences]

@@ -7,6 +7,7 @@ import SwitchyardConfig
 import SwitchyardCore
 import SwitchyardRuntime
 import SwitchyardSpool
+import Synchronization
 
 /// Re-reads the route files and applies them to the running router: what SIGHUP, `run --watch`
 /// and the admin port's `POST /reload` do. One reload at a time.
@@ -27,6 +28,8 @@ final class RouteReloader: @unchecked Sendable {
     private let startedTracing: TracingSettings?
     /// The `store.url` the process started with: a reload cannot change it either.
     private let startedStoreURL: String?
+    /// ``reloadSoon()``'s requests: one wanted, and whether its thread runs.
+    private let soon = Mutex<(wanted: Bool, running: Bool)>((false, false))
 
     init(
         options: GraphOptions, spoolPath: String?, spool: Spool?, router: Router, logger: Logger, drainTimeout: Duration,
@@ -48,6 +51,28 @@ final class RouteReloader: @unchecked Sendable {
     /// then carries their problems.
     @Sendable func reload() -> Router.ReloadSummary {
         lock.withLock { reloadLocked() }
+    }
+
+    /// ``reload()`` on a thread of its own, for a change another router made to the shared
+    /// store (an obtained iiidea). Requests that come while one waits or runs are one more
+    /// reload, not one each: the last reload begins after the last request.
+    func reloadSoon() {
+        let start = soon.withLock { state -> Bool in
+            state.wanted = true
+            guard !state.running else { return false }
+            state.running = true
+            return true
+        }
+        guard start else { return }
+        Thread.detachNewThread {
+            while self.soon.withLock({ state -> Bool in
+                state.running = state.wanted
+                state.wanted = false
+                return state.running
+            }) {
+                _ = self.reload()
+            }
+        }
     }
 
     /// ``reload()`` unless one is already running (then nil): an admin request does not queue
@@ -76,7 +101,8 @@ final class RouteReloader: @unchecked Sendable {
                         storeFailure = "\(error)"
                     }
                 }
-                return self.spool
+                // The shared store's obtained iiideas, when there is one.
+                return self.router.iiideaCatalogStore ?? self.spool
             },
             skipped: { skipped[$0] = $1 })
         guard let plan else {

@@ -87,13 +87,15 @@ struct Run: AsyncParsableCommand {
                             "store open",
                             metadata: [
                                 "url": .string(store.location),
-                                "holds": "plugin state, iiidea switches, dead letters, exclusive instances' holds",
+                                "holds":
+                                    "plugin state, iiideas (switches, obtained, preferences, runs), dead letters, exclusive instances' holds",
                             ])
                     } catch {
                         spoolFailure = "\(error)"
                     }
                 }
-                return openSpool
+                // Obtained iiideas and overrides: the shared store's, when there is one.
+                return sharedState ?? openSpool
             })
         guard let plan = loaded else { throw ExitCode(1) }
         if plan.needsSpool, openSpool == nil, spoolFailure == nil { openStore(plan.spoolPath, plan.spoolSync) }
@@ -145,12 +147,15 @@ struct Run: AsyncParsableCommand {
             printError("error: \(error)")
             throw ExitCode(1)
         }
-        // Switches set on other routers sharing the store are followed from now on.
-        let switchWatch = sharedState?.watchIiideaSwitches(logger: logger) { id in router.followIiideaSwitch(id) }
-        defer { switchWatch?.stop() }
         let reloader = RouteReloader(
             options: options, spoolPath: spool, spool: openSpool, router: router, logger: logger,
             drainTimeout: .nanoseconds(Int64(timeout)), startedTracing: plan.tracing, startedStoreURL: startedStoreURL)
+        // Switches set on other routers sharing the store are followed from now on; iiideas
+        // they obtained or whose preferences they changed are loaded with a reload.
+        let switchWatch = sharedState?.watchIiideas(
+            logger: logger, switched: { id in router.followIiideaSwitch(id) },
+            catalogChanged: { reloader.reloadSoon() })
+        defer { switchWatch?.stop() }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // First, so shut down last: after the router's drain, its spans are flushed.
         if let tracingBackend { services.append(.init(service: tracingBackend.service)) }

@@ -1,6 +1,7 @@
 import SwitchyardConfig
 import SwitchyardCore
 import SwitchyardSpool
+import SwitchyardStore
 import Testing
 
 @testable import SwitchyardRuntime

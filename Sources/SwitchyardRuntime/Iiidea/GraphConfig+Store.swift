@@ -1,6 +1,7 @@
 public import SwitchyardConfig
 public import SwitchyardCore
 public import SwitchyardSpool
+public import SwitchyardStore
 
 extension GraphConfig {
     /// Whether the router's store (the spool database) should be open: iiideas keep their

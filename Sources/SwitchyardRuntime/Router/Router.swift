@@ -63,6 +63,8 @@ public final class Router: Sendable {
     var iiideaSwitchStore: (any IiideaSwitchStore)? { sharedStore ?? spool }
     /// The store of iiideas' run history: the shared one, else the spool.
     public var iiideaRunStore: (any IiideaRunStore)? { sharedStore ?? spool }
+    /// The store of obtained iiideas and preference overrides: the shared one, else the spool.
+    public var iiideaCatalogStore: (any IiideaCatalogStore)? { sharedStore ?? spool }
     /// Where switches stored by other routers are followed, one reading at a time.
     let switchFollower = DispatchQueue(label: "switchyard.iiidea-switches")
 

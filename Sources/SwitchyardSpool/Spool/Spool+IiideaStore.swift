@@ -1,10 +1,11 @@
 public import SwitchyardCore
-public import SwitchyardSQLite
+internal import SwitchyardSQLite
+public import SwitchyardStore
 
 /// The iiideas a person obtained from the store's templates, and the preferences they chose
 /// for iiideas of the route files: kept in the same database as the spool, read at every
 /// load and reload.
-extension Spool {
+extension Spool: IiideaCatalogStore {
     static let createIiideaStoreTables = """
         CREATE TABLE IF NOT EXISTS iiidea_obtained(
             id TEXT PRIMARY KEY,
@@ -24,8 +25,8 @@ extension Spool {
         """
 
     /// Every obtained iiidea, oldest first.
-    public func obtainedIiideas() throws(SQLiteError) -> [ObtainedIiidea] {
-        try locked { () throws(SQLiteError) in
+    public func obtainedIiideas() throws(StoreError) -> [ObtainedIiidea] {
+        try storing { () throws(SQLiteError) in
             try database.prepare(
                 "SELECT id, template, title, service_preferences, action_preferences, owner FROM iiidea_obtained ORDER BY created_at, id"
             ).rows([]) { row in
@@ -39,8 +40,8 @@ extension Spool {
 
     /// Keeps a newly obtained `iiidea`; false (nothing written) when one with its id is kept
     /// already: two people obtaining the same id at once cannot overwrite each other.
-    public func addObtained(_ iiidea: ObtainedIiidea) throws(SQLiteError) -> Bool {
-        try locked { () throws(SQLiteError) in
+    public func addObtained(_ iiidea: ObtainedIiidea) throws(StoreError) -> Bool {
+        try storing { () throws(SQLiteError) in
             try database.transaction { () throws(SQLiteError) in
                 let exists = try database.prepare("SELECT 1 FROM iiidea_obtained WHERE id = ?").rows([.text(iiidea.id)]) { _ in true }
                 guard exists.isEmpty else { return false }
@@ -60,8 +61,8 @@ extension Spool {
     }
 
     /// Keeps `iiidea` (replacing one with its id).
-    public func saveObtained(_ iiidea: ObtainedIiidea) throws(SQLiteError) {
-        try locked { () throws(SQLiteError) in
+    public func saveObtained(_ iiidea: ObtainedIiidea) throws(StoreError) {
+        try storing { () throws(SQLiteError) in
             try database.prepare(
                 """
                 INSERT INTO iiidea_obtained(id, template, title, service_preferences, action_preferences, created_at, owner)
@@ -81,8 +82,8 @@ extension Spool {
     /// Forgets obtained iiidea `id`, its switch and its preference override; false when it was
     /// not obtained. Its run history stays until pruned.
     @discardableResult
-    public func deleteObtained(_ id: String) throws(SQLiteError) -> Bool {
-        try locked { () throws(SQLiteError) in
+    public func deleteObtained(_ id: String) throws(StoreError) -> Bool {
+        try storing { () throws(SQLiteError) in
             try database.transaction { () throws(SQLiteError) in
                 let existed =
                     try database.prepare("SELECT 1 FROM iiidea_obtained WHERE id = ?").rows([.text(id)]) { _ in true }.first ?? false
@@ -95,8 +96,8 @@ extension Spool {
     }
 
     /// The preferences chosen for iiideas of the route files, by iiidea id.
-    public func preferenceOverrides() throws(SQLiteError) -> [String: PiecePreferences] {
-        try locked { () throws(SQLiteError) in
+    public func preferenceOverrides() throws(StoreError) -> [String: PiecePreferences] {
+        try storing { () throws(SQLiteError) in
             var overrides: [String: PiecePreferences] = [:]
             let rows = try database.prepare("SELECT id, service_preferences, action_preferences FROM iiidea_preferences").rows([]) { row in
                 (row.text(0), PiecePreferences(service: Self.json(row, 1), action: Self.json(row, 2)))
@@ -107,8 +108,8 @@ extension Spool {
     }
 
     /// Replaces the preferences of route-file iiidea `id`; nil removes the override.
-    public func setPreferenceOverride(_ id: String, to preferences: PiecePreferences?) throws(SQLiteError) {
-        try locked { () throws(SQLiteError) in
+    public func setPreferenceOverride(_ id: String, to preferences: PiecePreferences?) throws(StoreError) {
+        try storing { () throws(SQLiteError) in
             guard let preferences else {
                 return try database.prepare("DELETE FROM iiidea_preferences WHERE id = ?").run([.text(id)])
             }
@@ -124,48 +125,5 @@ extension Spool {
 
     private static func value(_ json: JSONValue?) -> SQLiteStatement.Value {
         json.map { .text($0.serialized()) } ?? .null
-    }
-}
-
-/// The preferences of an iiidea's service and action pieces; nil keeps the template's or the
-/// route file's.
-public struct PiecePreferences: Sendable, Equatable {
-    /// The service piece's preferences.
-    public var service: JSONValue?
-    /// The action piece's preferences.
-    public var action: JSONValue?
-
-    /// Creates preferences.
-    public init(service: JSONValue? = nil, action: JSONValue? = nil) {
-        self.service = service
-        self.action = action
-    }
-
-    /// These preferences with each piece `other` sets taken from `other`.
-    public func overridden(by other: PiecePreferences) -> PiecePreferences {
-        PiecePreferences(service: other.service ?? service, action: other.action ?? action)
-    }
-}
-
-/// An iiidea a person obtained from a template of the store.
-public struct ObtainedIiidea: Sendable, Equatable {
-    /// Its id, unique among all iiideas.
-    public var id: String
-    /// The template it was made from.
-    public var template: String
-    /// Its title, when the person gave one (else the template's).
-    public var title: String?
-    /// The preferences the person chose.
-    public var preferences: PiecePreferences
-    /// The user or device it belongs to, when given.
-    public var owner: String?
-
-    /// Creates a record.
-    public init(id: String, template: String, title: String?, preferences: PiecePreferences, owner: String? = nil) {
-        self.id = id
-        self.template = template
-        self.title = title
-        self.preferences = preferences
-        self.owner = owner
     }
 }
