@@ -20,12 +20,14 @@ extension AdminServer {
         routes.get("v1/iiideas") { request, _ -> Response in
             // `?owner=ID`: that owner's iiideas only.
             let owner = request.uri.queryParameters.get("owner")
-            let summaries = catalog.summaries().filter { owner == nil || $0.declaration.owner == owner }
+            let summaries = await catalog.summaries().filter { owner == nil || $0.declaration.owner == owner }
             return .json(JSONValue.array(summaries.map(\.json)).serializedBytes())
         }
         routes.get("v1/iiideas/:id") { _, context -> Response in
             let id = try context.decodedParameter("id")
-            guard let summary = catalog.summaries().first(where: { $0.id == id }) else { return .refusal(.notFound, "no iiidea '\(id)'") }
+            guard let summary = await catalog.summaries().first(where: { $0.id == id }) else {
+                return .refusal(.notFound, "no iiidea '\(id)'")
+            }
             let schemas = router.preferenceSchemas(of: summary.declaration)
             guard case .object(var object) = summary.json else { return .refusal(.internalServerError, "unexpected") }
             let preferences = summary.declaration.shownPreferences
@@ -88,7 +90,7 @@ extension AdminServer {
                         template: template, id: body["id"]?.stringValue, title: body["title"]?.stringValue,
                         owner: body["owner"]?.stringValue, preferences: preferences)
                 }
-                let summary = catalog.summaries().first { $0.id == id }
+                let summary = await catalog.summaries().first { $0.id == id }
                 return .json((summary?.json ?? ["id": .string(id)]).serializedBytes(), status: .created)
             } catch {
                 return .refusal(error)

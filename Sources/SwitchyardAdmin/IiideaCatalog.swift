@@ -262,8 +262,14 @@ struct IiideaSummary: Sendable {
 }
 
 extension IiideaCatalog {
-    /// Every iiidea with its last run and its runs of the last hour.
-    func summaries() -> [IiideaSummary] {
+    /// Every iiidea with its last run and its runs of the last hour; the runs are read off the
+    /// server's executor (the store may be PostgreSQL).
+    func summaries() async -> [IiideaSummary] {
+        let catalog = self
+        return await offThread { catalog.readSummaries() }
+    }
+
+    private func readSummaries() -> [IiideaSummary] {
         let hourAgo = Clock.nowUnixNanos() - 3_600_000_000_000
         let runStore = router.iiideaRunStore
         let counts = (try? runStore?.runCounts(since: hourAgo)) ?? [:]

@@ -49,12 +49,7 @@ extension PostgresStore: IiideaRunStore {
             bindings.append(iiidea)
             conditions.append("iiidea_id = $1")
         }
-        switch outcome {
-        case .succeeded?: conditions.append("ended_at IS NOT NULL AND error IS NULL")
-        case .failed?: conditions.append("error IS NOT NULL")
-        case .running?: conditions.append("ended_at IS NULL")
-        case nil: break
-        }
+        if let outcome { conditions.append(outcome.condition) }
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         bindings.append(max(0, min(limit, 10_000)))
         bindings.append(max(0, offset))

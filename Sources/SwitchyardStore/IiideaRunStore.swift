@@ -86,3 +86,15 @@ public struct IiideaRun: Sendable, Equatable {
         self.error = error
     }
 }
+
+extension IiideaRun.Outcome {
+    /// The runs of this outcome as an SQL condition on the `iiidea_runs` table, the same in
+    /// both engines' dialects (what ``IiideaRun/outcome`` computes).
+    public var condition: String {
+        switch self {
+        case .succeeded: "ended_at IS NOT NULL AND error IS NULL"
+        case .failed: "error IS NOT NULL"
+        case .running: "ended_at IS NULL"
+        }
+    }
+}

@@ -14,7 +14,7 @@ extension Console {
     func addIiideaPages(to routes: Hummingbird.Router<BasicRequestContext>) {
         routes.get("console/iiideas") { request, _ -> Response in
             guard let session = sessions.session(of: request) else { return signIn(request) }
-            let list = catalog.summaries().map { summaryView($0) }
+            let list = await catalog.summaries().map { summaryView($0) }
             return page(
                 title: "iiideas", template: "iiideas", data: ["iiideas": list], session: session, nav: "iiideas",
                 notice: Self.notice(request))
@@ -22,13 +22,17 @@ extension Console {
         routes.get("console/iiideas/:id") { request, context -> Response in
             guard let session = sessions.session(of: request) else { return signIn(request) }
             let id = try context.decodedParameter("id")
-            guard let summary = catalog.summaries().first(where: { $0.id == id }) else { return notFound(session, "No iiidea '\(id)'.") }
+            guard let summary = await catalog.summaries().first(where: { $0.id == id }) else {
+                return notFound(session, "No iiidea '\(id)'.")
+            }
             return settingsPage(summary, session: session, notice: Self.notice(request))
         }
         routes.get("console/iiideas/:id/runs") { request, context -> Response in
             guard let session = sessions.session(of: request) else { return signIn(request) }
             let id = try context.decodedParameter("id")
-            guard let summary = catalog.summaries().first(where: { $0.id == id }) else { return notFound(session, "No iiidea '\(id)'.") }
+            guard let summary = await catalog.summaries().first(where: { $0.id == id }) else {
+                return notFound(session, "No iiidea '\(id)'.")
+            }
             return runsPage(summary, request: request, session: session)
         }
         routes.get("console/events/runs") { request, _ -> Response in
@@ -57,7 +61,7 @@ extension Console {
                     try await offThread { () throws(IiideaCatalog.Refusal) in try catalog.delete(id) }
                 } catch {
                     return page(
-                        title: "iiideas", template: "iiideas", data: ["iiideas": catalog.summaries().map { summaryView($0) }],
+                        title: "iiideas", template: "iiideas", data: ["iiideas": await catalog.summaries().map { summaryView($0) }],
                         session: session, nav: "iiideas", problem: error.description, status: Self.status(of: error))
                 }
                 return Self.redirect("/console/iiideas?done=deleted&id=\(Self.queryEscaped(id))")
@@ -66,7 +70,7 @@ extension Console {
         routes.post("console/iiideas/:id/preferences") { request, context -> Response in
             let id = try context.decodedParameter("id")
             return try await change(request) { session, form in
-                guard let summary = catalog.summaries().first(where: { $0.id == id }) else {
+                guard let summary = await catalog.summaries().first(where: { $0.id == id }) else {
                     return notFound(session, "No iiidea '\(id)'.")
                 }
                 do throws(IiideaCatalog.Refusal) {
@@ -96,7 +100,7 @@ extension Console {
         routes.post("console/iiideas/:id/run") { request, context -> Response in
             let id = try context.decodedParameter("id")
             return try await change(request) { session, form in
-                guard let summary = catalog.summaries().first(where: { $0.id == id }) else {
+                guard let summary = await catalog.summaries().first(where: { $0.id == id }) else {
                     return notFound(session, "No iiidea '\(id)'.")
                 }
                 guard let input = try? JSONValue(parsing: Array((form["input"] ?? "{}").utf8)) else {

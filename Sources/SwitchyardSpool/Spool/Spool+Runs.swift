@@ -59,12 +59,7 @@ extension Spool: IiideaRunStore {
                 conditions.append("iiidea_id = ?")
                 values.append(.text(iiidea))
             }
-            switch outcome {
-            case .succeeded?: conditions.append("ended_at IS NOT NULL AND error IS NULL")
-            case .failed?: conditions.append("error IS NOT NULL")
-            case .running?: conditions.append("ended_at IS NULL")
-            case nil: break
-            }
+            if let outcome { conditions.append(outcome.condition) }
             let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
             values += [.int(Int64(max(0, min(limit, 10_000)))), .int(Int64(max(0, offset)))]
             return try database.prepare(
