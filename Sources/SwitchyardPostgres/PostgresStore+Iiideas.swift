@@ -43,15 +43,17 @@ extension PostgresStore: IiideaSwitchStore {
     /// switch, and with nil when notifications may have been missed (after the listening
     /// connection was lost and opened again): then every switch should be read again. Calls
     /// `catalogChanged` when obtained iiideas or preference overrides changed (or may have,
-    /// after the connection was lost): the graph should be loaded again.
+    /// after the connection was lost): the graph should be loaded again. Calls `oauthChanged`
+    /// with a connection's name when its tokens changed, and with nil when any may have.
     /// The watch lasts until ``IiideaSwitchWatch/stop()``; the calls come on an event loop
     /// and must hand slow work elsewhere.
     public func watchIiideas(
-        logger: Logger, switched: @escaping @Sendable (String?) -> Void, catalogChanged: @escaping @Sendable () -> Void
+        logger: Logger, switched: @escaping @Sendable (String?) -> Void, catalogChanged: @escaping @Sendable () -> Void,
+        oauthChanged: @escaping @Sendable (String?) -> Void
     ) -> IiideaSwitchWatch {
         let watch = IiideaSwitchWatch(
             configuration: connectionConfiguration, eventLoop: Self.eventLoops.next(), logger: logger,
-            location: location, onChange: switched, onCatalogChange: catalogChanged)
+            location: location, onChange: switched, onCatalogChange: catalogChanged, onOAuthChange: oauthChanged)
         watch.connect()
         return watch
     }
@@ -73,6 +75,7 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
     private let location: String
     private let onChange: @Sendable (String?) -> Void
     private let onCatalogChange: @Sendable () -> Void
+    private let onOAuthChange: @Sendable (String?) -> Void
     /// Whether a connection listened before (only on `eventLoop`): a later one may have
     /// missed catalog changes.
     private var listenedBefore = false
@@ -81,9 +84,11 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
 
     init(
         configuration: PostgresConnection.Configuration, eventLoop: any EventLoop, logger: Logger, location: String,
-        onChange: @escaping @Sendable (String?) -> Void, onCatalogChange: @escaping @Sendable () -> Void
+        onChange: @escaping @Sendable (String?) -> Void, onCatalogChange: @escaping @Sendable () -> Void,
+        onOAuthChange: @escaping @Sendable (String?) -> Void
     ) {
         self.onCatalogChange = onCatalogChange
+        self.onOAuthChange = onOAuthChange
         self.configuration = configuration
         self.eventLoop = eventLoop
         self.logger = logger
@@ -109,8 +114,12 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
                         self.onChange(notification.payload)
                     }
                     connection.addListener(channel: PostgresStore.iiideaCatalogChannel) { _, _ in self.onCatalogChange() }
+                    connection.addListener(channel: PostgresStore.oauthChannel) { _, notification in
+                        self.onOAuthChange(notification.payload)
+                    }
                     return connection.query("LISTEN \(unescaped: PostgresStore.iiideaChannel)", logger: self.logger)
                         .flatMap { _ in connection.query("LISTEN \(unescaped: PostgresStore.iiideaCatalogChannel)", logger: self.logger) }
+                        .flatMap { _ in connection.query("LISTEN \(unescaped: PostgresStore.oauthChannel)", logger: self.logger) }
                         .map { _ in connection }
                         .flatMapError { error in
                             // Not listening: this connection is of no use (and must not keep its listener).
@@ -141,7 +150,10 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
         // What changed before this connection listened (while the router started, or while
         // no connection was open) is read again.
         onChange(nil)
-        if listenedBefore { onCatalogChange() }
+        if listenedBefore {
+            onCatalogChange()
+            onOAuthChange(nil)
+        }
         listenedBefore = true
         keepAlive = eventLoop.scheduleRepeatedAsyncTask(initialDelay: Self.keepAliveInterval, delay: Self.keepAliveInterval) { _ in
             let answer = connection.query("SELECT 1", logger: self.logger).map { _ in () }

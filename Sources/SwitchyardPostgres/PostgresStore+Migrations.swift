@@ -80,6 +80,15 @@ extension PostgresStore {
                     changed_at BIGINT NOT NULL
                 );
                 """),
+        Migration(
+            version: 6, name: "oauth connections",
+            sql: """
+                CREATE TABLE IF NOT EXISTS oauth_connections(
+                    name TEXT PRIMARY KEY,
+                    sealed BYTEA NOT NULL,
+                    changed_at BIGINT NOT NULL
+                );
+                """),
     ]
 
     /// Held (per transaction) while migrations are checked and applied, so that routers

@@ -48,9 +48,10 @@ public protocol SharedDeadLetterStore: AnyObject, Sendable {
 }
 
 /// What several routers share: the plugins' state, the iiideas' switches, runs, obtained
-/// iiideas and preferences, the dead letters and the holds on listeners that cannot be shared.
-public typealias SharedStore = PluginStateStore & IiideaSwitchStore & IiideaRunStore & IiideaCatalogStore & SharedDeadLetterStore
-    & ListenerHolds
+/// iiideas and preferences, OAuth connections, the dead letters and the holds on listeners
+/// that cannot be shared.
+public typealias SharedStore = PluginStateStore & IiideaSwitchStore & IiideaRunStore & IiideaCatalogStore & OAuthTokenStore
+    & SharedDeadLetterStore & ListenerHolds
 
 /// An envelope a sink kept failing on.
 public struct DeadLetter: Sendable, Equatable {

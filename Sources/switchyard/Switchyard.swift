@@ -154,7 +154,7 @@ struct Run: AsyncParsableCommand {
         // they obtained or whose preferences they changed are loaded with a reload.
         let switchWatch = sharedState?.watchIiideas(
             logger: logger, switched: { id in router.followIiideaSwitch(id) },
-            catalogChanged: { reloader.reloadSoon() })
+            catalogChanged: { reloader.reloadSoon() }, oauthChanged: { name in router.followOAuthChange(name) })
         defer { switchWatch?.stop() }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // First, so shut down last: after the router's drain, its spans are flushed.

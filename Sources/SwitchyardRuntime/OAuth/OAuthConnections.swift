@@ -3,7 +3,7 @@ import Foundation
 internal import Logging
 public import SwitchyardConfig
 public import SwitchyardCore
-internal import SwitchyardSpool
+internal import SwitchyardStore
 import Synchronization
 
 /// The router's OAuth 2.0 connections (`oauth:`): a person connects one through the admin API
@@ -11,7 +11,7 @@ import Synchronization
 /// (``OAuthVault``) and refreshed before they expire; the `http` piece sends the access token.
 public final class OAuthConnections: Sendable {
     /// An authorization under way: what the callback needs to finish it.
-    private struct Flow {
+    struct Flow {
         var connection: String
         var verifier: String
         var redirect: String
@@ -20,7 +20,7 @@ public final class OAuthConnections: Sendable {
         var expires: ContinuousClock.Instant
     }
 
-    private struct State {
+    struct State {
         var declarations: [String: OAuthDeclaration] = [:]
         var tokens: [String: OAuthTokens] = [:]
         /// Flows by their `state` parameter.
@@ -35,14 +35,17 @@ public final class OAuthConnections: Sendable {
         /// (it would bring back what a person removed, or replace what they just connected).
         var generation: [String: Int] = [:]
         var vault: OAuthVault?
-        var store: Spool?
+        var store: (any OAuthTokenStore)?
+        /// Whether the store is shared with other routers (which may refresh, connect or
+        /// disconnect too).
+        var shared = false
     }
 
-    private let state = Mutex(State())
-    private let logger: Logger
+    let state = Mutex(State())
+    let logger: Logger
     /// Told the name of each connection that became usable (the router then asks again the
     /// pieces refused for it).
-    private let connected = Mutex<(@Sendable (String) -> Void)?>(nil)
+    let connected = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// How long a started authorization may take.
     static let flowLifetime: Duration = .seconds(600)
     /// The most authorizations under way at once.
@@ -56,27 +59,29 @@ public final class OAuthConnections: Sendable {
     /// Takes the connections of a (re)loaded graph and the router's store; tokens kept in the
     /// store are opened and their refresh is scheduled. A connection no longer declared is
     /// forgotten here, not in the store (a reload that brings it back finds it connected).
-    func adopt(_ declarations: [OAuthDeclaration], store: Spool?) {
+    /// The sealing key is `SWITCHYARD_OAUTH_KEY`, else `oauth.key` in `keyDirectory` (beside
+    /// the spool); a `shared` store needs the former, the same on every router.
+    func adopt(_ declarations: [OAuthDeclaration], store: (any OAuthTokenStore)?, keyDirectory: String?, shared: Bool) {
         var vault: OAuthVault?
-        if !declarations.isEmpty, let store {
+        if !declarations.isEmpty, store != nil {
+            let environment = ProcessInfo.processInfo.environment["SWITCHYARD_OAUTH_KEY"]
             do {
-                vault =
-                    try state.withLock({ $0.vault })
-                    ?? OAuthVault(
-                        directory: URL(fileURLWithPath: store.path).deletingLastPathComponent().path,
-                        environment: ProcessInfo.processInfo.environment["SWITCHYARD_OAUTH_KEY"])
+                if shared, environment?.isEmpty ?? true {
+                    throw OAuthVault.KeyError(
+                        description:
+                            "with store.url every router needs the same SWITCHYARD_OAUTH_KEY (32 bytes, base64), to open the others' tokens"
+                    )
+                }
+                guard let keyDirectory else { throw OAuthVault.KeyError(description: "no folder for oauth.key") }
+                vault = try state.withLock({ $0.vault }) ?? OAuthVault(directory: keyDirectory, environment: environment)
             } catch {
                 logger.error("oauth: no key to seal tokens with: \(error); connections cannot be kept")
             }
         }
         var opened: [String: OAuthTokens] = [:]
         for declaration in declarations {
-            guard let vault, let store, let sealed = try? store.oauthTokens(of: declaration.name) else { continue }
-            do {
-                opened[declaration.name] = try vault.unseal(sealed, name: declaration.name)
-            } catch {
-                logger.error("oauth: the stored tokens of \(declaration.name) do not open (another key?): connect it again")
-            }
+            guard let vault, let tokens = stored(declaration.name, store: store, vault: vault) else { continue }
+            opened[declaration.name] = tokens
         }
         let (gone, fresh) = state.withLock { state -> ([Task<Void, Never>], [String]) in
             let names = Set(declarations.map(\.name))
@@ -84,6 +89,7 @@ public final class OAuthConnections: Sendable {
             state.refreshes = state.refreshes.filter { names.contains($0.key) }
             state.declarations = Dictionary(declarations.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
             state.store = store
+            state.shared = shared
             state.vault = vault
             var fresh: [String] = []
             for (name, tokens) in opened where state.tokens[name] == nil {
@@ -95,6 +101,17 @@ public final class OAuthConnections: Sendable {
         }
         for task in gone { task.cancel() }
         for name in fresh { scheduleRefresh(name) }
+    }
+
+    /// The tokens of `name` kept in `store`, opened; nil when there are none or they do not open.
+    func stored(_ name: String, store: (any OAuthTokenStore)?, vault: OAuthVault) -> OAuthTokens? {
+        guard let store, let sealed = try? store.oauthTokens(of: name) else { return nil }
+        do {
+            return try vault.unseal(sealed, name: name)
+        } catch {
+            logger.error("oauth: the stored tokens of \(name) do not open (another key?): connect it again")
+            return nil
+        }
     }
 
     /// Stops every refresh timer (the router stops).
@@ -265,120 +282,6 @@ public final class OAuthConnections: Sendable {
                 return .object(object)
             }
         }
-    }
-
-    // MARK: Refreshing
-
-    /// Refreshes `name` once, or waits for the refresh already under way; returns the new tokens.
-    private func refresh(_ name: String) async throws(RouterError) -> OAuthTokens {
-        let task = state.withLock { state in
-            if let running = state.inFlight[name] { return running }
-            let task = Task { () -> Result<OAuthTokens, RouterError> in
-                defer { self.state.withLock { $0.inFlight[name] = nil } }
-                do throws(RouterError) {
-                    return .success(try await self.refreshNow(name))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            state.inFlight[name] = task
-            return task
-        }
-        return try await task.value.get()
-    }
-
-    /// Refreshes `name`, keeps and returns the new tokens. `invalid_grant` (revoked, or the
-    /// refresh token rotated elsewhere) disconnects it: only a person can connect it again.
-    private func refreshNow(_ name: String) async throws(RouterError) -> OAuthTokens {
-        let (declaration, tokens, generation) = state.withLock { ($0.declarations[name], $0.tokens[name], $0.generation[name, default: 0]) }
-        guard let declaration, let tokens else { throw RouterError(instance: "oauth", reason: refusal(for: name) ?? name) }
-        let current = { self.state.withLock { $0.generation[name, default: 0] } == generation }
-        guard let refreshToken = tokens.refreshToken else {
-            if current() { try? disconnect(name) }
-            record(name, error: "the access token expired and the provider gave no refresh token: connect it again")
-            throw RouterError(instance: "oauth", reason: "\(name): expired, no refresh token; connect it again")
-        }
-        let fresh: OAuthTokens
-        do {
-            fresh = try await OAuthTokenEndpoint.request(
-                declaration, form: [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], previous: tokens)
-        } catch {
-            record(name, error: "refresh failed: \(error.description)")
-            if error.code == "invalid_grant", current() { try? disconnect(name) }
-            throw RouterError(instance: "oauth", reason: "\(name): refresh failed: \(error.description)")
-        }
-        try keep(fresh, for: name, generation: generation)
-        logger.info("oauth: refreshed", metadata: ["connection": .string(name)])
-        return fresh
-    }
-
-    /// Refreshes `name` before its access token expires: `refresh_before` ahead, but at most
-    /// half its lifetime ahead (a short-lived token is not refreshed without pause). A failed
-    /// refresh is tried again after 5 s, doubling to 5 min, while the token is still usable.
-    private func scheduleRefresh(_ name: String) {
-        let task = Task { [weak self] in
-            var backoff: Double = 5
-            while !Task.isCancelled {
-                guard let self,
-                    let (declaration, tokens) = self.state.withLock({ state in
-                        state.declarations[name].flatMap { declaration in state.tokens[name].map { (declaration, $0) } }
-                    }), let expires = tokens.expiresAt, tokens.refreshToken != nil
-                else { return }
-                let lifetime = max(1, expires - tokens.obtainedAt)
-                let ahead = min(Double(declaration.refreshBefore) / 1e9, lifetime / 2)
-                // At most one refresh a second, whatever the provider says of its tokens.
-                let wait = min(max(1, expires - ahead - Date().timeIntervalSince1970), OAuthTokenEndpoint.maximumLifetime)
-                try? await Task.sleep(for: .seconds(wait))
-                guard !Task.isCancelled else { return }
-                do {
-                    _ = try await self.refresh(name)
-                    backoff = 5
-                } catch {
-                    guard self.isConnected(name) else { return }
-                    try? await Task.sleep(for: .seconds(backoff))
-                    backoff = min(backoff * 2, 300)
-                }
-            }
-        }
-        let previous = state.withLock { state in
-            defer { state.refreshes[name] = task }
-            return state.refreshes[name]
-        }
-        previous?.cancel()
-    }
-
-    /// Keeps `tokens` as connection `name`'s, unless a connect or disconnect came after the
-    /// work that got them began (`generation`).
-    private func keep(_ tokens: OAuthTokens, for name: String, generation: Int) throws(RouterError) {
-        let (vault, store) = state.withLock { ($0.vault, $0.store) }
-        guard let vault, let store else { throw RouterError(instance: "oauth", reason: "no store to keep \(name)'s tokens in") }
-        let sealed: [UInt8]
-        do {
-            sealed = try vault.seal(tokens, name: name)
-        } catch {
-            throw RouterError(instance: "oauth", reason: "\(name): cannot seal the tokens: \(error)")
-        }
-        // The check and the write under one lock: a disconnect cannot slip in between.
-        let failure = state.withLock { state -> String? in
-            guard state.generation[name, default: 0] == generation else { return "connected or disconnected meanwhile" }
-            do {
-                try store.setOAuthTokens(of: name, sealed: sealed)
-            } catch {
-                return "cannot store the tokens: \(error)"
-            }
-            state.tokens[name] = tokens
-            state.lastError[name] = nil
-            return nil
-        }
-        if let failure {
-            record(name, error: failure)
-            throw RouterError(instance: "oauth", reason: "\(name): \(failure)")
-        }
-    }
-
-    private func record(_ name: String, error: String) {
-        logger.warning("oauth: \(error)", metadata: ["connection": .string(name)])
-        state.withLock { $0.lastError[name] = String(error.prefix(500)) }
     }
 
     static func randomToken() -> String {

@@ -176,7 +176,7 @@ struct ReloadTransaction {
         summary.startedInstances = fresh.filter { !$0.standingBy.load(ordering: .relaxed) }.map(\.name)
         router.releaseHolds(keeping: Set(router.graph.instances.filter(\.exclusive).map(\.name)))
         router.askForHolds()
-        router.oauth.adopt(router.graph.plan.oauth, store: router.spool)
+        router.adoptOAuth(router.graph.plan)
         router.iiideaController.reconcile(from: old, to: router.graph)
         return summary
     }

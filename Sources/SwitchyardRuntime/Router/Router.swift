@@ -143,7 +143,7 @@ public final class Router: Sendable {
                 self?.graph
             }
         }
-        oauth.adopt(plan.oauth, store: spool)
+        adoptOAuth(plan)
         deadLettersWritten()  // those a previous run left in the spool
         reloadLock.withLock { askForHolds() }  // a grant waits for its entry (takeOver takes the lock)
         activateEnabledIiideas()

@@ -1,10 +1,11 @@
 internal import SwitchyardCore
-public import SwitchyardSQLite
+internal import SwitchyardSQLite
+public import SwitchyardStore
 
 /// OAuth 2.0 connections' tokens, in the same database as the spool. The tokens are stored
 /// sealed (the router encrypts them before they get here, see `OAuthVault`): a copy of the
 /// database alone gives nobody a provider's refresh token.
-extension Spool {
+extension Spool: OAuthTokenStore {
     static let createOAuthTables = """
         CREATE TABLE IF NOT EXISTS oauth_connections(
             name TEXT PRIMARY KEY,
@@ -13,24 +14,21 @@ extension Spool {
         ) WITHOUT ROWID;
         """
 
-    /// The sealed tokens of connection `name`, or nil when it is not connected.
-    public func oauthTokens(of name: String) throws(SQLiteError) -> [UInt8]? {
-        try locked { () throws(SQLiteError) in
+    public func oauthTokens(of name: String) throws(StoreError) -> [UInt8]? {
+        try storing { () throws(SQLiteError) in
             try database.prepare("SELECT sealed FROM oauth_connections WHERE name = ?").rows([.text(name)]) { $0.blob(0) }.first
         }
     }
 
-    /// Stores the sealed tokens of connection `name` (replacing any); committed when it returns.
-    public func setOAuthTokens(of name: String, sealed: [UInt8]) throws(SQLiteError) {
-        try locked { () throws(SQLiteError) in
+    public func setOAuthTokens(of name: String, sealed: [UInt8]) throws(StoreError) {
+        try storing { () throws(SQLiteError) in
             try database.prepare("INSERT OR REPLACE INTO oauth_connections(name, sealed, changed_at) VALUES(?, ?, ?)")
                 .run([.text(name), .blob(sealed), .int(Clock.nowUnixNanos())])
         }
     }
 
-    /// Forgets connection `name`'s tokens.
-    public func removeOAuthTokens(of name: String) throws(SQLiteError) {
-        try locked { () throws(SQLiteError) in
+    public func removeOAuthTokens(of name: String) throws(StoreError) {
+        try storing { () throws(SQLiteError) in
             try database.prepare("DELETE FROM oauth_connections WHERE name = ?").run([.text(name)])
         }
     }

@@ -1,0 +1,39 @@
+import Foundation
+import NIOCore
+import PostgresNIO
+public import SwitchyardStore
+
+/// OAuth connections' sealed tokens in PostgreSQL. Each change commits with a NOTIFY on
+/// ``oauthChannel`` (the connection's name): the other routers read and open the tokens again,
+/// so a connection made, refreshed or removed on one router is the same on all.
+extension PostgresStore: OAuthTokenStore {
+    /// The channel token changes are announced on; the payload is the connection's name.
+    static let oauthChannel = "switchyard_oauth"
+
+    public func oauthTokens(of name: String) throws(StoreError) -> [UInt8]? {
+        try exchange { run in
+            try run("SELECT sealed FROM oauth_connections WHERE name = \(name)").first.map {
+                Array(buffer: try $0.decode(ByteBuffer.self))
+            }
+        }
+    }
+
+    public func setOAuthTokens(of name: String, sealed: [UInt8]) throws(StoreError) {
+        let now = Int64(Date().timeIntervalSince1970 * 1e9)
+        try inTransaction { run in
+            _ = try run(
+                """
+                INSERT INTO oauth_connections(name, sealed, changed_at) VALUES(\(name), \(ByteBuffer(bytes: sealed)), \(now))
+                ON CONFLICT (name) DO UPDATE SET sealed = EXCLUDED.sealed, changed_at = EXCLUDED.changed_at
+                """)
+            _ = try run("SELECT pg_notify(\(Self.oauthChannel), \(name))")
+        }
+    }
+
+    public func removeOAuthTokens(of name: String) throws(StoreError) {
+        try inTransaction { run in
+            _ = try run("DELETE FROM oauth_connections WHERE name = \(name)")
+            _ = try run("SELECT pg_notify(\(Self.oauthChannel), \(name))")
+        }
+    }
+}
