@@ -59,10 +59,12 @@ extension PostgresStore: IiideaSwitchStore {
     }
 }
 
-/// A connection that LISTENs for iiidea switches, opened again (after a second, then up to
-/// 30 s apart) whenever it is lost, until stopped. It asks the server something every
+/// A connection that LISTENs for what other routers change in the shared store (iiidea
+/// switches, obtained iiideas and preferences, OAuth tokens), opened again (after a second,
+/// then up to 30 s apart) whenever it is lost, until stopped. Each time it listens, everything
+/// is read again, since notices may have been missed. It asks the server something every
 /// ``keepAliveInterval``: a connection a firewall or NAT dropped in silence would otherwise
-/// never be noticed, and the router would stop following switches without a word.
+/// never be noticed, and the router would stop following without a word.
 public final class IiideaSwitchWatch: @unchecked Sendable {
     // `connection`, `keepAlive`, `stopped` and `retryDelay` are only touched on `eventLoop`.
     private var connection: PostgresConnection?
@@ -76,9 +78,6 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
     private let onChange: @Sendable (String?) -> Void
     private let onCatalogChange: @Sendable () -> Void
     private let onOAuthChange: @Sendable (String?) -> Void
-    /// Whether a connection listened before (only on `eventLoop`): a later one may have
-    /// missed catalog changes.
-    private var listenedBefore = false
 
     static let keepAliveInterval = TimeAmount.seconds(30)
 
@@ -131,7 +130,7 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
                     case .success(let connection): self.listening(on: connection)
                     case .failure(let error):
                         self.logger.warning(
-                            "iiidea switches: cannot listen; trying again",
+                            "store watch: cannot listen; trying again",
                             metadata: ["store": .string(self.location), "error": .string(PostgresStore.describe(error))])
                         self.retry()
                     }
@@ -149,12 +148,12 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
         retryDelay = .seconds(1)
         // What changed before this connection listened (while the router started, or while
         // no connection was open) is read again.
+        // Also on the first: the router loaded its graph and tokens before this connection
+        // listened, and another router may have changed them meanwhile (a reload that finds
+        // nothing changed keeps everything).
         onChange(nil)
-        if listenedBefore {
-            onCatalogChange()
-            onOAuthChange(nil)
-        }
-        listenedBefore = true
+        onCatalogChange()
+        onOAuthChange(nil)
         keepAlive = eventLoop.scheduleRepeatedAsyncTask(initialDelay: Self.keepAliveInterval, delay: Self.keepAliveInterval) { _ in
             let answer = connection.query("SELECT 1", logger: self.logger).map { _ in () }
             let timeout = self.eventLoop.scheduleTask(in: PostgresStore.timeout) { _ = connection.closeConnection() }
@@ -166,7 +165,7 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
             self.connection = nil
             guard !self.stopped else { return }
             self.logger.warning(
-                "iiidea switches: the listening connection was lost; listening again", metadata: ["store": .string(self.location)])
+                "store watch: the listening connection was lost; listening again", metadata: ["store": .string(self.location)])
             self.retry()
         }
     }

@@ -30,6 +30,25 @@ extension PostgresStore: OAuthTokenStore {
         }
     }
 
+    public func replaceOAuthTokens(of name: String, expected: [UInt8], with sealed: [UInt8]?) throws(StoreError) -> Bool {
+        let now = Int64(Date().timeIntervalSince1970 * 1e9)
+        return try inTransaction { run in
+            let changed =
+                if let sealed {
+                    try run(
+                        """
+                        UPDATE oauth_connections SET sealed = \(ByteBuffer(bytes: sealed)), changed_at = \(now)
+                        WHERE name = \(name) AND sealed = \(ByteBuffer(bytes: expected)) RETURNING name
+                        """)
+                } else {
+                    try run("DELETE FROM oauth_connections WHERE name = \(name) AND sealed = \(ByteBuffer(bytes: expected)) RETURNING name")
+                }
+            guard changed.count == 1 else { return false }
+            _ = try run("SELECT pg_notify(\(Self.oauthChannel), \(name))")
+            return true
+        }
+    }
+
     public func removeOAuthTokens(of name: String) throws(StoreError) {
         try inTransaction { run in
             _ = try run("DELETE FROM oauth_connections WHERE name = \(name)")

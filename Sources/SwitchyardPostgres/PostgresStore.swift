@@ -9,8 +9,9 @@ public import SwitchyardStore
 ///
 /// One connection, used by one caller at a time (the lock), opened again after the server or
 /// the network dropped it; every exchange is bounded by ``timeout``. Calls block their thread:
-/// they come from plugin threads, as the SQLite store's do, never from a cooperative thread or
-/// an event loop of this store.
+/// they come from plugin threads, control threads and the admin port's worker threads, as the
+/// SQLite store's do, never from an event loop of this store. (An OAuth refresh, a task, also
+/// reads and writes its tokens here: it may hold a cooperative thread for that long.)
 public final class PostgresStore: @unchecked Sendable {
     // `connection` is only read or written with `lock` held; a call holds it for its whole
     // exchange, so statements of one call (a transaction) never interleave with another's.

@@ -15,4 +15,9 @@ public protocol OAuthTokenStore: AnyObject, Sendable {
 
     /// Forgets connection `name`'s tokens.
     func removeOAuthTokens(of name: String) throws(StoreError)
+
+    /// Replaces connection `name`'s sealed tokens with `sealed` (nil: removes them), but only
+    /// while they are still exactly `expected`; returns whether it did. A refresh keeps its
+    /// result this way, so it never overwrites what another router (or a person) stored since.
+    func replaceOAuthTokens(of name: String, expected: [UInt8], with sealed: [UInt8]?) throws(StoreError) -> Bool
 }

@@ -47,10 +47,12 @@ struct GraphOptions: ParsableArguments {
     /// `store` opens the router's store for a configuration that wants one (see
     /// ``SwitchyardConfig/GraphConfig/wantsStore``): its obtained iiideas and preference
     /// overrides join the plan. A stored iiidea that does not validate is left out, logged and
-    /// named in `skipped`; it never stops the route files' graph.
+    /// named in `skipped`; it never stops the route files' graph. A store that cannot be read
+    /// leaves the stored iiideas out at start (the route files' graph runs), but fails a reload
+    /// (`reloading`), so that a running router does not drop them for a moment's outage.
     func loadPlan(
         logger: Logger, reportingProblemsTo report: ((String) -> Void)? = nil, store: ((GraphConfig) -> (any IiideaCatalogStore)?)? = nil,
-        skipped: ((String, String) -> Void)? = nil
+        skipped: ((String, String) -> Void)? = nil, reloading: Bool = false
     ) -> GraphPlan? {
         let (config, configProblems) = ConfigLoader(environment: ProcessEnvironment.current).load(path: routes)
         Redaction.register(config.secrets.union([ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"]].compactMap { $0 }))
@@ -70,7 +72,8 @@ struct GraphOptions: ParsableArguments {
         let validator = GraphValidator(plugins: loaded)
         var (plan, problems) = validator.validate(config)
         if configProblems.isEmpty, problems.isEmpty, let opened = store?(config) {
-            (plan, problems) = validateWithStore(config, store: opened, validator: validator, logger: logger, skipped: skipped)
+            (plan, problems) = validateWithStore(
+                config, store: opened, validator: validator, logger: logger, skipped: skipped, reloading: reloading)
         }
         let all = configProblems + problems
         for problem in Diagnostics(all).items {
@@ -100,7 +103,7 @@ struct GraphOptions: ParsableArguments {
     /// `config` with the store's iiideas, validated; stored iiideas with problems are left out.
     private func validateWithStore(
         _ config: GraphConfig, store: any IiideaCatalogStore, validator: GraphValidator, logger: Logger,
-        skipped: ((String, String) -> Void)?
+        skipped: ((String, String) -> Void)?, reloading: Bool
     ) -> (GraphPlan?, [Diagnostic]) {
         let obtained: [ObtainedIiidea]
         let overrides: [String: PiecePreferences]
@@ -108,6 +111,7 @@ struct GraphOptions: ParsableArguments {
             obtained = try store.obtainedIiideas()
             overrides = try store.preferenceOverrides()
         } catch {
+            if reloading { return (nil, [Diagnostic("the store's iiideas cannot be read: \(error)", at: nil)]) }
             logger.error("the store's iiideas cannot be read; running the route files' alone", metadata: ["error": "\(error)"])
             return validator.validate(config)
         }

@@ -53,8 +53,8 @@ final class RouteReloader: @unchecked Sendable {
         lock.withLock { reloadLocked() }
     }
 
-    /// ``reload()`` on a thread of its own, for a change another router made to the shared
-    /// store (an obtained iiidea). Requests that come while one waits or runs are one more
+    /// ``reload()`` on a thread of its own, for a change made to the shared store's iiideas
+    /// (by another router, or this one: its own notice comes back too). Requests that come while one waits or runs are one more
     /// reload, not one each: the last reload begins after the last request.
     func reloadSoon() {
         let start = soon.withLock { state -> Bool in
@@ -93,7 +93,7 @@ final class RouteReloader: @unchecked Sendable {
             logger: logger, reportingProblemsTo: { problems.append($0) },
             store: { config in
                 storeURL = config.storeURL?.value
-                guard config.wantsStore else { return self.spool }
+                guard config.wantsStore else { return self.router.iiideaCatalogStore ?? self.spool }
                 if self.spool == nil {
                     do {
                         self.spool = try self.openSpool(configured: config.spoolPath?.value, sync: config.spoolSync?.value ?? .full)
@@ -104,7 +104,7 @@ final class RouteReloader: @unchecked Sendable {
                 // The shared store's obtained iiideas, when there is one.
                 return self.router.iiideaCatalogStore ?? self.spool
             },
-            skipped: { skipped[$0] = $1 })
+            skipped: { skipped[$0] = $1 }, reloading: true)
         guard let plan else {
             logger.error("reload rejected: the route files have the errors listed above; the running graph is unchanged")
             return .rejected("the route files have errors: " + problems.joined(separator: "; "))

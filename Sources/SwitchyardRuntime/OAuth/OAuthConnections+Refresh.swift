@@ -25,9 +25,12 @@ extension OAuthConnections {
     }
 
     /// Refreshes `name`, keeps and returns the new tokens. `invalid_grant` (revoked, or the
-    /// refresh token rotated elsewhere) disconnects it: only a person can connect it again.
+    /// refresh token rotated elsewhere) disconnects it, so that only a person can connect it
+    /// again — unless, with a shared store, another router's newer tokens turn up within 2 s.
     private func refreshNow(_ name: String) async throws(RouterError) -> OAuthTokens {
-        let (declaration, tokens, generation) = state.withLock { ($0.declarations[name], $0.tokens[name], $0.generation[name, default: 0]) }
+        let (declaration, tokens, generation, expected) = state.withLock {
+            ($0.declarations[name], $0.tokens[name], $0.generation[name, default: 0], $0.sealed[name])
+        }
         guard let declaration, let tokens else { throw RouterError(instance: "oauth", reason: refusal(for: name) ?? name) }
         let current = { self.state.withLock { $0.generation[name, default: 0] } == generation }
         guard let refreshToken = tokens.refreshToken else {
@@ -51,16 +54,17 @@ extension OAuthConnections {
                 }
             }
             record(name, error: "refresh failed: \(error.description)")
-            if error.code == "invalid_grant", current() { try? disconnect(name) }
+            if error.code == "invalid_grant", current() { forget(name, generation: generation, replacing: expected) }
             throw RouterError(instance: "oauth", reason: "\(name): refresh failed: \(error.description)")
         }
-        try keep(fresh, for: name, generation: generation)
+        if let adopted = try keep(fresh, for: name, generation: generation, replacing: expected) { return adopted }
         logger.info("oauth: refreshed", metadata: ["connection": .string(name)])
         return fresh
     }
 
     /// Refreshes `name` before its access token expires: `refresh_before` ahead, but at most
-    /// half its lifetime ahead (a short-lived token is not refreshed without pause). A failed
+    /// half its lifetime ahead (a short-lived token is not refreshed without pause), and then up
+    /// to a fifth earlier still, at random (see below). A failed
     /// refresh is tried again after 5 s, doubling to 5 min, while the token is still usable.
     func scheduleRefresh(_ name: String) {
         let task = Task { [weak self] in
@@ -97,9 +101,15 @@ extension OAuthConnections {
     }
 
     /// Keeps `tokens` as connection `name`'s, unless a connect or disconnect came after the
-    /// work that got them began (`generation`).
-    func keep(_ tokens: OAuthTokens, for name: String, generation: Int) throws(RouterError) {
-        let (vault, store) = state.withLock { ($0.vault, $0.store) }
+    /// work that got them began (`generation`). A refresh passes `expected`, the sealed tokens
+    /// it started from: with a shared store they are replaced only if still there; when another
+    /// router (or a person) stored others meanwhile, those are taken instead and returned.
+    /// Returns nil when `tokens` were kept.
+    @discardableResult
+    func keep(_ tokens: OAuthTokens, for name: String, generation: Int, replacing expected: [UInt8]? = nil) throws(RouterError)
+        -> OAuthTokens?
+    {
+        let (vault, store, shared) = state.withLock { ($0.vault, $0.store, $0.shared) }
         guard let vault, let store else { throw RouterError(instance: "oauth", reason: "no store to keep \(name)'s tokens in") }
         let sealed: [UInt8]
         do {
@@ -107,22 +117,67 @@ extension OAuthConnections {
         } catch {
             throw RouterError(instance: "oauth", reason: "\(name): cannot seal the tokens: \(error)")
         }
-        // The check and the write under one lock: a disconnect cannot slip in between.
-        let failure = state.withLock { state -> String? in
-            guard state.generation[name, default: 0] == generation else { return "connected or disconnected meanwhile" }
-            do {
+        // The check, the write and the update in one critical section of their own: a
+        // disconnect cannot slip in between, and `state` is not held while the store answers.
+        storeWrites.lock()
+        defer { storeWrites.unlock() }
+        guard state.withLock({ $0.generation[name, default: 0] }) == generation else {
+            record(name, error: "connected or disconnected meanwhile")
+            throw RouterError(instance: "oauth", reason: "\(name): connected or disconnected meanwhile")
+        }
+        do {
+            if shared, let expected {
+                guard try store.replaceOAuthTokens(of: name, expected: expected, with: sealed) else {
+                    return try adoptStored(name, vault: vault, store: store)
+                }
+            } else {
                 try store.setOAuthTokens(of: name, sealed: sealed)
-            } catch {
-                return "cannot store the tokens: \(error)"
             }
+        } catch {
+            record(name, error: "cannot store the tokens: \(error)")
+            throw RouterError(instance: "oauth", reason: "\(name): cannot store the tokens: \(error)")
+        }
+        state.withLock { state in
             state.tokens[name] = tokens
+            state.sealed[name] = sealed
             state.lastError[name] = nil
-            return nil
         }
-        if let failure {
-            record(name, error: failure)
-            throw RouterError(instance: "oauth", reason: "\(name): \(failure)")
+        return nil
+    }
+
+    /// A refresh found the stored tokens changed under it: takes what the store holds now.
+    private func adoptStored(_ name: String, vault: OAuthVault, store: any OAuthTokenStore) throws(RouterError) -> OAuthTokens {
+        guard case .present(let tokens, let sealed) = stored(name, store: store, vault: vault) else {
+            throw RouterError(instance: "oauth", reason: "\(name): changed on another router meanwhile")
         }
+        state.withLock { state in
+            state.tokens[name] = tokens
+            state.sealed[name] = sealed
+            state.lastError[name] = nil
+        }
+        return tokens
+    }
+
+    /// After `invalid_grant`: forgets `name`'s tokens here and, unless another router stored
+    /// others since the refresh began (`expected`), in the store.
+    private func forget(_ name: String, generation: Int, replacing expected: [UInt8]?) {
+        let (store, shared) = state.withLock { ($0.store, $0.shared) }
+        guard shared, let expected, let store else {
+            try? disconnect(name)
+            return
+        }
+        storeWrites.lock()
+        defer { storeWrites.unlock() }
+        guard (try? store.replaceOAuthTokens(of: name, expected: expected, with: nil)) == true else { return }
+        let task = state.withLock { state -> Task<Void, Never>? in
+            guard state.generation[name, default: 0] == generation else { return nil }
+            state.tokens[name] = nil
+            state.sealed[name] = nil
+            state.generation[name, default: 0] += 1
+            return state.refreshes.removeValue(forKey: name)
+        }
+        task?.cancel()
+        logger.notice("oauth: disconnected (the provider refused its refresh token)", metadata: ["connection": .string(name)])
     }
 
     func record(_ name: String, error: String) {
@@ -136,14 +191,17 @@ extension OAuthConnections {
     /// refreshed or connected it), taken as this router's; nil when there are none.
     private func newerStored(_ name: String, than tokens: OAuthTokens) -> OAuthTokens? {
         let (store, vault, shared) = state.withLock { ($0.store, $0.vault, $0.shared) }
-        guard shared, let vault, let stored = stored(name, store: store, vault: vault), stored.obtainedAt > tokens.obtainedAt else {
-            return nil
-        }
-        state.withLock { state in
+        guard shared, let vault, case .present(let stored, let sealed) = stored(name, store: store, vault: vault),
+            stored.obtainedAt > tokens.obtainedAt
+        else { return nil }
+        return state.withLock { state -> OAuthTokens? in
+            // Only over what is older still: this router may have kept newer ones meanwhile.
+            guard let held = state.tokens[name], held.obtainedAt < stored.obtainedAt else { return state.tokens[name] }
             state.tokens[name] = stored
+            state.sealed[name] = sealed
             state.lastError[name] = nil
+            return stored
         }
-        return stored
     }
 
     /// Another router sharing the store connected, refreshed or removed connection `name` (nil:
@@ -153,16 +211,29 @@ extension OAuthConnections {
         let (store, vault, names) = state.withLock { ($0.store, $0.vault, name.map { [$0] } ?? Array($0.declarations.keys)) }
         guard let vault else { return }
         for name in names {
-            let stored = stored(name, store: store, vault: vault)
+            let found = stored(name, store: store, vault: vault)
+            if case .unknown = found { continue }  // nothing is known: keep what is held
             let change = state.withLock { state -> (connected: Bool, removed: Bool, task: Task<Void, Never>?)? in
-                guard state.declarations[name] != nil, state.tokens[name] != stored else { return nil }
+                guard state.declarations[name] != nil else { return nil }
                 let had = state.tokens[name] != nil
-                state.tokens[name] = stored
-                state.lastError[name] = nil
-                guard stored == nil else { return (!had, false, nil) }
-                // Disconnected elsewhere: what is under way here keeps nothing.
-                state.generation[name, default: 0] += 1
-                return (false, true, state.refreshes.removeValue(forKey: name))
+                switch found {
+                case .present(let tokens, let sealed):
+                    // Not over newer tokens this router kept meanwhile.
+                    if let held = state.tokens[name], held == tokens || held.obtainedAt > tokens.obtainedAt { return nil }
+                    state.tokens[name] = tokens
+                    state.sealed[name] = sealed
+                    state.lastError[name] = nil
+                    return (!had, false, nil)
+                case .absent:
+                    guard had else { return nil }
+                    // Disconnected elsewhere: what is under way here keeps nothing.
+                    state.tokens[name] = nil
+                    state.sealed[name] = nil
+                    state.generation[name, default: 0] += 1
+                    return (false, true, state.refreshes.removeValue(forKey: name))
+                case .unknown:
+                    return nil
+                }
             }
             guard let change else { continue }
             change.task?.cancel()

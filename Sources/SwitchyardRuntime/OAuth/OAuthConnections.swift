@@ -23,6 +23,9 @@ public final class OAuthConnections: Sendable {
     struct State {
         var declarations: [String: OAuthDeclaration] = [:]
         var tokens: [String: OAuthTokens] = [:]
+        /// The sealed value of each connection's tokens as the store holds them (as far as this
+        /// router knows): what a refresh expects to replace.
+        var sealed: [String: [UInt8]] = [:]
         /// Flows by their `state` parameter.
         var flows: [String: Flow] = [:]
         /// The refresh timer of each connected connection.
@@ -46,6 +49,9 @@ public final class OAuthConnections: Sendable {
     /// Told the name of each connection that became usable (the router then asks again the
     /// pieces refused for it).
     let connected = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// Serialises the writes to the store (keeping tokens, forgetting them) with their checks,
+    /// without holding `state` while the store answers (PostgreSQL may take seconds).
+    let storeWrites = NSLock()
     /// How long a started authorization may take.
     static let flowLifetime: Duration = .seconds(600)
     /// The most authorizations under way at once.
@@ -78,10 +84,10 @@ public final class OAuthConnections: Sendable {
                 logger.error("oauth: no key to seal tokens with: \(error); connections cannot be kept")
             }
         }
-        var opened: [String: OAuthTokens] = [:]
+        var opened: [String: (tokens: OAuthTokens, sealed: [UInt8])] = [:]
         for declaration in declarations {
-            guard let vault, let tokens = stored(declaration.name, store: store, vault: vault) else { continue }
-            opened[declaration.name] = tokens
+            guard let vault, case .present(let tokens, let sealed) = stored(declaration.name, store: store, vault: vault) else { continue }
+            opened[declaration.name] = (tokens, sealed)
         }
         let (gone, fresh) = state.withLock { state -> ([Task<Void, Never>], [String]) in
             let names = Set(declarations.map(\.name))
@@ -92,25 +98,45 @@ public final class OAuthConnections: Sendable {
             state.shared = shared
             state.vault = vault
             var fresh: [String] = []
-            for (name, tokens) in opened where state.tokens[name] == nil {
-                state.tokens[name] = tokens
+            for (name, kept) in opened where state.tokens[name] == nil {
+                state.tokens[name] = kept.tokens
+                state.sealed[name] = kept.sealed
                 fresh.append(name)
             }
             state.tokens = state.tokens.filter { names.contains($0.key) }
+            state.sealed = state.sealed.filter { names.contains($0.key) }
             return (gone, fresh)
         }
         for task in gone { task.cancel() }
         for name in fresh { scheduleRefresh(name) }
     }
 
-    /// The tokens of `name` kept in `store`, opened; nil when there are none or they do not open.
-    func stored(_ name: String, store: (any OAuthTokenStore)?, vault: OAuthVault) -> OAuthTokens? {
-        guard let store, let sealed = try? store.oauthTokens(of: name) else { return nil }
+    /// What the store holds for a connection.
+    enum Stored {
+        /// Tokens, opened, and their sealed form.
+        case present(OAuthTokens, sealed: [UInt8])
+        /// None: not connected.
+        case absent
+        /// The store did not answer, or what it holds does not open: nothing is known.
+        case unknown
+    }
+
+    /// What `store` holds for connection `name`.
+    func stored(_ name: String, store: (any OAuthTokenStore)?, vault: OAuthVault) -> Stored {
+        guard let store else { return .unknown }
+        let sealed: [UInt8]?
         do {
-            return try vault.unseal(sealed, name: name)
+            sealed = try store.oauthTokens(of: name)
+        } catch {
+            logger.warning("oauth: cannot read the tokens of \(name): \(error)")
+            return .unknown
+        }
+        guard let sealed else { return .absent }
+        do {
+            return .present(try vault.unseal(sealed, name: name), sealed: sealed)
         } catch {
             logger.error("oauth: the stored tokens of \(name) do not open (another key?): connect it again")
-            return nil
+            return .unknown
         }
     }
 
@@ -252,8 +278,11 @@ public final class OAuthConnections: Sendable {
 
     /// Forgets connection `name`'s tokens (here and in the store).
     public func disconnect(_ name: String) throws(RouterError) {
+        storeWrites.lock()
+        defer { storeWrites.unlock() }
         let (task, store) = state.withLock { state in
             state.tokens[name] = nil
+            state.sealed[name] = nil
             state.generation[name, default: 0] += 1
             return (state.refreshes.removeValue(forKey: name), state.store)
         }

@@ -7,7 +7,12 @@ extension Router {
     /// Swaps the running graph for `newPlan` (already validated) and says what it did; one
     /// reload at a time (see ``ReloadTransaction``).
     public func reload(to newPlan: GraphPlan, drainTimeout: Duration) -> ReloadSummary {
-        reloadLock.withLock { ReloadTransaction.reload(self, to: newPlan, drainTimeout: drainTimeout) }
+        reloadLock.withLock {
+            // A router shutting down starts nothing (a change announced by another router may
+            // still ask for a reload).
+            guard !isDraining else { return .rejected("the router is stopping") }
+            return ReloadTransaction.reload(self, to: newPlan, drainTimeout: drainTimeout)
+        }
     }
 }
 

@@ -13,7 +13,7 @@ extension Router {
     /// (`name`; nil: any may have changed). Safe to call from any thread: the store is read on
     /// the queue that follows switches.
     public func followOAuthChange(_ name: String?) {
-        guard sharedStore != nil else { return }
+        guard sharedStore != nil, !isDraining else { return }
         switchFollower.async { [self] in oauth.storedTokensChanged(name) }
     }
 }

@@ -27,6 +27,22 @@ extension Spool: OAuthTokenStore {
         }
     }
 
+    public func replaceOAuthTokens(of name: String, expected: [UInt8], with sealed: [UInt8]?) throws(StoreError) -> Bool {
+        try storing { () throws(SQLiteError) in
+            try database.transaction { () throws(SQLiteError) in
+                let current = try database.prepare("SELECT sealed FROM oauth_connections WHERE name = ?").rows([.text(name)]) { $0.blob(0) }
+                guard current.first == expected else { return false }
+                if let sealed {
+                    try database.prepare("UPDATE oauth_connections SET sealed = ?, changed_at = ? WHERE name = ?")
+                        .run([.blob(sealed), .int(Clock.nowUnixNanos()), .text(name)])
+                } else {
+                    try database.prepare("DELETE FROM oauth_connections WHERE name = ?").run([.text(name)])
+                }
+                return true
+            }
+        }
+    }
+
     public func removeOAuthTokens(of name: String) throws(StoreError) {
         try storing { () throws(SQLiteError) in
             try database.prepare("DELETE FROM oauth_connections WHERE name = ?").run([.text(name)])
