@@ -137,11 +137,7 @@ extension OAuthConnections {
             record(name, error: "cannot store the tokens: \(error)")
             throw RouterError(instance: "oauth", reason: "\(name): cannot store the tokens: \(error)")
         }
-        state.withLock { state in
-            state.tokens[name] = tokens
-            state.sealed[name] = sealed
-            state.lastError[name] = nil
-        }
+        state.withLock { $0.hold(tokens, sealed: sealed, for: name) }
         return nil
     }
 
@@ -150,11 +146,7 @@ extension OAuthConnections {
         guard case .present(let tokens, let sealed) = stored(name, store: store, vault: vault) else {
             throw RouterError(instance: "oauth", reason: "\(name): changed on another router meanwhile")
         }
-        state.withLock { state in
-            state.tokens[name] = tokens
-            state.sealed[name] = sealed
-            state.lastError[name] = nil
-        }
+        state.withLock { $0.hold(tokens, sealed: sealed, for: name) }
         return tokens
     }
 
@@ -171,10 +163,7 @@ extension OAuthConnections {
         guard (try? store.replaceOAuthTokens(of: name, expected: expected, with: nil)) == true else { return }
         let task = state.withLock { state -> Task<Void, Never>? in
             guard state.generation[name, default: 0] == generation else { return nil }
-            state.tokens[name] = nil
-            state.sealed[name] = nil
-            state.generation[name, default: 0] += 1
-            return state.refreshes.removeValue(forKey: name)
+            return state.drop(name)
         }
         task?.cancel()
         logger.notice("oauth: disconnected (the provider refused its refresh token)", metadata: ["connection": .string(name)])
@@ -197,9 +186,7 @@ extension OAuthConnections {
         return state.withLock { state -> OAuthTokens? in
             // Only over what is older still: this router may have kept newer ones meanwhile.
             guard let held = state.tokens[name], held.obtainedAt < stored.obtainedAt else { return state.tokens[name] }
-            state.tokens[name] = stored
-            state.sealed[name] = sealed
-            state.lastError[name] = nil
+            state.hold(stored, sealed: sealed, for: name)
             return stored
         }
     }
@@ -220,17 +207,12 @@ extension OAuthConnections {
                 case .present(let tokens, let sealed):
                     // Not over newer tokens this router kept meanwhile.
                     if let held = state.tokens[name], held == tokens || held.obtainedAt > tokens.obtainedAt { return nil }
-                    state.tokens[name] = tokens
-                    state.sealed[name] = sealed
-                    state.lastError[name] = nil
+                    state.hold(tokens, sealed: sealed, for: name)
                     return (!had, false, nil)
                 case .absent:
                     guard had else { return nil }
                     // Disconnected elsewhere: what is under way here keeps nothing.
-                    state.tokens[name] = nil
-                    state.sealed[name] = nil
-                    state.generation[name, default: 0] += 1
-                    return (false, true, state.refreshes.removeValue(forKey: name))
+                    return (false, true, state.drop(name))
                 case .unknown:
                     return nil
                 }

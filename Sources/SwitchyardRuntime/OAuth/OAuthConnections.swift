@@ -42,6 +42,22 @@ public final class OAuthConnections: Sendable {
         /// Whether the store is shared with other routers (which may refresh, connect or
         /// disconnect too).
         var shared = false
+
+        /// `tokens` (sealed in the store as `sealed`) are connection `name`'s now.
+        mutating func hold(_ tokens: OAuthTokens, sealed: [UInt8], for name: String) {
+            self.tokens[name] = tokens
+            self.sealed[name] = sealed
+            lastError[name] = nil
+        }
+
+        /// Connection `name` has no tokens any more: what is under way keeps nothing (the
+        /// generation moves on). Returns its refresh timer, to cancel.
+        mutating func drop(_ name: String) -> Task<Void, Never>? {
+            tokens[name] = nil
+            sealed[name] = nil
+            generation[name, default: 0] += 1
+            return refreshes.removeValue(forKey: name)
+        }
     }
 
     let state = Mutex(State())
@@ -280,12 +296,7 @@ public final class OAuthConnections: Sendable {
     public func disconnect(_ name: String) throws(RouterError) {
         storeWrites.lock()
         defer { storeWrites.unlock() }
-        let (task, store) = state.withLock { state in
-            state.tokens[name] = nil
-            state.sealed[name] = nil
-            state.generation[name, default: 0] += 1
-            return (state.refreshes.removeValue(forKey: name), state.store)
-        }
+        let (task, store) = state.withLock { state in (state.drop(name), state.store) }
         task?.cancel()
         do {
             try store?.removeOAuthTokens(of: name)
