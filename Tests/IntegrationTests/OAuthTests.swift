@@ -19,6 +19,29 @@ struct OAuthTests {
             ], portFile: portFile, what: "the OAuth provider")
     }
 
+    /// The connection `example` to `provider`, and the iiidea `fetch`: a line on the console
+    /// calls the provider's resource with its token, the answer goes to `out`.
+    static func routes(provider: PythonServer, out: String) -> String {
+        let base = "http://127.0.0.1:\(provider.port)"
+        return """
+            oauth:
+              example:
+                authorize_url: \(base)/authorize
+                token_url: \(base)/token
+                client_id: switchyard
+                client_secret: "${EXAMPLE_CLIENT_SECRET}"
+                scopes: [read]
+            instances:
+              in: { plugin: core, console: {} }
+              out: { plugin: core, file: { path: "\(out)", format: body } }
+            iiideas:
+              - id: fetch
+                trigger: { port: in.lines }
+                service: { piece: http, preferences: { url: "\(base)/resource", allow_private: true, auth: { oauth: example } } }
+                action: { port: out.write }
+            """
+    }
+
     static func stats(_ provider: PythonServer) throws -> [String: Any] {
         try HTTPExchange.send("http://127.0.0.1:\(provider.port)/stats").json
     }
@@ -44,25 +67,7 @@ struct OAuthTests {
         try sandbox.installPlugin("core")
         let provider = try Self.provider(in: sandbox, lifetime: 3)
         defer { provider.stop() }
-        let base = "http://127.0.0.1:\(provider.port)"
-        try sandbox.writeRoutes(
-            """
-            oauth:
-              example:
-                authorize_url: \(base)/authorize
-                token_url: \(base)/token
-                client_id: switchyard
-                client_secret: "${EXAMPLE_CLIENT_SECRET}"
-                scopes: [read]
-            instances:
-              in: { plugin: core, console: {} }
-              out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
-            iiideas:
-              - id: fetch
-                trigger: { port: in.lines }
-                service: { piece: http, preferences: { url: "\(base)/resource", allow_private: true, auth: { oauth: example } } }
-                action: { port: out.write }
-            """)
+        try sandbox.writeRoutes(Self.routes(provider: provider, out: sandbox.path("out.jsonl")))
         var (router, admin) = try await Self.startRouter(sandbox, provider: provider)
 
         // Nobody connected it: the piece refuses, and says what to do.

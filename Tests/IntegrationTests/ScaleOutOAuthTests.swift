@@ -15,27 +15,12 @@ struct ScaleOutOAuthTests {
     ) {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
-        let base = "http://127.0.0.1:\(provider.port)"
         try sandbox.writeRoutes(
             """
             spool: { path: "\(sandbox.path("state/spool.db"))" }
             store: { url: "${STORE_URL}" }
-            oauth:
-              example:
-                authorize_url: \(base)/authorize
-                token_url: \(base)/token
-                client_id: switchyard
-                client_secret: "${EXAMPLE_CLIENT_SECRET}"
-                scopes: [read]
-            instances:
-              in: { plugin: core, console: {} }
-              out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
-            iiideas:
-              - id: fetch
-                trigger: { port: in.lines }
-                service: { piece: http, preferences: { url: "\(base)/resource", allow_private: true, auth: { oauth: example } } }
-                action: { port: out.write }
-            """)
+
+            """ + OAuthTests.routes(provider: provider, out: sandbox.path("out.jsonl")))
         let (router, admin) = try await RouterProcess.startWithAdmin(
             sandbox,
             environment: ["STORE_URL": server.url, "EXAMPLE_CLIENT_SECRET": "provider-secret", "SWITCHYARD_OAUTH_KEY": Self.key])
