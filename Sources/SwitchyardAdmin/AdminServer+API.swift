@@ -23,12 +23,16 @@ extension AdminServer {
         // The store may be PostgreSQL, whose calls block: each runs off the server's executor.
         group.get { request, _ -> Response in
             let route = request.uri.queryParameters.get("route")
-            let letters = try await offThread { () throws(StoreError) in try store.deadLetters(route: route, limit: Int.max) }
+            let letters = try await onOwnThread(named: "admin store") { () throws(StoreError) in
+                try store.deadLetters(route: route, limit: Int.max)
+            }
             return .json(JSONValue.array(letters.map { $0.json(withEnvelope: false) }).serializedBytes())
         }
         group.get(":id") { _, context -> Response in
             let id = try context.parameters.require("id", as: Int64.self)
-            guard let letter = try await offThread({ () throws(StoreError) in try store.deadLetter(id: id) }) else { return .notFound(id) }
+            guard let letter = try await onOwnThread(named: "admin store", { () throws(StoreError) in try store.deadLetter(id: id) }) else {
+                return .notFound(id)
+            }
             return .json(letter.json(withEnvelope: true).serializedBytes())
         }
         for (verb, done) in [("replay", "replayed"), ("drop", "dropped")] {
@@ -36,11 +40,13 @@ extension AdminServer {
                 verb == "replay" ? try store.replayDeadLetters(ids: ids) : try store.dropDeadLetters(ids: ids)
             }
             group.post(RouterPath(verb)) { _, _ -> Response in
-                .json(JSONValue.object([done: .int(try await offThread { () throws(StoreError) in try change(nil) })]).serializedBytes())
+                .json(
+                    JSONValue.object([done: .int(try await onOwnThread(named: "admin store") { () throws(StoreError) in try change(nil) })])
+                        .serializedBytes())
             }
             group.post(RouterPath(":id/" + verb)) { _, context -> Response in
                 let id = try context.parameters.require("id", as: Int64.self)
-                let moved = try await offThread { () throws(StoreError) in try change([id]) }
+                let moved = try await onOwnThread(named: "admin store") { () throws(StoreError) in try change([id]) }
                 return moved == 0 ? .notFound(id) : .json(JSONValue.object([done: .int(moved)]).serializedBytes())
             }
         }

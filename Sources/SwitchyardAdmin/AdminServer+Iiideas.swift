@@ -85,7 +85,7 @@ extension AdminServer {
             guard let template = body["template"]?.stringValue else { return .refusal(.badRequest, "the body needs \"template\"") }
             do throws(IiideaCatalog.Refusal) {
                 let preferences = Self.preferences(body["preferences"]?["service"], body["preferences"]?["action"])
-                let id = try await offThread { () throws(IiideaCatalog.Refusal) in
+                let id = try await onOwnThread(named: "admin change") { () throws(IiideaCatalog.Refusal) in
                     try catalog.obtain(
                         template: template, id: body["id"]?.stringValue, title: body["title"]?.stringValue,
                         owner: body["owner"]?.stringValue, preferences: preferences)
@@ -99,7 +99,7 @@ extension AdminServer {
         routes.delete("v1/iiideas/:id") { _, context -> Response in
             let id = try context.decodedParameter("id")
             do throws(IiideaCatalog.Refusal) {
-                try await offThread { () throws(IiideaCatalog.Refusal) in try catalog.delete(id) }
+                try await onOwnThread(named: "admin change") { () throws(IiideaCatalog.Refusal) in try catalog.delete(id) }
                 return .json(JSONValue.object(["deleted": .string(id)]).serializedBytes())
             } catch {
                 return .refusal(error)
@@ -110,7 +110,8 @@ extension AdminServer {
             let body = try await Self.jsonBody(request)
             do throws(IiideaCatalog.Refusal) {
                 let preferences = Self.preferences(body["service"], body["action"])
-                try await offThread { () throws(IiideaCatalog.Refusal) in try catalog.setPreferences(of: id, to: preferences)
+                try await onOwnThread(named: "admin change") { () throws(IiideaCatalog.Refusal) in
+                    try catalog.setPreferences(of: id, to: preferences)
                 }
                 return .json(JSONValue.object(["id": .string(id), "applied": true]).serializedBytes())
             } catch {
@@ -120,7 +121,7 @@ extension AdminServer {
         routes.delete("v1/iiideas/:id/preferences") { _, context -> Response in
             let id = try context.decodedParameter("id")
             do throws(IiideaCatalog.Refusal) {
-                try await offThread { () throws(IiideaCatalog.Refusal) in
+                try await onOwnThread(named: "admin change") { () throws(IiideaCatalog.Refusal) in
                     try catalog.setPreferences(of: id, to: PiecePreferences(), reset: true)
                 }
                 return .json(JSONValue.object(["id": .string(id), "reset": true]).serializedBytes())
@@ -143,7 +144,7 @@ extension AdminServer {
         let outcome = query.get("outcome").flatMap { IiideaRun.Outcome(rawValue: $0) }
         let limit = min(max(query.get("limit", as: Int.self) ?? 100, 0), 1000)
         let offset = max(query.get("offset", as: Int.self) ?? 0, 0)
-        return try await offThread { () throws(StoreError) in
+        return try await onOwnThread(named: "admin store") { () throws(StoreError) in
             try store?.runs(iiidea: iiidea, outcome: outcome, limit: limit, offset: offset) ?? []
         }
     }

@@ -19,9 +19,7 @@ extension AdminServer {
             }
             // A reload blocks (it waits for deliveries and for plugins to start): on its own
             // thread, not on the server's executor.
-            let answer = await withCheckedContinuation { continuation in
-                Thread.detachNewThread { continuation.resume(returning: reload(false)) }
-            }
+            let answer = await onOwnThread(named: "admin reload") { reload(false) }
             guard let summary = answer else {
                 let busy = JSONValue.object(["error": "a reload is already running; try again when it is done"])
                 return .json(busy.serializedBytes(), status: .conflict)

@@ -266,7 +266,7 @@ extension IiideaCatalog {
     /// server's executor (the store may be PostgreSQL).
     func summaries() async -> [IiideaSummary] {
         let catalog = self
-        return await offThread { catalog.readSummaries() }
+        return await onOwnThread(named: "admin store") { catalog.readSummaries() }
     }
 
     private func readSummaries() -> [IiideaSummary] {

@@ -72,13 +72,3 @@ struct ProcessSignals: Service {
         }
     }
 }
-
-/// Runs blocking control work (a drain, a reload: they wait on conditions and plugin calls)
-/// on a thread of its own, so it never holds one of the few threads of Swift's cooperative pool.
-func onOwnThread<Result: Sendable>(named name: String, _ body: @escaping @Sendable () -> Result) async -> Result {
-    await withCheckedContinuation { continuation in
-        let thread = Thread { continuation.resume(returning: body()) }
-        thread.name = name
-        thread.start()
-    }
-}

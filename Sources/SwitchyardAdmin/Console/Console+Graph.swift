@@ -15,7 +15,9 @@ extension Console {
             guard let session = sessions.session(of: request) else { return signIn(request) }
             // The dead letters may be in PostgreSQL, whose calls block: read off the executor.
             let store = deadLetterStore
-            let letters = await offThread { store.flatMap { try? $0.deadLetters(route: nil, limit: Self.deadLettersShown + 1) } }
+            let letters = await onOwnThread(named: "admin store") {
+                store.flatMap { try? $0.deadLetters(route: nil, limit: Self.deadLettersShown + 1) }
+            }
             return graphPage(session: session, notice: Self.notice(request), letters: letters)
         }
         routes.get("console/events/graph") { request, _ -> Response in
@@ -25,7 +27,7 @@ extension Console {
             guard let session = sessions.session(of: request) else { return signIn(request) }
             let id = try context.parameters.require("id", as: Int64.self)
             let store = deadLetterStore
-            guard let letter = await offThread({ try? store?.deadLetter(id: id) }) else {
+            guard let letter = await onOwnThread(named: "admin store", { try? store?.deadLetter(id: id) }) else {
                 return notFound(session, "No dead letter \(id).")
             }
             var data = deadLetterView(letter)
@@ -38,7 +40,7 @@ extension Console {
                 let id = try context.parameters.require("id", as: Int64.self)
                 let store = deadLetterStore
                 return try await change(request) { session, _ in
-                    let moved = await offThread {
+                    let moved = await onOwnThread(named: "admin store") {
                         (try? verb == "replay" ? store?.replayDeadLetters(ids: [id]) : store?.dropDeadLetters(ids: [id])) ?? 0
                     }
                     guard moved > 0 else { return notFound(session, "No dead letter \(id).") }

@@ -58,7 +58,7 @@ extension Console {
             let id = try context.decodedParameter("id")
             return try await change(request) { session, _ in
                 do throws(IiideaCatalog.Refusal) {
-                    try await offThread { () throws(IiideaCatalog.Refusal) in try catalog.delete(id) }
+                    try await onOwnThread(named: "admin change") { () throws(IiideaCatalog.Refusal) in try catalog.delete(id) }
                 } catch {
                     return page(
                         title: "iiideas", template: "iiideas", data: ["iiideas": await catalog.summaries().map { summaryView($0) }],
@@ -75,7 +75,7 @@ extension Console {
                 }
                 do throws(IiideaCatalog.Refusal) {
                     let preferences = try readPreferences(form, of: summary.declaration)
-                    try await offThread { () throws(IiideaCatalog.Refusal) in
+                    try await onOwnThread(named: "admin change") { () throws(IiideaCatalog.Refusal) in
                         try catalog.setPreferences(of: id, to: preferences)
                     }
                     return Self.redirect("/console/iiideas/\(Self.queryEscaped(id))?done=saved")
@@ -88,7 +88,7 @@ extension Console {
             let id = try context.decodedParameter("id")
             return try await change(request) { session, _ in
                 do throws(IiideaCatalog.Refusal) {
-                    try await offThread { () throws(IiideaCatalog.Refusal) in
+                    try await onOwnThread(named: "admin change") { () throws(IiideaCatalog.Refusal) in
                         try catalog.setPreferences(of: id, to: PiecePreferences(), reset: true)
                     }
                 } catch {

@@ -28,7 +28,7 @@ extension Console {
                 }
                 do throws(IiideaCatalog.Refusal) {
                     let preferences = try readPreferences(form, of: template.declaration)
-                    let id = try await offThread { () throws(IiideaCatalog.Refusal) in
+                    let id = try await onOwnThread(named: "admin change") { () throws(IiideaCatalog.Refusal) in
                         try catalog.obtain(template: templateID, id: form["id"], title: form["title"], preferences: preferences)
                     }
                     return Self.redirect("/console/iiideas?done=obtained&id=\(Self.queryEscaped(id))")

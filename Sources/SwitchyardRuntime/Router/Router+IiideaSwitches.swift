@@ -11,16 +11,11 @@ extension Router {
         try iiideaController.set(id, enabled: enabled, in: graph, store: iiideaSwitchStore)
     }
 
-    /// ``setIiidea(_:enabled:)`` from async code, on a dispatch thread: storing the switch may
-    /// wait on a remote database, and async callers (the admin port's handlers) run on the few
-    /// cooperative threads every other task needs.
+    /// ``setIiidea(_:enabled:)`` from async code, on a thread of its own: storing the switch
+    /// may wait on a remote database, and async callers (the admin port's handlers) run on the
+    /// few cooperative threads every other task needs.
     public func switchIiidea(_ id: String, enabled: Bool) async throws(RouterError) {
-        let outcome: Result<Void, RouterError> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: Result { () throws(RouterError) in try self.setIiidea(id, enabled: enabled) })
-            }
-        }
-        try outcome.get()
+        try await onOwnThread(named: "iiidea switch") { () throws(RouterError) in try self.setIiidea(id, enabled: enabled) }
     }
 
     /// Follows a switch another router stored in the shared store (`id`; nil: any may have

@@ -41,22 +41,13 @@ extension Router {
         }
     }
 
-    /// ``runServicePieceBlocking(instance:port:input:timeout:)`` on a dispatch thread, so an
+    /// ``runServicePieceBlocking(instance:port:input:timeout:)`` on a thread of its own, so an
     /// async caller's executor is never blocked while the plugin answers.
     public func runServicePiece(instance: String, port: String, input: JSONValue, timeout: Duration) async throws(PieceRunError)
         -> JSONValue
     {
-        let result: Result<JSONValue, PieceRunError> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                do throws(PieceRunError) {
-                    continuation.resume(
-                        returning: .success(
-                            try self.runServicePieceBlocking(instance: instance, port: port, input: input, timeout: timeout)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
+        try await onOwnThread(named: "service piece") { () throws(PieceRunError) in
+            try self.runServicePieceBlocking(instance: instance, port: port, input: input, timeout: timeout)
         }
-        return try result.get()
     }
 }
