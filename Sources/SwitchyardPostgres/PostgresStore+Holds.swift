@@ -52,7 +52,7 @@ final class PostgresListenerHold: ListenerHold, @unchecked Sendable {
     private var keepAlive: RepeatedTask?
     private var released = false
     private var holding = false
-    private var retryDelay = TimeAmount.seconds(1)
+    private var retryDelay = ReconnectDelay()
     private let name: String
     private let key: Int64
     private let configuration: PostgresConnection.Configuration
@@ -122,7 +122,7 @@ final class PostgresListenerHold: ListenerHold, @unchecked Sendable {
             }
             guard !self.released, self.connection === connection else { return }
             self.holding = true
-            self.retryDelay = .seconds(1)
+            self.retryDelay.reset()
             self.keepAlive = self.eventLoop.scheduleRepeatedAsyncTask(initialDelay: Self.keepAliveInterval, delay: Self.keepAliveInterval) {
                 _ in
                 let answer = connection.query("SELECT 1", logger: self.logger).map { _ in () }
@@ -153,8 +153,6 @@ final class PostgresListenerHold: ListenerHold, @unchecked Sendable {
 
     /// On `eventLoop`: the next attempt, later.
     private func retry() {
-        let delay = retryDelay
-        retryDelay = min(retryDelay * 2, .seconds(30))
-        eventLoop.scheduleTask(in: delay) { self.connect() }
+        eventLoop.scheduleTask(in: retryDelay.take()) { self.connect() }
     }
 }

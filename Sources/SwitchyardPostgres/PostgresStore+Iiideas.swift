@@ -70,7 +70,7 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
     private var connection: PostgresConnection?
     private var keepAlive: RepeatedTask?
     private var stopped = false
-    private var retryDelay = TimeAmount.seconds(1)
+    private var retryDelay = ReconnectDelay()
     private let configuration: PostgresConnection.Configuration
     private let eventLoop: any EventLoop
     private let logger: Logger
@@ -145,7 +145,7 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
             return
         }
         self.connection = connection
-        retryDelay = .seconds(1)
+        retryDelay.reset()
         // What changed before this connection listened (while the router started, or while
         // no connection was open) is read again.
         // Also on the first: the router loaded its graph and tokens before this connection
@@ -172,8 +172,6 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
 
     /// On `eventLoop`: the next attempt, later.
     private func retry() {
-        let delay = retryDelay
-        retryDelay = min(retryDelay * 2, .seconds(30))
-        eventLoop.scheduleTask(in: delay) { self.connect() }
+        eventLoop.scheduleTask(in: retryDelay.take()) { self.connect() }
     }
 }
