@@ -123,12 +123,8 @@ final class PostgresListenerHold: ListenerHold, @unchecked Sendable {
             guard !self.released, self.connection === connection else { return }
             self.holding = true
             self.retryDelay.reset()
-            self.keepAlive = self.eventLoop.scheduleRepeatedAsyncTask(initialDelay: Self.keepAliveInterval, delay: Self.keepAliveInterval) {
-                _ in
-                let answer = connection.query("SELECT 1", logger: self.logger).map { _ in () }
-                let timeout = self.eventLoop.scheduleTask(in: Self.keepAliveInterval) { _ = connection.closeConnection() }
-                return answer.always { _ in timeout.cancel() }.recover { _ in _ = connection.closeConnection() }
-            }
+            self.keepAlive = connection.keepAlive(
+                every: Self.keepAliveInterval, answerWithin: Self.keepAliveInterval, on: self.eventLoop, logger: self.logger)
             self.granted()
         }
     }

@@ -154,11 +154,8 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
         onChange(nil)
         onCatalogChange()
         onOAuthChange(nil)
-        keepAlive = eventLoop.scheduleRepeatedAsyncTask(initialDelay: Self.keepAliveInterval, delay: Self.keepAliveInterval) { _ in
-            let answer = connection.query("SELECT 1", logger: self.logger).map { _ in () }
-            let timeout = self.eventLoop.scheduleTask(in: PostgresStore.timeout) { _ = connection.closeConnection() }
-            return answer.always { _ in timeout.cancel() }.recover { _ in _ = connection.closeConnection() }
-        }
+        keepAlive = connection.keepAlive(
+            every: Self.keepAliveInterval, answerWithin: PostgresStore.timeout, on: eventLoop, logger: logger)
         connection.closeFuture.whenComplete { _ in
             self.keepAlive?.cancel()
             self.keepAlive = nil
