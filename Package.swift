@@ -57,7 +57,9 @@ let package = Package(
         // YAML route files with source positions, `${VAR}` resolution.
         .target(
             name: "SwitchyardConfig",
-            dependencies: ["SwitchyardCore", "SwitchyardStore", .product(name: "SwitchyardDependencies", package: "Dependencies")],
+            dependencies: [
+                "SwitchyardCore", "SwitchyardStore", "SwitchyardScript", .product(name: "SwitchyardDependencies", package: "Dependencies"),
+            ],
             swiftSettings: strict
         ),
         // The SQLite C API, from Debian's libsqlite3-dev.
@@ -74,12 +76,20 @@ let package = Package(
             dependencies: ["SwitchyardStore", "SwitchyardCore", .product(name: "SwitchyardDependencies", package: "Dependencies")],
             swiftSettings: strict
         ),
+        // Lua 5.4's C API, from Debian's liblua5.4-dev.
+        .systemLibrary(name: "CLua", pkgConfig: "lua5.4", providers: [.apt(["liblua5.4-dev"])]),
+        // The sandboxed Lua state of a script: budgets, the JSON bridge, the script library.
+        // Every call into Lua is made here, in C, so no Swift frame lies between a lua_pcall and
+        // the longjmp of a Lua error.
+        .target(name: "CSwitchyardScript", dependencies: ["CLua"]),
+        // Scripts over envelopes: compile, run, outputs as envelopes.
+        .target(name: "SwitchyardScript", dependencies: ["CSwitchyardScript", "SwitchyardCore"], swiftSettings: strict),
         // Plugin loading over the C ABI, validation, the router itself.
         .target(
             name: "SwitchyardRuntime",
             dependencies: [
                 "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardRouting", "SwitchyardConfig", "SwitchyardSpool",
-                "SwitchyardSQLite", "SwitchyardStore",
+                "SwitchyardSQLite", "SwitchyardStore", "SwitchyardScript",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -264,6 +274,7 @@ let package = Package(
 
         .testTarget(name: "SwitchyardCoreTests", dependencies: ["SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchyardRoutingTests", dependencies: ["SwitchyardRouting"], swiftSettings: strict),
+        .testTarget(name: "SwitchyardScriptTests", dependencies: ["SwitchyardScript", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchyardConfigTests", dependencies: ["SwitchyardConfig"], swiftSettings: strict),
         .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime"], swiftSettings: strict),
         .testTarget(name: "SwitchyardPluginKitTests", dependencies: ["SwitchyardPluginKit", "SwitchyardCore"], swiftSettings: strict),

@@ -1,8 +1,10 @@
 internal import SwitchyardCore
+internal import SwitchyardScript
 
 extension ConfigLoader {
     static let routeKeys = [
-        "name", "from", "to", "when", "map", "template", "type", "content_type", "queue", "loop", "delivery", "retry", "dedupe",
+        "name", "from", "to", "when", "map", "template", "script", "type", "content_type", "queue", "loop", "delivery", "retry",
+        "dedupe",
     ]
 
     func mergeRoutes(_ node: ConfigNode, file: String, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
@@ -68,6 +70,16 @@ extension ConfigLoader {
             }
             if map != nil, template != nil {
                 fail("a route has either 'map' or 'template', not both", element["template"]?.location ?? element.location)
+            }
+            var script: ScriptDeclaration?
+            if let node = element["script"] {
+                if map != nil || template != nil {
+                    fail(
+                        "a route has at most one of 'map', 'template' and 'script'; a script builds the whole envelope", node.location)
+                }
+                let before = diagnostics.count
+                script = Self.script(node, file: file, diagnostics: &diagnostics)
+                if diagnostics.count > before { valid = false }
             }
             var queueSize = Self.defaultQueueSize
             var onFull = OnFull.block
@@ -170,7 +182,7 @@ extension ConfigLoader {
                 RouteDeclaration(
                     name: name, location: element.location, from: from, to: to, when: when, map: map, template: template,
                     outputType: outputType, contentType: contentType, queueSize: queueSize, onFull: onFull, allowLoops: allowLoops,
-                    delivery: delivery, retry: retry, dedupeWindow: dedupeWindow, spoolLimit: spoolLimit
+                    delivery: delivery, retry: retry, dedupeWindow: dedupeWindow, spoolLimit: spoolLimit, script: script
                 )
             )
         }

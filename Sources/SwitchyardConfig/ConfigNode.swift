@@ -32,6 +32,10 @@ public struct ConfigNode: Sendable {
     /// itself would only repeat that error.
     public var hasUnsetVariable: Bool
 
+    /// Whether the value was written as a block scalar (`|` or `>`): its text starts on the
+    /// line after ``location``. A script's lines are mapped to the file's with it.
+    public var isBlockScalar = false
+
     /// Creates a node.
     public init(kind: Kind, location: SourceLocation, isSecret: Bool = false, hasUnsetVariable: Bool = false) {
         self.kind = kind

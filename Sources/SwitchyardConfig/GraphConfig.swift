@@ -1,3 +1,4 @@
+public import SwitchyardScript
 public import SwitchyardCore
 
 /// A value with the place it was written.
@@ -151,6 +152,20 @@ public struct RouteDeclaration: Sendable {
     public var dedupeWindow: UInt64?
     /// `queue.spool_limit`: bytes the route may hold in the spool before it blocks.
     public var spoolLimit: Int = ConfigLoader.defaultSpoolLimit
+    /// `script:`: Lua run on each envelope after `when:`, instead of `map:`/`template:`.
+    public var script: ScriptDeclaration?
+}
+
+/// A route's `script:` (or an iiidea `script` piece's preferences) as written.
+public struct ScriptDeclaration: Sendable, Hashable {
+    /// Where `script:` is written.
+    public var location: SourceLocation
+    /// The Lua text and the place its lines are mapped to.
+    public var source: ScriptSource
+    /// `state: persistent`: the `state` table is kept in the router's store across restarts.
+    public var persistentState = false
+    /// `limits:`, over the defaults.
+    public var limits: ScriptLimits = .standard
 }
 
 /// An iiidea from YAML `iiideas:`: a trigger port (with an optional condition), a service
@@ -237,11 +252,11 @@ public struct IiideaTemplate: Sendable {
 extension IiideaDeclaration {
     /// The route that carries the chain: from the trigger (or the remote port) to the action,
     /// with the trigger's condition and the service's `map`, so routes' type checks apply.
-    public func route(remote: Bool, map: ConfigNode?, when condition: Located<String>?) -> RouteDeclaration {
+    public func route(remote: Bool, map: ConfigNode?, when condition: Located<String>?, script: ScriptDeclaration? = nil) -> RouteDeclaration {
         RouteDeclaration(
             name: remote ? "iiidea \(id) (remote)" : "iiidea \(id)", location: location, from: remote ? (self.remote ?? trigger) : trigger,
             to: [action], when: condition, map: map, template: nil, outputType: nil, contentType: nil,
-            queueSize: ConfigLoader.defaultQueueSize, onFull: .block, allowLoops: false)
+            queueSize: ConfigLoader.defaultQueueSize, onFull: .block, allowLoops: false, script: script)
     }
 }
 

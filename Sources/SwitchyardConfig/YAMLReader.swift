@@ -100,7 +100,9 @@ public struct YAMLReader: Sendable {
             } else {
                 value = .string(text)
             }
-            return ConfigNode(kind: .scalar(value), location: here, isSecret: secret, hasUnsetVariable: unset)
+            var converted = ConfigNode(kind: .scalar(value), location: here, isSecret: secret, hasUnsetVariable: unset)
+            converted.isBlockScalar = scalar.style == .literal || scalar.style == .folded
+            return converted
         case .mapping(let mapping):
             var members: [(key: String, keyLocation: SourceLocation, value: ConfigNode)] = []
             var secret = false

@@ -106,13 +106,22 @@ extension RouteExplainer.Step {
         } else {
             lines.append("  no condition")
         }
-        guard passes, let output else {
-            lines.append("  not taken")
+        for line in printed { lines.append("  script printed: \(Redaction.redact(line))") }
+        if let scriptError {
+            lines.append("  script failed (\(scriptError)); the envelope takes the route's failure path")
+            return lines.joined(separator: "\n") + "\n"
+        }
+        guard passes, output != nil else {
+            lines.append(droppedByScript ? "  dropped by the script (it returned nil or false)" : "  not taken")
             return lines.joined(separator: "\n") + "\n"
         }
         if let service { lines.append("  service \(service)\(outputIsFinal ? "" : " (not run here: the action gets its output)")") }
-        lines.append("  delivers \(output.type): \(Redaction.redact(String(decoding: output.body, as: UTF8.self)))")
-        for sink in sinks { lines.append("  → \(sink.sink): \(sink.refusal.map { "refuses: \($0)" } ?? "takes it")") }
+        for delivery in deliveries {
+            let output = delivery.output
+            let subject = deliveries.count > 1 || output.subject != "" ? " [subject \(output.subject)]" : ""
+            lines.append("  delivers \(output.type)\(subject): \(Redaction.redact(String(decoding: output.body, as: UTF8.self)))")
+            for sink in delivery.sinks { lines.append("  → \(sink.sink): \(sink.refusal.map { "refuses: \($0)" } ?? "takes it")") }
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -132,6 +141,12 @@ extension RouteExplainer.Step {
             object["service_run"] = .bool(outputIsFinal)
         }
         if let output { object["output"] = ["type": .string(output.type), "body": output.decodedBody()] }
+        if deliveries.count > 1 {
+            object["outputs"] = .array(
+                deliveries.map { ["type": .string($0.output.type), "subject": .string($0.output.subject), "body": $0.output.decodedBody()] })
+        }
+        if let scriptError { object["script_error"] = .string(scriptError) }
+        if !printed.isEmpty { object["printed"] = .array(printed.map { .string($0) }) }
         return .object(object)
     }
 }

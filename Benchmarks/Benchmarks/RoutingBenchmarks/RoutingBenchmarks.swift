@@ -63,6 +63,37 @@ let measuredRoutes: [(name: String, yaml: String)] = [
         to: sink.in
         """
     ),
+    // The Mustache map: the baseline of the script routes below (issue 35: a script that
+    // reshapes with arithmetic ≥ 0.5× this, measured in the same run).
+    (
+        "Router: route with map",
+        """
+        name: mapped
+        from: src.out
+        map: { sensor: "{{body.sensor}}", value: "{{body.value}}" }
+        to: sink.in
+        """
+    ),
+    (
+        "Router: route with script (arithmetic reshape)",
+        """
+        name: scripted
+        from: src.out
+        script: |
+          local body = envelope.body
+          return { body = { sensor = body.sensor, fahrenheit = body.value * 9 / 5 + 32 } }
+        to: sink.in
+        """
+    ),
+    (
+        "Router: route with script (filter only)",
+        """
+        name: scriptfilter
+        from: src.out
+        script: "return envelope.body.value > 20"
+        to: sink.in
+        """
+    ),
     // Every envelope written to the SQLite spool (WAL, one transaction per worker batch:
     // a group commit) before the source is settled, and deleted once the sink acked. With the
     // default `spool.sync: full` each commit is fsynced; `normal` leaves it to checkpoints.

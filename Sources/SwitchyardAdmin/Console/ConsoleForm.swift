@@ -2,14 +2,15 @@ import SwitchyardCore
 
 /// A settings form generated from a piece's preferences schema (JSON Schema): one field per
 /// property — `enum` a select, `boolean` a checkbox, `integer`/`number` a number input with
-/// `minimum`/`maximum`, a string a text input, anything else JSON in a text area —
+/// `minimum`/`maximum`, a string a text input (a multi-line code area when its `format` is
+/// `lua`: a script's source), anything else JSON in a text area —
 /// `description` as help, `default` as the starting value. The same schema checks what comes
 /// back (``ConsoleForm/read(_:)``), so the browser's hints are never the only check.
 struct ConsoleForm {
     /// One input.
     struct Field {
         enum Kind: String {
-            case text, number, checkbox, select, json
+            case text, code, number, checkbox, select, json
         }
 
         var key: String
@@ -47,7 +48,10 @@ struct ConsoleForm {
             let kind: Field.Kind =
                 property["enum"] != nil
                 ? .select
-                : type == "boolean" ? .checkbox : type == "integer" || type == "number" ? .number : type == "string" ? .text : .json
+                : type == "boolean"
+                    ? .checkbox
+                    : type == "integer" || type == "number"
+                        ? .number : type == "string" ? (property["format"] == "lua" ? .code : .text) : .json
             return Field(key: key, kind: kind, schema: property, required: required.contains(key))
         }
         wholeJSON = false
@@ -91,7 +95,7 @@ struct ConsoleForm {
                 view["step"] = Self.type(of: field.schema) == "integer" ? "1" : "any"
                 if let minimum = field.schema["minimum"] { view["min"] = minimum.serialized() }
                 if let maximum = field.schema["maximum"] { view["max"] = maximum.serialized() }
-            case .text, .json:
+            case .text, .code, .json:
                 view["value"] = text
                 if let pattern = field.schema["pattern"]?.stringValue { view["hint"] = "must match \(pattern)" }
             }
@@ -135,7 +139,7 @@ struct ConsoleForm {
                 } else {
                     errors[name] = "must be one of the listed values"
                 }
-            case .text:
+            case .text, .code:
                 guard !text.isEmpty else { continue }
                 object[field.key] = .string(text)
             case .json:

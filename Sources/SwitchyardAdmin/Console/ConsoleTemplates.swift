@@ -91,6 +91,7 @@ enum ConsoleTemplates {
         {{#is_text}}<input type="text" id="{{id}}" name="{{name}}" value="{{value}}"{{#required}} required{{/required}}{{#hint}} title="{{hint}}"{{/hint}}{{#help}} aria-describedby="{{id}}-help"{{/help}}{{#error}} aria-invalid="true"{{/error}}>{{/is_text}}
         {{#is_number}}<input type="number" id="{{id}}" name="{{name}}" value="{{value}}" step="{{step}}"{{#min}} min="{{min}}"{{/min}}{{#max}} max="{{max}}"{{/max}}{{#required}} required{{/required}}{{#help}} aria-describedby="{{id}}-help"{{/help}}{{#error}} aria-invalid="true"{{/error}}>{{/is_number}}
         {{#is_select}}<select id="{{id}}" name="{{name}}"{{#help}} aria-describedby="{{id}}-help"{{/help}}{{#error}} aria-invalid="true"{{/error}}>{{^required}}<option value="">—</option>{{/required}}{{#options}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{value}}</option>{{/options}}</select>{{/is_select}}
+        {{#is_code}}<textarea class="code" id="{{id}}" name="{{name}}" rows="10" spellcheck="false"{{#required}} required{{/required}}{{#help}} aria-describedby="{{id}}-help"{{/help}}{{#error}} aria-invalid="true"{{/error}}>{{value}}</textarea>{{/is_code}}
         {{#is_json}}<textarea id="{{id}}" name="{{name}}" rows="3"{{#help}} aria-describedby="{{id}}-help"{{/help}}{{#error}} aria-invalid="true"{{/error}}>{{value}}</textarea>{{/is_json}}
         {{#help}}<p class="help" id="{{id}}-help">{{help}}</p>{{/help}}
         {{#error}}<p class="field-error" role="alert">{{label}}: {{error}}</p>{{/error}}

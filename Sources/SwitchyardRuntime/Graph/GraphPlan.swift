@@ -1,6 +1,7 @@
 public import SwitchyardConfig
 public import SwitchyardCore
 public import SwitchyardRouting
+public import SwitchyardScript
 
 /// A validated routing graph, ready to run: every name resolved, every condition and template
 /// compiled, every type checked.
@@ -100,6 +101,15 @@ public struct PlannedRoute: Sendable {
     public var condition: Condition?
     /// The compiled `map:` or `template:`.
     public var transform: Transform?
+    /// The compiled `script:`, with its Lua state (kept across a reload that leaves the
+    /// script unchanged: see ``ReloadTransaction``).
+    public var script: Script?
+    /// What the script's outputs take when it does not say.
+    public var scriptDefaults = ScriptDefaults()
+    /// The types a script's outputs are checked against at run time.
+    public var scriptTypes: TypeRegistry?
+    /// Whether ``script`` is the running route's, carried over by a reload with its state.
+    var carriesScriptState = false
     /// Route name.
     public var name: String { declaration.name }
 }
@@ -180,6 +190,8 @@ public struct PlannedIiidea: Sendable {
         /// within `policy`; the response JSON is the output.
         /// `oauth` names the connection whose access token it sends (`auth: { oauth: NAME }`).
         case http(request: MapNode, timeout: UInt64, policy: HTTPPiecePolicy, oauth: String?)
+        /// A Lua script (compiled into the route's `script`): its one output is the action's input.
+        case script
         /// A plugin's service port (`piece_execute`), given the preferences as written.
         case plugin(PortReference, preferences: JSONValue, timeout: UInt64)
     }

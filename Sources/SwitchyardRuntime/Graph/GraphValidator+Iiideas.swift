@@ -1,6 +1,7 @@
 internal import SwitchyardConfig
 internal import SwitchyardCore
 internal import SwitchyardRouting
+internal import SwitchyardScript
 
 extension GraphValidator {
     /// Checks an iiidea as the routes it runs on (trigger → action, remote → action) and
@@ -24,6 +25,7 @@ extension GraphValidator {
             return node
         }
         var map: ConfigNode?
+        var script: ScriptDeclaration?
         var service = PlannedIiidea.Service.pass
         switch iiidea.piece.value {
         case "pass":
@@ -47,6 +49,15 @@ extension GraphValidator {
                 return nil
             }
             service = .delay(nanos)
+        case "script":
+            guard let preferences else {
+                diagnostics.append(
+                    Diagnostic("service piece 'script' needs preferences.source (Lua text) or preferences.file", at: iiidea.piece.location))
+                return nil
+            }
+            guard let declaration = ConfigLoader.script(preferences, file: iiidea.location.file, diagnostics: &diagnostics) else { return nil }
+            script = declaration
+            service = .script
         case "http":
             guard let url = require("url", "a URL template"), url.string != nil, let preferences else {
                 if preference("url") != nil {
@@ -145,7 +156,7 @@ extension GraphValidator {
             guard let reference = PortReference(iiidea.piece.value) else {
                 diagnostics.append(
                     Diagnostic(
-                        "unknown service piece '\(iiidea.piece.value)' (built in: pass, template, map, delay, http; or instance.port of a plugin's service port)",
+                        "unknown service piece '\(iiidea.piece.value)' (built in: \(BuiltinPieces.names.joined(separator: ", ")); or instance.port of a plugin's service port)",
                         at: iiidea.piece.location))
                 return nil
             }
@@ -168,7 +179,7 @@ extension GraphValidator {
         }
         guard
             let route = check(
-                iiidea.route(remote: false, map: map, when: iiidea.when), config: config, instances: instances,
+                iiidea.route(remote: false, map: map, when: iiidea.when, script: script), config: config, instances: instances,
                 registry: registry, diagnostics: &diagnostics)
         else { return nil }
         var remoteRoute: PlannedRoute?

@@ -1,6 +1,7 @@
 internal import SwitchyardConfig
 internal import SwitchyardCore
 internal import SwitchyardRouting
+internal import SwitchyardScript
 
 extension GraphValidator {
     func check(
@@ -57,6 +58,8 @@ extension GraphValidator {
         }
 
         var transform: Transform?
+        var script: Script?
+        var scriptDefaults = ScriptDefaults()
         var outputTypes = sourceTypes
         if let outputType = route.outputType {
             if registry[outputType.value] == nil, outputType.value != "*" {
@@ -65,6 +68,11 @@ extension GraphValidator {
                         "unknown type '\(outputType.value)'\(Self.namespacedHint(outputType.value, registry))", at: outputType.location))
             }
             outputTypes = [outputType.value]
+        } else if route.script != nil {
+            // A script sets the type per envelope; by default it keeps the input's, or takes
+            // the one type its sinks agree on. What it sends is checked at run time.
+            let accepted = Set(sinks.filter { !$0.1.isUntyped }.flatMap(\.1.types))
+            outputTypes = accepted.count == 1 ? Array(accepted) : ["*"]
         } else if route.map != nil || route.template != nil {
             // A reshaped envelope takes the one type its sinks accept when they agree on one,
             // else the built-in open type of what it builds.
@@ -99,12 +107,20 @@ extension GraphValidator {
             } catch {
                 diagnostics.append(error)
             }
+        } else if let declaration = route.script {
+            do {
+                script = try Script(source: declaration.source, limits: declaration.limits)
+                scriptDefaults = ScriptDefaults(
+                    type: route.outputType?.value ?? (outputTypes == ["*"] ? nil : outputTypes.first), contentType: route.contentType?.value)
+            } catch {
+                diagnostics.append(error)
+            }
         } else if route.outputType != nil || route.contentType != nil {
             transform = nil
             if route.outputType != nil {
                 diagnostics.append(
                     Diagnostic(
-                        "'type' sets the type a map or template produces; this route has neither",
+                        "'type' sets the type a map, template or script produces; this route has none of them",
                         at: route.outputType?.location ?? route.location))
             }
         }
@@ -120,7 +136,8 @@ extension GraphValidator {
             }
         }
         guard diagnostics.count == before else { return nil }
-        return PlannedRoute(declaration: route, condition: condition, transform: transform)
+        return PlannedRoute(declaration: route, condition: condition, transform: transform, script: script, scriptDefaults: scriptDefaults,
+            scriptTypes: script == nil ? nil : registry)
     }
 
     func compileMap(

@@ -1,6 +1,7 @@
 public import SwitchyardConfig
 public import SwitchyardCore
 internal import SwitchyardRouting
+internal import SwitchyardScript
 
 /// What the routes of a validated graph would do with one envelope from one source port,
 /// step by step, without running anything: `switchyard explain`.
@@ -27,6 +28,15 @@ public struct RouteExplainer: Sendable {
         public var service: String?
         /// Whether `output` is what the action would get (false: a service that was not run).
         public var outputIsFinal: Bool
+        /// Every envelope the route sends, each with its sinks' answers: one, or as many as a
+        /// script emitted (`output` and `sinks` are the first's).
+        public var deliveries: [(output: Envelope, sinks: [(sink: String, refusal: String?)])] = []
+        /// Why the route's script failed on the envelope (then it sends nothing).
+        public var scriptError: String?
+        /// What the route's script printed.
+        public var printed: [String] = []
+        /// Whether the condition let the envelope through and the script dropped it.
+        public var droppedByScript = false
     }
 
     private let plan: GraphPlan
@@ -60,25 +70,41 @@ public struct RouteExplainer: Sendable {
     }
 
     private func step(_ route: PlannedRoute, envelope: Envelope, service: String?) -> Step {
-        let outputIsFinal = service.map { ["pass", "template", "map"].contains($0) } ?? true
+        let outputIsFinal = service.map { ["pass", "template", "map", "script"].contains($0) } ?? true
         var scope = EnvelopeScope(envelope)
         var seen: Set<String> = []
         let reads = (route.condition?.fieldReads ?? []).filter { seen.insert($0.field.description).inserted }.map { read in
             (field: read.field.description, value: scope.value(of: read.field))
         }
         let passes = route.condition.map { $0.evaluate(&scope) } ?? true
-        var output: Envelope?
-        var sinks: [(sink: String, refusal: String?)] = []
+        var deliveries: [(output: Envelope, sinks: [(sink: String, refusal: String?)])] = []
+        var scriptError: String?
+        var printed: [String] = []
         if passes {
-            // A route's map/template, or an iiidea's reshaping service (compiled into its route),
-            // runs; a service that calls out or waits does not.
-            let delivered = outputIsFinal ? (route.transform.map { $0.apply(&scope) } ?? envelope) : envelope
-            output = delivered
-            sinks = route.declaration.to.map { target in (target.value.description, refusal(of: delivered, by: target.value)) }
+            // A route's map/template/script, or an iiidea's reshaping service (compiled into its
+            // route), runs; a service that calls out or waits does not.
+            var outputs = [envelope]
+            if outputIsFinal, let transform = route.transform {
+                outputs = [transform.apply(&scope)]
+            } else if let script = route.script {
+                let run = script.run(envelope, defaults: route.scriptDefaults)
+                outputs = run.outputs
+                printed = run.printed
+                scriptError = run.failure.map { "\($0.kind.rawValue): \($0.message)" }
+            }
+            deliveries = outputs.map { delivered in
+                (delivered, route.declaration.to.map { target in (target.value.description, refusal(of: delivered, by: target.value)) })
+            }
         }
-        return Step(
+        var step = Step(
             route: route.name, location: route.declaration.location, condition: route.declaration.when?.value, reads: reads,
-            passes: passes, output: output, sinks: sinks, service: service, outputIsFinal: outputIsFinal)
+            passes: passes && scriptError == nil && !deliveries.isEmpty, output: deliveries.first?.output,
+            sinks: deliveries.first?.sinks ?? [], service: service, outputIsFinal: outputIsFinal)
+        step.deliveries = deliveries
+        step.scriptError = scriptError
+        step.printed = printed
+        step.droppedByScript = passes && route.script != nil && scriptError == nil && deliveries.isEmpty
+        return step
     }
 
     /// Why sink `target` would not take `envelope`, or nil when it would.

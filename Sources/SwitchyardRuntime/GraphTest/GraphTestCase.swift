@@ -43,6 +43,11 @@ public struct GraphTestCase: Sendable {
     public var keyLocations: [String: SourceLocation] = [:]
     /// `timeout:`: how long the graph may take to settle after one input.
     public var timeout: Duration = .seconds(10)
+    /// `clock:`: the time scripts read and inputs carry, in seconds since the epoch (default
+    /// 2026-01-01T00:00:00Z): a case gives the same result whenever it runs.
+    public var clock: Double = GraphTestCase.defaultClock
+    /// 2026-01-01T00:00:00Z.
+    public static let defaultClock: Double = 1_767_225_600
 
     /// One injected envelope.
     public struct Input: Sendable {

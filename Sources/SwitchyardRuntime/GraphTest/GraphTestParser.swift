@@ -1,3 +1,4 @@
+import Foundation
 internal import SwitchyardConfig
 internal import SwitchyardCore
 internal import SwitchyardRouting
@@ -74,7 +75,7 @@ struct GraphTestParser {
         return file
     }
 
-    private static let caseKeys = ["name", "input", "expect", "order", "sinks", "services", "enable", "disable", "dead_letters", "timeout"]
+    private static let caseKeys = ["name", "input", "expect", "order", "sinks", "services", "enable", "disable", "dead_letters", "timeout", "clock"]
 
     private mutating func testCase(_ node: ConfigNode) -> GraphTestCase? {
         let fields = members(node, of: "a test case", known: Self.caseKeys)
@@ -147,6 +148,12 @@ struct GraphTestParser {
                     continue
                 }
                 testCase.timeout = .nanoseconds(Int64(nanos))
+            case "clock":
+                guard let text = value.scalarText, let seconds = Self.unixSeconds(rfc3339: text) else {
+                    problem("clock must be an RFC 3339 time such as 2026-01-01T08:00:00Z", at: value)
+                    continue
+                }
+                testCase.clock = seconds
             default:
                 break
             }
@@ -203,5 +210,16 @@ struct GraphTestParser {
             }
         }
         return node.members == nil ? nil : expected
+    }
+}
+
+extension GraphTestParser {
+    /// Seconds since the epoch of an RFC 3339 time, fractions included; nil when it is not one.
+    static func unixSeconds(rfc3339 text: String) -> Double? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)?.timeIntervalSince1970
     }
 }

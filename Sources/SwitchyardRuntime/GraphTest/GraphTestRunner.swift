@@ -2,6 +2,7 @@ import Foundation
 public import Logging
 internal import SwitchyardConfig
 public import SwitchyardCore
+internal import SwitchyardScript
 internal import SwitchyardSpool
 
 /// The result of one test case.
@@ -79,6 +80,17 @@ public struct GraphTestRunner: Sendable {
             testPlan.instances[index].plugin = FakePlugin.standIn(for: plan.instances[index].plugin)
             testPlan.instances[index].config = FakePlugin.config(session: sessionID)
         }
+        // Each case starts its scripts afresh (their state is the case's own) on its fixed clock.
+        for index in testPlan.routes.indices {
+            guard let script = testPlan.routes[index].script else { continue }
+            do {
+                let fresh = try Script(source: script.source, limits: script.limits)
+                fresh.setClock(testCase.clock)
+                testPlan.routes[index].script = fresh
+            } catch {
+                return ["the script of route '\(testPlan.routes[index].name)' does not compile: \(error)"]
+            }
+        }
         let session = GraphTestSession(plan: testPlan, testCase: testCase)
         GraphTestSessions.shared.register(session, as: sessionID)
         defer { GraphTestSessions.shared.remove(sessionID) }
@@ -111,7 +123,7 @@ public struct GraphTestRunner: Sendable {
         }
         for (index, input) in testCase.inputs.enumerated() {
             session.begin(input: index)
-            if let problem = inject(input, session: session, router: router, timeout: testCase.timeout) {
+            if let problem = inject(input, session: session, router: router, testCase: testCase) {
                 failures.append("input #\(index + 1) (\(input.location)): \(problem)")
                 break
             }
@@ -134,7 +146,8 @@ public struct GraphTestRunner: Sendable {
     }
 
     /// Emits one input at its stand-in source and waits for the graph to settle; a problem, or nil.
-    private func inject(_ input: GraphTestCase.Input, session: GraphTestSession, router: Router, timeout: Duration) -> String? {
+    private func inject(_ input: GraphTestCase.Input, session: GraphTestSession, router: Router, testCase: GraphTestCase) -> String? {
+        let timeout = testCase.timeout
         guard let instance = session.instance(named: input.port.instance),
             let port = instance.ports.first(where: { $0.name == input.port.port && $0.direction == .source })
         else { return "\(input.port) is not a source port of this graph" }
@@ -146,8 +159,8 @@ public struct GraphTestRunner: Sendable {
         }
         let type = input.type ?? (port.isUntyped ? BuiltinTypes.json : port.types.first ?? BuiltinTypes.json)
         let envelope = Envelope(
-            type: type, subject: input.subject, headers: Headers(input.headers.map { (name: $0.0, value: $0.1) }),
-            contentType: input.contentType, body: body)
+            type: type, subject: input.subject, time: Int64(testCase.clock * 1e9),
+            headers: Headers(input.headers.map { (name: $0.0, value: $0.1) }), contentType: input.contentType, body: body)
         // What a real source emits has one of its port's types and fits the type's schema.
         if let problem = session.refusal(of: envelope, by: port) { return "\(input.port) would not emit this envelope: \(problem)" }
         let deadline = ContinuousClock.now + timeout

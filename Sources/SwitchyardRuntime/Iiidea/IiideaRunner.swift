@@ -4,6 +4,7 @@ internal import SwitchyardABI
 internal import SwitchyardConfig
 internal import SwitchyardCore
 internal import SwitchyardRouting
+internal import SwitchyardScript
 internal import SwitchyardSpool
 internal import SwitchyardStore
 import Synchronization
@@ -175,6 +176,26 @@ final class IiideaRunner {
         case .template, .map:
             var scope = EnvelopeScope(input)
             return planned.route.transform.map { $0.apply(&scope) } ?? input
+        case .script:
+            guard let script = planned.route.script else { return input }
+            let run = script.run(input, defaults: planned.route.scriptDefaults)
+            route.counters.scriptCalls.add(1, ordering: .relaxed)
+            if let failure = run.failure {
+                if failure.isBudgetStop {
+                    route.counters.scriptBudgetStops.add(1, ordering: .relaxed)
+                } else {
+                    route.counters.scriptErrors.add(1, ordering: .relaxed)
+                }
+                throw ServiceError(description: "the script failed (\(failure.kind.rawValue)): \(failure.message)")
+            }
+            if planned.route.declaration.script?.persistentState == true { route.keepState(of: script) }
+            guard run.outputs.count == 1, let output = run.outputs.first else {
+                throw ServiceError(
+                    description: run.outputs.isEmpty
+                        ? "the script sent nothing (it returned nil or false), so the action does not run"
+                        : "a script service piece sends one envelope to the action; it sent \(run.outputs.count)")
+            }
+            return output
         case .delay(let nanos):
             Thread.sleep(forTimeInterval: Double(nanos) / 1e9)
             return input

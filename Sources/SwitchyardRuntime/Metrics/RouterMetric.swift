@@ -22,13 +22,31 @@ public enum RouteMetric: String, CaseIterable, Sendable {
     case spoolFailures = "spool_failures"
     case inFlight = "in_flight"
     case spoolBytes = "spool_bytes"
+    case scriptCalls = "script_calls"
+    case scriptErrors = "script_errors"
+    case scriptBudgetStops = "script_budget_stops"
+    case scriptMicroseconds = "script_microseconds"
 
     /// Whether only `delivery: at-least-once` routes have it.
     public var atLeastOnceOnly: Bool {
         switch self {
         case .received, .filtered, .delivered, .droppedFull, .droppedLoop, .refused, .sinkFull, .queued: false
+        case .scriptCalls, .scriptErrors, .scriptBudgetStops, .scriptMicroseconds: false
         default: true
         }
+    }
+
+    /// Whether only routes with a `script:` have it.
+    public var scriptOnly: Bool {
+        switch self {
+        case .scriptCalls, .scriptErrors, .scriptBudgetStops, .scriptMicroseconds: true
+        default: false
+        }
+    }
+
+    /// Whether a route of this kind has it.
+    public func applies(atLeastOnce: Bool, scripted: Bool) -> Bool {
+        (atLeastOnce || !atLeastOnceOnly) && (scripted || !scriptOnly)
     }
 
     /// Whether the value goes up and down (exported as a gauge, not a counter).
@@ -53,6 +71,10 @@ public enum RouteMetric: String, CaseIterable, Sendable {
         case .spoolFailures: "Spool writes that failed"
         case .inFlight: "At-least-once deliveries waiting for their acknowledgement"
         case .spoolBytes: "Bytes the route holds in the spool"
+        case .scriptCalls: "Envelopes the route's script ran on"
+        case .scriptErrors: "Script calls that failed: a Lua error, a malformed or refused envelope"
+        case .scriptBudgetStops: "Script calls stopped by the instruction or memory budget"
+        case .scriptMicroseconds: "Time spent in the route's script, in microseconds"
         }
     }
 

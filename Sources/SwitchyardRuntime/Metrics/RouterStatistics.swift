@@ -87,7 +87,7 @@ extension RouterStatistics.Route {
         name = route.name
         atLeastOnce = route.isAtLeastOnce
         values = [:]
-        for metric in RouteMetric.allCases where atLeastOnce || !metric.atLeastOnceOnly {
+        for metric in RouteMetric.allCases where metric.applies(atLeastOnce: atLeastOnce, scripted: route.plan.script != nil) {
             values[metric] = route.value(of: metric)
         }
     }

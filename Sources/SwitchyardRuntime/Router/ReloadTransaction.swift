@@ -205,6 +205,15 @@ struct ReloadTransaction {
                 routes.append(old)
                 continue
             }
+            var planned = planned
+            // A script that did not change keeps its Lua state (its `state` table and globals)
+            // even when the rest of the route changed.
+            if let old = running.first(where: { $0.name == planned.name }), let script = old.plan.script,
+                let declaration = planned.declaration.script, script.source == declaration.source, script.limits == declaration.limits
+            {
+                planned.script = script
+                planned.carriesScriptState = true
+            }
             let route = try router.makeRoute(planned, instances: instances)
             router.startWorker(route)
             startedRoutes.append(route)
@@ -253,6 +262,7 @@ extension RouteDeclaration {
             map.map { $0.json.serialized() } ?? "", template?.value ?? "", outputType?.value ?? "", contentType?.value ?? "",
             String(queueSize), onFull.rawValue, String(allowLoops), delivery.rawValue,
             "\(retry.attempts)/\(retry.backoff)/\(retry.maxBackoff)", dedupeWindow.map(String.init) ?? "", String(spoolLimit),
+            script.map { "\($0.source)|\($0.limits)|\($0.persistentState)" } ?? "",
         ]
         return parts.joined(separator: "\u{1}")
     }

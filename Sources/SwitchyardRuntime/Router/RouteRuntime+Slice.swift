@@ -10,6 +10,8 @@ struct PlainRouteSlice {
     var position = 0
     /// The envelope at `position` after `when` and the transform, while it goes to its sinks.
     var output: Envelope?
+    /// The envelopes a script made of it that go after `output`, in order.
+    var laterOutputs: [Envelope] = []
     /// The next sink of `output`.
     var sink = 0
     /// The delivery id of a delivery the sink refused as full, reused when it is tried again.
@@ -45,8 +47,7 @@ extension RouteRuntime {
             // nothing of it may be touched after this (its state is back in `slice`).
             return queue.unscheduleIfEmpty() ? .idle : .more
         case .finished:
-            router.workerFinished()
-            finished.signal()
+            workerDone()
             return .finished
         case .more, .retry:
             return outcome
@@ -92,49 +93,58 @@ extension RouteRuntime {
     /// Delivers `item` to each sink from the one the route got to; the pause before the next
     /// try when a sink was full (the route resumes at that sink).
     private func dispatch(_ item: QueuedEnvelope, _ work: inout PlainRouteSlice) -> Duration? {
-        let output: Envelope
-        if let current = work.output {
-            output = current
-        } else {
-            guard let transformed = transformed(item.envelope) else {
+        if work.output == nil {
+            switch outcome(for: item.envelope) {
+            case .filtered:
                 if item.probe != 0 { latency?.finish(item.probe, ok: false) }
                 item.settlement?.complete(SY_OUTCOME_OK)
                 return nil
+            case .failed:
+                // Counted and logged by the script stage; at most once, so it is dropped.
+                if item.probe != 0 { latency?.finish(item.probe, ok: false) }
+                item.settlement?.complete(SY_OUTCOME_REJECT)
+                return nil
+            case .one(let output):
+                work.output = output
+            case .many(let outputs):
+                work.output = outputs.first
+                work.laterOutputs = Array(outputs.dropFirst())
             }
-            output = transformed
-            work.output = transformed
             work.sink = 0
             work.probeSent = false
         }
-        // Sink by sink rather than through targets(for:): no array per envelope.
-        while work.sink < sinks.count {
-            let index = work.sink
-            if admits(output, toSink: index) {
-                let sink = sinks[index]
-                // The sample rides on the first delivery of its envelope.
-                let probing = item.probe != 0 && !work.probeSent
-                let deliveryID =
-                    work.retriedDeliveryID ?? router.nextDeliveryID(tracking: item.settlement, probing: probing ? self.index : nil)
-                if probing {
-                    latency?.dispatched(item.probe, as: deliveryID)
-                    work.probeSent = true
+        while let output = work.output {
+            // Sink by sink rather than through targets(for:): no array per envelope.
+            while work.sink < sinks.count {
+                let index = work.sink
+                if admits(output, toSink: index) {
+                    let sink = sinks[index]
+                    // The sample rides on the first delivery of its envelope.
+                    let probing = item.probe != 0 && !work.probeSent
+                    let deliveryID =
+                        work.retriedDeliveryID ?? router.nextDeliveryID(tracking: item.settlement, probing: probing ? self.index : nil)
+                    if probing {
+                        latency?.dispatched(item.probe, as: deliveryID)
+                        work.probeSent = true
+                    }
+                    guard let status = deliverUnlessFull(output, to: sink, deliveryID: deliveryID) else {
+                        work.retriedDeliveryID = deliveryID
+                        defer { work.pause = min(work.pause * 2, Self.longestPause) }
+                        return work.pause
+                    }
+                    work.retriedDeliveryID = nil
+                    work.pause = Self.firstPause
+                    if status == SY_OK {
+                        counters.dispatched.add(1, ordering: .relaxed)
+                    } else {
+                        refused(deliveryID, by: sink, status: status)
+                    }
                 }
-                guard let status = deliverUnlessFull(output, to: sink, deliveryID: deliveryID) else {
-                    work.retriedDeliveryID = deliveryID
-                    defer { work.pause = min(work.pause * 2, Self.longestPause) }
-                    return work.pause
-                }
-                work.retriedDeliveryID = nil
-                work.pause = Self.firstPause
-                if status == SY_OK {
-                    counters.dispatched.add(1, ordering: .relaxed)
-                } else {
-                    refused(deliveryID, by: sink, status: status)
-                }
+                work.sink = index + 1
             }
-            work.sink = index + 1
+            work.output = work.laterOutputs.isEmpty ? nil : work.laterOutputs.removeFirst()
+            work.sink = 0
         }
-        work.output = nil
         if item.probe != 0, !work.probeSent { latency?.finish(item.probe, ok: false) }
         item.settlement?.complete(SY_OUTCOME_OK)
         return nil

@@ -37,6 +37,14 @@ final class RouteCounters: Sendable {
     let inFlight = Atomic<Int>(0)
     /// Bytes the route holds in the spool.
     let spoolBytes = Atomic<Int>(0)
+    /// Envelopes the route's script ran on.
+    let scriptCalls = Atomic<Int>(0)
+    /// Script calls that failed (a Lua error, a malformed or refused envelope).
+    let scriptErrors = Atomic<Int>(0)
+    /// Script calls a budget stopped.
+    let scriptBudgetStops = Atomic<Int>(0)
+    /// Time in the script, in microseconds.
+    let scriptMicroseconds = Atomic<Int>(0)
 }
 
 /// A route at run time: its queue and the worker that applies `when` and the transform and
@@ -70,6 +78,8 @@ final class RouteRuntime: @unchecked Sendable {
     let latency: LatencyProbe?
     /// Taps of the envelopes this route delivers (`switchyard tap ROUTE`).
     let tap: TapPoint
+    /// Where the script's `state` is kept, for `state: persistent`.
+    let persistentState: PersistentScriptState?
 
     init(plan: PlannedRoute, index: Int, sinks: [SinkPort], router: Router, spool: Spool?, iiidea: IiideaRunner? = nil) {
         self.plan = plan
@@ -82,8 +92,12 @@ final class RouteRuntime: @unchecked Sendable {
         latency = iiidea == nil ? LatencyProbe(histogram: router.metrics.routeLatency(route: plan.name)) : nil
         queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull, pooled: spool == nil && iiidea == nil)
         spooled = spool.map { SpooledDelivery(spool: $0) }
+        persistentState = plan.declaration.script?.persistentState == true ? PersistentScriptState(route: plan.name) : nil
         spooled?.route = self
         iiidea?.route = self
+        if let persistentState, let script = plan.script, !plan.carriesScriptState {
+            persistentState.restore(into: script, store: router.stateStore, logger: router.logger)
+        }
     }
 
     var isAtLeastOnce: Bool { spooled != nil }
@@ -108,6 +122,10 @@ final class RouteRuntime: @unchecked Sendable {
         case .spoolFailures: counters.spoolFailures.load(ordering: .relaxed)
         case .inFlight: counters.inFlight.load(ordering: .relaxed)
         case .spoolBytes: counters.spoolBytes.load(ordering: .relaxed)
+        case .scriptCalls: counters.scriptCalls.load(ordering: .relaxed)
+        case .scriptErrors: counters.scriptErrors.load(ordering: .relaxed)
+        case .scriptBudgetStops: counters.scriptBudgetStops.load(ordering: .relaxed)
+        case .scriptMicroseconds: counters.scriptMicroseconds.load(ordering: .relaxed)
         }
     }
 
@@ -162,11 +180,17 @@ final class RouteRuntime: @unchecked Sendable {
         guard !queue.pooled else { return }
         let thread = Thread { [self] in
             if let spooled { spooled.run() } else { iiidea?.run() }
-            router.workerFinished()
-            finished.signal()
+            workerDone()
         }
         thread.name = "route " + name
         thread.start()
+    }
+
+    /// The worker has finished: the script's state is written one last time, the router told.
+    func workerDone() {
+        if let script = plan.script { keepState(of: script, force: true) }
+        router.workerFinished()
+        finished.signal()
     }
 
     /// Delivers once; `nil` when the sink answered "full" (or "stopped" while its instance
@@ -207,29 +231,40 @@ final class RouteRuntime: @unchecked Sendable {
         }
     }
 
-    /// Applies `when:` and the transform; `nil` (counted as filtered) when the condition
-    /// rejects the envelope.
-    func transformed(_ envelope: Envelope) -> Envelope? {
-        if let tracing { return tracing.routed(envelope, route: name) { untracedTransformed($0) } }
-        return untracedTransformed(envelope)
+    /// Applies `when:` and the transform or script: what the route sends for `envelope`.
+    func outcome(for envelope: Envelope) -> RouteOutcome {
+        if let tracing { return tracing.routed(envelope, route: name) { untracedOutcome(for: $0) } }
+        return untracedOutcome(for: envelope)
     }
 
-    /// ``transformed(_:)`` outside a span.
+    /// ``outcome(for:)`` outside a span.
     @inline(__always)
-    private func untracedTransformed(_ envelope: Envelope) -> Envelope? {
+    private func untracedOutcome(for envelope: Envelope) -> RouteOutcome {
         // A plain route neither looks inside nor changes the envelope: no scope to build.
-        if plan.condition == nil, plan.transform == nil {
+        if plan.condition == nil, plan.transform == nil, plan.script == nil {
             if tap.isActive { tap.publish(envelope) }
-            return envelope
+            return .one(envelope)
         }
-        var scope = EnvelopeScope(envelope)
-        if let condition = plan.condition, !condition.evaluate(&scope) {
-            counters.filtered.add(1, ordering: .relaxed)
-            return nil
+        if let condition = plan.condition {
+            var scope = EnvelopeScope(envelope)
+            guard condition.evaluate(&scope) else {
+                counters.filtered.add(1, ordering: .relaxed)
+                return .filtered
+            }
+            if let transform = plan.transform {
+                let output = transform.apply(&scope)
+                if tap.isActive { tap.publish(output) }
+                return .one(output)
+            }
+        } else if let transform = plan.transform {
+            var scope = EnvelopeScope(envelope)
+            let output = transform.apply(&scope)
+            if tap.isActive { tap.publish(output) }
+            return .one(output)
         }
-        let output = plan.transform.map { $0.apply(&scope) } ?? envelope
-        if tap.isActive { tap.publish(output) }
-        return output
+        if let script = plan.script { return run(script, on: envelope) }
+        if tap.isActive { tap.publish(envelope) }
+        return .one(envelope)
     }
 
     /// The indexes of the sinks `envelope` may go to: all but those already in its trace

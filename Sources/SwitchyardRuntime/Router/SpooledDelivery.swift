@@ -3,6 +3,7 @@ internal import Logging
 internal import SwitchyardABI
 internal import SwitchyardConfig
 internal import SwitchyardCore
+internal import SwitchyardScript
 internal import SwitchyardSpool
 
 /// The worker of an at-least-once route.
@@ -106,51 +107,84 @@ final class SpooledDelivery {
     /// Spools what the sources emitted, settles the sources once it is on disk, and (unless
     /// shutting down or behind a backlog) delivers it.
     private func accept(_ items: [QueuedEnvelope], deliver: Bool) {
-        var accepted: [(item: QueuedEnvelope, envelope: Envelope, size: Int, sinks: [Int])] = []
+        // One row per envelope the route sends; `settles` on the last of an item's, whose
+        // source is answered once all of them are on disk (they commit in one transaction).
+        var accepted: [(item: QueuedEnvelope, envelope: Envelope, size: Int, sinks: [Int], first: Bool, settles: Bool)] = []
+        var settledByCommit: [QueuedEnvelope] = []
         for item in items {
-            guard let output = route.transformed(item.envelope) else {
+            let outputs: [Envelope]
+            switch route.outcome(for: item.envelope) {
+            case .filtered: outputs = []
+            case .one(let output): outputs = [output]
+            case .many(let many): outputs = many
+            case .failed(let failure):
+                // The envelope as it came, kept with the script's error: a replay runs the
+                // script on it again (see restore).
                 abandonProbe(of: item)
-                item.settlement?.complete(SY_OUTCOME_OK)
+                deadLetterScriptFailure(item.envelope, failure)
+                settledByCommit.append(item)
                 continue
             }
-            let sinks = route.targets(for: output)
-            guard !sinks.isEmpty else {
+            var rows = 0
+            for output in outputs {
+                let sinks = route.targets(for: output)
+                guard !sinks.isEmpty else { continue }
+                let bytes = output.serializedBytes()
+                batch.inserts.append(.init(envelopeID: output.id, pending: sinks.map { route.sinks[$0].qualifiedName }, envelope: bytes))
+                accepted.append((item, output, bytes.count, sinks, rows == 0, false))
+                rows += 1
+            }
+            if rows == 0 {
                 abandonProbe(of: item)
                 item.settlement?.complete(SY_OUTCOME_OK)
-                continue
+            } else {
+                accepted[accepted.count - 1].settles = true
             }
-            let bytes = output.serializedBytes()
-            batch.inserts.append(.init(envelopeID: output.id, pending: sinks.map { route.sinks[$0].qualifiedName }, envelope: bytes))
-            accepted.append((item, output, bytes.count, sinks))
         }
         guard let sequences = commit() else {
             for entry in accepted {
-                abandonProbe(of: entry.item)
-                entry.item.settlement?.complete(SY_OUTCOME_RETRY)
+                if entry.first { abandonProbe(of: entry.item) }
+                if entry.settles { entry.item.settlement?.complete(SY_OUTCOME_RETRY) }
             }
+            for item in settledByCommit { item.settlement?.complete(SY_OUTCOME_RETRY) }
             return
         }
+        for item in settledByCommit { item.settlement?.complete(SY_OUTCOME_OK) }
         for (entry, sequence) in zip(accepted, sequences) {
-            entry.item.settlement?.complete(SY_OUTCOME_OK)
+            if entry.settles { entry.item.settlement?.complete(SY_OUTCOME_OK) }
             guard let sequence else {
-                abandonProbe(of: entry.item)
+                if entry.first { abandonProbe(of: entry.item) }
                 route.counters.deduplicated.add(1, ordering: .relaxed)
                 continue
             }
             route.counters.spooled.add(1, ordering: .relaxed)
             route.counters.spoolBytes.add(entry.size, ordering: .relaxed)
             guard deliver, !diskBacklog, scheduler.entries.count < windowLimit else {
-                abandonProbe(of: entry.item)
+                if entry.first { abandonProbe(of: entry.item) }
                 diskBacklog = true
                 continue
             }
             let states = route.sinks.indices.map { entry.sinks.contains($0) ? SpooledSinkState.ready : .done }
             let spooled = SpooledEntry(sequence: sequence, envelope: entry.envelope, size: entry.size, states: states, attempts: 0)
-            spooled.probe = entry.item.probe
+            // The latency sample rides on the item's first row only.
+            if entry.first { spooled.probe = entry.item.probe }
             scheduler.entries[sequence] = spooled
             diskCursor = max(diskCursor, sequence)
             for sink in entry.sinks { scheduler.offer(spooled, to: sink) }
         }
+    }
+
+    /// The pending name of a dead letter whose envelope the script failed on: not a sink, so
+    /// a replay runs the script again instead of delivering it as it is.
+    static let scriptStage = "(script)"
+
+    /// Keeps `envelope` as a dead letter with the script's error (written with the batch).
+    private func deadLetterScriptFailure(_ envelope: Envelope, _ failure: ScriptFailure) {
+        route.counters.deadLettered.add(1, ordering: .relaxed)
+        batch.deadLetters.append(
+            .init(
+                sink: Self.scriptStage, envelopeID: envelope.id, type: envelope.type, subject: envelope.subject, attempts: 1,
+                error: "script: " + failure.message, envelope: envelope.serializedBytes()))
     }
 
     /// An envelope that will not be delivered now gives its latency sample back.
@@ -237,16 +271,23 @@ final class SpooledDelivery {
             return
         }
         var loaded = 0
+        var reruns: [QueuedEnvelope] = []
         for row in rows where scheduler.entries[row.sequence] == nil && loaded < room {
             diskCursor = max(diskCursor, row.sequence)
             loaded += 1
-            restore(row)
+            if let envelope = restore(row) { reruns.append(QueuedEnvelope(envelope: envelope, settlement: nil)) }
         }
         if !rescan, rows.count < room { diskBacklog = false }
         if rescan, loaded == room { diskBacklog = true }
+        // Replayed envelopes the script had failed on: the script runs on them again and what
+        // it sends is spooled (their old rows deleted in the same commit) and delivered when the
+        // window has room and nothing older waits on disk (accept checks both).
+        if !reruns.isEmpty { accept(reruns, deliver: !route.router.isDraining) }
     }
 
-    private func restore(_ row: SpooledEnvelope) {
+    /// Puts a row read from the spool back in the delivery window; returns the envelope when
+    /// the row waits for the script (a replayed script failure) instead of a sink.
+    private func restore(_ row: SpooledEnvelope) -> Envelope? {
         route.counters.loadedFromSpool.add(1, ordering: .relaxed)
         let envelope: Envelope
         do {
@@ -261,7 +302,12 @@ final class SpooledDelivery {
                     error: "unreadable in the spool: \(error)", envelope: row.envelope))
             batch.deletes.append(row.sequence)
             route.counters.deadLettered.add(1, ordering: .relaxed)
-            return
+            return nil
+        }
+        if row.pending.contains(Self.scriptStage), route.plan.script != nil {
+            batch.deletes.append(row.sequence)
+            route.counters.spoolBytes.subtract(row.envelope.count, ordering: .relaxed)
+            return envelope
         }
         var states = Array(repeating: SpooledSinkState.done, count: route.sinks.count)
         for name in row.pending {
@@ -278,10 +324,11 @@ final class SpooledDelivery {
         guard !entry.isDone else {
             batch.deletes.append(row.sequence)
             route.counters.spoolBytes.subtract(entry.size, ordering: .relaxed)
-            return
+            return nil
         }
         scheduler.entries[row.sequence] = entry
         for sink in route.sinks.indices where states[sink] == .ready { scheduler.offer(entry, to: sink) }
+        return nil
     }
 
     /// Dead letters replayed while the router runs land in the spool behind its back: once a

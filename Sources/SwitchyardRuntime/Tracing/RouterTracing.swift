@@ -64,18 +64,26 @@ public final class RouterTracing: Sendable {
 
     /// Runs `body` (the route's condition and transform) in a `route` span and makes that span
     /// the parent of what it outputs.
-    func routed(_ envelope: Envelope, route: String, _ body: (Envelope) -> Envelope?) -> Envelope? {
+    func routed(_ envelope: Envelope, route: String, _ body: (Envelope) -> RouteOutcome) -> RouteOutcome {
         var input = envelope
         let parent = trustedContext(&input, at: "route " + route)
         let span = tracer.startSpan("route " + route, context: parent, ofKind: .internal)
         defer { span.end() }
         if span.isRecording { span.attributes["switchyard.route"] = route }
-        guard var output = body(input) else {
+        switch body(input) {
+        case .filtered:
             if span.isRecording { span.attributes["switchyard.filtered"] = true }
-            return nil
+            return .filtered
+        case .failed(let failure):
+            if span.isRecording { span.attributes["switchyard.script_error"] = failure.message }
+            return .failed(failure)
+        case .one(var output):
+            inject(span, into: &output)
+            return .one(output)
+        case .many(var outputs):
+            for index in outputs.indices { inject(span, into: &outputs[index]) }
+            return .many(outputs)
         }
-        inject(span, into: &output)
-        return output
     }
 
     /// Hands `envelope` to `sink` in a `deliver` span that ends with the sink's acknowledgement

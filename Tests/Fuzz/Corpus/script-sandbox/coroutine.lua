@@ -1,0 +1,1 @@
+local co = coroutine.wrap(function() while true do coroutine.yield(string.rep("y", 60000)) end end) local s = "" for i = 1, 1000 do s = s .. co() end return { body = s }

@@ -1,0 +1,1 @@
+for i = 1, 100 do emit { subject = "s/" .. i, body = { i = i } } end

@@ -1,0 +1,1 @@
+return { body = json.decode(json.encode(envelope.body)), headers = { ["x"] = base64.encode(envelope.subject) } }

@@ -1,0 +1,1 @@
+local t = {} while true do t[#t+1] = string.rep("x", 4096) end

@@ -1,0 +1,1 @@
+return { body = string.find(string.rep("a", 5000), ".-.-.-.-.-b") }

@@ -1,0 +1,1 @@
+local function f(n) return f(n + 1) + 1 end return { body = f(1) }

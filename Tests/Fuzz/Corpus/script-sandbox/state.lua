@@ -1,0 +1,1 @@
+state.n = (state.n or 0) + 1 return { body = { n = state.n, c = envelope.body.celsius * 9 / 5 + 32, t = time.format(envelope.time) } }

@@ -1,0 +1,1 @@
+local t, h = string.unpack("<i2<I2", hex.decode(envelope.body.raw)) return { body = { t = t, h = h } }

@@ -1,0 +1,27 @@
+// libFuzzer entry point for the JSON ↔ Lua value bridge of scripts (built by scripts/fuzz,
+// with the C bridge instrumented and LeakSanitizer on). Input: JSON text, any bytes. Both
+// directions: json.decode/json.encode in the sandbox, and the envelope body a script sees and
+// sends back. Whatever the bytes (deep nesting, huge strings, invalid UTF-8, NaN spelt out), the
+// bridge answers a value or a message, never traps, never leaks; what it encodes is JSON the
+// router's own parser reads, and encoding that again gives the same text.
+import SwitchyardCore
+import SwitchyardScript
+
+private let limits = ScriptLimits(memory: 8 * 1024 * 1024, instructions: 1_000_000, stringLength: 256 * 1024, patternSteps: 1_000_000, outputs: 4)
+nonisolated(unsafe) private let bridge = try! Script(source: ScriptSource(text: "return nil", file: "fuzz.lua"), limits: limits)
+nonisolated(unsafe) private let echo = try! Script(source: ScriptSource(text: "return { body = envelope.body }", file: "echo.lua"), limits: limits)
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzScriptJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    if case .success(let encoded) = bridge.jsonRoundTrip(bytes) {
+        precondition((try? JSONValue(parsing: encoded)) != nil, "the bridge encoded text that is not JSON")
+        guard case .success(let again) = bridge.jsonRoundTrip(encoded) else { preconditionFailure("its own JSON did not decode again") }
+        precondition(again == encoded, "encoding is not stable")
+    }
+    let run = echo.run(Envelope(id: "fuzz", type: "json", body: bytes))
+    if let output = run.outputs.first, run.failure == nil, output.contentType == "application/json" {
+        precondition((try? JSONValue(parsing: output.body)) != nil, "a JSON body that is not JSON")
+    }
+    return 0
+}
