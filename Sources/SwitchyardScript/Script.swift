@@ -105,8 +105,13 @@ public final class Script: Sendable {
 
 /// What an output envelope takes when the script does not say.
 public struct ScriptDefaults: Sendable {
-    /// The route's `type:`, for outputs that set none (nil: the input's type).
+    /// The route's `type:` (or the one type its sinks accept), for outputs that set none.
     public var type: String?
+    /// The type of an output that sets a JSON body and no type when ``type`` is nil: its body
+    /// no longer fits the input's type.
+    public var reshapedJSONType = "json"
+    /// Likewise for a string body.
+    public var reshapedTextType = "text"
     /// The route's `content_type:`, for outputs that set a body and no content type (nil: JSON
     /// bodies are `application/json`, string bodies `text/plain; charset=utf-8`).
     public var contentType: String?
@@ -290,6 +295,9 @@ private struct Engine: ~Copyable {
                 envelope.type = string(output.type)
             } else if let type = defaults.type {
                 envelope.type = type
+            } else if output.sets & UInt32(SY_SCRIPT_SETS_BODY) != 0 {
+                // A new body with no type named: the open type of what it is, as for a map.
+                envelope.type = output.body_is_json != 0 ? defaults.reshapedJSONType : defaults.reshapedTextType
             }
             if output.sets & UInt32(SY_SCRIPT_SETS_HEADERS) != 0 {
                 var headers = Headers()

@@ -120,6 +120,10 @@ extension RouteExplainer.Step {
             let output = delivery.output
             let subject = deliveries.count > 1 || output.subject != "" ? " [subject \(output.subject)]" : ""
             lines.append("  delivers \(output.type)\(subject): \(Redaction.redact(String(decoding: output.body, as: UTF8.self)))")
+            if scripted, output.headers.count > 0 {
+                let headers = output.headers.fields.map { "\($0.name)=\(Redaction.redact($0.value))" }.joined(separator: ", ")
+                lines.append("    headers: \(headers)")
+            }
             for sink in delivery.sinks { lines.append("  → \(sink.sink): \(sink.refusal.map { "refuses: \($0)" } ?? "takes it")") }
         }
         return lines.joined(separator: "\n") + "\n"

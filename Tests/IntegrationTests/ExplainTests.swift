@@ -54,6 +54,36 @@ struct ExplainTests {
         #expect(!FileManager.default.fileExists(atPath: sandbox.root.appendingPathComponent("never-written.jsonl").path))
     }
 
+    @Test func aScriptRouteShowsEveryEnvelopeItSendsWhatItPrintedAndItsErrors() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 1s } }
+              out:   { plugin: core, console: { format: body } }
+            routes:
+              - name: split
+                from: clock.tick
+                script: |
+                  print("count is", envelope.body.count)
+                  if envelope.body.count > 5 then error("too many") end
+                  for i = 1, envelope.body.count do emit { subject = "part/" .. i, body = "part " .. i, headers = { n = tostring(i) } } end
+                to: out.print
+            """)
+        let result = try Self.explain(#"{"body": {"count": 2, "time": "2026-01-01T00:00:00Z"}}"#, in: sandbox)
+        #expect(result.status == 0, "\(result.errors)")
+        let lines = result.output.split(separator: "\n").map(String.init)
+        #expect(lines.contains("  script printed: count is\t2"), "\(result.output)")
+        #expect(lines.contains("  delivers text [subject part/1]: part 1"), "\(result.output)")
+        #expect(lines.contains("  delivers text [subject part/2]: part 2"), "\(result.output)")
+        #expect(lines.contains("    headers: n=2"), "\(result.output)")
+        let failing = try Self.explain(#"{"body": {"count": 9, "time": "2026-01-01T00:00:00Z"}}"#, ["--json"], in: sandbox)
+        #expect(failing.status == 0, "\(failing.errors)")
+        #expect(failing.output.contains(#""script_error":"error: "#), "\(failing.output)")
+        #expect(failing.output.contains("main.yaml:9: too many"), "\(failing.output)")
+    }
+
     @Test func aConditionThatFailsStopsTheRouteAndJSONSaysSo() throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")

@@ -112,6 +112,8 @@ extension GraphValidator {
                 script = try Script(source: declaration.source, limits: declaration.limits)
                 scriptDefaults = ScriptDefaults(
                     type: route.outputType?.value ?? (outputTypes == ["*"] ? nil : outputTypes.first), contentType: route.contentType?.value)
+                scriptDefaults.reshapedJSONType = BuiltinTypes.json
+                scriptDefaults.reshapedTextType = BuiltinTypes.text
             } catch {
                 diagnostics.append(error)
             }

@@ -37,6 +37,8 @@ public struct RouteExplainer: Sendable {
         public var printed: [String] = []
         /// Whether the condition let the envelope through and the script dropped it.
         public var droppedByScript = false
+        /// Whether the route has a script (its outputs' headers are worth showing: it sets them).
+        public var scripted = false
     }
 
     private let plan: GraphPlan
@@ -104,6 +106,7 @@ public struct RouteExplainer: Sendable {
         step.scriptError = scriptError
         step.printed = printed
         step.droppedByScript = passes && route.script != nil && scriptError == nil && deliveries.isEmpty
+        step.scripted = route.script != nil
         return step
     }
 
