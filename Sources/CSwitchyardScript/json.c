@@ -109,7 +109,8 @@ static int dec_string(sy_decoder *d) {
             d->p = escape;
             return dec_fail(d, "unterminated string");
         }
-        char c;
+        char c = 0;
+        int single = 1;  // a one-character escape (\u moves p past its digits itself)
         switch (*p) {
         case '"': c = '"'; break;
         case '\\': c = '\\'; break;
@@ -139,15 +140,17 @@ static int dec_string(sy_decoder *d) {
                 cp = 0xFFFD;
             }
             dec_put_utf8(d, cp);
-            run = p;
-            continue;
+            single = 0;
+            break;
         }
         default:
             d->p = escape;
             return dec_fail(d, "invalid escape in a string");
         }
-        dec_put(d, &c, 1);
-        p++;
+        if (single) {
+            dec_put(d, &c, 1);
+            p++;
+        }
         run = p;
         while (p < d->end && *p != '"' && *p != '\\' && *p >= 0x20) p++;
     }

@@ -177,7 +177,7 @@ private let instances = """
 
     @Test func typeWithoutMapOrTemplate() throws {
         let yaml = instances + "\nroutes:\n  - from: a.out\n    to: b.any\n    type: t.A\n"
-        try expectOnly(yaml, "'type' sets the type a map or template produces; this route has neither", line: 7, column: 11)
+        try expectOnly(yaml, "'type' sets the type a map, template or script produces; this route has none of them", line: 7, column: 11)
     }
 
     @Test func cycleOfLoopAllowRoutes() throws {

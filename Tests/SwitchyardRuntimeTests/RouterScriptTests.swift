@@ -3,6 +3,7 @@ import SwitchyardABI
 import SwitchyardConfig
 import SwitchyardCore
 import SwitchyardSpool
+import SwitchyardStore
 import Testing
 
 @testable import SwitchyardRuntime
@@ -140,6 +141,38 @@ private func statistics(_ router: Router, _ name: String) -> RouterStatistics.Ro
         #expect(try spool.replayDeadLetters(ids: nil) == 1)
         #expect(await waitUntil(timeout: .seconds(20)) { sink.deliveries.count == 2 })
         #expect(sink.deliveries.map(\.envelope.id) == ["fourteen", "thirteen"])
+    }
+
+    @Test func aPersistentStateOutlivesTheRouter() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-script-\(ULID.next())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let source = FakeInstance.register("psSrc")
+        let sink = FakeInstance.register("psSnk")
+        let yaml = """
+            instances:
+              psSrc: { plugin: fake }
+              psSnk: { plugin: fake }
+            routes:
+              - name: total
+                from: psSrc.out
+                script:
+                  state: persistent
+                  source: |
+                    state.sum = (state.sum or 0) + envelope.body.x
+                    return { body = { x = state.sum } }
+                to: psSnk.any
+            """
+        let spool = try Spool(path: directory + "/spool.db", owner: true)
+        for (round, (input, expected)) in [(5, 5), (7, 12)].enumerated() {
+            let router = Router(plan: try plan(yaml), logger: quietLogger, spool: spool)
+            try router.start()
+            #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: input))) == SY_OK)
+            #expect(await waitUntil { sink.deliveries.count == round + 1 })
+            router.shutdown(drainTimeout: .seconds(5))
+            #expect(sink.deliveries.last?.envelope.decodedBody()["x"] == .int(expected), "round \(round + 1)")
+        }
+        #expect(try spool.stateValue(of: "route total", key: Array("script.state".utf8)) == Array(#"{"sum":12}"#.utf8))
     }
 
     @Test func aSyntaxErrorIsReportedAtTheRouteFilesLine() throws {
