@@ -27,7 +27,8 @@ extension ConfigLoader {
         for member in members where !scriptKeys.contains(member.key) {
             diagnostics.append(
                 Diagnostic(
-                    "unknown key '\(member.key)' in script (expected one of: \(scriptKeys.joined(separator: ", ")))", at: member.keyLocation))
+                    "unknown key '\(member.key)' in script (expected one of: \(scriptKeys.joined(separator: ", ")))", at: member.keyLocation
+                ))
         }
         var source: ScriptSource?
         switch (node["source"], node["file"]) {
@@ -42,7 +43,8 @@ extension ConfigLoader {
         case (_?, _?):
             diagnostics.append(Diagnostic("a script has either 'source' or 'file', not both", at: node.location))
         case (nil, nil):
-            diagnostics.append(Diagnostic("a script needs 'source: |' (Lua text) or 'file: PATH' (relative to the route file)", at: node.location))
+            diagnostics.append(
+                Diagnostic("a script needs 'source: |' (Lua text) or 'file: PATH' (relative to the route file)", at: node.location))
         }
         var declaration = ScriptDeclaration(location: node.location, source: source ?? ScriptSource(text: "", file: file))
         if let state = node["state"] {
@@ -108,7 +110,8 @@ extension ConfigLoader {
     private static func scriptLimits(_ node: ConfigNode, diagnostics: inout [Diagnostic]) -> ScriptLimits {
         var limits = ScriptLimits.standard
         guard let members = node.members else {
-            diagnostics.append(Diagnostic("script.limits must be a mapping such as { memory: 32MiB, instructions: 5000000 }", at: node.location))
+            diagnostics.append(
+                Diagnostic("script.limits must be a mapping such as { memory: 32MiB, instructions: 5000000 }", at: node.location))
             return limits
         }
         for member in members {
@@ -116,7 +119,9 @@ extension ConfigLoader {
             func count(_ range: ClosedRange<Int>) -> Int? {
                 if case .scalar(.int(let number)) = value.kind, range.contains(number) { return number }
                 diagnostics.append(
-                    Diagnostic("script.limits.\(member.key) must be an integer from \(range.lowerBound) to \(range.upperBound)", at: value.location))
+                    Diagnostic(
+                        "script.limits.\(member.key) must be an integer from \(range.lowerBound) to \(range.upperBound)", at: value.location
+                    ))
                 return nil
             }
             func size(_ range: ClosedRange<Int>) -> Int? {

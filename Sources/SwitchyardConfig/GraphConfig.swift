@@ -1,5 +1,5 @@
-public import SwitchyardScript
 public import SwitchyardCore
+public import SwitchyardScript
 
 /// A value with the place it was written.
 public struct Located<Value: Sendable>: Sendable {
@@ -252,7 +252,9 @@ public struct IiideaTemplate: Sendable {
 extension IiideaDeclaration {
     /// The route that carries the chain: from the trigger (or the remote port) to the action,
     /// with the trigger's condition and the service's `map`, so routes' type checks apply.
-    public func route(remote: Bool, map: ConfigNode?, when condition: Located<String>?, script: ScriptDeclaration? = nil) -> RouteDeclaration {
+    public func route(remote: Bool, map: ConfigNode?, when condition: Located<String>?, script: ScriptDeclaration? = nil)
+        -> RouteDeclaration
+    {
         RouteDeclaration(
             name: remote ? "iiidea \(id) (remote)" : "iiidea \(id)", location: location, from: remote ? (self.remote ?? trigger) : trigger,
             to: [action], when: condition, map: map, template: nil, outputType: nil, contentType: nil,

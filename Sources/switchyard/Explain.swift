@@ -147,7 +147,9 @@ extension RouteExplainer.Step {
         if let output { object["output"] = ["type": .string(output.type), "body": output.decodedBody()] }
         if deliveries.count > 1 {
             object["outputs"] = .array(
-                deliveries.map { ["type": .string($0.output.type), "subject": .string($0.output.subject), "body": $0.output.decodedBody()] })
+                deliveries.map {
+                    ["type": .string($0.output.type), "subject": .string($0.output.subject), "body": $0.output.decodedBody()]
+                })
         }
         if let scriptError { object["script_error"] = .string(scriptError) }
         if !printed.isEmpty { object["printed"] = .array(printed.map { .string($0) }) }

@@ -7,9 +7,18 @@
 import SwitchyardCore
 import SwitchyardScript
 
-private let limits = ScriptLimits(memory: 8 * 1024 * 1024, instructions: 1_000_000, stringLength: 256 * 1024, patternSteps: 1_000_000, outputs: 4)
-nonisolated(unsafe) private let bridge = try! Script(source: ScriptSource(text: "return nil", file: "fuzz.lua"), limits: limits)
-nonisolated(unsafe) private let echo = try! Script(source: ScriptSource(text: "return { body = envelope.body }", file: "echo.lua"), limits: limits)
+private let limits = ScriptLimits(
+    memory: 8 * 1024 * 1024, instructions: 1_000_000, stringLength: 256 * 1024, patternSteps: 1_000_000, outputs: 4)
+private let bridge = compiled("return nil")
+private let echo = compiled("return { body = envelope.body }")
+
+private func compiled(_ text: String) -> Script {
+    do {
+        return try Script(source: ScriptSource(text: text, file: "fuzz.lua"), limits: limits)
+    } catch {
+        fatalError("the fuzz target's own script does not compile: \(error)")
+    }
+}
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzScriptJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

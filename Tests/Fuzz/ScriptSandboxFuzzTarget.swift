@@ -6,7 +6,8 @@
 import SwitchyardCore
 import SwitchyardScript
 
-private let limits = ScriptLimits(memory: 2 * 1024 * 1024, instructions: 200_000, stringLength: 64 * 1024, patternSteps: 2_000_000, outputs: 16)
+private let limits = ScriptLimits(
+    memory: 2 * 1024 * 1024, instructions: 200_000, stringLength: 64 * 1024, patternSteps: 2_000_000, outputs: 16)
 private let input = Envelope(
     id: "fuzz", type: "mqtt.Message", source: "fuzz.messages", subject: "sensors/kitchen/temp", time: 1_767_225_600_000_000_000,
     headers: ["mqtt.qos": "1"], body: Array(#"{"celsius": 21.5, "readings": [1, 2, {"a": null}], "raw": "d2088813"}"#.utf8))

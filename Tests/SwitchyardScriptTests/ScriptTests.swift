@@ -9,7 +9,9 @@ private func script(_ text: String, limits: ScriptLimits = .standard) throws -> 
 }
 
 private func reading(_ json: String, subject: String = "sensors/kitchen/temp", headers: Headers = ["mqtt.qos": "1"]) -> Envelope {
-    Envelope(id: "in", type: "mqtt.Message", source: "broker.messages", subject: subject, time: 1_767_225_600_500_000_000, headers: headers, body: Array(json.utf8))
+    Envelope(
+        id: "in", type: "mqtt.Message", source: "broker.messages", subject: subject, time: 1_767_225_600_500_000_000, headers: headers,
+        body: Array(json.utf8))
 }
 
 /// The one output of a run, or a failure naming what happened instead.
@@ -101,7 +103,8 @@ private func only(_ run: ScriptRun, _ comment: Comment? = nil) throws -> Envelop
             try script("local x = 1\nif x then\n  return envelope\n")
         } throws: { error in
             guard let diagnostic = error as? Diagnostic else { return false }
-            return diagnostic.location == SourceLocation(file: "r.yaml", line: 12, column: 7) && diagnostic.message.contains("'end' expected")
+            return diagnostic.location == SourceLocation(file: "r.yaml", line: 12, column: 7)
+                && diagnostic.message.contains("'end' expected")
         }
     }
 }
@@ -166,7 +169,8 @@ private func only(_ run: ScriptRun, _ comment: Comment? = nil) throws -> Envelop
     }
 
     @Test func budgetsStopHostileScriptsAndTheStateStaysUsable() throws {
-        let limits = ScriptLimits(memory: 4 * 1024 * 1024, instructions: 200_000, stringLength: 64 * 1024, patternSteps: 10_000_000, outputs: 10)
+        let limits = ScriptLimits(
+            memory: 4 * 1024 * 1024, instructions: 200_000, stringLength: 64 * 1024, patternSteps: 10_000_000, outputs: 10)
         let hostile = try script(
             """
             local kind = envelope.body.kind

@@ -111,7 +111,8 @@ extension GraphValidator {
             do {
                 script = try Script(source: declaration.source, limits: declaration.limits)
                 scriptDefaults = ScriptDefaults(
-                    type: route.outputType?.value ?? (outputTypes == ["*"] ? nil : outputTypes.first), contentType: route.contentType?.value)
+                    type: route.outputType?.value ?? (outputTypes == ["*"] ? nil : outputTypes.first), contentType: route.contentType?.value
+                )
                 scriptDefaults.reshapedJSONType = BuiltinTypes.json
                 scriptDefaults.reshapedTextType = BuiltinTypes.text
             } catch {
@@ -138,7 +139,8 @@ extension GraphValidator {
             }
         }
         guard diagnostics.count == before else { return nil }
-        return PlannedRoute(declaration: route, condition: condition, transform: transform, script: script, scriptDefaults: scriptDefaults,
+        return PlannedRoute(
+            declaration: route, condition: condition, transform: transform, script: script, scriptDefaults: scriptDefaults,
             scriptTypes: script == nil ? nil : registry)
     }
 

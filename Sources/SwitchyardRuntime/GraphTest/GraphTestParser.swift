@@ -75,7 +75,9 @@ struct GraphTestParser {
         return file
     }
 
-    private static let caseKeys = ["name", "input", "expect", "order", "sinks", "services", "enable", "disable", "dead_letters", "timeout", "clock"]
+    private static let caseKeys = [
+        "name", "input", "expect", "order", "sinks", "services", "enable", "disable", "dead_letters", "timeout", "clock",
+    ]
 
     private mutating func testCase(_ node: ConfigNode) -> GraphTestCase? {
         let fields = members(node, of: "a test case", known: Self.caseKeys)

@@ -111,16 +111,21 @@ public enum BuiltinPieces {
                 "type": "object", "additionalProperties": false,
                 "properties": [
                     "source": [
-                        "type": "string", "format": "lua", "description": "Lua run on the trigger's output; it returns the action's input (see docs/scripting.md)",
+                        "type": "string", "format": "lua",
+                        "description": "Lua run on the trigger's output; it returns the action's input (see docs/scripting.md)",
                         "default": "return envelope",
                     ],
                     "file": ["type": "string", "description": "A Lua file instead of source (relative to the route file)"],
-                    "state": ["type": "string", "enum": ["memory", "persistent"], "default": "memory", "description": "Where the script's state table lives"],
+                    "state": [
+                        "type": "string", "enum": ["memory", "persistent"], "default": "memory",
+                        "description": "Where the script's state table lives",
+                    ],
                     "limits": [
                         "type": "object", "additionalProperties": false, "description": "The script's budgets",
                         "properties": [
                             "memory": ["type": "string", "default": "16MiB"], "instructions": ["type": "integer", "default": 1_000_000],
-                            "string_length": ["type": "string", "default": "1MiB"], "pattern_steps": ["type": "integer", "default": 100_000_000],
+                            "string_length": ["type": "string", "default": "1MiB"],
+                            "pattern_steps": ["type": "integer", "default": 100_000_000],
                             "outputs": ["type": "integer", "default": 1000],
                         ],
                     ],

@@ -131,7 +131,8 @@ public final class MetricsRegistry: Sendable {
                 // A sample whose acknowledgement is not coming must not keep the route untimed.
                 route.latency?.releaseIfStale()
                 let labels = [("route", route.name)]
-                for metric in RouteMetric.allCases where metric.applies(atLeastOnce: route.isAtLeastOnce, scripted: route.plan.script != nil) {
+                for metric in RouteMetric.allCases
+                where metric.applies(atLeastOnce: route.isAtLeastOnce, scripted: route.plan.script != nil) {
                     let (name, extra) = metric.series
                     let value = route.value(of: metric)
                     if metric.isGauge {

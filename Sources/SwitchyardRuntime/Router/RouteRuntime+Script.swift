@@ -106,7 +106,9 @@ final class PersistentScriptState: Sendable {
             if script.restoreState(stored) {
                 progress.withLock { $0.written = stored }
             } else {
-                logger.error("the script's stored state is not a JSON object; the script starts with an empty state", metadata: ["route": .string(owner)])
+                logger.error(
+                    "the script's stored state is not a JSON object; the script starts with an empty state",
+                    metadata: ["route": .string(owner)])
             }
         } catch {
             logger.error("the script's stored state cannot be read: \(error.detail)", metadata: ["route": .string(owner)])
@@ -128,7 +130,9 @@ final class PersistentScriptState: Sendable {
             return
         }
         guard encoded.count <= PluginStateLimits.maximumValue else {
-            complain("the script's state is \(encoded.count) bytes as JSON, over the store's limit of \(PluginStateLimits.maximumValue)", logger: logger)
+            complain(
+                "the script's state is \(encoded.count) bytes as JSON, over the store's limit of \(PluginStateLimits.maximumValue)",
+                logger: logger)
             return
         }
         guard progress.withLock({ $0.written != encoded }) else { return }
