@@ -6,9 +6,7 @@ import Testing
 @testable import SwitchyardRuntime
 
 private func validate(_ yaml: String, environment: [String: String] = [:]) throws -> (GraphPlan?, [Diagnostic]) {
-    let (config, loadProblems) = ConfigLoader(environment: environment).load(sources: [(file: "g.yaml", text: yaml)])
-    try #require(loadProblems.isEmpty, "configuration should load: \(loadProblems)")
-    return GraphValidator(plugins: [try loadFakePlugin()]).validate(config)
+    try validated(yaml, environment: environment)
 }
 
 /// Expects exactly one diagnostic, with `message`, at `line`:`column` of g.yaml.

@@ -8,9 +8,7 @@ import Testing
 /// ports promise (ABI section 6: `settles`, `confirms`, `at_most_once`).
 @Suite struct GuaranteeTests {
     private static func validate(_ yaml: String) throws -> (GraphPlan?, [Diagnostic]) {
-        let (config, loadProblems) = ConfigLoader(environment: [:]).load(sources: [(file: "g.yaml", text: yaml)])
-        try #require(loadProblems.isEmpty, "configuration should load: \(loadProblems)")
-        return GraphValidator(plugins: [try loadFakePlugin(), try loadDescribingPlugin()]).validate(config)
+        try validated(yaml, plugins: [loadFakePlugin(), loadDescribingPlugin()])
     }
 
     private static func at(_ line: Int, _ column: Int) -> SwitchyardCore.SourceLocation {

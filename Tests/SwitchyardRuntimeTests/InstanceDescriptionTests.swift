@@ -5,9 +5,7 @@ import Testing
 @testable import SwitchyardRuntime
 
 private func validate(_ yaml: String) throws -> (GraphPlan?, [Diagnostic]) {
-    let (config, loadProblems) = ConfigLoader(environment: [:]).load(sources: [(file: "d.yaml", text: yaml)])
-    try #require(loadProblems.isEmpty, "configuration should load: \(loadProblems)")
-    return GraphValidator(plugins: [try loadFakePlugin(), try loadDescribingPlugin()]).validate(config)
+    try validated(yaml, file: "d.yaml", plugins: [loadFakePlugin(), loadDescribingPlugin()])
 }
 
 private func at(_ line: Int, _ column: Int) -> SwitchyardCore.SourceLocation {

@@ -107,9 +107,8 @@ private func statistics(_ router: Router, _ name: String) -> RouterStatistics.Ro
     }
 
     @Test func anAtLeastOnceRouteKeepsWhatTheScriptFailedOnAsADeadLetterThatAReplayRunsAgain() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-script-\(ULID.next())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let folder = try TemporaryFolder()
+        defer { withExtendedLifetime(folder) {} }
         let source = FakeInstance.register("dlSrc")
         let sink = FakeInstance.register("dlSnk")
         let yaml = """
@@ -125,7 +124,7 @@ private func statistics(_ router: Router, _ name: String) -> RouterStatistics.Ro
                   return envelope
                 to: dlSnk.any
             """
-        let spool = try Spool(path: directory + "/spool.db", owner: true)
+        let spool = try Spool(path: folder.path + "/spool.db", owner: true)
         let router = Router(plan: try plan(yaml), logger: quietLogger, spool: spool)
         try router.start()
         defer { router.shutdown(drainTimeout: .seconds(5)) }
@@ -144,9 +143,8 @@ private func statistics(_ router: Router, _ name: String) -> RouterStatistics.Ro
     }
 
     @Test func aPersistentStateOutlivesTheRouter() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-script-\(ULID.next())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let folder = try TemporaryFolder()
+        defer { withExtendedLifetime(folder) {} }
         let source = FakeInstance.register("psSrc")
         let sink = FakeInstance.register("psSnk")
         let yaml = """
@@ -163,7 +161,7 @@ private func statistics(_ router: Router, _ name: String) -> RouterStatistics.Ro
                     return { body = { x = state.sum } }
                 to: psSnk.any
             """
-        let spool = try Spool(path: directory + "/spool.db", owner: true)
+        let spool = try Spool(path: folder.path + "/spool.db", owner: true)
         for (round, (input, expected)) in [(5, 5), (7, 12)].enumerated() {
             let router = Router(plan: try plan(yaml), logger: quietLogger, spool: spool)
             try router.start()
@@ -189,9 +187,7 @@ private func statistics(_ router: Router, _ name: String) -> RouterStatistics.Ro
                     return envelope
                 to: synSnk.any
             """
-        let (config, loadProblems) = ConfigLoader(environment: [:]).load(sources: [(file: "syn.yaml", text: yaml)])
-        #expect(loadProblems.isEmpty)
-        let (plan, problems) = GraphValidator(plugins: [try loadFakePlugin()]).validate(config)
+        let (plan, problems) = try validated(yaml, file: "syn.yaml")
         #expect(plan == nil)
         let problem = try #require(problems.first)
         #expect(problem.message.contains("Lua syntax error"), "\(problem)")
@@ -214,4 +210,17 @@ private func statistics(_ router: Router, _ name: String) -> RouterStatistics.Ro
         let (_, problems) = ConfigLoader(environment: [:]).load(sources: [(file: "one.yaml", text: yaml)])
         #expect(problems.contains { $0.message.contains("at most one of 'map', 'template' and 'script'") }, "\(problems)")
     }
+}
+
+/// A folder of its own under the system's temporary folder, removed with its contents when
+/// the value is released.
+private final class TemporaryFolder {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-script-\(ULID.next())").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
 }

@@ -272,6 +272,16 @@ func plan(_ yaml: String, file: String = "r.yaml") throws -> GraphPlan {
     return try #require(plan)
 }
 
+/// Loads `yaml` as `file` and validates it against `plugins` (the fake plugin unless given):
+/// the plan, if there is one, and every diagnostic. The configuration itself must load.
+func validated(
+    _ yaml: String, file: String = "g.yaml", environment: [String: String] = [:], plugins: [LoadedPlugin]? = nil
+) throws -> (GraphPlan?, [Diagnostic]) {
+    let (config, loadProblems) = ConfigLoader(environment: environment).load(sources: [(file: file, text: yaml)])
+    try #require(loadProblems.isEmpty, "configuration should load: \(loadProblems)")
+    return GraphValidator(plugins: try plugins ?? [loadFakePlugin()]).validate(config)
+}
+
 /// A body of type t.A.
 func bodyA(x: Int, y: String = "why") -> [UInt8] { Array(#"{"x":\#(x),"y":"\#(y)"}"#.utf8) }
 
