@@ -89,6 +89,42 @@ struct IiideaTests {
         #expect(router.stop() == 0)
     }
 
+    @Test func aScriptServicePieceComputesTheActionsInputAndItsErrorEndsTheRunAtTheService() async throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 10ms, count: 3 } }
+              out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+            iiideas:
+              - id: squares
+                trigger: { port: clock.tick }
+                service:
+                  piece: script
+                  preferences:
+                    source: |
+                      local n = envelope.body.count
+                      if n == 2 then error("two is not square enough") end
+                      state.total = (state.total or 0) + n * n
+                      return { body = { square = n * n, total = state.total } }
+                action:  { port: out.write }
+            """
+        )
+        let (router, admin) = try await Self.start(sandbox)
+        var finished: [[String: Any]] = []
+        await router.waitUntil("three runs ended") {
+            finished = ((try? Self.runs("squares", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
+            return finished.count == 3
+        }
+        let written = try sandbox.jsonLines(of: "out.jsonl").compactMap { $0["body"] as? [String: Any] }
+        #expect(written.map { $0["square"] as? Int } == [1, 9])
+        #expect(written.map { $0["total"] as? Int } == [1, 10])
+        let failed = try #require(finished.first { $0["ended_piece"] as? String == "service" }, "\(finished)")
+        #expect((failed["error"] as? String)?.contains("main.yaml:12: two is not square enough") == true, "\(failed)")
+        #expect(router.stop() == 0)
+    }
+
     @Test func theHTTPPieceCallsALocalServerAndPassesItsJSONOn() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")

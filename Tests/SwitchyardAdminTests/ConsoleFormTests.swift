@@ -1,5 +1,6 @@
 import Hummingbird
 import SwitchyardCore
+import SwitchyardRuntime
 import Testing
 
 @testable import SwitchyardAdmin
@@ -23,6 +24,20 @@ import Testing
         #expect(form.fields.map(\.key) == ["to", "extra", "level", "loud", "retries"])
         #expect(form.fields.map(\.kind) == [.text, .json, .select, .checkbox, .number])
         #expect(!form.wholeJSON)
+    }
+
+    @Test func aScriptPiecesSourceIsEditedInAMultiLineCodeAreaAndReadBackAsText() throws {
+        let form = ConsoleForm(piece: "service", schema: try #require(BuiltinPieces.preferenceSchema(of: "script")))
+        #expect(form.fields.first { $0.key == "source" }?.kind == .code)
+        let view = form.view(values: ["source": "return envelope"])
+        let fields = try #require(view["fields"] as? [[String: Any]])
+        let source = try #require(fields.first { $0["name"] as? String == "service.source" })
+        #expect(source["is_code"] as? Bool == true)
+        #expect(source["value"] as? String == "return envelope")
+        let lua = "local n = envelope.body.count\nreturn { body = { n = n } }"
+        let (value, errors) = form.read(["service.source": lua, "service.state": "persistent"])
+        #expect(errors.isEmpty, "\(errors)")
+        #expect(value == ["source": .string(lua), "state": "persistent"])
     }
 
     @Test func theViewStartsFromTheDefaultsAndShowsHelpAndBounds() throws {
