@@ -5,13 +5,35 @@
 // Encoding uses raw access only: no metamethod, so no script code, runs while it works.
 #include "script_internal.h"
 
-#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char deep_message[] = "JSON nested deeper than 200 levels";
+
+// Powers of ten a double holds exactly: m * 10^k and m / 10^k with m < 2^53 are then one
+// correctly rounded operation, the same value strtod gives (and the common case, cheaply).
+static const double exact_tens[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+static const uint64_t exact_integer = (uint64_t)1 << 53;
+
+/// The decimal point strtod and snprintf use in this thread's locale (snprintf, unlike
+/// localeconv, is thread-safe). Only the rare numbers off the exact paths need it.
+static char decimal_point(void) {
+    char text[8];
+    snprintf(text, sizeof text, "%.1f", 0.5);
+    return text[1];
+}
+
+/// Writes the decimal digits of `value` ending at `end`; returns where they start.
+static char *digits_before(char *end, uint64_t value) {
+    do {
+        *--end = (char)('0' + value % 10);
+        value /= 10;
+    } while (value != 0);
+    return end;
+}
 
 // MARK: - Decoding
 
@@ -164,7 +186,10 @@ static int dec_digit(const sy_decoder *d, const unsigned char *p) { return p < d
 static int dec_number(sy_decoder *d) {
     const unsigned char *p = d->p, *begin = p;
     int negative = 0, fraction = 0;
-    if (*p == '-') negative = 1, p++;
+    if (*p == '-') {
+        negative = 1;
+        p++;
+    }
     if (!dec_digit(d, p)) return dec_fail(d, "invalid number");
     if (*p == '0') p++;
     else
@@ -207,7 +232,38 @@ static int dec_number(sy_decoder *d) {
             return 1;
         }
     }
-    // strtod wants a terminated text in the C locale's notation: copy, with the locale's point.
+    // Few digits and a small exponent: exact (see exact_tens). Else strtod.
+    {
+        uint64_t mantissa = 0;
+        int digits = 0, exponent = 0, exact = 1;
+        const unsigned char *q = begin + negative;
+        for (; q < p && *q != 'e' && *q != 'E'; q++) {
+            if (*q == '.') {
+                for (const unsigned char *f = q + 1; f < p && *f >= '0' && *f <= '9'; f++) exponent--;
+                continue;
+            }
+            if (mantissa != 0 || *q != '0') digits++;
+            if (digits > 15) {
+                exact = 0;
+                break;
+            }
+            mantissa = mantissa * 10 + (uint64_t)(*q - '0');
+        }
+        if (exact && q < p) {  // the exponent part
+            int sign = 1, value = 0;
+            q++;
+            if (*q == '+' || *q == '-') sign = *q++ == '-' ? -1 : 1;
+            for (; q < p && value < 1000; q++) value = value * 10 + (*q - '0');
+            exponent += sign * value;
+        }
+        if (exact && mantissa < exact_integer && exponent >= -22 && exponent <= 22) {
+            double value = exponent < 0 ? (double)mantissa / exact_tens[-exponent] : (double)mantissa * exact_tens[exponent];
+            lua_pushnumber(d->L, negative ? -value : value);
+            d->p = p;
+            return 1;
+        }
+    }
+    // strtod wants a terminated text with the locale's decimal point: copy, and replace the dot.
     size_t length = (size_t)(p - begin);
     char local[64];
     char *text = local;
@@ -217,7 +273,7 @@ static int dec_number(sy_decoder *d) {
     }
     memcpy(text, begin, length);
     text[length] = '\0';
-    char point = localeconv()->decimal_point[0];
+    char point = decimal_point();
     if (point != '.') {
         char *dot = memchr(text, '.', length);
         if (dot) *dot = point;
@@ -448,13 +504,38 @@ static void enc_float(lua_State *L, sy_script *s, double v) {
     if (isnan(v) || isinf(v)) luaL_error(L, "NaN and infinity cannot be encoded as JSON");
     char text[40];
     int length;
-    if (v == floor(v) && fabs(v) < 9007199254740992.0) {
-        length = snprintf(text, sizeof text, "%lld", (long long)v);
-    } else {
+    double magnitude = fabs(v);
+    if (v == floor(v) && magnitude < 9007199254740992.0) {
+        char *end = text + sizeof text, *start = digits_before(end, (uint64_t)magnitude);
+        if (v < 0) *--start = '-';
+        enc_put(L, s, start, (size_t)(end - start));
+        return;
+    }
+    // Fewest decimals k that read back the same (m / 10^k is what strtod gives for them):
+    // what %.15g prints for these magnitudes, without printf and strtod.
+    if (magnitude >= 1e-4 && magnitude < 1e15) {
+        for (int k = 1; k <= 9; k++) {
+            double scaled = nearbyint(magnitude * exact_tens[k]);
+            if (scaled >= (double)exact_integer) break;
+            if (scaled / exact_tens[k] != magnitude) continue;
+            uint64_t m = (uint64_t)scaled;
+            char *end = text + sizeof text, *start = end;
+            for (int i = 0; i < k; i++) {  // the k decimals, leading zeros included
+                *--start = (char)('0' + m % 10);
+                m /= 10;
+            }
+            *--start = '.';
+            start = digits_before(start, m);
+            if (v < 0) *--start = '-';
+            enc_put(L, s, start, (size_t)(end - start));
+            return;
+        }
+    }
+    {
         length = snprintf(text, sizeof text, "%.15g", v);
         if (strtod(text, NULL) != v) length = snprintf(text, sizeof text, "%.16g", v);
         if (strtod(text, NULL) != v) length = snprintf(text, sizeof text, "%.17g", v);
-        char point = localeconv()->decimal_point[0];
+        char point = decimal_point();
         if (point != '.')
             for (int i = 0; i < length; i++)
                 if (text[i] == point) text[i] = '.';
@@ -580,9 +661,11 @@ static void enc_value(lua_State *L, sy_script *s, int index, int depth) {
         break;
     case LUA_TNUMBER:
         if (lua_isinteger(L, index)) {
-            char text[32];
-            int length = snprintf(text, sizeof text, LUA_INTEGER_FMT, lua_tointeger(L, index));
-            enc_put(L, s, text, (size_t)length);
+            lua_Integer integer = lua_tointeger(L, index);
+            char text[32], *end = text + sizeof text;
+            char *start = digits_before(end, integer < 0 ? 0 - (uint64_t)integer : (uint64_t)integer);
+            if (integer < 0) *--start = '-';
+            enc_put(L, s, start, (size_t)(end - start));
         } else {
             enc_float(L, s, (double)lua_tonumber(L, index));
         }
@@ -594,13 +677,12 @@ static void enc_value(lua_State *L, sy_script *s, int index, int depth) {
         break;
     }
     case LUA_TTABLE: enc_table(L, s, index, depth); break;
-    case LUA_TLIGHTUSERDATA:
-        if (lua_touserdata(L, index) == NULL) {
-            ENC_LITERAL(L, s, "null");
+    default:
+        if (lua_type(L, index) == LUA_TLIGHTUSERDATA && lua_touserdata(L, index) == NULL) {
+            ENC_LITERAL(L, s, "null");  // json.null
             break;
         }
-        /* fall through */
-    default: luaL_error(L, "a %s cannot be encoded as JSON", luaL_typename(L, index));
+        luaL_error(L, "a %s cannot be encoded as JSON", luaL_typename(L, index));
     }
 }
 

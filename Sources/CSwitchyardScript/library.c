@@ -44,10 +44,18 @@ static size_t set_end(const char *p, size_t m, size_t i) {
     return j < m ? j + 1 : m;
 }
 
+/// Whether `p` holds nothing but `)` from `from` to its end.
+static int only_closes_after(const char *p, size_t m, size_t from) {
+    for (size_t j = from; j < m; j++)
+        if (p[j] != ')') return 0;
+    return 1;
+}
+
 /// The estimated steps of matching `pattern` (m bytes) on a subject of n bytes (see
 /// docs/scripting.md): (n + 1) start positions unless anchored, times (n + 1) per item that
-/// repeats (*, +, -), per %b and per back-reference, times 2 per '?'. At least the start
-/// positions times the items, which is what a long literal pattern costs.
+/// repeats (*, +, -) unless nothing but closing captures follows it, per %b and per
+/// back-reference, times 2 per '?'. At least the start positions times the items, which is
+/// what a long literal pattern costs.
 static uint64_t pattern_cost(const char *p, size_t m, size_t n, int anchors) {
     const uint64_t positions = (uint64_t)n + 1;
     size_t i = 0;
@@ -93,7 +101,10 @@ static uint64_t pattern_cost(const char *p, size_t m, size_t n, int anchors) {
         if (next < m) {
             char q = p[next];
             if (q == '*' || q == '+' || q == '-') {
-                cost = sy_mul_sat(cost, positions);
+                // A repetition with nothing but closing captures after it never backtracks:
+                // the rest of the pattern cannot fail, so its first try matches (the scan is
+                // the linear term). `s:gsub("%s+", " ")` is linear, not quadratic.
+                if (!only_closes_after(p, m, next + 1)) cost = sy_mul_sat(cost, positions);
                 next++;
             } else if (q == '?') {
                 cost = sy_mul_sat(cost, 2);
@@ -244,7 +255,8 @@ static int lib_charged(lua_State *L) {
         break;
     }
     case CHARGE_SCAN:
-        if (lua_type(L, 1) == LUA_TSTRING) units = lua_rawlen(L, 1) / SY_BYTES_PER_INSTRUCTION;
+        // Decoding UTF-8 costs more per byte than copying it.
+        if (lua_type(L, 1) == LUA_TSTRING) units = lua_rawlen(L, 1) / (SY_BYTES_PER_INSTRUCTION / 4);
         break;
     default: break;
     }
@@ -311,7 +323,10 @@ static int lib_base64_decode(lua_State *L) {
     size_t n;
     const unsigned char *in = (const unsigned char *)luaL_checklstring(L, 1, &n);
     size_t m = n, padding = 0;
-    while (m > 0 && in[m - 1] == '=' && padding < 2) m--, padding++;
+    while (m > 0 && in[m - 1] == '=' && padding < 2) {
+        m--;
+        padding++;
+    }
     if (padding > 0 && n % 4 != 0) return lib_fail(L, "invalid base64: misplaced padding");
     if (m % 4 == 1) return lib_fail(L, "invalid base64: wrong length");
     s->buf_len = 0;
@@ -467,7 +482,10 @@ static int lib_time_format(lua_State *L) {
         seconds = (int64_t)whole;
         if (x != whole) {
             millis = (int)llround((x - whole) * 1000.0);
-            if (millis >= 1000) seconds++, millis -= 1000;
+            if (millis >= 1000) {
+                seconds++;
+                millis -= 1000;
+            }
         }
     }
     size_t zone_length = 3;
@@ -528,7 +546,10 @@ static int lib_time_parse(lua_State *L) {
         at++;
         size_t first = at;
         while (at < n && t[at] >= '0' && t[at] <= '9') {
-            if (at - first < 17) fraction += (t[at] - '0') * scale, scale /= 10;
+            if (at - first < 17) {
+                fraction += (t[at] - '0') * scale;
+                scale /= 10;
+            }
             at++;
         }
         if (at == first) return lib_fail(L, "time.parse: expected digits after '.'");

@@ -37,6 +37,90 @@ static int sb_protected(lua_State *L) {
     return sb_protected_done(L, LUA_OK, 0);
 }
 
+// An error the count hook raises leaves the hook disabled (lua_State.allowhook) on its thread
+// until a protected call on that thread catches it. Script code that Lua runs before that
+// would run unbounded: an xpcall message handler (called before the unwinding), and the
+// __close handlers of a coroutine the hook killed, run when the coroutine is closed. Hence the
+// three wrappers below; a killed coroutine is the one whose hook fires every instruction.
+
+static int sb_killed_by_budget(lua_State *co) {
+    int status = lua_status(co);
+    return status != LUA_OK && status != LUA_YIELD && lua_gethookcount(co) == 1;
+}
+
+/// An xpcall message handler: the script's (upvalue 1), unless the budget is exhausted.
+static int sb_handler(lua_State *L) {
+    if (sy_from(L)->exhausted) return 1;  // the error as it is; the call is over anyway
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+static int sb_xpcall(lua_State *L) {
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, sb_handler, 1);
+    lua_replace(L, 2);
+    return sb_protected(L);
+}
+
+/// coroutine.close: a coroutine the budget killed is not closed (its __close handlers would
+/// run without the hook); it stays dead as it is.
+static int sb_coroutine_close(lua_State *L) {
+    lua_State *co = lua_tothread(L, 1);
+    if (co && sb_killed_by_budget(co)) {
+        lua_pushboolean(L, 0);
+        lua_pushliteral(L, "the coroutine was stopped by the instruction budget");
+        return 2;
+    }
+    return sb_protected(L);
+}
+
+/// The function coroutine.wrap returns (upvalue 1: the coroutine): resumes it, and on an
+/// error closes it (unless the budget killed it) and raises the error in the caller.
+static int sb_wrapped(lua_State *L) {
+    sy_script *s = sy_from(L);
+    lua_State *co = lua_tothread(L, lua_upvalueindex(1));
+    int n = lua_gettop(L);
+    if (co == L) return luaL_error(L, "cannot resume non-suspended coroutine");
+    if (!lua_checkstack(co, n)) return luaL_error(L, "too many arguments to resume");
+    lua_xmove(L, co, n);
+    int results = 0;
+    int status = lua_resume(co, L, n, &results);
+    if (status == LUA_OK || status == LUA_YIELD) {
+        if (!lua_checkstack(L, results + 1)) {
+            lua_pop(co, results);
+            return luaL_error(L, "too many results to resume");
+        }
+        lua_xmove(co, L, results);
+        return results;
+    }
+    lua_xmove(co, L, 1);  // the error
+    if (s->exhausted) return sy_budget_error(L, s, 1);
+    if (!sb_killed_by_budget(co)) {
+        if (lua_resetthread(co) != LUA_OK) {  // a __close handler raised: that error instead
+            lua_pop(L, 1);
+            lua_xmove(co, L, 1);
+        }
+    }
+    if (status != LUA_ERRMEM && lua_type(L, -1) == LUA_TSTRING) {
+        luaL_where(L, 1);
+        lua_insert(L, -2);
+        lua_concat(L, 2);
+    }
+    return lua_error(L);
+}
+
+static int sb_coroutine_wrap(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_State *co = lua_newthread(L);  // inherits this thread's hook
+    lua_pushvalue(L, 1);
+    lua_xmove(L, co, 1);
+    lua_pushcclosure(L, sb_wrapped, 1);
+    return 1;
+}
+
 // MARK: - Base functions
 
 /// load: text only; the original (upvalue 1) also catches errors of a reader function.
@@ -81,7 +165,10 @@ static int sb_setmetatable(lua_State *L) {
 static size_t sb_utf8_cut(const char *text, size_t length) {
     size_t end = length;
     size_t back = 0;
-    while (end > 0 && back < 3 && ((unsigned char)text[end - 1] & 0xC0) == 0x80) end--, back++;
+    while (end > 0 && back < 3 && ((unsigned char)text[end - 1] & 0xC0) == 0x80) {
+        end--;
+        back++;
+    }
     if (end == 0) return length;
     unsigned char lead = (unsigned char)text[end - 1];
     size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
@@ -193,7 +280,7 @@ void sy_sandbox_open(lua_State *L, sy_script *s) {
         lua_setfield(L, globals, removed[i]);
     }
     sb_wrap(L, globals, "pcall", sb_protected);
-    sb_wrap(L, globals, "xpcall", sb_protected);
+    sb_wrap(L, globals, "xpcall", sb_xpcall);
     sb_wrap(L, globals, "load", sb_load);
     sb_wrap(L, globals, "setmetatable", sb_setmetatable);
     sb_set(L, globals, "print", sb_print);
@@ -201,7 +288,8 @@ void sy_sandbox_open(lua_State *L, sy_script *s) {
 
     lua_getfield(L, globals, LUA_COLIBNAME);
     sb_wrap(L, lua_gettop(L), "resume", sb_protected);
-    sb_wrap(L, lua_gettop(L), "close", sb_protected);
+    sb_wrap(L, lua_gettop(L), "close", sb_coroutine_close);
+    sb_set(L, lua_gettop(L), "wrap", sb_coroutine_wrap);
     lua_pop(L, 1);
 
     lua_getfield(L, globals, LUA_STRLIBNAME);

@@ -143,7 +143,7 @@ static void sy_set_message(sy_script *s, const char *text, size_t length, int pr
     }
     const size_t id_length = sizeof SY_LONG_CHUNK_ID - 1;
     for (size_t i = 0; i < length && out < cap;) {
-        if (s->chunk_id && length - i >= id_length && memcmp(text + i, SY_LONG_CHUNK_ID, id_length) == 0) {
+        if (s->long_chunk_name && length - i >= id_length && memcmp(text + i, SY_LONG_CHUNK_ID, id_length) == 0) {
             for (const char *c = s->chunk_name; *c && out < cap; c++) s->message[out++] = *c;
             i += id_length;
         } else {
@@ -168,14 +168,17 @@ static void sy_take_error(sy_script *s, int prefix_chunk) {
         return;
     }
     // __tostring is script code: protected, and under the same budget.
-    lua_checkstack(L, 3);
+    static const char fallback[] = "error object is not a string";
+    if (!lua_checkstack(L, 3)) {
+        sy_set_message(s, fallback, sizeof fallback - 1, 0);
+        return;
+    }
     lua_pushcfunction(L, sy_tostring_protected);
     lua_pushvalue(L, -2);
     if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING) {
         const char *text = lua_tolstring(L, -1, &length);
         sy_set_message(s, text, length, prefix_chunk);
     } else {
-        static const char fallback[] = "error object is not a string";
         sy_set_message(s, fallback, sizeof fallback - 1, 0);
     }
     lua_pop(L, 1);
@@ -235,7 +238,6 @@ void sy_script_close(sy_script *s) {
     if (s == NULL) return;
     if (s->L) lua_close(s->L);
     free(s->chunk_name);
-    free(s->chunk_id);
     free(s->buf);
     free(s->keys);
     free(s->outputs);
@@ -254,7 +256,9 @@ size_t sy_script_memory(const sy_script *s) { return s->memory_used; }
 static int sy_load_protected(lua_State *L) {
     sy_script *s = sy_from(L);
     const sy_script_text *source = lua_touserdata(L, 1);
-    const char *name = s->chunk_id ? s->chunk_id : s->chunk_name;
+    lua_pushboolean(L, 0);  // a source that does not compile leaves no function behind
+    lua_rawseti(L, LUA_REGISTRYINDEX, s->ref_chunk);
+    const char *name = s->long_chunk_name ? SY_LONG_CHUNK_ID : s->chunk_name;
     lua_pushfstring(L, "=%s", name);  // "=": messages read NAME:LINE, no [string "..."]
     int status = luaL_loadbufferx(L, source->data ? source->data : "", source->length, lua_tostring(L, -1), "t");
     if (status != LUA_OK) return lua_error(L);
@@ -280,17 +284,13 @@ static void sy_copy_out(char *error, size_t error_size, const char *text) {
 int sy_script_load(sy_script *s, sy_script_text source, const char *chunk_name, char *error, size_t error_size) {
     if (chunk_name == NULL || chunk_name[0] == '\0') chunk_name = "script";
     char *name = sy_strdup(chunk_name);
-    char *id = strlen(chunk_name) >= LUA_IDSIZE - 1 ? sy_strdup(SY_LONG_CHUNK_ID) : NULL;
-    if (name == NULL || (id == NULL && strlen(chunk_name) >= LUA_IDSIZE - 1)) {
-        free(name);
-        free(id);
+    if (name == NULL) {
         sy_copy_out(error, error_size, "not enough memory");
         return -1;
     }
     free(s->chunk_name);
-    free(s->chunk_id);
     s->chunk_name = name;
-    s->chunk_id = id;
+    s->long_chunk_name = strlen(chunk_name) >= LUA_IDSIZE - 1;
 
     lua_State *L = s->L;
     lua_settop(L, 0);
@@ -336,12 +336,16 @@ static int sy_call_protected(lua_State *L) {
     s->phase = SY_PHASE_RETURN;
 
     int type = lua_type(L, -1);
-    if (type == LUA_TTABLE) {
+    int keeps = type == LUA_TBOOLEAN && lua_toboolean(L, -1);
+    if (type == LUA_TTABLE || keeps) {
         if (s->emitted)
-            return luaL_error(L, "the script called emit() and also returned a table; a script that emits returns nothing");
+            return luaL_error(L, "the script called emit() and also returned %s; a script that emits returns nothing",
+                              keeps ? "true" : "a table");
+        // true: the envelope goes on as it came, an output that sets nothing.
+        if (keeps) lua_newtable(L);
         sy_output_add(L, s, lua_gettop(L));
-    } else if (type != LUA_TNIL && !(type == LUA_TBOOLEAN && !lua_toboolean(L, -1))) {
-        return luaL_error(L, "a script returns a table, nil or false; it returned a %s", luaL_typename(L, -1));
+    } else if (type != LUA_TNIL && type != LUA_TBOOLEAN) {
+        return luaL_error(L, "a script returns a table, true, nil or false; it returned a %s", luaL_typename(L, -1));
     }
     sy_outputs_finish(L, s);
     return 0;
@@ -385,7 +389,9 @@ sy_script_result sy_script_call(sy_script *s, const sy_script_input *input) {
     result.message = s->message;
     result.printed_count = s->printed_count;
     result.printed = s->printed;
-    result.kilo_instructions = sy_used(s) / 1000;
+    // A refused charge (table.move over 1e15 elements) did not run: report the budget at most.
+    uint64_t used = sy_used(s), most = sy_add_sat(s->limits.instruction_limit, SY_HOOK_EVERY);
+    result.kilo_instructions = (used < most ? used : most) / 1000;
     lua_settop(L, 0);
     return result;
 }

@@ -70,8 +70,8 @@ struct sy_script {
     int ref_array;  // the metatable that marks a table as a JSON array
     lua_Integer kept;
 
-    char *chunk_name;  // the name messages use (what sy_script_load was given)
-    char *chunk_id;    // the name Lua knows the chunk by, when chunk_name is too long for Lua
+    char *chunk_name;     // the name messages use (what sy_script_load was given)
+    int long_chunk_name;  // too long for Lua's messages: Lua knows the chunk as SY_LONG_CHUNK_ID
 
     // Scratch: JSON text, decoded strings, base64/hex output.
     char *buf;

@@ -64,9 +64,14 @@ private func only(_ run: ScriptRun, _ comment: Comment? = nil) throws -> Envelop
         #expect(added.headers.dictionary == ["mqtt.qos": "1", "x-room": "kitchen"])
     }
 
-    @Test func nilAndFalseDropAndEmitSendsMany() throws {
+    @Test func nilAndFalseDropTrueKeepsAndEmitSendsMany() throws {
         #expect(try script("return nil").run(reading("{}")).outputs.isEmpty)
         #expect(try script("return false").run(reading("{}")).outputs.isEmpty)
+        let filter = try script("return envelope.body.v > 20")
+        let kept = try only(filter.run(reading(#"{ "v" : 21 }"#)))
+        #expect(kept.body == Array(#"{ "v" : 21 }"#.utf8), "true sends the envelope byte for byte")
+        #expect(kept.type == "mqtt.Message" && kept.id == "in" && kept.headers.dictionary == ["mqtt.qos": "1"])
+        #expect(filter.run(reading(#"{"v": 3}"#)).outputs.isEmpty)
         let split = try script("for i = 1, 3 do emit { body = { i = i } } end")
         let run = split.run(reading("{}"))
         #expect(run.outputs.map { $0.decodedBody() } == [["i": 1], ["i": 2], ["i": 3]])
@@ -186,7 +191,7 @@ private func only(_ run: ScriptRun, _ comment: Comment? = nil) throws -> Envelop
             """, limits: limits)
         let expected: [(String, ScriptFailure.Kind?)] = [
             ("loop", .instructionBudget), ("pcall", .instructionBudget), ("coroutine", .instructionBudget), ("memory", nil),
-            ("rep", .error), ("pattern", .error), ("recursion", .error), ("emit", .error),
+            ("rep", .error), ("pattern", .error), ("recursion", .memoryBudget), ("emit", .error),
         ]
         for (kind, failureKind) in expected {
             let clock = ContinuousClock.now
