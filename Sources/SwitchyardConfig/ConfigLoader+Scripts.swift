@@ -65,17 +65,8 @@ extension ConfigLoader {
     }
 
     private static func inlineSource(_ text: String, node: ConfigNode, file: String) -> ScriptSource {
-        guard node.isBlockScalar else {
-            return ScriptSource(text: text, file: file, firstLine: node.location.line, column: node.location.column)
-        }
-        // A block scalar's text starts on the next line, at the block's indentation.
-        let line = node.location.line + 1
-        var column = node.location.column
-        if let contents = try? readText(file) {
-            let lines = contents.split(separator: "\n", omittingEmptySubsequences: false)
-            if line - 1 < lines.count { column = lines[line - 1].prefix(while: { $0 == " " }).count + 1 }
-        }
-        return ScriptSource(text: text, file: file, firstLine: line, column: column)
+        // A block scalar's location is already where its text starts (see YAMLReader).
+        ScriptSource(text: text, file: file, firstLine: node.location.line, column: node.location.column)
     }
 
     private static func fileSource(_ node: ConfigNode, routeFile: String, diagnostics: inout [Diagnostic]) -> ScriptSource? {

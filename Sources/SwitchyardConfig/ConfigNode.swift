@@ -32,8 +32,9 @@ public struct ConfigNode: Sendable {
     /// itself would only repeat that error.
     public var hasUnsetVariable: Bool
 
-    /// Whether the value was written as a block scalar (`|` or `>`): its text starts on the
-    /// line after ``location``. A script's lines are mapped to the file's with it.
+    /// Whether the value was written as a block scalar (`|` or `>`): ``location`` is then
+    /// where its text starts (the line after the `|`, at the block's indentation), and a
+    /// script's lines are mapped to the file's from there.
     public var isBlockScalar = false
 
     /// Creates a node.

@@ -17,10 +17,12 @@ public struct YAMLReader: Sendable {
         self.maximumNodes = maximumNodes
     }
 
-    /// What one conversion has left to spend, and whether it ran out.
-    private struct Budget {
+    /// One conversion: what it has left to spend, whether it ran out, and the text's lines
+    /// (where a block scalar's text starts is read from them).
+    private struct Conversion {
         var remaining: Int
         var exhaustedAt: SourceLocation?
+        var lines: [Substring]
     }
 
     /// Parses one YAML document. Unset variables and YAML errors are added to `diagnostics`;
@@ -44,7 +46,7 @@ public struct YAMLReader: Sendable {
             return nil
         }
         guard let root else { return nil }
-        var budget = Budget(remaining: maximumNodes)
+        var budget = Conversion(remaining: maximumNodes, lines: text.split(separator: "\n", omittingEmptySubsequences: false))
         let converted = convert(root, file: file, budget: &budget, diagnostics: &diagnostics, secrets: &secrets)
         if let place = budget.exhaustedAt {
             diagnostics.append(
@@ -76,7 +78,7 @@ public struct YAMLReader: Sendable {
     }
 
     private func convert(
-        _ node: Node, file: String, budget: inout Budget, diagnostics: inout [Diagnostic], secrets: inout Set<String>
+        _ node: Node, file: String, budget: inout Conversion, diagnostics: inout [Diagnostic], secrets: inout Set<String>
     ) -> ConfigNode {
         let here = location(node.mark, file)
         guard budget.exhaustedAt == nil else { return ConfigNode(kind: .scalar(.null), location: here) }
@@ -101,7 +103,16 @@ public struct YAMLReader: Sendable {
                 value = .string(text)
             }
             var converted = ConfigNode(kind: .scalar(value), location: here, isSecret: secret, hasUnsetVariable: unset)
-            converted.isBlockScalar = scalar.style == .literal || scalar.style == .folded
+            if scalar.style == .literal || scalar.style == .folded {
+                // A block's text starts on the line after its `|` or `>`, at its indentation:
+                // what is said about the text (a script's lines) is said there.
+                converted.isBlockScalar = true
+                let line = here.line + 1
+                if line - 1 < budget.lines.count {
+                    let indentation = budget.lines[line - 1].prefix(while: { $0 == " " }).count
+                    converted.location = SourceLocation(file: file, line: line, column: indentation + 1)
+                }
+            }
             return converted
         case .mapping(let mapping):
             var members: [(key: String, keyLocation: SourceLocation, value: ConfigNode)] = []

@@ -194,6 +194,7 @@ private func statistics(_ router: Router, _ name: String) -> RouterStatistics.Ro
         #expect(problem.location?.file == "syn.yaml")
         // The script's third line (the end of the chunk, where 'end' is missing) is the file's tenth.
         #expect(problem.location?.line == 10, "\(problem)")
+        #expect(problem.location?.column == 7, "at the block's indentation: \(problem)")
     }
 
     @Test func aRouteHasAtMostOneOfMapTemplateAndScript() throws {
