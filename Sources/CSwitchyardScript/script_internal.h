@@ -109,6 +109,10 @@ static inline uint64_t sy_add_sat(uint64_t a, uint64_t b) {
 }
 
 // script.c
+/// The allocator of every state: refuses growth past the memory limit (budget.c).
+void *sy_alloc(void *ud, void *block, size_t osize, size_t nsize);
+/// Instructions the current call has used: the hook's count and the charges.
+uint64_t sy_used(const sy_script *s);
 void sy_hook(lua_State *L, lua_Debug *ar);
 /// Charges `instructions` of C work to the call's budget; raises when it is exhausted.
 void sy_charge(lua_State *L, sy_script *s, uint64_t instructions);
@@ -126,6 +130,10 @@ void sy_sandbox_open(lua_State *L, sy_script *s);
 
 // library.c: bounded string/table functions, base64, hex, time.
 void sy_library_open(lua_State *L, sy_script *s);
+/// The base64, hex and time tables (codecs.c).
+void sy_codecs_open(lua_State *L);
+/// Raises "WHAT of N bytes would be longer than the string limit", at the caller's line.
+void sy_too_long(lua_State *L, sy_script *s, const char *what, uint64_t length);
 
 // json.c
 /// Pushes the `json` table.
