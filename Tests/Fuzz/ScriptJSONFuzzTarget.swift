@@ -26,7 +26,14 @@ public func fuzzScriptJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if case .success(let encoded) = bridge.jsonRoundTrip(bytes) {
         precondition((try? JSONValue(parsing: encoded)) != nil, "the bridge encoded text that is not JSON")
         guard case .success(let again) = bridge.jsonRoundTrip(encoded) else { preconditionFailure("its own JSON did not decode again") }
-        precondition(again == encoded, "encoding is not stable")
+        // Invalid UTF-8 is replaced by U+FFFD when encoded, which can reorder object keys or
+        // make two equal (a lossy input, ScriptLibraryTests.invalidUTF8InKeys): the text is
+        // stable from there on, so only its second encoding must equal its first.
+        if String(validating: bytes, as: UTF8.self) != nil {
+            precondition(again == encoded, "encoding is not stable")
+        } else if case .success(let third) = bridge.jsonRoundTrip(again) {
+            precondition(third == again, "encoding is not stable once the invalid UTF-8 was replaced")
+        }
     }
     let run = echo.run(Envelope(id: "fuzz", type: "json", body: bytes))
     if let output = run.outputs.first, run.failure == nil, output.contentType == "application/json" {

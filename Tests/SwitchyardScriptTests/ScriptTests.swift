@@ -130,6 +130,17 @@ private func only(_ run: ScriptRun, _ comment: Comment? = nil) throws -> Envelop
         #expect(try value(#"json.encode("\xff")"#) == "\"\u{FFFD}\"", "invalid UTF-8 becomes U+FFFD")
     }
 
+    /// From the script-json fuzz target: object keys with invalid UTF-8 are encoded with U+FFFD,
+    /// so the text is lossy (keys may reorder or meet) but valid JSON, and stable from there on.
+    @Test func invalidUTF8InKeysIsReplacedAndStableFromThereOn() throws {
+        let bridge = try script("return nil")
+        let lossy = Array(#"{"a":0,""#.utf8) + [0xBB] + Array(#"n":1,""#.utf8) + [0x88] + Array(#"f":2}"#.utf8)
+        let once = try bridge.jsonRoundTrip(lossy).get()
+        #expect(String(decoding: once, as: UTF8.self) == "{\"a\":0,\"\u{FFFD}f\":2,\"\u{FFFD}n\":1}")
+        let twice = try bridge.jsonRoundTrip(once).get()
+        #expect(twice == once)
+    }
+
     @Test func base64HexAndPack() throws {
         #expect(try value(#"base64.encode("hello")"#) == "aGVsbG8=")
         #expect(try value(#"base64.decode("aGVsbG8=")"#) == "hello")
