@@ -55,7 +55,7 @@ extension GraphValidator {
                     Diagnostic("service piece 'script' needs preferences.source (Lua text) or preferences.file", at: iiidea.piece.location))
                 return nil
             }
-            guard let declaration = ConfigLoader.script(preferences, file: iiidea.location.file, diagnostics: &diagnostics) else {
+            guard let declaration = ScriptDeclaration.read(preferences, file: iiidea.location.file, diagnostics: &diagnostics) else {
                 return nil
             }
             script = declaration

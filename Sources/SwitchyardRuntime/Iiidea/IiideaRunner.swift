@@ -177,25 +177,19 @@ final class IiideaRunner {
             var scope = EnvelopeScope(input)
             return planned.route.transform.map { $0.apply(&scope) } ?? input
         case .script:
-            guard let script = planned.route.script else { return input }
-            let run = script.run(input, defaults: planned.route.scriptDefaults)
-            route.counters.scriptCalls.add(1, ordering: .relaxed)
-            if let failure = run.failure {
-                if failure.isBudgetStop {
-                    route.counters.scriptBudgetStops.add(1, ordering: .relaxed)
-                } else {
-                    route.counters.scriptErrors.add(1, ordering: .relaxed)
-                }
+            guard let stage = route.scriptStage else { return input }
+            switch stage.run(input) {
+            case .failure(let failure):
                 throw ServiceError(description: "the script failed (\(failure.kind.rawValue)): \(failure.message)")
+            case .success(let outputs):
+                guard outputs.count == 1, let output = outputs.first else {
+                    throw ServiceError(
+                        description: outputs.isEmpty
+                            ? "the script sent nothing (it returned nil or false), so the action does not run"
+                            : "a script service piece sends one envelope to the action; it sent \(outputs.count)")
+                }
+                return output
             }
-            if planned.route.declaration.script?.persistentState == true { route.keepState(of: script) }
-            guard run.outputs.count == 1, let output = run.outputs.first else {
-                throw ServiceError(
-                    description: run.outputs.isEmpty
-                        ? "the script sent nothing (it returned nil or false), so the action does not run"
-                        : "a script service piece sends one envelope to the action; it sent \(run.outputs.count)")
-            }
-            return output
         case .delay(let nanos):
             Thread.sleep(forTimeInterval: Double(nanos) / 1e9)
             return input

@@ -10,7 +10,8 @@ struct PlainRouteSlice {
     var position = 0
     /// The envelope at `position` after `when` and the transform, while it goes to its sinks.
     var output: Envelope?
-    /// The envelopes a script made of it that go after `output`, in order.
+    /// The envelopes a script made of it that go after `output`, last first: the next one
+    /// is taken from the end, without moving the rest.
     var laterOutputs: [Envelope] = []
     /// The next sink of `output`.
     var sink = 0
@@ -108,7 +109,7 @@ extension RouteRuntime {
                 work.output = output
             case .many(let outputs):
                 work.output = outputs.first
-                work.laterOutputs = Array(outputs.dropFirst())
+                work.laterOutputs = outputs.dropFirst().reversed()
             }
             work.sink = 0
             work.probeSent = false
@@ -142,7 +143,7 @@ extension RouteRuntime {
                 }
                 work.sink = index + 1
             }
-            work.output = work.laterOutputs.isEmpty ? nil : work.laterOutputs.removeFirst()
+            work.output = work.laterOutputs.popLast()
             work.sink = 0
         }
         if item.probe != 0, !work.probeSent { latency?.finish(item.probe, ok: false) }

@@ -58,7 +58,7 @@ final class RouteRuntime: @unchecked Sendable {
     let plan: PlannedRoute
     let queue: RouteQueue
     let sinks: [SinkPort]
-    let counters = RouteCounters()
+    let counters: RouteCounters
     /// The route's place in the router: part of its at-least-once delivery ids.
     let index: Int
     unowned let router: Router
@@ -78,11 +78,12 @@ final class RouteRuntime: @unchecked Sendable {
     let latency: LatencyProbe?
     /// Taps of the envelopes this route delivers (`switchyard tap ROUTE`).
     let tap: TapPoint
-    /// Where the script's `state` is kept, for `state: persistent`.
-    let persistentState: PersistentScriptState?
+    /// The route's script, when it has one.
+    let scriptStage: RouteScriptStage?
 
     init(plan: PlannedRoute, index: Int, sinks: [SinkPort], router: Router, spool: Spool?, iiidea: IiideaRunner? = nil) {
         self.plan = plan
+        counters = RouteCounters()
         self.index = index
         self.sinks = sinks
         self.router = router
@@ -92,12 +93,11 @@ final class RouteRuntime: @unchecked Sendable {
         latency = iiidea == nil ? LatencyProbe(histogram: router.metrics.routeLatency(route: plan.name)) : nil
         queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull, pooled: spool == nil && iiidea == nil)
         spooled = spool.map { SpooledDelivery(spool: $0) }
-        persistentState = plan.declaration.script?.persistentState == true ? PersistentScriptState(route: plan.name) : nil
+        scriptStage = RouteScriptStage(
+            plan: plan, counters: counters, logger: router.logger, store: router.stateStore,
+            failureOutcome: iiidea != nil ? "the run ends at the service" : spool != nil ? "dead letter" : "dropped")
         spooled?.route = self
         iiidea?.route = self
-        if let persistentState, let script = plan.script, !plan.carriesScriptState {
-            persistentState.restore(into: script, store: router.stateStore, logger: router.logger)
-        }
     }
 
     var isAtLeastOnce: Bool { spooled != nil }
@@ -188,7 +188,7 @@ final class RouteRuntime: @unchecked Sendable {
 
     /// The worker has finished: the script's state is written one last time, the router told.
     func workerDone() {
-        if let script = plan.script { keepState(of: script, force: true) }
+        scriptStage?.keepState(force: true)
         router.workerFinished()
         finished.signal()
     }
@@ -245,24 +245,23 @@ final class RouteRuntime: @unchecked Sendable {
             if tap.isActive { tap.publish(envelope) }
             return .one(envelope)
         }
+        // One scope for the condition and the transform: the body is decoded once.
+        var scope: EnvelopeScope?
         if let condition = plan.condition {
-            var scope = EnvelopeScope(envelope)
-            guard condition.evaluate(&scope) else {
+            var conditionScope = EnvelopeScope(envelope)
+            guard condition.evaluate(&conditionScope) else {
                 counters.filtered.add(1, ordering: .relaxed)
                 return .filtered
             }
-            if let transform = plan.transform {
-                let output = transform.apply(&scope)
-                if tap.isActive { tap.publish(output) }
-                return .one(output)
-            }
-        } else if let transform = plan.transform {
-            var scope = EnvelopeScope(envelope)
-            let output = transform.apply(&scope)
+            scope = conditionScope
+        }
+        if let transform = plan.transform {
+            var transformScope = scope ?? EnvelopeScope(envelope)
+            let output = transform.apply(&transformScope)
             if tap.isActive { tap.publish(output) }
             return .one(output)
         }
-        if let script = plan.script { return run(script, on: envelope) }
+        if let scriptStage { return scriptOutcome(scriptStage, on: envelope) }
         if tap.isActive { tap.publish(envelope) }
         return .one(envelope)
     }

@@ -112,11 +112,21 @@ final class SpooledDelivery {
         var accepted: [(item: QueuedEnvelope, envelope: Envelope, size: Int, sinks: [Int], first: Bool, settles: Bool)] = []
         var settledByCommit: [QueuedEnvelope] = []
         for item in items {
-            let outputs: [Envelope]
+            var rows = 0
+            /// Spools one envelope the route sends for `item`, unless no sink may take it.
+            func spool(_ output: Envelope) {
+                let sinks = route.targets(for: output)
+                guard !sinks.isEmpty else { return }
+                let bytes = output.serializedBytes()
+                batch.inserts.append(.init(envelopeID: output.id, pending: sinks.map { route.sinks[$0].qualifiedName }, envelope: bytes))
+                accepted.append((item, output, bytes.count, sinks, rows == 0, false))
+                rows += 1
+            }
+            // The common case, one envelope, spools without an array in between.
             switch route.outcome(for: item.envelope) {
-            case .filtered: outputs = []
-            case .one(let output): outputs = [output]
-            case .many(let many): outputs = many
+            case .filtered: break
+            case .one(let output): spool(output)
+            case .many(let outputs): for output in outputs { spool(output) }
             case .failed(let failure):
                 // The envelope as it came, kept with the script's error: a replay runs the
                 // script on it again (see restore).
@@ -124,15 +134,6 @@ final class SpooledDelivery {
                 deadLetterScriptFailure(item.envelope, failure)
                 settledByCommit.append(item)
                 continue
-            }
-            var rows = 0
-            for output in outputs {
-                let sinks = route.targets(for: output)
-                guard !sinks.isEmpty else { continue }
-                let bytes = output.serializedBytes()
-                batch.inserts.append(.init(envelopeID: output.id, pending: sinks.map { route.sinks[$0].qualifiedName }, envelope: bytes))
-                accepted.append((item, output, bytes.count, sinks, rows == 0, false))
-                rows += 1
             }
             if rows == 0 {
                 abandonProbe(of: item)
