@@ -78,7 +78,7 @@ extension ConfigLoader {
                         "a route has at most one of 'map', 'template' and 'script'; a script builds the whole envelope", node.location)
                 }
                 let before = diagnostics.count
-                script = Self.script(node, file: file, diagnostics: &diagnostics)
+                script = ScriptDeclaration.read(node, file: file, diagnostics: &diagnostics)
                 if diagnostics.count > before { valid = false }
             }
             var queueSize = Self.defaultQueueSize

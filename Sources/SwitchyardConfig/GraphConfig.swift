@@ -156,18 +156,6 @@ public struct RouteDeclaration: Sendable {
     public var script: ScriptDeclaration?
 }
 
-/// A route's `script:` (or an iiidea `script` piece's preferences) as written.
-public struct ScriptDeclaration: Sendable, Hashable {
-    /// Where `script:` is written.
-    public var location: SourceLocation
-    /// The Lua text and the place its lines are mapped to.
-    public var source: ScriptSource
-    /// `state: persistent`: the `state` table is kept in the router's store across restarts.
-    public var persistentState = false
-    /// `limits:`, over the defaults.
-    public var limits: ScriptLimits = .standard
-}
-
 /// An iiidea from YAML `iiideas:`: a trigger port (with an optional condition), a service
 /// piece and an action port, run as one chain.
 public struct IiideaDeclaration: Sendable {

@@ -2,17 +2,29 @@ import Foundation
 public import SwitchyardCore
 public import SwitchyardScript
 
-extension ConfigLoader {
-    static let scriptKeys = ["source", "file", "state", "limits"]
-    static let scriptLimitKeys = ["memory", "instructions", "string_length", "pattern_steps", "outputs"]
+/// A route's `script:` (or an iiidea `script` piece's preferences) as written.
+public struct ScriptDeclaration: Sendable, Hashable {
+    /// Where `script:` is written.
+    public var location: SourceLocation
+    /// The Lua text and the place its lines are mapped to.
+    public var source: ScriptSource
+    /// `state: persistent`: the `state` table is kept in the router's store across restarts.
+    public var persistentState = false
+    /// `limits:`, over the defaults.
+    public var limits: ScriptLimits = .standard
+}
+
+extension ScriptDeclaration {
+    static let keys = ["source", "file", "state", "limits"]
+    static let limitKeys = ["memory", "instructions", "string_length", "pattern_steps", "outputs"]
 
     /// The largest script file read.
-    static let maximumScriptFileSize = 1024 * 1024
+    static let maximumFileSize = 1024 * 1024
 
     /// Reads `script:` — Lua text inline, or `{ source | file, state, limits }` — of a file
     /// `file`; nil (with diagnostics) when it is malformed. The text is compiled later, by the
     /// graph validator.
-    public static func script(_ node: ConfigNode, file: String, diagnostics: inout [Diagnostic]) -> ScriptDeclaration? {
+    public static func read(_ node: ConfigNode, file: String, diagnostics: inout [Diagnostic]) -> ScriptDeclaration? {
         if let text = node.string, node.members == nil {
             return ScriptDeclaration(location: node.location, source: inlineSource(text, node: node, file: file))
         }
@@ -24,10 +36,10 @@ extension ConfigLoader {
             return nil
         }
         let before = diagnostics.count
-        for member in members where !scriptKeys.contains(member.key) {
+        for member in members where !keys.contains(member.key) {
             diagnostics.append(
                 Diagnostic(
-                    "unknown key '\(member.key)' in script (expected one of: \(scriptKeys.joined(separator: ", ")))", at: member.keyLocation
+                    "unknown key '\(member.key)' in script (expected one of: \(keys.joined(separator: ", ")))", at: member.keyLocation
                 ))
         }
         var source: ScriptSource?
@@ -85,13 +97,13 @@ extension ConfigLoader {
             diagnostics.append(Diagnostic("the script '\(resolved)' is not a regular file", at: node.location))
             return nil
         }
-        guard info.st_size <= maximumScriptFileSize else {
+        guard info.st_size <= maximumFileSize else {
             diagnostics.append(
-                Diagnostic("the script '\(resolved)' is larger than \(maximumScriptFileSize / 1024) KiB", at: node.location))
+                Diagnostic("the script '\(resolved)' is larger than \(maximumFileSize / 1024) KiB", at: node.location))
             return nil
         }
         do {
-            return ScriptSource(text: try readText(resolved), file: resolved)
+            return ScriptSource(text: try ConfigLoader.readText(resolved), file: resolved)
         } catch {
             diagnostics.append(Diagnostic(error.message, at: node.location))
             return nil
@@ -132,7 +144,7 @@ extension ConfigLoader {
             default:
                 diagnostics.append(
                     Diagnostic(
-                        "unknown key '\(member.key)' in script.limits (expected one of: \(scriptLimitKeys.joined(separator: ", ")))",
+                        "unknown key '\(member.key)' in script.limits (expected one of: \(limitKeys.joined(separator: ", ")))",
                         at: member.keyLocation))
             }
         }
