@@ -24,6 +24,11 @@ struct IiideaTests {
         return (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]]) ?? []
     }
 
+    /// The runs of `id` that have ended so far (none while the admin port does not answer).
+    private static func endedRuns(_ id: String, admin: String, in sandbox: Sandbox) -> [[String: Any]] {
+        ((try? runs(id, admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
+    }
+
     @Test func aChainRunsEndToEndAndIsRecorded() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
@@ -44,7 +49,7 @@ struct IiideaTests {
         await router.waitUntil("two actions written") { sandbox.lines(of: "out.jsonl").count >= 2 }
         var finished: [[String: Any]] = []
         await router.waitUntil("two runs recorded as ended") {
-            finished = ((try? Self.runs("tick-note", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
+            finished = Self.endedRuns("tick-note", admin: admin, in: sandbox)
             return finished.count == 2
         }
         let written = try sandbox.jsonLines(of: "out.jsonl")
@@ -80,7 +85,7 @@ struct IiideaTests {
         let (router, admin) = try await Self.start(sandbox)
         var runs: [[String: Any]] = []
         await router.waitUntil("the failed run") {
-            runs = ((try? Self.runs("unreachable", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
+            runs = Self.endedRuns("unreachable", admin: admin, in: sandbox)
             return !runs.isEmpty
         }
         #expect(runs.first?["ended_piece"] as? String == "service")
@@ -114,7 +119,7 @@ struct IiideaTests {
         let (router, admin) = try await Self.start(sandbox)
         var finished: [[String: Any]] = []
         await router.waitUntil("three runs ended") {
-            finished = ((try? Self.runs("squares", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
+            finished = Self.endedRuns("squares", admin: admin, in: sandbox)
             return finished.count == 3
         }
         let written = try sandbox.jsonLines(of: "out.jsonl").compactMap { $0["body"] as? [String: Any] }
@@ -256,7 +261,7 @@ struct IiideaTests {
         let (router, admin) = try await Self.start(sandbox)
         var failed: [[String: Any]] = []
         await router.waitUntil("two doubled outputs and two failed runs") {
-            failed = ((try? Self.runs("broken", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
+            failed = Self.endedRuns("broken", admin: admin, in: sandbox)
             return sandbox.lines(of: "out.jsonl").count == 2 && failed.count == 2
         }
         #expect(sandbox.lines(of: "out.jsonl") == [#"{"doubled":2}"#, #"{"doubled":4}"#])
@@ -300,7 +305,7 @@ struct IiideaTests {
         #expect(sandbox.lines(of: "out.jsonl") == [#"{"text":"remote 42"}"#])
         var runs: [[String: Any]] = []
         await router.waitUntil("the run recorded") {
-            runs = ((try? Self.runs("note", admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
+            runs = Self.endedRuns("note", admin: admin, in: sandbox)
             return runs.count == 1
         }
         #expect(router.stop() == 0)
