@@ -64,14 +64,18 @@ final class MQTTLink: @unchecked Sendable {
         eventLoop.execute { self.connect() }
     }
 
-    /// Stops taking inbound publishes (graceful shutdown): unsubscribes, and emits nothing
-    /// more. The socket stays read, because the drain still needs the broker's PUBACKs.
+    /// Stops taking inbound publishes (graceful shutdown): emits nothing more, and
+    /// unsubscribes unless the broker keeps the session for this router alone. The socket
+    /// stays read, because the drain still needs the broker's PUBACKs.
     func quiesce() {
         eventLoop.execute {
             self.reading = false
             // Unconfirmed, these stay the broker's (kept for the session).
             self.inbound.quiesce()
-            guard self.connected, let channel = self.channel, !self.configuration.subscriptions.isEmpty else { return }
+            // A kept session stays subscribed, so what is published while the router restarts
+            // is queued for it; a shared one leaves the group, so the others take its share.
+            let staysSubscribed = self.configuration.keepsSession && self.configuration.shareGroup == nil
+            guard self.connected, let channel = self.channel, !self.configuration.subscriptions.isEmpty, !staysSubscribed else { return }
             _ = channel.setOption(ChannelOptions.autoRead, value: true)
             let filters = self.configuration.subscriptions.map(\.filter)
             self.output.write(.unsubscribe(MQTTUnsubscribe(packetID: self.outbound.nextID(), topicFilters: filters)), on: channel)

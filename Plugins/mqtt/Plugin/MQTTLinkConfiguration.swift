@@ -55,8 +55,19 @@ struct MQTTLinkConfiguration: PluginConfiguration {
         "/mqtt_connect": "MQTT Connect (iOS app): type phone payloads, keep each phone's SessionObject, attach it when sending",
         "/mqtt_connect_memory": "bytes of SessionObjects kept for MQTT Connect phones (default 16MiB; least recently used forgotten first)",
         "/client_id": "default switchyard-<instance> (with share:, -<host>-<pid> added: routers sharing the work need their own)",
+        "/clean_start": "default false when a subscription is QoS 1 or 2 (the broker keeps the session: nothing it sent unconfirmed or queued while the router was down is lost), true otherwise",
+        "/session_expiry": "seconds the broker keeps the session after a disconnect (MQTT 5); default 3600 when clean_start is false, else 0",
         "/share": "true or a group: subscriptions shared ($share/GROUP/…) by routers running these routes; true: switchyard-<instance>",
     ]
+
+    /// `session_expiry` when the session is kept (`clean_start: false`) and the file does not
+    /// say: an hour, longer than any restart, short enough that a broker does not queue for an
+    /// instance that is gone for good.
+    static let keptSessionExpiry: UInt32 = 3600
+
+    /// Whether the broker keeps the session across a disconnect (and a crash): MQTT 3.1.1
+    /// keeps it while `clean_start` is false, MQTT 5 for `session_expiry` seconds.
+    var keepsSession: Bool { !cleanStart && (version == .v3_1_1 || sessionExpiry > 0) }
 
     /// The settings of instance `instance`.
     init(instance: String, config: JSONValue) throws(PluginError) {
@@ -98,9 +109,6 @@ struct MQTTLinkConfiguration: PluginConfiguration {
         password = try container.decodeIfPresent(ConfigurationSecret.self, forKey: .password).map { Array($0.value.utf8) }
         let share = try container.decodeIfPresent(ShareSetting.self, forKey: .share)?.group
         shareGroup = share
-        cleanStart = try container.decode(.cleanStart, default: true)
-        sessionExpiry = try container.decode(.sessionExpiry, default: 0)
-        keepAlive = try container.decode(.keepAlive, default: 30)
         subscriptions = try container.decode(.subscriptions, default: [SubscriptionEntry]()).enumerated().map { index, entry in
             // A bridge must not hear its own publishes: MQTT 5 can say so, except on a shared
             // subscription, where the protocol forbids no-local.
@@ -112,6 +120,19 @@ struct MQTTLinkConfiguration: PluginConfiguration {
             }
             return Subscription(filter: entry.topic, qos: entry.qos.qos, noLocal: noLocal)
         }
+        // A QoS 1 or 2 subscription is a promise the broker keeps only while it keeps the
+        // session: with a clean start, what it had sent and not yet seen confirmed, and what
+        // it queued while the router was down, dies with the connection. So such an instance
+        // keeps its session by default (as Mosquitto's own bridge does with `cleansession
+        // false`), under its stable default id. Not with `share:` and no `client_id`: that id
+        // changes with every start, and a session left behind would only hold the group's
+        // messages for a member that never comes back. Nor with an empty `client_id`, which
+        // asks the broker for a fresh one.
+        let stableID = share == nil ? !(namesItsClient && clientID.isEmpty) : namesItsClient && !clientID.isEmpty
+        let durable = stableID && subscriptions.contains { $0.qos != .atMostOnce }
+        cleanStart = try container.decode(.cleanStart, default: !durable)
+        sessionExpiry = try container.decode(.sessionExpiry, default: cleanStart ? 0 : Self.keptSessionExpiry)
+        keepAlive = try container.decode(.keepAlive, default: 30)
         publish = try container.decodeSection(PublishSection.self, forKey: .publish).defaults
         will = try container.decodeIfPresent(WillSection.self, forKey: .will)?.will
         let reconnect = try container.decode(.reconnect, default: BackoffSettings<Reconnect>())

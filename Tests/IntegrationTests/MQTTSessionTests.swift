@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+
+/// A router killed and restarted loses nothing on an at-least-once MQTT → MQTT bridge with
+/// the mqtt plugin's default session settings (issue 36): an instance with a QoS 1 subscription
+/// keeps its broker session under its stable default id, so what the broker had sent and not
+/// seen confirmed, and what it queued while the router was down, comes back after the restart;
+/// what the router had confirmed was in its spool.
+@Suite(.timeLimit(.minutes(3)))
+struct MQTTSessionTests {
+    /// Broker A → `delivery: at-least-once` → broker B, nothing but url, subscription and publish
+    /// QoS set on the instances.
+    static func bridge(from brokerA: Mosquitto, to brokerB: Mosquitto) throws -> Sandbox {
+        let sandbox = try MQTTTests.sandbox()
+        try sandbox.writeRoutes(
+            """
+            spool: { path: "\(sandbox.path("state/spool.db"))" }
+            instances:
+              a: { plugin: mqtt, url: "\(brokerA.url)", subscriptions: [ { topic: "crash/#", qos: 1 } ] }
+              b: { plugin: mqtt, url: "\(brokerB.url)", publish: { qos: 1 } }
+            routes:
+              - { name: a-to-b, from: a.messages, to: b.publish, delivery: at-least-once }
+            """)
+        return sandbox
+    }
+
+    /// `mosquitto_pub -l -q 1` publishing `crash/N N` for each N of `numbers`, started and not
+    /// waited for; it exits once broker A has acknowledged the last one.
+    static func startPublishing(_ numbers: ClosedRange<Int>, to broker: Mosquitto, in sandbox: Sandbox) throws -> Process {
+        let file = sandbox.path("burst-\(numbers.lowerBound).txt")
+        try numbers.map { "\($0)\n" }.joined().write(toFile: file, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
+        process.arguments = broker.clientArguments() + ["-t", "crash/burst", "-q", "1", "-l"]
+        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try ChildProcess.start(process)
+        return process
+    }
+
+    @Test func aRouterKilledMidStreamAndRestartedLosesNothingWithTheDefaultSessionSettings() async throws {
+        let brokerA = try Mosquitto()
+        let brokerB = try Mosquitto()
+        let sandbox = try Self.bridge(from: brokerA, to: brokerB)
+        let watchB = try MosquittoSubscriber(brokerB, topic: "crash/#", qos: 1, format: "%p")
+        /// The distinct numbers broker B has seen, and how many arrived more than once.
+        func received() -> (distinct: Set<Int>, duplicates: Int) {
+            let numbers = watchB.lines.compactMap { Int($0) }
+            return (Set(numbers), numbers.count - Set(numbers).count)
+        }
+        var router = try MQTTTests.run(sandbox)
+        await router.waitUntil("subscribed to broker A") { brokerA.occurrences(of: "Sending SUBACK to switchyard-a") >= 1 }
+        // The default keeps the session: no clean start, an hour's session expiry.
+        #expect(brokerA.occurrences(of: "as switchyard-a (p5, c0, k30)") == 1, "\(brokerA.logText)")
+
+        let burst = 1_000
+        let rounds = 3
+        var kills = 0
+        /// Kills with part of the burst not yet at broker B (what the test is about).
+        var killsMidStream = 0
+        for round in 0..<rounds {
+            let numbers = (round * burst + 1)...((round + 1) * burst)
+            let publisher = try Self.startPublishing(numbers, to: brokerA, in: sandbox)
+            defer { if publisher.isRunning { publisher.terminate() } }
+            // Killed as soon as this burst starts arriving at B: the rest is in the router's
+            // queue, in its spool, in flight to B, or still at broker A.
+            await router.waitUntil("burst \(round + 1) reaching broker B") { received().distinct.contains { numbers.contains($0) } }
+            let seenBeforeTheKill = received().distinct.count
+            _ = router.stop(signal: SIGKILL)
+            if seenBeforeTheKill < numbers.upperBound { killsMidStream += 1 }
+            #expect(router.process.terminationReason == .uncaughtSignal, "killed, not stopped: no DISCONNECT, no drain")
+            kills += 1
+            router = try MQTTTests.run(sandbox)
+            await router.waitUntil("broker A to have acknowledged the burst", timeout: .seconds(30)) { !publisher.isRunning }
+            #expect(!publisher.isRunning && publisher.terminationStatus == 0, "broker A did not acknowledge every message")
+        }
+        let total = rounds * burst
+        await router.waitUntil("every message at broker B", timeout: .seconds(60)) { received().distinct.count >= total }
+        #expect(killsMidStream > 0, "every burst was through before its kill: the test did not cut a stream")
+        let (distinct, duplicates) = received()
+        let missing = Set(1...total).subtracting(distinct).sorted()
+        let lost = missing.count
+        #expect(lost == 0, "lost \(lost) of \(total) after \(kills) kills, from \(missing.prefix(20))\n\(router.standardError)")
+        // Each restart resumed the session the killed router left, without a clean start.
+        await router.waitUntil("the last router connected to broker A") { brokerA.occurrences(of: "as switchyard-a (") >= rounds + 1 }
+        #expect(brokerA.occurrences(of: "as switchyard-a (p5, c0, k30)") == rounds + 1, "\(brokerA.logText)")
+        #expect(router.stop() == 0, "\(router.standardError)")
+        // After a graceful stop the session stays subscribed: what is published meanwhile is
+        // queued for the router and bridged when it comes back.
+        try brokerA.publish(topic: "crash/after", message: "\(total + 1)", qos: 1)
+        router = try MQTTTests.run(sandbox)
+        await router.waitUntil("the message published while the router was stopped", timeout: .seconds(30)) {
+            received().distinct.contains(total + 1)
+        }
+        #expect(router.stop() == 0, "\(router.standardError)")
+        print("MQTTSessionTests: \(total) messages, \(kills) kills (\(killsMidStream) mid-stream), \(duplicates) duplicates at broker B, 0 lost")
+    }
+}
