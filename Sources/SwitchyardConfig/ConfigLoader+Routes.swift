@@ -160,13 +160,36 @@ extension ConfigLoader {
                 }
             }
             var dedupeWindow: UInt64?
+            var dedupeKey: Located<String>?
             if let node = element["dedupe"] {
                 if delivery != .atLeastOnce {
                     fail("'dedupe' applies to 'delivery: at-least-once' routes only", node.location)
+                } else if let members = node.members {
+                    dedupeWindow = Self.defaultDedupeWindow
+                    for member in members {
+                        switch member.key {
+                        case "key":
+                            if let text = member.value.string, !text.isEmpty {
+                                dedupeKey = Located(text, at: member.value.location)
+                            } else {
+                                fail("dedupe.key must be a template such as \"{{body.message_id}}\"", member.value.location)
+                            }
+                        case "window":
+                            if let nanos = DurationText.nanoseconds(member.value.json), nanos > 0 {
+                                dedupeWindow = nanos
+                            } else {
+                                fail("dedupe.window must be a duration such as 10m (how long keys are remembered)", member.value.location)
+                            }
+                        default:
+                            fail("unknown key '\(member.key)' in dedupe (expected: key, window)", member.keyLocation)
+                        }
+                    }
                 } else if let nanos = DurationText.nanoseconds(node.json), nanos > 0 {
                     dedupeWindow = nanos
                 } else {
-                    fail("'dedupe' must be a duration such as 10m (how long envelope ids are remembered)", node.location)
+                    fail(
+                        "'dedupe' must be a duration such as 10m (how long envelope ids are remembered) or { key: TEMPLATE, window: 10m }",
+                        node.location)
                 }
             }
             var allowLoops = false
@@ -182,7 +205,7 @@ extension ConfigLoader {
                 RouteDeclaration(
                     name: name, location: element.location, from: from, to: to, when: when, map: map, template: template,
                     outputType: outputType, contentType: contentType, queueSize: queueSize, onFull: onFull, allowLoops: allowLoops,
-                    delivery: delivery, retry: retry, dedupeWindow: dedupeWindow, spoolLimit: spoolLimit, script: script
+                    delivery: delivery, retry: retry, dedupeWindow: dedupeWindow, dedupeKey: dedupeKey, spoolLimit: spoolLimit, script: script
                 )
             )
         }

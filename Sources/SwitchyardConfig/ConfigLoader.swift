@@ -16,6 +16,9 @@ public struct ConfigLoader: Sendable {
     public static let defaultQueueSize = 1024
     /// Default bytes an `on_full: spool` route may hold on disk: 1 GiB.
     public static let defaultSpoolLimit = 1 << 30
+    /// How long `dedupe: { key: … }` remembers a key when it gives no `window`: longer than a
+    /// broker's redelivery after a failover takes.
+    public static let defaultDedupeWindow: UInt64 = 10 * 60 * 1_000_000_000
     /// Runs kept per iiidea unless `iiidea_history.keep` says otherwise.
     public static let defaultIiideaHistory = 1000
     /// Where the spool lives unless `spool.path` says otherwise.

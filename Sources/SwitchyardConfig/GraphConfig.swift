@@ -148,8 +148,11 @@ public struct RouteDeclaration: Sendable {
     public var delivery: Delivery = .atMostOnce
     /// `retry:` (at-least-once routes).
     public var retry: RetryPolicy = .standard
-    /// `dedupe:`: envelope ids seen within this window (nanoseconds) are dropped.
+    /// `dedupe:`: envelopes whose key was seen within this window (nanoseconds) are dropped.
     public var dedupeWindow: UInt64?
+    /// `dedupe.key`: a template over the arriving envelope whose text is the key (a message id
+    /// in the payload, an MQTT 5 user property); without one the key is the envelope id.
+    public var dedupeKey: Located<String>?
     /// `queue.spool_limit`: bytes the route may hold in the spool before it blocks.
     public var spoolLimit: Int = ConfigLoader.defaultSpoolLimit
     /// `script:`: Lua run on each envelope after `when:`, instead of `map:`/`template:`.

@@ -96,4 +96,37 @@ struct MQTTSessionTests {
         #expect(router.stop() == 0, "\(router.standardError)")
         print("MQTTSessionTests: \(total) messages, \(kills) kills (\(killsMidStream) mid-stream), \(duplicates) duplicates at broker B, 0 lost")
     }
+
+    /// `dedupe.key` drops what a broker sends again after a failover (or a publisher sends
+    /// twice) by a key the message carries, here an MQTT 5 user property: the envelope id cannot
+    /// serve, as the router stamps a fresh one on each arrival.
+    @Test func aDedupeKeyDropsARedeliveryByTheIdTheMessageCarries() async throws {
+        let brokerA = try Mosquitto()
+        let brokerB = try Mosquitto()
+        let sandbox = try MQTTTests.sandbox()
+        try sandbox.writeRoutes(
+            """
+            spool: { path: "\(sandbox.path("state/spool.db"))" }
+            instances:
+              a: { plugin: mqtt, url: "\(brokerA.url)", subscriptions: [ { topic: "orders/#", qos: 1 } ] }
+              b: { plugin: mqtt, url: "\(brokerB.url)", publish: { qos: 1 } }
+            routes:
+              - name: orders
+                from: a.messages
+                to: b.publish
+                delivery: at-least-once
+                dedupe: { key: "{{headers.mqtt.user.msgid}}", window: 1h }
+            """)
+        let watchB = try MosquittoSubscriber(brokerB, topic: "orders/#", qos: 1, format: "%p")
+        let router = try MQTTTests.run(sandbox)
+        await router.waitUntil("subscribed to broker A") { brokerA.occurrences(of: "Sending SUBACK to switchyard-a") >= 1 }
+        for (id, text) in [("1", "first"), ("1", "first again"), ("2", "second"), ("2", "second again"), ("3", "third")] {
+            try brokerA.publish(topic: "orders/new", message: text, qos: 1, arguments: ["-D", "publish", "user-property", "msgid", id])
+        }
+        try brokerA.publish(topic: "orders/new", message: "without a key", qos: 1)
+        await router.waitUntil("the last message at broker B") { watchB.lines.contains("without a key") }
+        #expect(router.stop() == 0, "\(router.standardError)")
+        #expect(watchB.lines == ["first", "second", "third", "without a key"], "\(router.standardError)")
+        #expect(RouteTotals.counter("deduplicated", route: "orders", in: router.standardError) == 2, "\(router.standardError)")
+    }
 }

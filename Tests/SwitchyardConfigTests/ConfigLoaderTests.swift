@@ -587,6 +587,17 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
         #expect(config.spoolPath?.value == "var/spool.db")
     }
 
+    @Test func dedupeWithAKeyTemplate() throws {
+        let (config, diagnostics) = load(
+            "routes:\n  - { from: a.out, to: b.in, delivery: at-least-once, dedupe: { key: \"{{headers.mqtt.user.msgid}}\", window: 1h } }\n")
+        #expect(diagnostics.isEmpty)
+        let route = try #require(config.routes.first)
+        #expect(route.dedupeKey?.value == "{{headers.mqtt.user.msgid}}")
+        #expect(route.dedupeWindow == 3_600_000_000_000)
+        let (defaulted, _) = load("routes:\n  - { from: a.out, to: b.in, delivery: at-least-once, dedupe: { key: \"{{body.id}}\" } }\n")
+        #expect(defaulted.routes.first?.dedupeWindow == ConfigLoader.defaultDedupeWindow)
+    }
+
     @Test func defaultsAreAtMostOnce() throws {
         let (config, diagnostics) = load("routes:\n  - { from: a.out, to: b.in }\n")
         #expect(diagnostics.isEmpty)
@@ -605,6 +616,9 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
         ("delivery: at-least-once, retry: { tries: 2 }", "unknown key 'tries' in retry"),
         ("delivery: at-least-once, retry: 3", "'retry' must be a mapping"),
         ("delivery: at-least-once, dedupe: forever", "'dedupe' must be a duration"),
+        ("delivery: at-least-once, dedupe: { key: \"\" }", "dedupe.key must be a template"),
+        ("delivery: at-least-once, dedupe: { key: \"{{id}}\", window: never }", "dedupe.window must be a duration"),
+        ("delivery: at-least-once, dedupe: { keys: \"{{id}}\" }", "unknown key 'keys' in dedupe (expected: key, window)"),
         ("delivery: at-least-once, queue: { spool_limit: lots }", "queue.spool_limit must be a size"),
     ])
     func invalidSettings(written: String, message: String) throws {

@@ -108,6 +108,8 @@ public struct PlannedRoute: Sendable {
     public var scriptDefaults = ScriptDefaults()
     /// The types a script's outputs are checked against at run time.
     public var scriptTypes: TypeRegistry?
+    /// The compiled `dedupe.key`, over the envelope as it arrives.
+    public var dedupeKey: Template?
     /// Whether ``script`` is the running route's, carried over by a reload with its state.
     var carriesScriptState = false
     /// Route name.

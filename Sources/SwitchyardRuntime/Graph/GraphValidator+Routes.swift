@@ -138,10 +138,20 @@ extension GraphValidator {
                 )
             }
         }
+        var dedupeKey: Template?
+        if let key = route.dedupeKey {
+            do {
+                let parsed = try Template(parsing: key.value, at: key.location)
+                diagnostics += readProblems(parsed.fieldReads, key.location, "dedupe.key")
+                dedupeKey = parsed
+            } catch {
+                diagnostics.append(error)
+            }
+        }
         guard diagnostics.count == before else { return nil }
         return PlannedRoute(
             declaration: route, condition: condition, transform: transform, script: script, scriptDefaults: scriptDefaults,
-            scriptTypes: script == nil ? nil : registry)
+            scriptTypes: script == nil ? nil : registry, dedupeKey: dedupeKey)
     }
 
     func compileMap(

@@ -1,7 +1,9 @@
 import Foundation
+internal import Crypto
 internal import Logging
 internal import SwitchyardABI
 internal import SwitchyardConfig
+internal import SwitchyardRouting
 internal import SwitchyardCore
 internal import SwitchyardScript
 internal import SwitchyardSpool
@@ -113,12 +115,15 @@ final class SpooledDelivery {
         var settledByCommit: [QueuedEnvelope] = []
         for item in items {
             var rows = 0
+            let key = dedupeKey(of: item.envelope)
             /// Spools one envelope the route sends for `item`, unless no sink may take it.
             func spool(_ output: Envelope) {
                 let sinks = route.targets(for: output)
                 guard !sinks.isEmpty else { return }
                 let bytes = output.serializedBytes()
-                batch.inserts.append(.init(envelopeID: output.id, pending: sinks.map { route.sinks[$0].qualifiedName }, envelope: bytes))
+                // The later outputs of one arrival are told apart as derived ids are (ID.2, …).
+                let seenAs = key.map { rows == 0 ? $0 : "\($0).\(rows + 1)" } ?? output.id
+                batch.inserts.append(.init(envelopeID: seenAs, pending: sinks.map { route.sinks[$0].qualifiedName }, envelope: bytes))
                 accepted.append((item, output, bytes.count, sinks, rows == 0, false))
                 rows += 1
             }
@@ -343,6 +348,19 @@ final class SpooledDelivery {
         guard let (count, bytes) = try? spool.backlog(route: route.name), count > scheduler.entries.count else { return }
         route.counters.spoolBytes.store(bytes, ordering: .relaxed)
         pageIn(rescan: true)
+    }
+
+    /// The `dedupe.key` of an arriving envelope; nil without a key, or when it renders empty
+    /// (a missing field): then the envelope id stands for it.
+    private func dedupeKey(of envelope: Envelope) -> String? {
+        guard let template = route.plan.dedupeKey else { return nil }
+        var scope = EnvelopeScope(envelope)
+        let key = template.renderText(&scope)
+        guard !key.isEmpty else { return nil }
+        // A key taken from a hostile payload can be as long as the payload: long ones are
+        // remembered by their digest, so the seen table stays small.
+        guard key.utf8.count > 256 else { return "key:" + key }
+        return "key-sha256:" + SHA256.hash(data: Array(key.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
     private func forgetOldIDs() {
