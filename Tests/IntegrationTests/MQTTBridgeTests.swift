@@ -42,4 +42,38 @@ struct MQTTBridgeTests {
         #expect(aToB.received == 2)
         #expect(bToA.received == 1)
     }
+
+    /// MQTT 5 properties a bridge must not drop: the Message Expiry Interval goes on less the
+    /// time the router held the message (as a broker forwards it), the Payload Format Indicator
+    /// as it came.
+    @Test func messageExpiryAndPayloadFormatCrossTheBridge() async throws {
+        let brokerA = try Mosquitto()
+        let brokerB = try Mosquitto()
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("mqtt")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              a: { plugin: mqtt, url: "\(brokerA.url)", subscriptions: [ { topic: "props/#", qos: 1 } ] }
+              b: { plugin: mqtt, url: "\(brokerB.url)", publish: { qos: 1 } }
+            routes:
+              - { name: a-to-b, from: a.messages, to: b.publish }
+            """
+        )
+        let watchB = try MosquittoSubscriber(brokerB, topic: "props/#", qos: 1, version: "mqttv5", format: "%E|%F|%p")
+        let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        await router.waitUntil("subscribed to broker A") { brokerA.occurrences(of: "Sending SUBACK to switchyard-a") > 0 }
+        try brokerA.publish(
+            topic: "props/expiring", message: "short-lived", qos: 1, version: "mqttv5",
+            arguments: ["-D", "publish", "message-expiry-interval", "120", "-D", "publish", "payload-format-indicator", "1"])
+        try brokerA.publish(topic: "props/plain", message: "plain", qos: 1, version: "mqttv5")
+        await router.waitUntil("both messages at broker B") { watchB.lines.count >= 2 }
+        #expect(router.stop() == 0, "\(router.standardError)")
+        let lines = watchB.lines
+        let expiring = try #require(lines.first { $0.hasSuffix("|short-lived") }, "\(lines)")
+        let fields = expiring.split(separator: "|", omittingEmptySubsequences: false)
+        // Held for well under a second here: whole seconds left, at most what was sent.
+        #expect(fields.count == 3 && (115...120).contains(Int(fields[0]) ?? -1) && fields[1] == "1", "\(expiring)")
+        #expect(lines.contains("||plain"), "no properties invented for a publish without them: \(lines)")
+    }
 }

@@ -52,6 +52,45 @@ struct MQTTHostileBrokerTests {
         fake.stop()
     }
 
+    /// CONNACK, then three QoS 1 PUBLISHes (ids 1–3) without waiting for a PUBACK, to a link
+    /// that announced a Receive Maximum of 2.
+    static let connAckThenThreeUnconfirmedPublishes: [UInt8] =
+        [0x20, 0x03, 0x00, 0x00, 0x00]
+        + (1...3).flatMap { id -> [UInt8] in [0x32, 0x07, 0x00, 0x01, UInt8(ascii: "t"), 0x00, UInt8(id), 0x00, UInt8(ascii: "x")] }
+
+    @Test func aBrokerPastTheReceiveMaximumIsDisconnectedWithReason0x93() async throws {
+        let fake = try FakeBroker(reply: Self.connAckThenThreeUnconfirmedPublishes)
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("mqtt")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              broker:
+                plugin: mqtt
+                url: "mqtt://127.0.0.1:\(fake.port)"
+                client_id: \(Self.clientID)
+                receive_maximum: 2
+                reconnect: { initial_delay: 100ms, max_delay: 500ms }
+                subscriptions: [ { topic: "t", qos: 1 } ]
+              out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+            routes:
+              - { name: inbound, from: broker.messages, to: out.write }
+            """
+        )
+        let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        let disconnect: [UInt8] = [0xE0, 0x01, 0x93]
+        await router.waitUntil("the DISCONNECT read") { fake.received.indices.contains { fake.received[$0...].starts(with: disconnect) } }
+        let log = router.standardError
+        #expect(log.contains("protocol violation: more than 2 QoS 1/2 publishes unconfirmed"), "\(log)")
+        // The CONNECT announced it: Receive Maximum (0x21) = 2.
+        let received = fake.received
+        #expect(received.indices.contains { received[$0...].starts(with: [0x21, 0x00, 0x02]) })
+        #expect(router.process.isRunning)
+        #expect(router.stop() == 0, "\(router.standardError)")
+        fake.stop()
+    }
+
     /// A reconnect delay so long that doubling it would overflow is refused at start, naming
     /// the setting (it used to trap on the first failed connection).
     @Test func aReconnectDelayPastADayIsRefusedNamingTheSetting() throws {

@@ -25,6 +25,8 @@ enum MQTTEnvelopes {
             if let responseTopic = properties.responseTopic { headers.append(name: "mqtt.response_topic", value: responseTopic) }
             if let correlation = properties.correlationData { headers.append(name: "mqtt.correlation_data", value: hex(correlation)) }
             if let contentType = properties.contentType { headers.append(name: "mqtt.content_type", value: contentType) }
+            if let expiry = properties.messageExpiryInterval { headers.append(name: "mqtt.message_expiry", value: String(expiry)) }
+            if let format = properties.payloadFormatIndicator { headers.append(name: "mqtt.payload_format", value: String(format)) }
             for property in properties.userProperties {
                 // W3C trace context travels as the envelope's own headers, which the router
                 // continues and the sink plugins send on (see TraceContext).
@@ -92,8 +94,35 @@ enum MQTTEnvelopes {
             if let responseTopic = headers.responseTopic { properties.responseTopic = responseTopic }
             if let correlation = headers.correlationData.flatMap(bytes(hex:)) { properties.correlationData = correlation }
             if !headers.userProperties.isEmpty { properties.userProperties = headers.userProperties }
+            if let format = headers.payloadFormat.flatMap(UInt8.init), format <= 1 { properties.payloadFormatIndicator = format }
+            if let expiry = headers.messageExpiry.flatMap(UInt32.init) {
+                // Forwarded as a broker forwards it: less the time it was held here.
+                guard let remaining = remainingExpiry(expiry, since: envelope.time) else {
+                    throw ExpiredMessage(interval: expiry, topic: topic)
+                }
+                properties.messageExpiryInterval = remaining
+            }
         }
         return MQTTPublish(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties)
+    }
+
+    /// What is left of a Message Expiry Interval of `interval` seconds counted from `arrival`
+    /// (nanoseconds since the epoch, the envelope's time); nil once it has run out.
+    static func remainingExpiry(_ interval: UInt32, since arrival: Int64, now: Int64 = Clock.nowUnixNanos()) -> UInt32? {
+        let held = max(0, now - arrival) / 1_000_000_000
+        guard held < Int64(interval) else { return nil }
+        return UInt32(Int64(interval) - held)
+    }
+
+    /// A publish whose Message Expiry Interval ran out while the router held it: not sent, as
+    /// a broker does not send it either.
+    struct ExpiredMessage: Error, CustomStringConvertible {
+        var interval: UInt32
+        var topic: String
+
+        var description: String {
+            "the message for '\(topic)' expired (its Message Expiry Interval of \(interval) s ran out while it was held)"
+        }
     }
 
     /// The `mqtt.*` headers a publish takes, found in one pass over the envelope's headers
@@ -104,6 +133,8 @@ enum MQTTEnvelopes {
         var retain: String?
         var responseTopic: String?
         var correlationData: String?
+        var messageExpiry: String?
+        var payloadFormat: String?
         var userProperties: [MQTTUserProperty] = []
 
         init(_ headers: Headers) {
@@ -125,6 +156,8 @@ enum MQTTEnvelopes {
                 case "mqtt.retain": retain = retain ?? header.value
                 case "mqtt.response_topic": responseTopic = responseTopic ?? header.value
                 case "mqtt.correlation_data": correlationData = correlationData ?? header.value
+                case "mqtt.message_expiry": messageExpiry = messageExpiry ?? header.value
+                case "mqtt.payload_format": payloadFormat = payloadFormat ?? header.value
                 // (Literals: a pattern built with `+` would be built again for every header.)
                 case "mqtt.user.traceparent", "mqtt.user.tracestate": break
                 case let name where name.hasPrefix("mqtt.user."):

@@ -48,6 +48,9 @@ final class MQTTInbound: @unchecked Sendable {
     private var probeToken: UInt64?
     /// QoS 2 packet ids received and acknowledged with PUBREC, awaiting PUBREL.
     private var receivedQoS2: Set<UInt16> = []
+    /// Packet ids of QoS ≥ 1 publishes received on this connection and not yet confirmed
+    /// (PUBACK, or PUBCOMP for QoS 2): what counts against the Receive Maximum announced.
+    private var unconfirmedFromBroker: Set<UInt16> = []
     /// MQTT 3.1.1 has no no-local: what this link published lately, so the broker's echo of
     /// it through the link's own subscriptions can be recognised and dropped.
     private var recentPublishes = EchoMemory()
@@ -95,11 +98,21 @@ final class MQTTInbound: @unchecked Sendable {
     /// The connection is gone: QoS 2 packet ids awaiting PUBREL mean nothing on the next one.
     func connectionLost() {
         receivedQoS2.removeAll()
+        unconfirmedFromBroker.removeAll()
     }
 
-    /// PUBREL: the QoS 2 exchange of `packetID` is over.
+    /// PUBREL: the QoS 2 exchange of `packetID` is over (the link answers PUBCOMP).
     func released(_ packetID: UInt16) {
         receivedQoS2.remove(packetID)
+        unconfirmedFromBroker.remove(packetID)
+    }
+
+    /// Counts a QoS ≥ 1 publish against the Receive Maximum; false when the broker sent more
+    /// unconfirmed publishes than it was allowed (MQTT 5 §4.9: a protocol error, 0x93).
+    func admit(_ publish: MQTTPublish) -> Bool {
+        guard link.configuration.version == .v5, publish.qos != .atMostOnce, let id = publish.packetID else { return true }
+        unconfirmedFromBroker.insert(id)
+        return unconfirmedFromBroker.count <= link.configuration.receiveMaximum
     }
 
     var suppressesEchoes: Bool {
@@ -191,7 +204,7 @@ final class MQTTInbound: @unchecked Sendable {
     private func confirmWithoutTaking(_ publish: MQTTPublish, on channel: any Channel) {
         guard let id = publish.packetID, publish.qos != .atMostOnce else { return }
         let ack = MQTTAck(packetID: id)
-        if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
+        if publish.qos == .exactlyOnce { receivedQoS2.insert(id) } else { unconfirmedFromBroker.remove(id) }
         link.output.write(publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
     }
 
@@ -242,6 +255,7 @@ final class MQTTInbound: @unchecked Sendable {
         guard link.connected, inbound.connection == link.connectionNumber, let channel = link.channel, let id = inbound.publish.packetID
         else { return }
         let ack = MQTTAck(packetID: id)
+        if inbound.publish.qos == .atLeastOnce { unconfirmedFromBroker.remove(id) }
         link.output.write(inbound.publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
     }
 

@@ -193,7 +193,7 @@ final class MQTTLink: @unchecked Sendable {
         var properties = MQTTProperties()
         if configuration.version == .v5 {
             properties.sessionExpiryInterval = configuration.sessionExpiry
-            properties.receiveMaximum = UInt16(clamping: 65535)
+            properties.receiveMaximum = UInt16(clamping: configuration.receiveMaximum)
             properties.maximumPacketSize = UInt32(clamping: configuration.maximumPacketSize)
         }
         let connect = MQTTConnect(
@@ -282,6 +282,11 @@ final class MQTTLink: @unchecked Sendable {
             if let alias = publish.properties.topicAlias {
                 return protocolViolation(
                     "PUBLISH with Topic Alias \(alias), but this client allows none (Topic Alias Maximum 0)", channel, reasonCode: 0x94)
+            }
+            guard inbound.admit(publish) else {
+                return protocolViolation(
+                    "more than \(configuration.receiveMaximum) QoS 1/2 publishes unconfirmed, past the Receive Maximum this client announced",
+                    channel, reasonCode: 0x93)
             }
             inbound.receivedPublish(publish, on: channel)
         case .puback(let ack):

@@ -36,6 +36,9 @@ struct MQTTLinkConfiguration: PluginConfiguration {
     var maximumReconnectDelay: UInt64
     var inflightWindow: Int
     var maximumPacketSize: Int
+    /// `receive_maximum`: the QoS ≥ 1 publishes the broker may send before this link confirms
+    /// them (MQTT 5 announces it; a broker that sends more is disconnected with 0x93).
+    var receiveMaximum: Int
     var maximumPending: Int
     var echoSuppression: Bool
     /// MQTT Connect profile (`mqtt_connect: true`): see MQTTConnectProfile.swift; nil when off.
@@ -56,6 +59,7 @@ struct MQTTLinkConfiguration: PluginConfiguration {
         "/mqtt_connect_memory": "bytes of SessionObjects kept for MQTT Connect phones (default 16MiB; least recently used forgotten first)",
         "/client_id": "default switchyard-<instance> (with share:, -<host>-<pid> added: routers sharing the work need their own)",
         "/clean_start": "default false when a subscription is QoS 1 or 2 (the broker keeps the session: nothing it sent unconfirmed or queued while the router was down is lost), true otherwise",
+        "/receive_maximum": "QoS 1/2 publishes the broker may send before they are confirmed (MQTT 5; default 65535); one that sends more is disconnected (0x93)",
         "/session_expiry": "seconds the broker keeps the session after a disconnect (MQTT 5); default 3600 when clean_start is false, else 0",
         "/share": "true or a group: subscriptions shared ($share/GROUP/…) by routers running these routes; true: switchyard-<instance>",
     ]
@@ -146,6 +150,7 @@ struct MQTTLinkConfiguration: PluginConfiguration {
         // with its Receive Maximum.
         inflightWindow = try container.decode(.inflight, default: 1024, in: 1...65_534)
         maximumPacketSize = try container.decode(.maximumPacketSize, default: 1 << 20, atLeast: 1024)
+        receiveMaximum = try container.decode(.receiveMaximum, default: 65_535, in: 1...65_535)
         maximumPending = try container.decode(.maxPending, default: 10_000, atLeast: 1)
         echoSuppression = try container.decode(.echoSuppression, default: true)
         // MQTT Connect hook: one profile (with its memory of session objects) per instance.
@@ -162,6 +167,6 @@ struct MQTTLinkConfiguration: PluginConfiguration {
 
     private enum CodingKeys: String, CodingKey {
         case url, tls, version, clientID = "client_id", username, password, cleanStart, sessionExpiry, keepAlive, subscriptions, publish
-        case will, reconnect, inflight, maximumPacketSize, maxPending, echoSuppression, mqttConnect, mqttConnectMemory, share
+        case will, reconnect, inflight, maximumPacketSize, receiveMaximum, maxPending, echoSuppression, mqttConnect, mqttConnectMemory, share
     }
 }

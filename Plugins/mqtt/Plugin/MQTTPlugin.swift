@@ -90,6 +90,11 @@ final class MQTTPlugin: SwitchyardPlugin {
             let publish = try MQTTEnvelopes.publish(
                 for: envelope, defaults: link.configuration.publish, version: link.configuration.version)
             link.publish(publish, delivery: delivery)
+        } catch let expired as MQTTEnvelopes.ExpiredMessage {
+            // Done with, not failed: nobody may receive it any more (counted, not dead-lettered).
+            context.metric(.counter, "mqtt_expired_total", 1)
+            if context.isLogging(.debug) { context.log(.debug, "\(expired); dropped") }
+            delivery.ack(.ok)
         } catch {
             delivery.ack(.reject, reason: "\(error)")
         }
