@@ -39,6 +39,11 @@ wait_for() {
 # benchmark runs is compiled.
 bench_release_build() {
     local product stamp
+    # BUILD_DIR=.build/debug: run on an existing build (a check of behaviour, not of speed).
+    if [[ -n ${BUILD_DIR:-} ]]; then
+        release_dir=$(cd "$repo" && cd "$BUILD_DIR" && pwd)
+        return
+    fi
     release_dir=$(cd "$repo" && swift build -c release --scratch-path .build-bench --show-bin-path)
     if [[ ${SKIP_BUILD:-0} != 1 ]]; then
         # What was built, for the results: the commit, and whether the sources differed from it.

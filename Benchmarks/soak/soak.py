@@ -320,9 +320,8 @@ instances:
     plugin: mqtt
     url: "mqtt://127.0.0.1:{self.broker_port}"
     version: 5
-    client_id: switchyard-soak
-    clean_start: false
-    session_expiry: 3600          # the broker keeps the session (and queues QoS 1) while the router is down
+    # No session settings: with a QoS 1 subscription the defaults keep the session
+    # (switchyard-broker, clean_start false, session_expiry 3600) while the router is down.
     reconnect: {{ initial_delay: 100ms, max_delay: 1s }}
     subscriptions:
       - {{ topic: "soak/#", qos: 1 }}
@@ -342,7 +341,7 @@ routes:
       data: {{ seq: "{{{{body.seq}}}}", id: "{{{{id}}}}", dup: "{{{{headers.mqtt.dup}}}}" }}
     to: [fcm.send, out.write]
     delivery: at-least-once
-    dedupe: {self.args.dedupe}
+    dedupe: {{ key: "{{{{body.seq}}}}", window: {self.args.dedupe} }}   # the publisher's sequence number
 """)
         self.routes = routes
         check = subprocess.run([str(self.release_dir / "switchyard"), "validate", str(routes), "--plugins",
