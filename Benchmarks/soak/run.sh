@@ -12,6 +12,8 @@
 #   DEDUPE=10m    the route's dedupe window     WARM=30      calm-phase age of the warm-up RSS sample
 #   RSS_AGE=25    router age at which RSS is compared across lifetimes
 #   SKIP_BUILD=1  reuse .build-bench as it is   KEEP_TMP=1   keep the temporary directory (kept on failure)
+#   SESSION=clean clean_start: true on the mqtt instance (the old default: the baseline)
+#   BUILD_DIR=.build/debug  run on an existing build (behaviour, not speed)
 #
 # Exit status: 0 when nothing was lost, 1 when a message is missing at a sink or dead-lettered,
 # 2 when the run could not be set up.
@@ -44,7 +46,7 @@ log "release build: $release_dir (built from $(bench_build_stamp); checkout now 
 python3 "$here/soak.py" --release-dir "$release_dir" --tmp "$tmp" \
     --duration "${DURATION:-600}" --interval "${INTERVAL:-30}" --calm "${CALM:-120}" --rate "${RATE:-250}" \
     --window "${WINDOW:-500}" --settle "${SETTLE:-60}" --dedupe "${DEDUPE:-10m}" --warm "${WARM:-30}" \
-    --rss-age "${RSS_AGE:-25}" &
+    --rss-age "${RSS_AGE:-25}" --session "${SESSION:-default}" &
 pids+=("$!")
 status=0
 wait "$!" || status=$?

@@ -312,6 +312,11 @@ log_type notice
                 raise SetupError("mosquitto did not start (see broker.log)")
             time.sleep(0.02)
 
+    @property
+    def session_override(self):
+        # SESSION=clean: the defaults before issue 36, as the baseline of the same run.
+        return "\n    clean_start: true" if self.args.session == "clean" else ""
+
     def write_routes(self):
         routes = self.tmp / "routes" / "soak.yaml"
         routes.write_text(f"""spool: {{ path: "{self.spool}" }}
@@ -321,7 +326,7 @@ instances:
     url: "mqtt://127.0.0.1:{self.broker_port}"
     version: 5
     # No session settings: with a QoS 1 subscription the defaults keep the session
-    # (switchyard-broker, clean_start false, session_expiry 3600) while the router is down.
+    # (switchyard-broker, clean_start false, session_expiry 3600) while the router is down.{self.session_override}
     reconnect: {{ initial_delay: 100ms, max_delay: 1s }}
     subscriptions:
       - {{ topic: "soak/#", qos: 1 }}
@@ -709,6 +714,7 @@ def main():
     parser.add_argument("--window", type=int, default=500, help="publishes awaiting PUBACK at most (default 500)")
     parser.add_argument("--settle", type=float, default=60, help="longest wait for the sinks after publishing (default 60)")
     parser.add_argument("--dedupe", default="10m", help="the route's dedupe window (default 10m)")
+    parser.add_argument("--session", default="default", choices=["default", "clean"], help="clean: clean_start: true on the mqtt instance (the old default, as a baseline)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGINT, lambda *_: sys.exit(130))

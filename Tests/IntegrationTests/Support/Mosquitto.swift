@@ -19,6 +19,8 @@ final class Mosquitto {
         var tls = false
         /// More configuration lines, appended as written.
         var extraConfiguration: [String] = []
+        /// Addresses the broker also listens on, on the same port (a veth end the test made).
+        var addresses: [String] = []
     }
 
     static let executable = "/usr/sbin/mosquitto"
@@ -187,6 +189,7 @@ final class Mosquitto {
             // directory: stay the user the test runs as.
             "user \(Self.currentUser)",
         ]
+        for address in options.addresses { lines.insert("listener \(port) \(address)", at: 1) }
         if !options.users.isEmpty { lines.append("password_file \(directory.appendingPathComponent("passwords").path)") }
         if options.tls {
             lines += [

@@ -14,10 +14,15 @@ final class RouterProcess {
     private let stdoutBuffer = OutputBuffer()
     private let stderrBuffer = OutputBuffer()
 
-    /// Starts `switchyard` with `arguments` in `directory`.
-    init(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) throws {
-        process.executableURL = BuildProducts.switchyard
-        process.arguments = arguments
+    /// Starts `switchyard` with `arguments` in `directory`; inside `namespace` when given.
+    init(_ arguments: [String], in directory: URL, environment: [String: String] = [:], namespace: NetworkNamespace? = nil) throws {
+        if let namespace {
+            // `ip netns exec` runs the command in place of itself: the pid is the router's.
+            (process.executableURL, process.arguments) = namespace.wrap([BuildProducts.switchyard.path] + arguments)
+        } else {
+            process.executableURL = BuildProducts.switchyard
+            process.arguments = arguments
+        }
         process.currentDirectoryURL = directory
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
