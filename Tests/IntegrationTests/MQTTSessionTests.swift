@@ -94,7 +94,9 @@ struct MQTTSessionTests {
             received().distinct.contains(total + 1)
         }
         #expect(router.stop() == 0, "\(router.standardError)")
-        print("MQTTSessionTests: \(total) messages, \(kills) kills (\(killsMidStream) mid-stream), \(duplicates) duplicates at broker B, 0 lost")
+        print(
+            "MQTTSessionTests: \(total) messages, \(kills) kills (\(killsMidStream) mid-stream), \(duplicates) duplicates at broker B, 0 lost"
+        )
     }
 
     /// `dedupe.key` drops what a broker sends again after a failover (or a publisher sends

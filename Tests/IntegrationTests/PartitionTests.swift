@@ -106,4 +106,64 @@ struct PartitionTests {
         #expect(router.stop() == 0, "\(router.standardError)")
         print("PartitionTests: \(published) messages through 4 cuts, \(duplicates) duplicates at broker B, \(lost) lost")
     }
+
+    /// Router ↔ PostgreSQL cut, for an `exclusive: true` instance: the holder, in its own
+    /// namespace, loses its store; the router on the host takes the hold once the server has
+    /// ended the holder's session. Split-brain — both running the instance — must not last
+    /// longer than the bound docs/scale-out.md gives (the holder stops within 10 s of the cut,
+    /// the server frees the lock after about 11 s: no overlap, 2 s of slack for a loaded machine).
+    @Test func anExclusiveHolderCutFromPostgreSQLStopsBeforeTheOtherTakesOver() async throws {
+        let namespace = try NetworkNamespace(links: 1)
+        let toStore = namespace.links[0]
+        let server = try PostgresServer(addresses: [toStore.hostAddress])
+        defer { server.stop() }
+        func router(_ url: String, namespace: NetworkNamespace?) throws -> (RouterProcess, Sandbox) {
+            let sandbox = try Sandbox()
+            try sandbox.installPlugin("core")
+            try sandbox.writeRoutes(
+                """
+                spool: { path: "\(sandbox.path("state/spool.db"))" }
+                store: { url: "${STORE_URL}" }
+                instances:
+                  clock: { plugin: core, exclusive: true, timer: { interval: 50ms } }
+                  ticks: { plugin: core, file: { path: "\(sandbox.path("ticks.jsonl"))", format: envelope } }
+                routes:
+                  - { name: ticking, from: clock.tick, to: ticks.write }
+                """)
+            let process = try RouterProcess(
+                ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root, environment: ["STORE_URL": url],
+                namespace: namespace)
+            return (process, sandbox)
+        }
+        /// When each tick was written (the envelope's time), in seconds since the epoch.
+        func tickTimes(_ sandbox: Sandbox) -> [Double] {
+            let timestamp = ISO8601DateFormatter()
+            timestamp.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            return ((try? sandbox.jsonLines(of: "ticks.jsonl")) ?? []).compactMap { line in
+                (line["time"] as? String).flatMap { timestamp.date(from: $0)?.timeIntervalSince1970 }
+            }
+        }
+        let (holder, holderSandbox) = try router(server.url(host: toStore.hostAddress), namespace: namespace)
+        await holder.waitUntil("the router in the namespace to hold the clock") { holder.occurrences(of: "it runs on this router") == 1 }
+        let (other, otherSandbox) = try router(server.url, namespace: nil)
+        await other.waitUntil("the router on the host standing by") { other.occurrences(of: "standing by for its hold") == 1 }
+        await holder.waitUntil("ticks from the holder") { tickTimes(holderSandbox).count >= 3 }
+
+        let cut = Date().timeIntervalSince1970
+        try namespace.cut(0)
+        await other.waitUntil("the holder to give up the clock and exit", timeout: .seconds(40)) { !holder.process.isRunning }
+        #expect(holder.process.terminationStatus == 4, "a holder that lost its store stops with status 4\n\(holder.standardError)")
+        await other.waitUntil("the other router to take the clock over", timeout: .seconds(40)) {
+            other.occurrences(of: "it runs on this router") == 1 && !tickTimes(otherSandbox).isEmpty
+        }
+        let lastOfTheHolder = try #require(tickTimes(holderSandbox).max())
+        let firstOfTheOther = try #require(tickTimes(otherSandbox).min())
+        let splitBrain = max(0, lastOfTheHolder - firstOfTheOther)
+        #expect(splitBrain <= 2, "both ran the clock for \(splitBrain) s\n\(holder.standardError)\n\(other.standardError)")
+        #expect(other.stop() == 0, "\(other.standardError)")
+        print(
+            "PartitionTests: holder stopped \(String(format: "%.1f", lastOfTheHolder - cut)) s after the cut, the other took over after \(String(format: "%.1f", firstOfTheOther - cut)) s; split-brain \(String(format: "%.2f", splitBrain)) s"
+        )
+    }
+
 }

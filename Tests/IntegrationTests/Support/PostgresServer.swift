@@ -18,9 +18,14 @@ final class PostgresServer {
     private let user: String?
 
     /// The URL a router's `store.url` takes (no TLS: the test cluster has no certificate).
-    var url: String { "postgres://switchyard:\(password)@127.0.0.1:\(port)/switchyard?sslmode=disable" }
+    var url: String { url(host: "127.0.0.1") }
 
-    init() throws {
+    /// The URL through another address the server listens on.
+    func url(host: String) -> String { "postgres://switchyard:\(password)@\(host):\(port)/switchyard?sslmode=disable" }
+
+    /// Starts a server listening on 127.0.0.1 and on `addresses` (veth ends a test made; clients
+    /// on their subnets may sign in with the password too).
+    init(addresses: [String] = []) throws {
         var template = Array("/tmp/switchyard-pg-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw SandboxError("mkdtemp: errno \(errno)") }
         directory = String(cString: made)
@@ -38,10 +43,17 @@ final class PostgresServer {
                 "--no-sync", "--no-instructions",
             ], user: user, timeout: .seconds(60))
         guard initdb.status == 0 else { throw SandboxError("initdb failed:\n\(initdb.output)") }
+        if !addresses.isEmpty {
+            let hba = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/data/pg_hba.conf"))
+            try hba.seekToEnd()
+            try hba.write(contentsOf: Data("host all all samenet scram-sha-256\n".utf8))
+            try hba.close()
+        }
         port = try LoopbackPort.free()
         process.executableURL = URL(fileURLWithPath: Self.binaries + "/postgres")
         process.arguments = [
-            "-D", directory + "/data", "-p", "\(port)", "-k", directory, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
+            "-D", directory + "/data", "-p", "\(port)", "-k", directory, "-c",
+            "listen_addresses=\((["127.0.0.1"] + addresses).joined(separator: ","))", "-c", "fsync=off",
         ]
         let pipe = Pipe()
         process.standardOutput = pipe
