@@ -205,7 +205,8 @@ extension ConfigLoader {
                 RouteDeclaration(
                     name: name, location: element.location, from: from, to: to, when: when, map: map, template: template,
                     outputType: outputType, contentType: contentType, queueSize: queueSize, onFull: onFull, allowLoops: allowLoops,
-                    delivery: delivery, retry: retry, dedupeWindow: dedupeWindow, dedupeKey: dedupeKey, spoolLimit: spoolLimit, script: script
+                    delivery: delivery, retry: retry, dedupeWindow: dedupeWindow, dedupeKey: dedupeKey, spoolLimit: spoolLimit,
+                    script: script
                 )
             )
         }

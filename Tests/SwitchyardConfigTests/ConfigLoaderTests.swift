@@ -589,7 +589,8 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
 
     @Test func dedupeWithAKeyTemplate() throws {
         let (config, diagnostics) = load(
-            "routes:\n  - { from: a.out, to: b.in, delivery: at-least-once, dedupe: { key: \"{{headers.mqtt.user.msgid}}\", window: 1h } }\n")
+            "routes:\n  - { from: a.out, to: b.in, delivery: at-least-once, dedupe: { key: \"{{headers.mqtt.user.msgid}}\", window: 1h } }\n"
+        )
         #expect(diagnostics.isEmpty)
         let route = try #require(config.routes.first)
         #expect(route.dedupeKey?.value == "{{headers.mqtt.user.msgid}}")

@@ -58,9 +58,12 @@ struct MQTTLinkConfiguration: PluginConfiguration {
         "/mqtt_connect": "MQTT Connect (iOS app): type phone payloads, keep each phone's SessionObject, attach it when sending",
         "/mqtt_connect_memory": "bytes of SessionObjects kept for MQTT Connect phones (default 16MiB; least recently used forgotten first)",
         "/client_id": "default switchyard-<instance> (with share:, -<host>-<pid> added: routers sharing the work need their own)",
-        "/clean_start": "default false when a subscription is QoS 1 or 2 (the broker keeps the session: nothing it sent unconfirmed or queued while the router was down is lost), true otherwise",
-        "/receive_maximum": "QoS 1/2 publishes the broker may send before they are confirmed (MQTT 5; default 65535); one that sends more is disconnected (0x93)",
-        "/session_expiry": "seconds the broker keeps the session after a disconnect (MQTT 5); default 3600 when clean_start is false, else 0",
+        "/clean_start":
+            "default false when a subscription is QoS 1 or 2 (the broker keeps the session: nothing it sent unconfirmed or queued while the router was down is lost), true otherwise",
+        "/receive_maximum":
+            "QoS 1/2 publishes the broker may send before they are confirmed (MQTT 5; default 65535); one that sends more is disconnected (0x93)",
+        "/session_expiry":
+            "seconds the broker keeps the session after a disconnect (MQTT 5); default 3600 when clean_start is false, else 0",
         "/share": "true or a group: subscriptions shared ($share/GROUP/…) by routers running these routes; true: switchyard-<instance>",
     ]
 
@@ -167,6 +170,7 @@ struct MQTTLinkConfiguration: PluginConfiguration {
 
     private enum CodingKeys: String, CodingKey {
         case url, tls, version, clientID = "client_id", username, password, cleanStart, sessionExpiry, keepAlive, subscriptions, publish
-        case will, reconnect, inflight, maximumPacketSize, receiveMaximum, maxPending, echoSuppression, mqttConnect, mqttConnectMemory, share
+        case will, reconnect, inflight, maximumPacketSize, receiveMaximum, maxPending, echoSuppression, mqttConnect, mqttConnectMemory,
+            share
     }
 }

@@ -261,7 +261,8 @@ extension RouteDeclaration {
             name, from.value.description, to.map(\.value.description).joined(separator: ","), when?.value ?? "",
             map.map { $0.json.serialized() } ?? "", template?.value ?? "", outputType?.value ?? "", contentType?.value ?? "",
             String(queueSize), onFull.rawValue, String(allowLoops), delivery.rawValue,
-            "\(retry.attempts)/\(retry.backoff)/\(retry.maxBackoff)", dedupeWindow.map(String.init) ?? "", dedupeKey?.value ?? "", String(spoolLimit),
+            "\(retry.attempts)/\(retry.backoff)/\(retry.maxBackoff)", dedupeWindow.map(String.init) ?? "", dedupeKey?.value ?? "",
+            String(spoolLimit),
             script.map { "\($0.source)|\($0.limits)|\($0.persistentState)" } ?? "",
         ]
         return parts.joined(separator: "\u{1}")

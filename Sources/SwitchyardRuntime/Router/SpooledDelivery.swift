@@ -1,10 +1,10 @@
-import Foundation
 internal import Crypto
+import Foundation
 internal import Logging
 internal import SwitchyardABI
 internal import SwitchyardConfig
-internal import SwitchyardRouting
 internal import SwitchyardCore
+internal import SwitchyardRouting
 internal import SwitchyardScript
 internal import SwitchyardSpool
 
