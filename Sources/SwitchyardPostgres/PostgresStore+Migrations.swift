@@ -89,6 +89,17 @@ extension PostgresStore {
                     changed_at BIGINT NOT NULL
                 );
                 """),
+        Migration(
+            version: 7, name: "shared dedupe keys",
+            sql: """
+                CREATE TABLE IF NOT EXISTS dedupe_seen(
+                    route TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    seen_at BIGINT NOT NULL,
+                    PRIMARY KEY (route, key)
+                );
+                CREATE INDEX IF NOT EXISTS dedupe_seen_by_time ON dedupe_seen(route, seen_at);
+                """),
     ]
 
     /// Held (per transaction) while migrations are checked and applied, so that routers

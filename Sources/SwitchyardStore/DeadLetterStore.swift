@@ -48,10 +48,10 @@ public protocol SharedDeadLetterStore: AnyObject, Sendable {
 }
 
 /// What several routers share: the plugins' state, the iiideas' switches, runs, obtained
-/// iiideas and preferences, OAuth connections, the dead letters and the holds on listeners
-/// that cannot be shared.
+/// iiideas and preferences, OAuth connections, the dead letters, the routes' dedupe keys and
+/// the holds on listeners that cannot be shared.
 public typealias SharedStore = PluginStateStore & IiideaSwitchStore & IiideaRunStore & IiideaCatalogStore & OAuthTokenStore
-    & SharedDeadLetterStore & ListenerHolds
+    & SharedDeadLetterStore & ListenerHolds & SharedDedupeStore
 
 /// An envelope a sink kept failing on.
 public struct DeadLetter: Sendable, Equatable {

@@ -54,7 +54,7 @@ struct MQTTSessionTests {
         // The default keeps the session: no clean start, an hour's session expiry.
         #expect(brokerA.occurrences(of: "as switchyard-a (p5, c0, k30)") == 1, "\(brokerA.logText)")
 
-        let burst = 1_000
+        let burst = 4_000
         let rounds = 3
         var kills = 0
         /// Kills with part of the burst not yet at broker B (what the test is about).
@@ -130,5 +130,58 @@ struct MQTTSessionTests {
         #expect(router.stop() == 0, "\(router.standardError)")
         #expect(watchB.lines == ["first", "second", "third", "without a key"], "\(router.standardError)")
         #expect(RouteTotals.counter("deduplicated", route: "orders", in: router.standardError) == 2, "\(router.standardError)")
+    }
+
+    /// With `store.url`, the dedupe keys are shared: two routers that both receive every
+    /// message (each its own subscription, as after a failover both may get a redelivery)
+    /// deliver each key once between them.
+    @Test func routersOfOneStoreShareTheirDedupeKeys() async throws {
+        let server = try PostgresServer()
+        defer { server.stop() }
+        let broker = try Mosquitto()
+        func start(_ node: String) throws -> (RouterProcess, Sandbox) {
+            let sandbox = try MQTTTests.sandbox()
+            try sandbox.writeRoutes(
+                """
+                spool: { path: "\(sandbox.path("state/spool.db"))" }
+                store: { url: "${STORE_URL}" }
+                instances:
+                  a: { plugin: mqtt, url: "\(broker.url)", client_id: "bridge-\(node)", subscriptions: [ { topic: "orders/#", qos: 1 } ] }
+                  out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+                routes:
+                  - name: orders
+                    from: a.messages
+                    to: out.write
+                    delivery: at-least-once
+                    dedupe: { key: "{{body.order}}", window: 1h }
+                """)
+            return (try MQTTTests.run(sandbox, environment: ["STORE_URL": server.url]), sandbox)
+        }
+        let (first, firstSandbox) = try start("1")
+        let (second, secondSandbox) = try start("2")
+        await first.waitUntil("both subscribed") { broker.occurrences(of: "Sending SUBACK to bridge-") >= 2 }
+        let orders = 50
+        for order in 1...orders { try broker.publish(topic: "orders/new", message: "{\"order\": \(order)}", qos: 1) }
+        /// The orders written by both routers.
+        func written() -> [Int] {
+            let lines = ((try? firstSandbox.jsonLines(of: "out.jsonl")) ?? []) + ((try? secondSandbox.jsonLines(of: "out.jsonl")) ?? [])
+            return lines.compactMap { line in
+                let body = (line["body"] as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? line["body"]
+                return (body as? [String: Any])?["order"] as? Int
+            }
+        }
+        // Each router confirms a publish to the broker only once it has settled it: spooled, and
+        // checked against the other router's keys.
+        await first.waitUntil("both routers to have settled every order") {
+            broker.occurrences(of: "Received PUBACK from bridge-1") >= orders
+                && broker.occurrences(of: "Received PUBACK from bridge-2") >= orders
+        }
+        #expect(first.stop() == 0, "\(first.standardError)")
+        #expect(second.stop() == 0, "\(second.standardError)")
+        let dropped =
+            (RouteTotals.counter("deduplicated", route: "orders", in: first.standardError) ?? 0)
+            + (RouteTotals.counter("deduplicated", route: "orders", in: second.standardError) ?? 0)
+        #expect(written().sorted() == Array(1...orders), "each order once between the two routers")
+        #expect(dropped == orders, "each router received every order; the other copy was dropped as seen")
     }
 }

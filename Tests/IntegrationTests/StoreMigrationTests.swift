@@ -66,7 +66,7 @@ struct StoreMigrationTests {
             }
             try await group.waitForAll()
         }
-        #expect(try server.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations") == "1,2,3,4,5,6")
+        #expect(try server.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations") == "1,2,3,4,5,6,7")
         try server.psql("INSERT INTO schema_migrations(version, name, applied_at) VALUES(999, 'from the future', 0)")
         let error = try #require(throws: StoreError.self) { try PostgresStore(url: url, logger: Logger(label: "test")) }
         #expect(error.description.contains("written by a newer switchyard"), "\(error)")
@@ -88,17 +88,17 @@ struct StoreMigrationTests {
         let before = try switchyard(["store", "check", sandbox.routes.path])
         #expect(before.status == 1, "\(before.output)")
         #expect(before.output.contains("spool \(sandbox.path("state/spool.db")): empty, 1 migration(s) pending (1)"), "\(before.output)")
-        #expect(before.output.contains("/switchyard: empty, 6 migration(s) pending (1, 2, 3, 4, 5, 6)"), "\(before.output)")
+        #expect(before.output.contains("/switchyard: empty, 7 migration(s) pending (1, 2, 3, 4, 5, 6, 7)"), "\(before.output)")
         let migrated = try switchyard(["store", "migrate", sandbox.routes.path])
         #expect(migrated.status == 0, "\(migrated.output)")
         #expect(
             migrated.output.contains(
-                "store postgres://switchyard:***@127.0.0.1:\(server.port)/switchyard: applied migration(s) 1, 2, 3, 4, 5, 6"),
+                "store postgres://switchyard:***@127.0.0.1:\(server.port)/switchyard: applied migration(s) 1, 2, 3, 4, 5, 6, 7"),
             "\(migrated.output)")
         let after = try switchyard(["store", "check", sandbox.routes.path])
         #expect(after.status == 0, "\(after.output)")
         #expect(after.output.contains("state/spool.db: schema version 1, up to date"), "\(after.output)")
-        #expect(after.output.contains("/switchyard: schema version 6, up to date"), "\(after.output)")
+        #expect(after.output.contains("/switchyard: schema version 7, up to date"), "\(after.output)")
         for output in [before.output, migrated.output, after.output] { #expect(!output.contains(server.password)) }
     }
 }

@@ -1,10 +1,8 @@
-internal import Crypto
 import Foundation
 internal import Logging
 internal import SwitchyardABI
 internal import SwitchyardConfig
 internal import SwitchyardCore
-internal import SwitchyardRouting
 internal import SwitchyardScript
 internal import SwitchyardSpool
 
@@ -32,7 +30,8 @@ final class SpooledDelivery {
     /// The highest sequence number read or written by this worker.
     private var diskCursor: Int64 = 0
     private var nextReplayCheck = ContinuousClock.now
-    private var nextSeenCleanup = ContinuousClock.now
+    /// The route's `dedupe:` (made when the worker starts); nil without one.
+    private var dedupe: RouteDedupe?
     /// The next transaction: what was accepted, and every delivery change the scheduler made.
     var batch = SpoolBatch(route: "", time: 0, deduplicate: false)
     private var warnedSinks: Set<String> = []
@@ -52,6 +51,7 @@ final class SpooledDelivery {
     func run() {
         scheduler = RedeliveryScheduler(delivery: self, route: route)
         batch = SpoolBatch(route: route.name, time: 0, deduplicate: declaration.dedupeWindow != nil)
+        dedupe = RouteDedupe(route: route.plan, shared: route.router.sharedStore, logger: logger)
         do {
             route.counters.spoolBytes.store(try spool.backlog(route: route.name).bytes, ordering: .relaxed)
         } catch {
@@ -77,7 +77,7 @@ final class SpooledDelivery {
                 scheduler.retryDue()
                 pageIn()
                 checkForReplays()
-                forgetOldIDs()
+                dedupe?.forgetOld(in: spool)
             }
         }
         commit()
@@ -115,7 +115,7 @@ final class SpooledDelivery {
         var settledByCommit: [QueuedEnvelope] = []
         for item in items {
             var rows = 0
-            let key = dedupeKey(of: item.envelope)
+            let key = dedupe?.key(of: item.envelope)
             /// Spools one envelope the route sends for `item`, unless no sink may take it.
             func spool(_ output: Envelope) {
                 let sinks = route.targets(for: output)
@@ -147,6 +147,7 @@ final class SpooledDelivery {
                 accepted[accepted.count - 1].settles = true
             }
         }
+        let seenAs = dedupe?.isShared == true ? batch.inserts.map(\.envelopeID) : []
         guard let sequences = commit() else {
             for entry in accepted {
                 if entry.first { abandonProbe(of: entry.item) }
@@ -156,11 +157,14 @@ final class SpooledDelivery {
             return
         }
         for item in settledByCommit { item.settlement?.complete(SY_OUTCOME_OK) }
-        for (entry, sequence) in zip(accepted, sequences) {
+        let elsewhere = sharedDuplicates(seenAs, sequences)
+        for (index, (entry, sequence)) in zip(accepted, sequences).enumerated() {
             if entry.settles { entry.item.settlement?.complete(SY_OUTCOME_OK) }
-            guard let sequence else {
+            guard let sequence, !elsewhere.contains(index) else {
                 if entry.first { abandonProbe(of: entry.item) }
                 route.counters.deduplicated.add(1, ordering: .relaxed)
+                // Another router had it first: spooled here, it goes with the next commit.
+                if let sequence { batch.deletes.append(sequence) }
                 continue
             }
             route.counters.spooled.add(1, ordering: .relaxed)
@@ -225,6 +229,17 @@ final class SpooledDelivery {
             pauseForSpool(error)
             return nil
         }
+    }
+
+    /// The positions of the rows just spooled whose key another router sharing the store
+    /// recorded first (`seenAs`: each row's key, in order; `sequences`: nil for a row the
+    /// spool already knew).
+    private func sharedDuplicates(_ seenAs: [String], _ sequences: [Int64?]) -> Set<Int> {
+        guard let dedupe, !seenAs.isEmpty, seenAs.count == sequences.count else { return [] }
+        let fresh = zip(seenAs, sequences).compactMap { key, sequence in sequence == nil ? nil : key }
+        let seen = dedupe.seenElsewhere(fresh)
+        guard !seen.isEmpty else { return [] }
+        return Set(seenAs.indices.filter { sequences[$0] != nil && seen.contains(seenAs[$0]) })
     }
 
     // MARK: Spool outages
@@ -350,24 +365,4 @@ final class SpooledDelivery {
         pageIn(rescan: true)
     }
 
-    /// The `dedupe.key` of an arriving envelope; nil without a key, or when it renders empty
-    /// (a missing field): then the envelope id stands for it.
-    private func dedupeKey(of envelope: Envelope) -> String? {
-        guard let template = route.plan.dedupeKey else { return nil }
-        var scope = EnvelopeScope(envelope)
-        let key = template.renderText(&scope)
-        guard !key.isEmpty else { return nil }
-        // A key taken from a hostile payload can be as long as the payload: long ones are
-        // remembered by their digest, so the seen table stays small.
-        guard key.utf8.count > 256 else { return "key:" + key }
-        return "key-sha256:" + SHA256.hash(data: Array(key.utf8)).map { String(format: "%02x", $0) }.joined()
-    }
-
-    private func forgetOldIDs() {
-        guard let window = declaration.dedupeWindow else { return }
-        let now = ContinuousClock.now
-        guard now >= nextSeenCleanup else { return }
-        nextSeenCleanup = now + .seconds(10)
-        try? spool.forgetSeen(route: route.name, before: Clock.nowUnixNanos() - Int64(clamping: window))
-    }
 }
