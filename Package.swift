@@ -303,3 +303,17 @@ let package = Package(
         ),
     ]
 )
+
+/// `SWITCHYARD_SANITIZE=address` or `thread` (set by scripts/sanitize): this package's own
+/// targets, Swift and C, are compiled and linked with the sanitizer; the third-party libraries
+/// in Dependencies are not. Their compile commands stay those of the debug build, so a sanitizer
+/// build in the same scratch path reuses them and recompiles only this package (most of a
+/// from-scratch build is the dependencies). What the sanitizer checks is our code, and every
+/// call it makes into theirs; races and overflows wholly inside a dependency are out of scope.
+if let sanitizer = Context.environment["SWITCHYARD_SANITIZE"] {
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=\(sanitizer)"])]
+        target.cSettings = (target.cSettings ?? []) + [.unsafeFlags(["-fsanitize=\(sanitizer)"])]
+        target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(["-sanitize=\(sanitizer)"])]
+    }
+}

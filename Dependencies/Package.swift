@@ -6,11 +6,11 @@ import PackageDescription
 /// NIOSingletons event-loop group, one BoringSSL. The router links it and installs it beside
 /// itself; the plugins link it and find the router's copy already loaded (same SONAME).
 /// Third-party plugins built elsewhere keep their own copies: only the C ABI crosses.
-/// `SWITCHYARD_WITHOUT_OTLP=1` leaves swift-otel (the OTLP exporter) out: scripts/sanitize sets it
-/// for the ThreadSanitizer build, where Swift 6.3 refuses two files of swift-otel 1.6
+/// `SWITCHYARD_WITHOUT_OTLP=1` leaves swift-otel (the OTLP exporter) out, for a build with
+/// `--sanitize=thread` over everything, where Swift 6.3 refuses two files of swift-otel 1.6
 /// ("sending 'logger' risks causing data races", raised only with -sanitize=thread). The router
-/// then records no spans (`switchyard run` says so if the route files ask for tracing); the
-/// suites run under the sanitizers export none.
+/// then records no spans (`switchyard run` says so if the route files ask for tracing).
+/// scripts/sanitize does not need it: it instruments the root package only (see its Package.swift).
 let withOTLP = Context.environment["SWITCHYARD_WITHOUT_OTLP"] == nil
 
 let package = Package(

@@ -53,7 +53,7 @@ struct TracingBackend {
     }
 }
 
-/// A build without swift-otel (`SWITCHYARD_WITHOUT_OTLP`, the ThreadSanitizer build) cannot
+/// A build without swift-otel (`SWITCHYARD_WITHOUT_OTLP`, see Dependencies/Package.swift) cannot
 /// export spans.
 struct TracingUnavailable: Error, CustomStringConvertible {
     var description: String { "this build has no OTLP exporter (built with SWITCHYARD_WITHOUT_OTLP)" }
