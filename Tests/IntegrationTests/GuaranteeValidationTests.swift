@@ -8,9 +8,9 @@ import Testing
 struct GuaranteeValidationTests {
     /// MQTT in (subscribed at `subscribeQoS`) → at-least-once → MQTT out (publishing at
     /// `publishQoS`, nil: not set) and a synced file.
-    static func validate(subscribeQoS: Int, publishQoS: Int?) throws -> (status: Int32, errors: String) {
+    static func validate(subscribeQoS: Int, publishQoS: Int?, extra: String = "") throws -> (status: Int32, errors: String) {
         let sandbox = try Sandbox(plugins: ["core", "mqtt"])
-        let publish = publishQoS.map { ", publish: { qos: \($0) }" } ?? ""
+        let publish = (publishQoS.map { ", publish: { qos: \($0) }" } ?? "") + extra
         try sandbox.writeRoutes(
             """
             instances:
@@ -27,6 +27,19 @@ struct GuaranteeValidationTests {
         let result = try Self.validate(subscribeQoS: 1, publishQoS: 1)
         #expect(result.status == 0, "\(result.errors)")
         #expect(!result.errors.contains("note:") && !result.errors.contains("warning:"), "\(result.errors)")
+    }
+
+    /// A shared subscription without a client id holds at-least-once only while every router
+    /// lives: a warning at the route's `from:` says which case it misses and what to change.
+    @Test func aSharedSubscriptionWithoutAClientIDIsWarnedAbout() throws {
+        let shared = try Self.validate(subscribeQoS: 1, publishQoS: 1, extra: ", share: true")
+        #expect(shared.status == 0, "\(shared.errors)")
+        #expect(
+            shared.errors.contains(
+                "main.yaml:5:28: warning: route 'durable' is at-least-once, but through broker.messages (plugin mqtt) only in part: with share: and no client_id"
+            ), "\(shared.errors)")
+        let named = try Self.validate(subscribeQoS: 1, publishQoS: 1, extra: ", share: true, client_id: \"bridge-${HOSTNAME:-a}\"")
+        #expect(named.status == 0 && !named.errors.contains("warning:"), "\(named.errors)")
     }
 
     /// The issue's case: a QoS 0 subscription feeding an at-least-once route is refused at the

@@ -25,6 +25,11 @@ extension MQTTPlugin {
                 "subscriptions/\(index) ('\(topic)') is QoS 0\(subscriptions[index]["qos"] == nil ? " (the default)" : ""): the broker lets go of a message as it sends it; subscribe with `qos: 1`"
         } else if !subscriptions.isEmpty {
             description.settles = ["messages"]
+            let shared = config["share"].map { $0.boolValue ?? ($0.stringValue != nil) } ?? false
+            if shared, config["client_id"] == nil {
+                description.cautions["messages"] =
+                    "with share: and no client_id each router's MQTT session ends with it, so what the broker had sent a router that is killed and not seen confirmed is lost (Mosquitto hands it to no other member of the group); give each router a client_id of its own, such as \"bridge-${NODE}\", and restart it under that id (docs/scale-out.md)"
+            }
         }
         if (config["publish"]?["qos"]?.intValue ?? 0) == 0 {
             description.atMostOnce["publish"] =

@@ -154,7 +154,10 @@
  * write); "at_most_once" maps ports this configuration cannot make at-least-once to why and
  * what to change. The host refuses an at-least-once route that starts or ends at an
  * "at_most_once" port (reporting the reason at the route's from:/to: entry), and notes one
- * whose source does not settle or whose sink does not confirm. "keeps_state": true says the
+ * whose source does not settle or whose sink does not confirm. "cautions" maps ports that
+ * hold at-least-once only in part under this configuration to the case they miss and what to
+ * change (a shared subscription whose session ends with a router that is killed): the host
+ * warns at the route's from:/to: entry and runs it. "keeps_state": true says the
  * instance keeps durable state with the host table's state_* calls: the host then opens its
  * store even when no route or iiidea needs one (absent means false).
  *

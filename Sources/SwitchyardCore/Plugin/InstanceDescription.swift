@@ -19,6 +19,10 @@ public struct InstanceDescription: Sendable, Hashable {
     /// subscription: the broker has let go of a message before the router has it; a QoS 0
     /// publish: nothing confirms it). An at-least-once route cannot start or end at one.
     public var atMostOnce: [String: String]
+    /// Ports at-least-once holds through only in part under this configuration, each with the
+    /// case it does not cover and what to change (a shared subscription whose session ends
+    /// with a router that is killed); `validate` warns on an at-least-once route through one.
+    public var cautions: [String: String] = [:]
     /// Whether the instance keeps durable state in the router's store (ABI `state_*`), so the
     /// router must open its store even when no route or iiidea needs one (a SIP history).
     public var keepsState: Bool
@@ -44,6 +48,7 @@ public struct InstanceDescription: Sendable, Hashable {
             "settles": .array(settles.map { .string($0) }), "confirms": .array(confirms.map { .string($0) }),
         ]
         if !atMostOnce.isEmpty { object["at_most_once"] = .object(atMostOnce.mapValues { .string($0) }) }
+        if !cautions.isEmpty { object["cautions"] = .object(cautions.mapValues { .string($0) }) }
         if keepsState { object["keeps_state"] = true }
         if let ports { object["ports"] = .array(ports.map(\.json)) }
         if let types { object["types"] = .object(types) }
@@ -67,6 +72,13 @@ public struct InstanceDescription: Sendable, Hashable {
             atMostOnce = reasons.compactMapValues(\.stringValue)
         default:
             throw ManifestError(reason: "description field 'at_most_once' must map port names to why they are at-most-once")
+        }
+        switch members["cautions"] {
+        case nil: cautions = [:]
+        case .object(let reasons)? where reasons.values.allSatisfy({ $0.stringValue != nil }):
+            cautions = reasons.compactMapValues(\.stringValue)
+        default:
+            throw ManifestError(reason: "description field 'cautions' must map port names to what at-least-once does not cover there")
         }
         switch members["keeps_state"] {
         case nil: keepsState = false

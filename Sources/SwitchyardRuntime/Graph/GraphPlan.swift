@@ -83,6 +83,9 @@ public struct PlannedInstance: Sendable {
     /// Ports the configuration makes at-most-once, with what to change (the description's
     /// `at_most_once`).
     public var atMostOnce: [String: String] = [:]
+    /// Ports at-least-once holds through only in part, with the case it does not cover (the
+    /// description's `cautions`).
+    public var cautions: [String: String] = [:]
     /// Whether it keeps state in the router's store (the description's `keeps_state`).
     public var keepsState = false
     /// Its own log level, if the YAML set one.

@@ -47,7 +47,23 @@ extension GraphValidator {
                 }
             }
         }
-        return (notes, mixedFanOuts(routes, instances: instances))
+        return (notes, cautions(routes, instances: instances) + mixedFanOuts(routes, instances: instances))
+    }
+
+    /// Warnings on at-least-once routes through a port whose configuration leaves a case
+    /// uncovered (the plugin's `cautions`: what it is and what to change).
+    private func cautions(_ routes: [PlannedRoute], instances: [PlannedInstance]) -> [Diagnostic] {
+        var warnings: [Diagnostic] = []
+        for route in routes where route.declaration.delivery == .atLeastOnce {
+            for end in ends(of: route, instances: instances) {
+                guard let caution = end.instance.cautions[end.reference.value.port] else { continue }
+                warnings.append(
+                    Diagnostic(
+                        "route '\(route.name)' is at-least-once, but through \(end.reference.value) (plugin \(end.instance.plugin.manifest.name)) only in part: \(caution)",
+                        at: end.reference.location))
+            }
+        }
+        return warnings
     }
 
     /// A source port that settles and feeds routes of both deliveries: when an at-least-once

@@ -121,7 +121,7 @@ extension GraphValidator {
                 PlannedInstance(
                     name: declaration.name, plugin: plugin, config: json, ports: ports, declaredPorts: declaredPorts,
                     settles: Set(description.settles), confirms: Set(description.confirms), atMostOnce: description.atMostOnce,
-                    keepsState: description.keepsState, logLevel: declaration.logLevel?.value,
+                    cautions: description.cautions, keepsState: description.keepsState, logLevel: declaration.logLevel?.value,
                     exclusive: declaration.exclusive?.value ?? false, location: declaration.location))
         }
         return instances
