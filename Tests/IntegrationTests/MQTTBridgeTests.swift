@@ -49,17 +49,7 @@ struct MQTTBridgeTests {
     @Test func messageExpiryAndPayloadFormatCrossTheBridge() async throws {
         let brokerA = try Mosquitto()
         let brokerB = try Mosquitto()
-        let sandbox = try Sandbox()
-        try sandbox.installPlugin("mqtt")
-        try sandbox.writeRoutes(
-            """
-            instances:
-              a: { plugin: mqtt, url: "\(brokerA.url)", subscriptions: [ { topic: "props/#", qos: 1 } ] }
-              b: { plugin: mqtt, url: "\(brokerB.url)", publish: { qos: 1 } }
-            routes:
-              - { name: a-to-b, from: a.messages, to: b.publish }
-            """
-        )
+        let sandbox = try MQTTSessionTests.bridge(from: brokerA, to: brokerB, topic: "props/#")
         let watchB = try MosquittoSubscriber(brokerB, topic: "props/#", qos: 1, version: "mqttv5", format: "%E|%F|%p")
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
         await router.waitUntil("subscribed to broker A") { brokerA.occurrences(of: "Sending SUBACK to switchyard-a") > 0 }

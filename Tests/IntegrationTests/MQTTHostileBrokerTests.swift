@@ -14,25 +14,33 @@ struct MQTTHostileBrokerTests {
         [0x20, 0x03, 0x00, 0x00, 0x00]
         + [0x30, 0x08, 0x00, 0x00, 0x03, 0x23, 0x00, 0x01, UInt8(ascii: "h"), UInt8(ascii: "i")]
 
-    @Test func aTopicAliasThisClientNeverAllowedClosesTheConnectionWithReason0x94() async throws {
-        let fake = try FakeBroker(reply: Self.connAckThenAliasedPublish)
+    /// A sandbox whose instance `broker` links to `fake` (`settings`: more of its keys, one
+    /// per line) and whose route `inbound` writes what it receives to out.jsonl.
+    static func sandbox(for fake: FakeBroker, topic: String, settings: String = "") throws -> Sandbox {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("mqtt")
+        let extra = settings.split(separator: "\n").map { "\n    " + $0 }.joined()
         try sandbox.writeRoutes(
             """
             instances:
               broker:
                 plugin: mqtt
                 url: "mqtt://127.0.0.1:\(fake.port)"
-                client_id: \(Self.clientID)
+                client_id: \(clientID)
                 reconnect: { initial_delay: 100ms, max_delay: 500ms }
-                subscriptions: [ { topic: "sensors/#", qos: 1 } ]
+                subscriptions: [ { topic: "\(topic)", qos: 1 } ]\(extra)
               out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
             routes:
               - { name: inbound, from: broker.messages, to: out.write }
             """
         )
+        return sandbox
+    }
+
+    @Test func aTopicAliasThisClientNeverAllowedClosesTheConnectionWithReason0x94() async throws {
+        let fake = try FakeBroker(reply: Self.connAckThenAliasedPublish)
+        let sandbox = try Self.sandbox(for: fake, topic: "sensors/#")
         let (router, admin) = try await RouterProcess.startWithAdmin(sandbox)
         await router.waitUntil("a second connection after the violation") { fake.connections >= 2 }
         let log = router.standardError
@@ -60,24 +68,7 @@ struct MQTTHostileBrokerTests {
 
     @Test func aBrokerPastTheReceiveMaximumIsDisconnectedWithReason0x93() async throws {
         let fake = try FakeBroker(reply: Self.connAckThenThreeUnconfirmedPublishes)
-        let sandbox = try Sandbox()
-        try sandbox.installPlugin("core")
-        try sandbox.installPlugin("mqtt")
-        try sandbox.writeRoutes(
-            """
-            instances:
-              broker:
-                plugin: mqtt
-                url: "mqtt://127.0.0.1:\(fake.port)"
-                client_id: \(Self.clientID)
-                receive_maximum: 2
-                reconnect: { initial_delay: 100ms, max_delay: 500ms }
-                subscriptions: [ { topic: "t", qos: 1 } ]
-              out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
-            routes:
-              - { name: inbound, from: broker.messages, to: out.write }
-            """
-        )
+        let sandbox = try Self.sandbox(for: fake, topic: "t", settings: "receive_maximum: 2")
         let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
         let disconnect: [UInt8] = [0xE0, 0x01, 0x93]
         await router.waitUntil("the DISCONNECT read") { fake.received.indices.contains { fake.received[$0...].starts(with: disconnect) } }

@@ -66,24 +66,24 @@ public struct InstanceDescription: Sendable, Hashable {
         types = try ManifestError.typeSchemas(members["types"], what: "description")
         settles = try Self.portNames(members["settles"], field: "settles")
         confirms = try Self.portNames(members["confirms"], field: "confirms")
-        switch members["at_most_once"] {
-        case nil: atMostOnce = [:]
-        case .object(let reasons)? where reasons.values.allSatisfy({ $0.stringValue != nil }):
-            atMostOnce = reasons.compactMapValues(\.stringValue)
-        default:
-            throw ManifestError(reason: "description field 'at_most_once' must map port names to why they are at-most-once")
-        }
-        switch members["cautions"] {
-        case nil: cautions = [:]
-        case .object(let reasons)? where reasons.values.allSatisfy({ $0.stringValue != nil }):
-            cautions = reasons.compactMapValues(\.stringValue)
-        default:
-            throw ManifestError(reason: "description field 'cautions' must map port names to what at-least-once does not cover there")
-        }
+        atMostOnce = try Self.portReasons(members["at_most_once"], field: "at_most_once", meaning: "why they are at-most-once")
+        cautions = try Self.portReasons(
+            members["cautions"], field: "cautions", meaning: "what at-least-once does not cover there")
         switch members["keeps_state"] {
         case nil: keepsState = false
         case .bool(let value)?: keepsState = value
         default: throw ManifestError(reason: "description field 'keeps_state' must be true or false")
+        }
+    }
+
+    /// A map of port names to texts (`at_most_once`, `cautions`); empty when absent.
+    private static func portReasons(_ value: JSONValue?, field: String, meaning: String) throws(ManifestError) -> [String: String] {
+        switch value {
+        case nil: return [:]
+        case .object(let reasons)? where reasons.values.allSatisfy({ $0.stringValue != nil }):
+            return reasons.compactMapValues(\.stringValue)
+        default:
+            throw ManifestError(reason: "description field '\(field)' must map port names to \(meaning)")
         }
     }
 

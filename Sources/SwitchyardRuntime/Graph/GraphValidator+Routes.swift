@@ -46,6 +46,19 @@ extension GraphValidator {
             return problems
         }
 
+        /// A template over the arriving envelope (`what` names it in errors); nil, with the
+        /// errors noted, when it does not compile or reads a field the source types lack.
+        func compiled(_ text: Located<String>, _ what: String) -> Template? {
+            do {
+                let parsed = try Template(parsing: text.value, at: text.location)
+                diagnostics += readProblems(parsed.fieldReads, text.location, what)
+                return parsed
+            } catch {
+                diagnostics.append(error)
+                return nil
+            }
+        }
+
         var condition: Condition?
         if let when = route.when {
             do {
@@ -96,16 +109,12 @@ extension GraphValidator {
                 )
             }
         } else if let template = route.template {
-            do {
-                let parsed = try Template(parsing: template.value, at: template.location)
-                diagnostics += readProblems(parsed.fieldReads, template.location, "template")
+            if let parsed = compiled(template, "template") {
                 transform = Transform(
                     body: .template(parsed),
                     outputType: outputTypes.count == 1 ? outputTypes[0] : nil,
                     contentType: route.contentType?.value ?? "text/plain"
                 )
-            } catch {
-                diagnostics.append(error)
             }
         } else if let declaration = route.script {
             do {
@@ -138,16 +147,7 @@ extension GraphValidator {
                 )
             }
         }
-        var dedupeKey: Template?
-        if let key = route.dedupeKey {
-            do {
-                let parsed = try Template(parsing: key.value, at: key.location)
-                diagnostics += readProblems(parsed.fieldReads, key.location, "dedupe.key")
-                dedupeKey = parsed
-            } catch {
-                diagnostics.append(error)
-            }
-        }
+        let dedupeKey = route.dedupeKey.flatMap { compiled($0, "dedupe.key") }
         guard diagnostics.count == before else { return nil }
         return PlannedRoute(
             declaration: route, condition: condition, transform: transform, script: script, scriptDefaults: scriptDefaults,
