@@ -37,6 +37,9 @@ struct QeoTests {
 
         func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
 
+        /// Closes its standard input: a `participant` peer exits, and its writer leaves.
+        func closeInput() { try? input.fileHandleForWriting.close() }
+
         deinit {
             try? input.fileHandleForWriting.close()
             if process.isRunning { process.terminate() }
@@ -112,11 +115,15 @@ struct QeoTests {
         #expect(router.stop() == 0)
     }
 
-    @Test func stateChangesAndRemovalReachTheStateReaders() async throws {
+    /// However the peer removes its instance — disposed, disposed with a value in the same
+    /// sample (`write_dispose`, once reported as an update with that value), unregistered, or
+    /// its writer leaving — the router reports a `qeo.Removed` and the state set empties.
+    @Test(arguments: [("remove", 133), ("writedispose AWAY", 150), ("unregister", 151), ("leave", 152)])
+    func stateChangesAndRemovalReachTheStateReaders(how: String, domain: Int) async throws {
         // Written before the router joins: transient-local state reaches the late joiner.
-        let peer = try Peer(["participant", "alice", "BUSY"], domain: 133)
+        let peer = try Peer(["participant", "alice", "BUSY"], domain: domain)
         let sandbox = try Sandbox()
-        let (router, _) = try await Self.start(sandbox, domain: 133)
+        let (router, _) = try await Self.start(sandbox, domain: domain)
         await router.waitUntil("the current state") { !Self.bodies(sandbox, "changes.jsonl").isEmpty }
         #expect((Self.bodies(sandbox, "changes.jsonl").first as? [String: String]) == ["name": "alice", "state": "BUSY"])
         // The state set comes out of its own port, through its own route and file.
@@ -124,10 +131,11 @@ struct QeoTests {
             (Self.bodies(sandbox, "states.jsonl").last?["instances"] as? [[String: String]]) == [["name": "alice", "state": "BUSY"]]
         }
 
-        peer.send("remove")
-        await router.waitUntil("the removal") { Self.bodies(sandbox, "changes.jsonl").count == 2 }
+        if how == "leave" { peer.closeInput() } else { peer.send(how) }
+        await router.waitUntil("the removal") { Self.bodies(sandbox, "changes.jsonl").count >= 2 }
         let removal = try #require(try sandbox.jsonLines(of: "changes.jsonl").last)
-        #expect(removal["type"] as? String == "qeo.Removed")
+        #expect(Self.bodies(sandbox, "changes.jsonl").count == 2, "\(how): \(Self.bodies(sandbox, "changes.jsonl"))")
+        #expect(removal["type"] as? String == "qeo.Removed", "\(how): \(removal)")
         #expect((removal["body"] as? [String: Any])?["key"] as? [String: String] == ["name": "alice"])
         await router.waitUntil("the empty state set") {
             (Self.bodies(sandbox, "states.jsonl").last?["instances"] as? [Any])?.isEmpty == true

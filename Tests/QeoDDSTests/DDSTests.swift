@@ -132,6 +132,44 @@ struct DDSTests {
         #expect(received.withLock { $0 }.allSatisfy { if case .sample(let value, _) = $0 { value["from"] == "python" } else { false } })
     }
 
+    /// A state instance removed by a Cyclone peer (Python `cyclonedds`, its own Cyclone) is
+    /// reported as a removal however it goes: disposed, disposed with a value in the same sample
+    /// (`write_dispose`, which used to come out as an update with that value), unregistered,
+    /// or its writer leaving. Nothing after the first value is reported as a value.
+    @Test(arguments: ["remove", "writedispose AWAY", "unregister", "leave"])
+    func aStateInstanceThatGoesIsReportedAsRemoved(how: String) throws {
+        setenv("CYCLONEDDS_URI", Self.loopback, 1)
+        let participant = try DDSParticipant(domain: Self.domain)
+        let topic = try DDSTopic(participant: participant, model: Self.model, type: "org.qeo.sample.simplechat.ChatParticipant")
+        let received = ReceivedCollector()
+        let reader = try DDSReader(topic: topic) { samples in received.add(samples) }
+        _ = reader
+        let name = "peer-\(how.split(separator: " ")[0])"
+        let (peer, output, input) = try Self.peer(["participant", name, "AVAILABLE"])
+        defer {
+            try? input.fileHandleForWriting.close()
+            peer.waitUntilExit()
+        }
+        let lines = LineCollector(output)
+        #expect(lines.wait(timeout: 20) { $0.contains("ready") })
+        let first = received.wait(timeout: 20) {
+            $0.contains { if case .sample(let value, _) = $0 { value["name"]?.stringValue == name } else { false } }
+        }
+        guard case .sample(let value, let instance)? = first.first else {
+            Issue.record("the peer's state never arrived: \(first)")
+            return
+        }
+        #expect(value == ["name": .string(name), "state": "AVAILABLE"])
+        if how == "leave" {
+            try input.fileHandleForWriting.close()
+        } else {
+            input.fileHandleForWriting.write(Data((how + "\n").utf8))
+        }
+        let all = received.wait(timeout: 20) { $0.contains(.removed(instance: instance)) }
+        #expect(all.contains(.removed(instance: instance)), "\(how): \(all)")
+        #expect(all.filter { if case .sample = $0 { true } else { false } }.count == 1, "\(how) reported a value: \(all)")
+    }
+
     /// The threads of this process named `name` (Linux: /proc/self/task/*/comm).
     static func threads(named name: String) -> Int {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
@@ -247,4 +285,26 @@ final class LineCollector: @unchecked Sendable {
     }
 
     deinit { pipe.fileHandleForReading.readabilityHandler = nil }
+}
+
+/// What a reader handed over, waited on without polling.
+final class ReceivedCollector: Sendable {
+    private let received = Mutex<[DDSReceived]>([])
+    private let arrived = NSCondition()
+
+    func add(_ samples: [DDSReceived]) {
+        received.withLock { $0 += samples }
+        arrived.withLock { arrived.broadcast() }
+    }
+
+    /// Waits until what arrived satisfies `done`, at most `timeout` seconds; returns what arrived.
+    func wait(timeout: TimeInterval, until done: ([DDSReceived]) -> Bool) -> [DDSReceived] {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        return arrived.withLock {
+            while !done(received.withLock { $0 }) {
+                guard arrived.wait(until: deadline) else { break }
+            }
+            return received.withLock { $0 }
+        }
+    }
 }

@@ -5,8 +5,10 @@
     qeo_peer.py pub-chat FROM TEXT      write a ChatMessage every 100 ms until stdin closes
     qeo_peer.py watch-participants      print each ChatParticipant state as a JSON line and
                                         {"disposed": true} for a disposal, until stdin closes
-    qeo_peer.py participant NAME STATE  write a ChatParticipant state; dispose it when stdin says
-                                        "remove"; exit when stdin closes
+    qeo_peer.py participant NAME STATE  write a ChatParticipant state; then, for each line of stdin:
+                                        "remove" disposes it, "writedispose STATE" writes STATE and
+                                        disposes it in one sample, "unregister" unregisters it;
+                                        exit (the writer leaves) when stdin closes
 
 Domain QEO_DOMAIN (default 128, Qeo's) and Qeo's names: topic org/qeo/sample/simplechat/ChatMessage, type
 org::qeo::sample::simplechat::ChatMessage; event QoS (reliable, volatile, keep-all).
@@ -81,9 +83,16 @@ def main():
         writer.write(sample)
         print("ready", flush=True)
         for line in sys.stdin:
-            if line.strip() == "remove":
+            words = line.split()
+            if words == ["remove"]:
                 writer.dispose(sample)
                 print("removed", flush=True)
+            elif len(words) == 2 and words[0] == "writedispose":
+                writer.write_dispose(ChatParticipant(name=sys.argv[2], state=ChatState[words[1]]))
+                print("removed", flush=True)
+            elif words == ["unregister"]:
+                writer.unregister_instance(sample)
+                print("unregistered", flush=True)
         return
     topic = Topic(participant, "org/qeo/sample/simplechat/ChatMessage", ChatMessage)
     if sys.argv[1] == "sub-chat":

@@ -221,16 +221,25 @@ public final class DDSReader: Sendable {
                 dds_take(reader, buffer.baseAddress, &infos, 64, 64)
             }
             guard count > 0 else { break }
+            // The instance state on a sample is its instance's at this take, the same on each
+            // of its samples: the last sample of an instance that is disposed or has no writer
+            // left is its removal, even when it carries data (`dds_writedispose` sends a value
+            // with the removal; a writer may leave right after writing); the samples of that
+            // instance before it are its updates.
+            var removals: [dds_instance_handle_t: Int] = [:]
+            for index in 0..<Int(count) where infos[index].instance_state != DDS_IST_ALIVE {
+                removals[infos[index].instance_handle] = index
+            }
             for index in 0..<Int(count) {
                 let info = infos[index]
-                if info.valid_data, let sample = samples[index] {
+                if removals[info.instance_handle] == index {
+                    received.append(.removed(instance: info.instance_handle))
+                } else if info.valid_data, let sample = samples[index] {
                     let sample = UnsafeRawPointer(sample)
                     received.append(
                         serialized
                             ? .serialized(topic.samples.serialized(sample), instance: info.instance_handle)
                             : .sample(topic.samples.read(sample), instance: info.instance_handle))
-                } else if info.instance_state != DDS_IST_ALIVE {
-                    received.append(.removed(instance: info.instance_handle))
                 }
             }
             _ = samples.withUnsafeMutableBufferPointer { dds_return_loan(reader, $0.baseAddress, count) }

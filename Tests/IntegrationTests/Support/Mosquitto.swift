@@ -98,6 +98,13 @@ final class Mosquitto {
 
     /// Stops the broker with SIGTERM; SIGKILL after `timeout`. Returns its exit status.
     @discardableResult
+    /// Freezes the broker (SIGSTOP): its clients' connections stay open and nothing is
+    /// answered until ``resume()``.
+    func pause() { if let process, process.isRunning { kill(process.processIdentifier, SIGSTOP) } }
+
+    /// Lets a paused broker run again (SIGCONT).
+    func resume() { if let process, process.isRunning { kill(process.processIdentifier, SIGCONT) } }
+
     func stop(timeout: Duration = .seconds(10)) -> Int32 {
         guard let process else { return 0 }
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
