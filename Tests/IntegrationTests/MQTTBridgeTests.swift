@@ -66,4 +66,24 @@ struct MQTTBridgeTests {
         #expect(fields.count == 3 && (115...120).contains(Int(fields[0]) ?? -1) && fields[1] == "1", "\(expiring)")
         #expect(lines.contains("||plain"), "no properties invented for a publish without them: \(lines)")
     }
+
+    /// A message published retained on A while the bridge runs is retained on B too (MQTT 5
+    /// Retain As Published on the router's subscription), as with Mosquitto's own bridge: a
+    /// client that subscribes to B later gets it, flagged retained.
+    @Test func aRetainedMessageStaysRetainedAcrossTheBridge() async throws {
+        let brokerA = try Mosquitto()
+        let brokerB = try Mosquitto()
+        let sandbox = try MQTTSessionTests.bridge(from: brokerA, to: brokerB, topic: "status/#")
+        let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        await router.waitUntil("subscribed to broker A") { brokerA.occurrences(of: "Sending SUBACK to switchyard-a") > 0 }
+        try brokerA.publish(topic: "status/door", message: "open", qos: 1, retain: true)
+        try brokerA.publish(topic: "status/light", message: "on", qos: 1)
+        await router.waitUntil("both bridged") { brokerB.occurrences(of: "Received PUBLISH from switchyard-b") >= 2 }
+        #expect(router.stop() == 0, "\(router.standardError)")
+        // The router published the one retained (r1), the other not (r0).
+        #expect(brokerB.logText.contains(#"Received PUBLISH from switchyard-b (d0, q1, r1, m"#), "\(brokerB.logText)")
+        #expect(brokerB.occurrences(of: "r1, m") == 1 && brokerB.occurrences(of: "'status/light'") == 1, "\(brokerB.logText)")
+        let late = try MosquittoSubscriber(brokerB, topic: "status/door", qos: 1, format: "%r|%t|%p")
+        #expect(late.waitForLines(1) == ["1|status/door|open"], "a later subscriber gets it from B, flagged retained")
+    }
 }

@@ -142,10 +142,10 @@ struct MQTTTests {
         #expect(headers["mqtt.correlation_data"] == "616263", "\(headers)")
         #expect(headers["mqtt.user.room"] == "kitchen", "\(headers)")
         // A JSON payload is embedded as JSON by the file sink. The router subscribed before the
-        // retained publish, so it arrives as a live (not retained) message.
+        // retained publish, which still arrives flagged retained: MQTT 5 Retain As Published.
         let second = try #require(lines.last)
         #expect((second["body"] as? [String: Any])?["temp"] as? Double == 21.5, "\(second)")
-        #expect((second["headers"] as? [String: String])?["mqtt.retain"] == "false", "\(second)")
+        #expect((second["headers"] as? [String: String])?["mqtt.retain"] == "true", "\(second)")
     }
 
     // MARK: - b, c. Outbound

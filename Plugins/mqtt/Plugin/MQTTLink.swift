@@ -359,8 +359,12 @@ final class MQTTLink: @unchecked Sendable {
             }
         }
         if reading, !configuration.subscriptions.isEmpty {
+            // MQTT 5 Retain As Published: a message published retained arrives retained, so a
+            // route to another broker keeps it retained there, as Mosquitto's own bridge does
+            // (without it the broker clears the flag on everything but its stored messages).
+            let v5 = configuration.version == .v5
             let subscriptions = configuration.subscriptions.map {
-                MQTTSubscription(topicFilter: $0.filter, qos: $0.qos, noLocal: configuration.version == .v5 && $0.noLocal)
+                MQTTSubscription(topicFilter: $0.filter, qos: $0.qos, noLocal: v5 && $0.noLocal, retainAsPublished: v5)
             }
             output.write(.subscribe(MQTTSubscribe(packetID: outbound.nextID(), subscriptions: subscriptions)), on: channel)
         }
