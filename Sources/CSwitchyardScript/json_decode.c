@@ -269,27 +269,25 @@ static void dec_mark_array(sy_decoder *d) {
     lua_setmetatable(d->L, -2);
 }
 
+/// Consumes `c` when it comes next; 0 (nothing consumed) otherwise.
+static int dec_take(sy_decoder *d, char c) {
+    if (d->p >= d->end || *d->p != c) return 0;
+    d->p++;
+    return 1;
+}
+
 static int dec_array(sy_decoder *d, int depth) {
     lua_createtable(d->L, 0, 0);
     dec_mark_array(d);
     d->p++;
     dec_space(d);
-    if (d->p < d->end && *d->p == ']') {
-        d->p++;
-        return 1;
-    }
+    if (dec_take(d, ']')) return 1;
     for (lua_Integer i = 1;; i++) {
         if (!dec_value(d, depth + 1)) return 0;
         lua_rawseti(d->L, -2, i);
         dec_space(d);
-        if (d->p < d->end && *d->p == ',') {
-            d->p++;
-            continue;
-        }
-        if (d->p < d->end && *d->p == ']') {
-            d->p++;
-            return 1;
-        }
+        if (dec_take(d, ',')) continue;
+        if (dec_take(d, ']')) return 1;
         return dec_fail(d, "expected ',' or ']'");
     }
 }
@@ -298,28 +296,18 @@ static int dec_object(sy_decoder *d, int depth) {
     lua_createtable(d->L, 0, 0);
     d->p++;
     dec_space(d);
-    if (d->p < d->end && *d->p == '}') {
-        d->p++;
-        return 1;
-    }
+    if (dec_take(d, '}')) return 1;
     for (;;) {
         dec_space(d);
         if (d->p >= d->end || *d->p != '"') return dec_fail(d, "expected a string key");
         if (!dec_string(d)) return 0;
         dec_space(d);
-        if (d->p >= d->end || *d->p != ':') return dec_fail(d, "expected ':'");
-        d->p++;
+        if (!dec_take(d, ':')) return dec_fail(d, "expected ':'");
         if (!dec_value(d, depth + 1)) return 0;
         lua_rawset(d->L, -3);
         dec_space(d);
-        if (d->p < d->end && *d->p == ',') {
-            d->p++;
-            continue;
-        }
-        if (d->p < d->end && *d->p == '}') {
-            d->p++;
-            return 1;
-        }
+        if (dec_take(d, ',')) continue;
+        if (dec_take(d, '}')) return 1;
         return dec_fail(d, "expected ',' or '}'");
     }
 }

@@ -28,21 +28,6 @@ struct MQTTSessionTests {
         return sandbox
     }
 
-    /// `mosquitto_pub -l -q 1` publishing `crash/N N` for each N of `numbers`, started and not
-    /// waited for; it exits once broker A has acknowledged the last one.
-    static func startPublishing(_ numbers: ClosedRange<Int>, to broker: Mosquitto, in sandbox: Sandbox) throws -> Process {
-        let file = sandbox.path("burst-\(numbers.lowerBound).txt")
-        try numbers.map { "\($0)\n" }.joined().write(toFile: file, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
-        process.arguments = broker.clientArguments() + ["-t", "crash/burst", "-q", "1", "-l"]
-        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try ChildProcess.start(process)
-        return process
-    }
-
     @Test func aRouterKilledMidStreamAndRestartedLosesNothingWithTheDefaultSessionSettings() async throws {
         let brokerA = try Mosquitto()
         let brokerB = try Mosquitto()
@@ -67,7 +52,7 @@ struct MQTTSessionTests {
             // window hold, then holds back, and broker A keeps the rest for its session, sent
             // and unconfirmed or queued. The kill falls mid-stream however the machine is loaded.
             brokerB.pause()
-            let publisher = try Self.startPublishing(numbers, to: brokerA, in: sandbox)
+            let publisher = try brokerA.startPublishing(numbers, topic: "crash/burst", in: sandbox)
             defer { if publisher.isRunning { publisher.terminate() } }
             await router.waitUntil("broker A to have acknowledged burst \(round + 1)", timeout: .seconds(30)) { !publisher.isRunning }
             #expect(!publisher.isRunning && publisher.terminationStatus == 0, "broker A did not acknowledge every message")

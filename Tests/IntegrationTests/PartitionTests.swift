@@ -50,25 +50,23 @@ struct PartitionTests {
 
         let burst = 500
         var published = 0
-        /// Publishes the next burst to broker A (on the host), waits until broker A
+        /// Publishes the next burst to broker A (on the host) and waits until broker A has
         /// acknowledged all of it.
-        func publishBurst() throws -> ClosedRange<Int> {
+        func publishBurst() async throws -> ClosedRange<Int> {
             let numbers = (published + 1)...(published + burst)
             published += burst
-            let file = sandbox.path("burst-\(numbers.lowerBound).txt")
-            try numbers.map { "\($0)\n" }.joined().write(toFile: file, atomically: true, encoding: .utf8)
-            let result = try Tool.run(
-                "/bin/sh", ["-c", "exec /usr/bin/mosquitto_pub -h 127.0.0.1 -p \(brokerA.port) -t cut/x -q 1 -l < '\(file)'"],
-                timeout: .seconds(30))
-            #expect(result.status == 0, "broker A did not acknowledge burst \(numbers): \(result.output)")
+            let publisher = try brokerA.startPublishing(numbers, topic: "cut/x", in: sandbox)
+            defer { if publisher.isRunning { publisher.terminate() } }
+            await router.waitUntil("broker A to acknowledge burst \(numbers)", timeout: .seconds(30)) { !publisher.isRunning }
+            #expect(!publisher.isRunning && publisher.terminationStatus == 0, "broker A did not acknowledge burst \(numbers)")
             return numbers
         }
 
         // 1. Router ↔ A cut: what broker A takes meanwhile waits in the router's session.
-        _ = try publishBurst()
+        _ = try await publishBurst()
         await router.waitUntil("the first burst at broker B") { received().distinct.count >= burst }
         try namespace.cut(0)
-        _ = try publishBurst()
+        _ = try await publishBurst()
         await router.waitUntil("the router to notice broker A is gone") { router.occurrences(of: "connection to \(toA.hostAddress)") >= 1 }
         await router.waitUntil("broker A to drop the silent client") { brokerA.occurrences(of: "switchyard-a has exceeded timeout") >= 1 }
         #expect(received().distinct.count == burst, "nothing of the second burst can cross a cut link")
@@ -78,10 +76,10 @@ struct PartitionTests {
         }
 
         // 2. Router ↔ B cut mid-stream: the spool holds what B has not confirmed.
-        let third = try publishBurst()
+        let third = try await publishBurst()
         await router.waitUntil("the third burst reaching broker B") { received().distinct.contains { third.contains($0) } }
         try namespace.cut(1)
-        _ = try publishBurst()
+        _ = try await publishBurst()
         await router.waitUntil("the router to notice broker B is gone") { router.occurrences(of: "connection to \(toB.hostAddress)") >= 1 }
         try namespace.restore(1)
         await router.waitUntil("four bursts at broker B after the heal", timeout: .seconds(60)) {
@@ -92,7 +90,7 @@ struct PartitionTests {
         let lostBefore = router.occurrences(of: "lost")
         try namespace.cut(0)
         try namespace.cut(1)
-        _ = try publishBurst()
+        _ = try await publishBurst()
         await router.waitUntil("the router to notice both brokers are gone") { router.occurrences(of: "lost") >= lostBefore + 2 }
         try namespace.restore(0)
         try namespace.restore(1)

@@ -172,6 +172,22 @@ final class Mosquitto {
         return try Tool.run("/usr/bin/mosquitto_pub", command + arguments, timeout: timeout)
     }
 
+    /// `mosquitto_pub -l -q 1` publishing each of `numbers` (its text the payload) to `topic`,
+    /// started and not waited for: it exits, with status 0, once the broker has acknowledged
+    /// the last one. The lines are written to a file in `sandbox` first.
+    func startPublishing(_ numbers: ClosedRange<Int>, topic: String, in sandbox: Sandbox) throws -> Process {
+        let file = sandbox.path("burst-\(numbers.lowerBound).txt")
+        try numbers.map { "\($0)\n" }.joined().write(toFile: file, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
+        process.arguments = clientArguments() + ["-t", topic, "-q", "1", "-l"]
+        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try ChildProcess.start(process)
+        return process
+    }
+
     /// The connection arguments `mosquitto_pub` and `mosquitto_sub` share.
     func clientArguments(version: String? = nil, username: String? = nil, password: String? = nil) -> [String] {
         var arguments = ["-h", "127.0.0.1", "-p", String(port)]
