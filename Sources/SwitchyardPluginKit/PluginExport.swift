@@ -34,7 +34,7 @@ public enum PluginExport {
         guard let index = (0..<count).first(where: { versions[$0] == SY_ABI_VERSION_2 }),
             capacity >= MemoryLayout<sy_plugin_api_v2>.size,
             let hostTable = hostTables[index]?.assumingMemoryBound(to: sy_host_api_v2.self),
-            Int(hostTable.pointee.struct_size) >= MemoryLayout<sy_host_api_v2>.size
+            Int(hostTable.pointee.struct_size) >= PluginContext.hostTableBaseSize
         else { return 0 }
 
         if registration == nil {

@@ -61,6 +61,7 @@ final class MQTTInbound: @unchecked Sendable {
 
     init(link: MQTTLink) {
         self.link = link
+        nextSettleToken = link.settleTokenBase
     }
 
     // MARK: Entry points (any thread)
@@ -125,6 +126,9 @@ final class MQTTInbound: @unchecked Sendable {
         recentPublishes.insert(topic: publish.topic, payload: publish.payload, at: .now())
     }
 
+    /// Whether nothing waits for room in the router and nothing taken waits for its settlement.
+    var isIdle: Bool { unsettled.isEmpty && blockedInbound.isEmpty && probeToken == nil }
+
     /// Whether inbound publishes wait in the link (the socket is not read meanwhile).
     var holdingInbound: Bool { !blockedInbound.isEmpty || probeToken != nil }
 
@@ -187,7 +191,9 @@ final class MQTTInbound: @unchecked Sendable {
         case .full:
             return nil
         case .stopped:
-            // The router is shutting down and takes nothing more; neither does this link.
+            // The router is shutting down and takes nothing more; neither does this link (and
+            // an adoption leaves the rest of the session to the broker).
+            link.reading = false
             return 0
         case let refusal:
             // Refused for good: confirmed like a failed delivery, or the broker would send it
@@ -247,6 +253,7 @@ final class MQTTInbound: @unchecked Sendable {
             // The probe was taken: the route takes again, so the rest follow.
             if probe { offerHeld(probing: false) }
         }
+        link.adoption?.checkDrained()
     }
 
     /// PUBACK or PUBREC, on the connection the publish came with (on another one its packet

@@ -44,11 +44,28 @@ final class MQTTLink: @unchecked Sendable {
     let output: MQTTOutput
     /// Publishes from the broker to the router (set at the end of `init`: it refers back).
     private(set) var inbound: MQTTInbound!
+    /// The client id and clean start the next CONNECT carries: the configuration's, until a
+    /// member whose session another router took over moves on to a fresh id (MQTTMembership).
+    var connectAs: (clientID: String, cleanStart: Bool)
+    /// Called when the broker says another client took this link's session over (0x8E): the
+    /// fresh client id to connect with from then on (MQTTMembership). Set before start.
+    var sessionTakenOver: (() -> String)?
+    /// Set on a link that drains a lapsed member's session; nil on the instance's own link.
+    let adoption: MQTTSessionAdoption?
+    /// The first settle token of this link's inbound publishes: each link of an instance
+    /// numbers its own (the top 16 bits tell them apart).
+    let settleTokenBase: UInt64
 
-    init(configuration: MQTTLinkConfiguration, context: PluginContext, instance: String) {
+    init(
+        configuration: MQTTLinkConfiguration, context: PluginContext, instance: String, adoption: MQTTSessionAdoption? = nil,
+        settleTokenBase: UInt64 = 0
+    ) {
         self.configuration = configuration
         self.context = context
         self.instance = instance
+        self.adoption = adoption
+        self.settleTokenBase = settleTokenBase
+        connectAs = (configuration.clientID, configuration.cleanStart)
         eventLoop = Self.sharedEventLoop
         reconnectDelay = configuration.initialReconnectDelay
         outbound = MQTTOutboundWindow(limit: configuration.inflightWindow)
@@ -60,7 +77,7 @@ final class MQTTLink: @unchecked Sendable {
 
     func start() {
         // Not ready (the router's /readyz) until the broker accepted the connection.
-        context.metric(.gauge, "ready", 0)
+        if adoption == nil { context.metric(.gauge, "ready", 0) }
         eventLoop.execute { self.connect() }
     }
 
@@ -165,7 +182,7 @@ final class MQTTLink: @unchecked Sendable {
 
     // MARK: Connection (event loop)
 
-    private func connect() {
+    func connect() {
         guard !stopped else { return }
         let configuration = configuration
         let sslContext: NIOSSLContext?
@@ -197,8 +214,8 @@ final class MQTTLink: @unchecked Sendable {
             properties.maximumPacketSize = UInt32(clamping: configuration.maximumPacketSize)
         }
         let connect = MQTTConnect(
-            clientID: configuration.clientID,
-            cleanStart: configuration.cleanStart,
+            clientID: connectAs.clientID,
+            cleanStart: connectAs.cleanStart,
             keepAlive: configuration.keepAlive,
             username: configuration.username,
             password: configuration.password,
@@ -216,6 +233,8 @@ final class MQTTLink: @unchecked Sendable {
 
     private func scheduleReconnect() {
         guard !stopped, reconnectTask == nil else { return }
+        // An adoption connects once per step; it decides what comes next.
+        if let adoption { return adoption.connectionEnded() }
         // Full jitter on the upper half: many routers restarting together do not reconnect in step.
         let delay = reconnectDelay / 2 + UInt64.random(in: 0...(reconnectDelay / 2))
         // Doubling cannot overflow: past half the ceiling the ceiling is next.
@@ -241,9 +260,11 @@ final class MQTTLink: @unchecked Sendable {
         // Inbound publishes not yet settled stay: the router still holds them, and how a late
         // settlement is handled depends on whether the next connection resumes the session.
         inbound.connectionLost()
-        if wasConnected, !stopped { context.log(.warning, "connection to \(configuration.host):\(configuration.port) lost") }
-        context.metric(.gauge, "mqtt_connected", 0)
-        context.metric(.gauge, "ready", 0)
+        if adoption == nil {
+            if wasConnected, !stopped { context.log(.warning, "connection to \(configuration.host):\(configuration.port) lost") }
+            context.metric(.gauge, "mqtt_connected", 0)
+            context.metric(.gauge, "ready", 0)
+        }
         scheduleReconnect()
     }
 
@@ -283,6 +304,7 @@ final class MQTTLink: @unchecked Sendable {
                 return protocolViolation(
                     "PUBLISH with Topic Alias \(alias), but this client allows none (Topic Alias Maximum 0)", channel, reasonCode: 0x94)
             }
+            adoption?.publishArrived()
             guard inbound.admit(publish) else {
                 return protocolViolation(
                     "more than \(configuration.receiveMaximum) QoS 1/2 publishes unconfirmed, past the Receive Maximum this client announced",
@@ -310,13 +332,18 @@ final class MQTTLink: @unchecked Sendable {
             }
         case .pingresp:
             awaitingPong = false
+            adoption?.pong()
         case .disconnect(let disconnect):
+            // 0x8E Session Taken Over: another router adopted this id (MQTTMembership).
+            if disconnect.reasonCode == 0x8E, let sessionTakenOver { connectAs.clientID = sessionTakenOver() }
             context.log(
                 .warning,
                 "broker disconnected (reason 0x\(String(disconnect.reasonCode, radix: 16)))\(MQTTBrokerText.reasonText(disconnect.properties))"
             )
             channel.close(promise: nil)
-        case .unsuback, .auth:
+        case .unsuback:
+            adoption?.unsubscribed()
+        case .auth:
             break
         case .connect, .subscribe, .unsubscribe, .pingreq:
             protocolViolation("the broker sent a \(packet.name) packet, which only clients send", channel)
@@ -339,6 +366,7 @@ final class MQTTLink: @unchecked Sendable {
         // The broker's Receive Maximum caps how many QoS ≥ 1 publishes may await it.
         outbound.limit = min(configuration.inflightWindow, Int(connack.properties.receiveMaximum ?? UInt16.max))
         reconnectDelay = configuration.initialReconnectDelay
+        if let adoption { return adoption.connected(sessionPresent: connack.sessionPresent, on: channel) }
         context.metric(.gauge, "mqtt_connected", 1)
         context.metric(.gauge, "ready", 1)
         context.log(

@@ -57,7 +57,8 @@ struct MQTTLinkConfiguration: PluginConfiguration {
         "/echo_suppression": "MQTT 3.1.1: drop the broker's echo of this link's own publishes (MQTT 5 uses no-local)",
         "/mqtt_connect": "MQTT Connect (iOS app): type phone payloads, keep each phone's SessionObject, attach it when sending",
         "/mqtt_connect_memory": "bytes of SessionObjects kept for MQTT Connect phones (default 16MiB; least recently used forgotten first)",
-        "/client_id": "default switchyard-<instance> (with share:, -<host>-<pid> added: routers sharing the work need their own)",
+        "/client_id":
+            "default switchyard-<instance>; with share:, -<host>-<random> added at each start, and a lapsed router's session is taken over by another (docs/scale-out.md)",
         "/clean_start":
             "default false when a subscription is QoS 1 or 2 (the broker keeps the session: nothing it sent unconfirmed or queued while the router was down is lost), true otherwise",
         "/receive_maximum":
@@ -76,6 +77,27 @@ struct MQTTLinkConfiguration: PluginConfiguration {
     /// keeps it while `clean_start` is false, MQTT 5 for `session_expiry` seconds.
     var keepsSession: Bool { !cleanStart && (version == .v3_1_1 || sessionExpiry > 0) }
 
+    /// Whether the routers sharing the subscription take over each other's sessions
+    /// (MQTTMembership): `share:` without a `client_id`, and a session the broker keeps.
+    var takesOverSessions: Bool { shareGroup != nil && !namesItsClient && keepsSession }
+
+    /// A client id of this instance no start has used before: `switchyard-<instance>-<host>-<random>`.
+    static func freshClientID(instance: String) -> String {
+        "switchyard-\(instance)-\(hostName())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+    }
+
+    /// The settings of a link that drains the session `memberID` left (MQTTSessionAdoption):
+    /// the member's id and kept session, and no will (that is the instance's own).
+    func adopting(_ memberID: String) -> MQTTLinkConfiguration {
+        var adoption = self
+        adoption.clientID = memberID
+        adoption.cleanStart = false
+        // Kept while it drains: an adopter that dies leaves the session to the next one.
+        adoption.sessionExpiry = max(sessionExpiry, Self.keptSessionExpiry)
+        adoption.will = nil
+        return adoption
+    }
+
     /// The settings of instance `instance`.
     init(instance: String, config: JSONValue) throws(PluginError) {
         self = try Self(config: config)
@@ -90,7 +112,8 @@ struct MQTTLinkConfiguration: PluginConfiguration {
         if !namesItsClient {
             // Routers that share the work run the same routes, so the same instance names: a
             // client id of their own keeps the broker from taking one's session for the other's.
-            clientID = "switchyard-\(instance)" + (shareGroup == nil ? "" : "-\(Self.hostName())-\(getpid())")
+            // New at each start: the session an earlier start left is taken over, not resumed.
+            clientID = shareGroup == nil ? "switchyard-\(instance)" : Self.freshClientID(instance: instance)
         }
     }
 
@@ -131,12 +154,10 @@ struct MQTTLinkConfiguration: PluginConfiguration {
         // session: with a clean start, what it had sent and not yet seen confirmed, and what
         // it queued while the router was down, dies with the connection. So such an instance
         // keeps its session by default (as Mosquitto's own bridge does with `cleansession
-        // false`), under its stable default id. Not with `share:` and no `client_id`: that id
-        // changes with every start, and a session left behind would only hold the group's
-        // messages for a member that never comes back. Nor with an empty `client_id`, which
-        // asks the broker for a fresh one.
-        let stableID = share == nil ? !(namesItsClient && clientID.isEmpty) : namesItsClient && !clientID.isEmpty
-        let durable = stableID && subscriptions.contains { $0.qos != .atMostOnce }
+        // false`): under its stable default id, or with `share:` and no `client_id` under a
+        // fresh id that the other routers take over when this one lapses (MQTTMembership).
+        // Not with an empty `client_id`, which asks the broker for a fresh one.
+        let durable = !(namesItsClient && clientID.isEmpty) && subscriptions.contains { $0.qos != .atMostOnce }
         cleanStart = try container.decode(.cleanStart, default: !durable)
         sessionExpiry = try container.decode(.sessionExpiry, default: cleanStart ? 0 : Self.keptSessionExpiry)
         keepAlive = try container.decode(.keepAlive, default: 30)

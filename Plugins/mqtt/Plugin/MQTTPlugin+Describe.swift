@@ -25,10 +25,15 @@ extension MQTTPlugin {
                 "subscriptions/\(index) ('\(topic)') is QoS 0\(subscriptions[index]["qos"] == nil ? " (the default)" : ""): the broker lets go of a message as it sends it; subscribe with `qos: 1`"
         } else if !subscriptions.isEmpty {
             description.settles = ["messages"]
-            let shared = config["share"].map { $0.boolValue ?? ($0.stringValue != nil) } ?? false
-            if shared, config["client_id"] == nil {
+            let link = try? MQTTLinkConfiguration(instance: name, config: config)
+            // Session takeover keeps its members in the instance's state.
+            description.keepsState = link?.takesOverSessions ?? false
+            // What a router that never comes back had spooled and not delivered goes back to
+            // the broker's session, which another router takes over.
+            if link?.takesOverSessions == true { description.redelivers = ["messages"] }
+            if let link, link.shareGroup != nil, !link.keepsSession {
                 description.cautions["messages"] =
-                    "with share: and no client_id each router's MQTT session ends with it, so what the broker had sent a router that is killed and not seen confirmed is lost (Mosquitto hands it to no other member of the group); give each router a client_id of its own, such as \"bridge-${NODE}\", and restart it under that id (docs/scale-out.md)"
+                    "with share: and a session the broker does not keep (clean_start: true, or session_expiry: 0), what the broker had sent a router that is killed and not seen confirmed is lost (Mosquitto hands it to no other member of the group); leave clean_start and session_expiry at their defaults, and the other routers take the session over (docs/scale-out.md)"
             }
         }
         if (config["publish"]?["qos"]?.intValue ?? 0) == 0 {

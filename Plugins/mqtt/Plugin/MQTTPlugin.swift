@@ -55,23 +55,48 @@ final class MQTTPlugin: SwitchyardPlugin {
 
     let context: PluginContext
     let link: MQTTLink
+    /// Session takeover with the other routers sharing the subscription (`share:` without a
+    /// `client_id`); nil otherwise.
+    let membership: MQTTMembership?
     /// MQTT Connect messages refused as invalid (for the log; the metric is the counter).
     private let invalidConnectMessages = Atomic<Int>(0)
 
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
-        link = MQTTLink(configuration: try MQTTLinkConfiguration(instance: name, config: config), context: context, instance: name)
+        let configuration = try MQTTLinkConfiguration(instance: name, config: config)
+        link = MQTTLink(configuration: configuration, context: context, instance: name)
+        membership = configuration.takesOverSessions && context.offersHolds ? MQTTMembership(link: link, instance: name) : nil
+        // Before the link starts, so no connection runs without it.
+        link.sessionTakenOver = membership.map { membership in { membership.sessionTakenOver() } }
     }
 
-    func start() throws { link.start() }
+    func start() throws {
+        if let membership { membership.start() } else { link.start() }
+    }
 
-    func quiesce() { link.quiesce() }
+    func quiesce() {
+        link.quiesce()
+        membership?.quiesce()
+    }
 
-    func stop() { link.stop() }
+    func stop() {
+        link.stop()
+        membership?.stop()
+    }
 
-    func resume(port: String) { link.resume() }
+    func resume(port: String) {
+        link.resume()
+        membership?.resume()
+    }
 
-    func settled(token: UInt64, outcome: DeliveryOutcome) { link.settled(token: token, outcome: outcome) }
+    func settled(token: UInt64, outcome: DeliveryOutcome) {
+        // The top 16 bits number the link: 0 is the instance's own, others drain a lapsed member's session.
+        if token >> 48 == 0 {
+            link.settled(token: token, outcome: outcome)
+        } else {
+            membership?.settled(token: token, outcome: outcome)
+        }
+    }
 
     func canAccept(on port: String) -> Bool { link.hasRoom }
 

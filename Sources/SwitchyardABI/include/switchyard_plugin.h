@@ -18,7 +18,7 @@
  * version into `plugin_table` (which the host has zero-initialised; `plugin_table_capacity`
  * bytes are writable) and returns the chosen version. It returns 0 to refuse — when it
  * supports none of the offered versions or the capacity is too small for its table.
- * SY_DEFINE_PLUGIN_ENTRY_V2 (section 10) writes this function for a C plugin.
+ * SY_DEFINE_PLUGIN_ENTRY_V2 (section 11) writes this function for a C plugin.
  *
  * The host then checks that the returned version is one it offered, that the table's
  * `struct_size` is large enough for that version, and that every entry marked MANDATORY below
@@ -81,6 +81,9 @@
  *   state_*()         any thread, between create() and the end of   up to a disk write
  *                     stop()                                        (milliseconds); not from deliver()
  *                                                                   on a hot path
+ *   hold_acquire(), hold_release()
+ *                     any thread, between create() and the end of   never (the grant comes later,
+ *                     stop()                                        through the callback)
  *
  * ----------------------------------------------------------------------------------------
  * 4. Life cycle of an instance
@@ -192,6 +195,23 @@
  * (sy_envelope_v1) and a host table without log_enabled and state. A host that offers version
  * 2 still offers version 1, with a version 1 host table, and checks late calls of version 1
  * plugins the same way.
+ *
+ * ----------------------------------------------------------------------------------------
+ * 10. Holds
+ * ----------------------------------------------------------------------------------------
+ * hold_acquire(name) asks for a named lock that every router sharing the store (`store.url`)
+ * takes turns on; without a shared store the router's own process is the only contender.
+ * Names belong to the instance name, as state keys do. The host answers at once and grants
+ * later: `changed(user, 1)` when this instance has the hold, then `changed(user, 0)` if it
+ * loses it without having released it (its connection to the store broke: another router may
+ * take the hold from then on). After a 0, nothing more is called for that hold. A router that
+ * dies loses its holds with its store connection (at once when killed, within about 11 s when
+ * cut off). The callback runs on a host thread while the host holds that hold's own lock:
+ * keep it short and do not call hold_release() for the same hold from inside it.
+ * hold_release() gives the hold up (or stops waiting for it); when it returns, `changed` is
+ * running no more for it and is never called again. The host releases an instance's holds
+ * when its stop() has returned. Added to version 2 later: a plugin checks the host table's
+ * struct_size (SY_HOST_API_V2_BASE_SIZE is the table without them).
  */
 #ifndef SWITCHYARD_PLUGIN_H
 #define SWITCHYARD_PLUGIN_H
@@ -328,6 +348,12 @@ typedef struct sy_host_context sy_host_context;
  */
 typedef int32_t (*sy_state_visitor)(void *user, sy_bytes key, sy_bytes value);
 
+/**
+ * Called by the host when a hold of hold_acquire() is granted (`held` 1) or lost (`held` 0;
+ * the last call for it). See section 10.
+ */
+typedef void (*sy_hold_callback)(void *user, int32_t held);
+
 /** The functions the host gives a plugin, version 1. All entries are always present. */
 typedef struct sy_host_api_v1 {
     /** sizeof(sy_host_api_v1) as the host was compiled. */
@@ -407,7 +433,22 @@ typedef struct sy_host_api_v2 {
     int32_t (*state_put)(sy_host_context *context, sy_bytes key, sy_bytes value);
     int32_t (*state_delete)(sy_host_context *context, sy_bytes key);
     int32_t (*state_scan)(sy_host_context *context, sy_bytes prefix, sy_state_visitor visit, void *user);
+
+    /* Added to version 2 later: absent when struct_size is SY_HOST_API_V2_BASE_SIZE. */
+
+    /**
+     * Ask for the hold `name` (at most SY_STATE_MAX_KEY bytes; section 10). Returns SY_OK and
+     * the hold's id in `*hold_id`; `changed(user, ...)` tells when it is granted or lost.
+     * SY_ERR_FAILED when the router has no store to hold it in.
+     */
+    int32_t (*hold_acquire)(sy_host_context *context, sy_bytes name, sy_hold_callback changed, void *user,
+                            uint64_t *hold_id);
+    /** Give up the hold `hold_id` (or stop waiting for it); see section 10. */
+    void (*hold_release)(sy_host_context *context, uint64_t hold_id);
 } sy_host_api_v2;
+
+/** The version 2 host table before holds were added to it. */
+#define SY_HOST_API_V2_BASE_SIZE offsetof(sy_host_api_v2, hold_acquire)
 
 /**
  * The table a plugin fills in during negotiation, version 1. Its layout is the first part of
@@ -573,7 +614,7 @@ typedef uint32_t (*sy_entry_fn)(const sy_offer *offer, void *plugin_table,
 
 /*
  * ----------------------------------------------------------------------------------------
- * 10. For C plugins: the negotiation, written once
+ * 11. For C plugins: the negotiation, written once
  * ----------------------------------------------------------------------------------------
  * SY_DEFINE_PLUGIN_ENTRY_V2(fill, host_out) defines switchyard_plugin_entry: it accepts
  * version 2 when offered, zeroes the table, sets struct_size, stores the host table in

@@ -23,6 +23,12 @@ public struct InstanceDescription: Sendable, Hashable {
     /// case it does not cover and what to change (a shared subscription whose session ends
     /// with a router that is killed); `validate` warns on an at-least-once route through one.
     public var cautions: [String: String] = [:]
+    /// Source ports (among `settles`) whose peer hands what this router has not settled to
+    /// another router when this one is gone (a shared subscription whose sessions the other
+    /// routers take over). An at-least-once route settles them only once the first delivery
+    /// to each sink has ended, not when the envelope is spooled: what a router that never comes
+    /// back had spooled and not yet delivered is then still the peer's to give to another.
+    public var redelivers: [String] = []
     /// Whether the instance keeps durable state in the router's store (ABI `state_*`), so the
     /// router must open its store even when no route or iiidea needs one (a SIP history).
     public var keepsState: Bool
@@ -49,6 +55,7 @@ public struct InstanceDescription: Sendable, Hashable {
         ]
         if !atMostOnce.isEmpty { object["at_most_once"] = .object(atMostOnce.mapValues { .string($0) }) }
         if !cautions.isEmpty { object["cautions"] = .object(cautions.mapValues { .string($0) }) }
+        if !redelivers.isEmpty { object["redelivers"] = .array(redelivers.map { .string($0) }) }
         if keepsState { object["keeps_state"] = true }
         if let ports { object["ports"] = .array(ports.map(\.json)) }
         if let types { object["types"] = .object(types) }
@@ -66,6 +73,7 @@ public struct InstanceDescription: Sendable, Hashable {
         types = try ManifestError.typeSchemas(members["types"], what: "description")
         settles = try Self.portNames(members["settles"], field: "settles")
         confirms = try Self.portNames(members["confirms"], field: "confirms")
+        redelivers = members["redelivers"] == nil ? [] : try Self.portNames(members["redelivers"], field: "redelivers")
         atMostOnce = try Self.portReasons(members["at_most_once"], field: "at_most_once", meaning: "why they are at-most-once")
         cautions = try Self.portReasons(
             members["cautions"], field: "cautions", meaning: "what at-least-once does not cover there")

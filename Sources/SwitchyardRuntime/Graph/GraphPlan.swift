@@ -78,6 +78,8 @@ public struct PlannedInstance: Sendable {
     /// Source ports that confirm upstream only once the router has settled what they emitted
     /// (the description's `settles`).
     public var settles: Set<String> = []
+    /// Source ports settled only once the first delivery has ended (the description's `redelivers`).
+    public var redelivers: Set<String> = []
     /// Sink ports whose `ok` means the far side confirmed (the description's `confirms`).
     public var confirms: Set<String> = []
     /// Ports the configuration makes at-most-once, with what to change (the description's

@@ -117,12 +117,19 @@ extension GraphValidator {
                     Diagnostic("\(subject): 'at_most_once' names '\(port)', which is not a port", at: declaration.location))
             }
             let ports = declaredPorts.filter { port in port.requires.map { json[$0] != nil } ?? true }
+            var redelivers = Set(description.redelivers)
+            for port in description.redelivers.sorted() where !description.settles.contains(port) {
+                diagnostics.append(
+                    Diagnostic("\(subject): 'redelivers' names '\(port)', which is not among 'settles'", at: declaration.location))
+                redelivers.remove(port)
+            }
             instances.append(
                 PlannedInstance(
                     name: declaration.name, plugin: plugin, config: json, ports: ports, declaredPorts: declaredPorts,
                     settles: Set(description.settles), confirms: Set(description.confirms), atMostOnce: description.atMostOnce,
                     cautions: description.cautions, keepsState: description.keepsState, logLevel: declaration.logLevel?.value,
                     exclusive: declaration.exclusive?.value ?? false, location: declaration.location))
+            instances[instances.count - 1].redelivers = redelivers
         }
         return instances
     }

@@ -44,6 +44,15 @@ enum HostTable {
                 state_scan: { context, prefix, visit, user in
                     guard let visit else { return SY_ERR_INVALID }
                     return HostTable.call(context, refused: SY_ERR_STOPPED) { $0.stateScan(prefix: prefix, visit: visit, user: user) }
+                },
+                hold_acquire: { context, name, changed, user, holdID in
+                    guard let changed, let holdID else { return SY_ERR_INVALID }
+                    return HostTable.call(context, refused: SY_ERR_STOPPED) {
+                        $0.holdAcquire(name: name, changed: changed, user: user, holdID: holdID)
+                    }
+                },
+                hold_release: { context, holdID in
+                    HostTable.call(context) { $0.holdRelease(id: holdID) }
                 }
             ))
         let versionOne = UnsafeMutablePointer<sy_host_api_v1>.allocate(capacity: 1)

@@ -20,6 +20,9 @@ final class SourcePort: Sendable {
     let tap: TapPoint
     /// Envelopes emitted on the port that routes took.
     let emitted = Atomic<Int>(0)
+    /// Whether an at-least-once route settles what the port emits only once its first
+    /// deliveries have ended (the description's `redelivers`).
+    let settlesAfterDelivery: Bool
     private let wiredRoutes = Mutex<[RouteRuntime]>([])
 
     /// The routes reading from the port; a reload replaces them in one step.
@@ -28,8 +31,9 @@ final class SourcePort: Sendable {
         set { wiredRoutes.withLock { $0 = newValue } }
     }
 
-    init(name: String, instance: String, tap: TapPoint) {
+    init(name: String, instance: String, tap: TapPoint, settlesAfterDelivery: Bool = false) {
         self.name = name
+        self.settlesAfterDelivery = settlesAfterDelivery
         nameBytes = Array(name.utf8)
         qualifiedName = instance + "." + name
         self.tap = tap
@@ -69,7 +73,9 @@ final class InstanceRuntime: @unchecked Sendable {
     /// Set while the instance is created but not started, because another router holds it:
     /// deliveries are answered "stopped" (kept and tried again, as for a full sink).
     let standingBy = Atomic<Bool>(false)
-    private let stopCalled = Atomic<Bool>(false)
+    let stopCalled = Atomic<Bool>(false)
+    /// The holds the plugin asked for (see InstanceRuntime+Holds).
+    let pluginHolds = Mutex(PluginHoldTable())
     /// Deliveries outside routes (the admin API's inject): ``stopPlugin()`` closes it and waits
     /// for those in progress, as routes are stopped before it by the worker pool.
     let directDeliveries = DirectDeliveryGate()
@@ -126,6 +132,7 @@ final class InstanceRuntime: @unchecked Sendable {
         directDeliveries.close()
         if let handle { plugin.table.api.stop?(handle) }
         retireHostContext()
+        releasePluginHolds()
     }
 
     /// Calls the plugin's destroy() (after ``stopPlugin()``).
@@ -197,7 +204,9 @@ final class InstanceRuntime: @unchecked Sendable {
         counters.emitted.add(1, ordering: .relaxed)
         port.emitted.add(1, ordering: .relaxed)
         if port.tap.isActive { port.tap.publish(envelope) }
-        let settlement = settleToken != 0 && plugin.table.api.settled != nil ? Settlement(instance: self, token: settleToken) : nil
+        let settlement =
+            settleToken != 0 && plugin.table.api.settled != nil
+            ? Settlement(instance: self, token: settleToken, afterDelivery: port.settlesAfterDelivery) : nil
         if routes.count == 1 {
             settlement?.expect()
             let queued = QueuedEnvelope(envelope: envelope, settlement: settlement, probe: routes[0].latency?.claim() ?? 0)

@@ -23,6 +23,11 @@ final class SpooledEntry {
     /// When the envelope is its route's latency sample: its emit time (``LatencyProbe``),
     /// until a sink acknowledges it `ok` or it is given up on; 0 otherwise.
     var probe: UInt64 = 0
+    /// The source's settlement, held until the first delivery to every sink has ended (a
+    /// `redelivers` port, see SpooledDelivery.accept); nil once settled or when not held.
+    var settlement: Settlement?
+    /// Sinks whose first delivery has not ended yet, while `settlement` is held.
+    var firstDeliveriesPending = 0
 
     init(sequence: Int64, envelope: Envelope, size: Int, states: [SpooledSinkState], attempts: Int) {
         self.sequence = sequence
@@ -34,6 +39,21 @@ final class SpooledEntry {
     }
 
     var isDone: Bool { states.allSatisfy { $0 == .done } }
+
+    /// A first delivery to one sink ended, however: the held settlement goes once all have.
+    /// The spool keeps the envelope either way; holding the settlement only means that the
+    /// source's peer still has it while no sink has had a chance at it.
+    func firstDeliveryEnded() {
+        guard settlement != nil else { return }
+        firstDeliveriesPending -= 1
+        if firstDeliveriesPending <= 0 { settleNow() }
+    }
+
+    /// Settles the source now (the route stops, or the entry is done).
+    func settleNow() {
+        settlement?.complete(SY_OUTCOME_OK)
+        settlement = nil
+    }
 }
 
 /// The delivering side of an at-least-once route: hands spooled envelopes to the sinks,
@@ -80,6 +100,8 @@ final class RedeliveryScheduler {
         if let waiting = blocked[sink][entry.envelope.subject], !waiting.isEmpty {
             entry.states[sink] = .held
             held[sink][entry.envelope.subject, default: []].append(entry.sequence)
+            // Behind a retry, its first delivery may be long in coming: the spool has it.
+            entry.firstDeliveryEnded()
             return
         }
         deliver(entry, to: sink)
@@ -98,6 +120,7 @@ final class RedeliveryScheduler {
         inFlight.removeValue(forKey: deliveryID)
         route.counters.inFlight.subtract(1, ordering: .relaxed)
         route.counters.refused.add(1, ordering: .relaxed)
+        entry.firstDeliveryEnded()
         // ABI section 5: invalid and an unknown port are never retried; "stopped" (the sink is
         // being replaced) waits in the spool for the next instance without using an attempt.
         failed(
@@ -112,6 +135,7 @@ final class RedeliveryScheduler {
         let latency = since.duration(to: .now).components
         ackLatency.recordNanoseconds(latency.seconds * 1_000_000_000 + latency.attoseconds / 1_000_000_000)
         guard let entry = entries[sequence] else { return }
+        entry.firstDeliveryEnded()
         // A failed attempt keeps the sample: its latency runs until a sink's ok, retries
         // included, or ends unrecorded when the envelope is given up on (finished).
         if entry.probe != 0, ack.outcome == SY_OUTCOME_OK {
@@ -137,6 +161,7 @@ final class RedeliveryScheduler {
         entry.states[sink] = .done
         unblock(entry, sink: sink)
         if entry.isDone {
+            entry.settleNow()
             delivery.batch.deletes.append(entry.sequence)
             entries.removeValue(forKey: entry.sequence)
             route.counters.spoolBytes.subtract(entry.size, ordering: .relaxed)

@@ -59,6 +59,8 @@ public final class Router: Sendable {
     let holdLostAction = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// The store of the plugins' key-value state: the shared one, else the spool.
     var stateStore: (any PluginStateStore)? { sharedStore ?? spool }
+    /// The holds plugins ask for (ABI `hold_acquire`): the shared store's, else this router's own.
+    let pluginHolds: any ListenerHolds
     /// The store of iiideas' switches: the shared one, else the spool.
     var iiideaSwitchStore: (any IiideaSwitchStore)? { sharedStore ?? spool }
     /// The store of iiideas' run history: the shared one, else the spool.
@@ -86,6 +88,7 @@ public final class Router: Sendable {
         metricsFactory: (any MetricsFactory)? = nil, routeThreads: Int? = nil, tracing: RouterTracing? = nil
     ) {
         self.sharedStore = sharedStore
+        pluginHolds = sharedStore ?? LocalHolds()
         deadLetterCourier = sharedStore.map { DeadLetterCourier(shared: $0, logger: logger) }
         self.tracing = tracing
         workerPool = RouteWorkerPool(threads: routeThreads ?? ProcessInfo.processInfo.activeProcessorCount)
@@ -158,7 +161,9 @@ public final class Router: Sendable {
         // From the start, before any route worker can deliver to it.
         instance.standingBy.store(mustStandBy(instance), ordering: .relaxed)
         instance.sources = planned.ports.filter { $0.direction == .source }.map {
-            SourcePort(name: $0.name, instance: planned.name, tap: taps.point(.port(planned.name + "." + $0.name)))
+            SourcePort(
+                name: $0.name, instance: planned.name, tap: taps.point(.port(planned.name + "." + $0.name)),
+                settlesAfterDelivery: planned.redelivers.contains($0.name))
         }
         return instance
     }

@@ -15,12 +15,16 @@ protocol DeliveryCompletion: Sendable {
 final class Settlement: DeliveryCompletion {
     let instance: InstanceRuntime
     let token: UInt64
+    /// Whether an at-least-once route settles it once its first deliveries have ended rather
+    /// than once it is spooled (the source port's `redelivers`, see SpooledDelivery).
+    let afterDelivery: Bool
     private let pending = Atomic<Int>(1)
     private let worst = Atomic<Int32>(0)
 
-    init(instance: InstanceRuntime, token: UInt64) {
+    init(instance: InstanceRuntime, token: UInt64, afterDelivery: Bool = false) {
         self.instance = instance
         self.token = token
+        self.afterDelivery = afterDelivery
     }
 
     /// Adds outstanding work (a queued copy or a delivery).

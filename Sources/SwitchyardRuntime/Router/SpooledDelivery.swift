@@ -81,6 +81,9 @@ final class SpooledDelivery {
             }
         }
         commit()
+        // Nothing more is delivered here: a settlement still held goes now (spooled, the
+        // envelope is this router's to deliver after a restart).
+        for entry in scheduler.entries.values { entry.settleNow() }
     }
 
     /// How many queued envelopes to take this turn: everything the window has room for.
@@ -159,8 +162,12 @@ final class SpooledDelivery {
         for item in settledByCommit { item.settlement?.complete(SY_OUTCOME_OK) }
         let elsewhere = sharedDuplicates(seenAs, sequences)
         for (index, (entry, sequence)) in zip(accepted, sequences).enumerated() {
-            if entry.settles { entry.item.settlement?.complete(SY_OUTCOME_OK) }
+            // A `redelivers` source is settled once the first deliveries have ended, when the
+            // envelope goes out now; otherwise, as every other, once it is on disk.
+            let holdsSettlement = entry.settles && entry.item.settlement?.afterDelivery == true
+            if entry.settles, !holdsSettlement { entry.item.settlement?.complete(SY_OUTCOME_OK) }
             guard let sequence, !elsewhere.contains(index) else {
+                if holdsSettlement { entry.item.settlement?.complete(SY_OUTCOME_OK) }
                 if entry.first { abandonProbe(of: entry.item) }
                 route.counters.deduplicated.add(1, ordering: .relaxed)
                 // Another router had it first: spooled here, it goes with the next commit.
@@ -170,12 +177,17 @@ final class SpooledDelivery {
             route.counters.spooled.add(1, ordering: .relaxed)
             route.counters.spoolBytes.add(entry.size, ordering: .relaxed)
             guard deliver, !diskBacklog, scheduler.entries.count < windowLimit else {
+                if holdsSettlement { entry.item.settlement?.complete(SY_OUTCOME_OK) }
                 if entry.first { abandonProbe(of: entry.item) }
                 diskBacklog = true
                 continue
             }
             let states = route.sinks.indices.map { entry.sinks.contains($0) ? SpooledSinkState.ready : .done }
             let spooled = SpooledEntry(sequence: sequence, envelope: entry.envelope, size: entry.size, states: states, attempts: 0)
+            if holdsSettlement {
+                spooled.settlement = entry.item.settlement
+                spooled.firstDeliveriesPending = entry.sinks.count
+            }
             // The latency sample rides on the item's first row only.
             if entry.first { spooled.probe = entry.item.probe }
             scheduler.entries[sequence] = spooled
