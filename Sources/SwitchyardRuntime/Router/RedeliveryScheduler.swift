@@ -28,6 +28,8 @@ final class SpooledEntry {
     var settlement: Settlement?
     /// Sinks whose first delivery has not ended yet, while `settlement` is held.
     var firstDeliveriesPending = 0
+    /// The key it is shared under once done, with a shared dedupe window (RouteDedupe).
+    var dedupeKey: String?
 
     init(sequence: Int64, envelope: Envelope, size: Int, states: [SpooledSinkState], attempts: Int) {
         self.sequence = sequence
@@ -162,6 +164,7 @@ final class RedeliveryScheduler {
         unblock(entry, sink: sink)
         if entry.isDone {
             entry.settleNow()
+            if let key = entry.dedupeKey { delivery.dedupe?.delivered(key) }
             delivery.batch.deletes.append(entry.sequence)
             entries.removeValue(forKey: entry.sequence)
             route.counters.spoolBytes.subtract(entry.size, ordering: .relaxed)

@@ -31,7 +31,7 @@ final class SpooledDelivery {
     private var diskCursor: Int64 = 0
     private var nextReplayCheck = ContinuousClock.now
     /// The route's `dedupe:` (made when the worker starts); nil without one.
-    private var dedupe: RouteDedupe?
+    private(set) var dedupe: RouteDedupe?
     /// The next transaction: what was accepted, and every delivery change the scheduler made.
     var batch = SpoolBatch(route: "", time: 0, deduplicate: false)
     private var warnedSinks: Set<String> = []
@@ -68,6 +68,7 @@ final class SpooledDelivery {
             for ack in acks { scheduler.acknowledged(ack) }
             acks.removeAll(keepingCapacity: true)
             accept(items, deliver: !draining)
+            dedupe?.shareDelivered()
             route.counters.processed.add(items.count, ordering: .sequentiallyConsistent)
             route.router.drainProgress.signal()
             items.removeAll(keepingCapacity: true)
@@ -81,6 +82,7 @@ final class SpooledDelivery {
             }
         }
         commit()
+        dedupe?.shareDelivered()
         // Nothing more is delivered here: a settlement still held goes now (spooled, the
         // envelope is this router's to deliver after a restart).
         for entry in scheduler.entries.values { entry.settleNow() }
@@ -170,7 +172,7 @@ final class SpooledDelivery {
                 if holdsSettlement { entry.item.settlement?.complete(SY_OUTCOME_OK) }
                 if entry.first { abandonProbe(of: entry.item) }
                 route.counters.deduplicated.add(1, ordering: .relaxed)
-                // Another router had it first: spooled here, it goes with the next commit.
+                // Another router delivered it already: spooled here, it goes with the next commit.
                 if let sequence { batch.deletes.append(sequence) }
                 continue
             }
@@ -188,6 +190,7 @@ final class SpooledDelivery {
                 spooled.settlement = entry.item.settlement
                 spooled.firstDeliveriesPending = entry.sinks.count
             }
+            if !seenAs.isEmpty { spooled.dedupeKey = seenAs[index] }
             // The latency sample rides on the item's first row only.
             if entry.first { spooled.probe = entry.item.probe }
             scheduler.entries[sequence] = spooled
@@ -243,8 +246,8 @@ final class SpooledDelivery {
         }
     }
 
-    /// The positions of the rows just spooled whose key another router sharing the store
-    /// recorded first (`seenAs`: each row's key, in order; `sequences`: nil for a row the
+    /// The positions of the rows just spooled whose key a router sharing the store has
+    /// delivered already (`seenAs`: each row's key, in order; `sequences`: nil for a row the
     /// spool already knew).
     private func sharedDuplicates(_ seenAs: [String], _ sequences: [Int64?]) -> Set<Int> {
         guard let dedupe, !seenAs.isEmpty, seenAs.count == sequences.count else { return [] }
