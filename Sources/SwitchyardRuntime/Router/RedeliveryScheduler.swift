@@ -44,11 +44,14 @@ final class SpooledEntry {
 
     /// A first delivery to one sink ended, however: the held settlement goes once all have.
     /// The spool keeps the envelope either way; holding the settlement only means that the
-    /// source's peer still has it while no sink has had a chance at it.
-    func firstDeliveryEnded() {
-        guard settlement != nil else { return }
+    /// source's peer still has it while no sink has had a chance at it. Returns the
+    /// settlement once it is due.
+    func firstDeliveryEnded() -> Settlement? {
+        guard let settlement else { return nil }
         firstDeliveriesPending -= 1
-        if firstDeliveriesPending <= 0 { settleNow() }
+        guard firstDeliveriesPending <= 0 else { return nil }
+        self.settlement = nil
+        return settlement
     }
 
     /// Settles the source now (the route stops, or the entry is done).
@@ -103,7 +106,7 @@ final class RedeliveryScheduler {
             entry.states[sink] = .held
             held[sink][entry.envelope.subject, default: []].append(entry.sequence)
             // Behind a retry, its first delivery may be long in coming: the spool has it.
-            entry.firstDeliveryEnded()
+            entry.firstDeliveryEnded()?.complete(SY_OUTCOME_OK)
             return
         }
         deliver(entry, to: sink)
@@ -122,7 +125,7 @@ final class RedeliveryScheduler {
         inFlight.removeValue(forKey: deliveryID)
         route.counters.inFlight.subtract(1, ordering: .relaxed)
         route.counters.refused.add(1, ordering: .relaxed)
-        entry.firstDeliveryEnded()
+        entry.firstDeliveryEnded()?.complete(SY_OUTCOME_OK)
         // ABI section 5: invalid and an unknown port are never retried; "stopped" (the sink is
         // being replaced) waits in the spool for the next instance without using an attempt.
         failed(
@@ -137,7 +140,15 @@ final class RedeliveryScheduler {
         let latency = since.duration(to: .now).components
         ackLatency.recordNanoseconds(latency.seconds * 1_000_000_000 + latency.attoseconds / 1_000_000_000)
         guard let entry = entries[sequence] else { return }
-        entry.firstDeliveryEnded()
+        // With a shared dedupe window, a delivered envelope's key is shared before its source
+        // is settled: a source that confirmed it never hands it to another router unrecorded.
+        if let settlement = entry.firstDeliveryEnded() {
+            if ack.outcome == SY_OUTCOME_OK, entry.dedupeKey != nil {
+                delivery.settleAfterSharing.append(settlement)
+            } else {
+                settlement.complete(SY_OUTCOME_OK)
+            }
+        }
         // A failed attempt keeps the sample: its latency runs until a sink's ok, retries
         // included, or ends unrecorded when the envelope is given up on (finished).
         if entry.probe != 0, ack.outcome == SY_OUTCOME_OK {

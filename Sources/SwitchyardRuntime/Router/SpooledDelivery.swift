@@ -32,6 +32,8 @@ final class SpooledDelivery {
     private var nextReplayCheck = ContinuousClock.now
     /// The route's `dedupe:` (made when the worker starts); nil without one.
     private(set) var dedupe: RouteDedupe?
+    /// Sources of envelopes delivered this turn whose keys are shared first (RedeliveryScheduler).
+    var settleAfterSharing: [Settlement] = []
     /// The next transaction: what was accepted, and every delivery change the scheduler made.
     var batch = SpoolBatch(route: "", time: 0, deduplicate: false)
     private var warnedSinks: Set<String> = []
@@ -68,7 +70,7 @@ final class SpooledDelivery {
             for ack in acks { scheduler.acknowledged(ack) }
             acks.removeAll(keepingCapacity: true)
             accept(items, deliver: !draining)
-            dedupe?.shareDelivered()
+            shareDeliveredKeys()
             route.counters.processed.add(items.count, ordering: .sequentiallyConsistent)
             route.router.drainProgress.signal()
             items.removeAll(keepingCapacity: true)
@@ -82,10 +84,19 @@ final class SpooledDelivery {
             }
         }
         commit()
-        dedupe?.shareDelivered()
+        shareDeliveredKeys()
         // Nothing more is delivered here: a settlement still held goes now (spooled, the
         // envelope is this router's to deliver after a restart).
         for entry in scheduler.entries.values { entry.settleNow() }
+    }
+
+    /// Shares the keys of what was delivered this turn, then settles the sources that waited
+    /// for it (settled even when the store failed: the spool keeps the envelope, and a
+    /// redelivery elsewhere is then a duplicate, not a loss).
+    private func shareDeliveredKeys() {
+        dedupe?.shareDelivered()
+        for settlement in settleAfterSharing { settlement.complete(SY_OUTCOME_OK) }
+        settleAfterSharing.removeAll(keepingCapacity: true)
     }
 
     /// How many queued envelopes to take this turn: everything the window has room for.
