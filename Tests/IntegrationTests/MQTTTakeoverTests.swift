@@ -137,3 +137,43 @@ struct MQTTTakeoverTests {
         print("MQTTTakeoverTests: \(total) messages, killed among deliveries, \(duplicates) duplicates at broker B, \(dropped) dropped by key, 0 lost")
     }
 }
+
+extension MQTTTakeoverTests {
+    /// Without a shared store the router's own spool keeps the members: a router with
+    /// `share: true` that is killed and restarted connects under a fresh id and takes over
+    /// the session its last start left, so nothing is lost on one router either.
+    @Test func aSharedInstanceRestartedAloneTakesOverTheSessionItLeft() async throws {
+        let brokerA = try Mosquitto()
+        let brokerB = try Mosquitto()
+        let watchB = try MosquittoSubscriber(brokerB, topic: "jobs/#", qos: 1, format: "%p")
+        let sandbox = try MQTTTests.sandbox()
+        try sandbox.writeRoutes(
+            """
+            spool: { path: "\(sandbox.path("state/spool.db"))" }
+            instances:
+              a: { plugin: mqtt, url: "\(brokerA.url)", share: true, subscriptions: [ { topic: "jobs/#", qos: 1 } ] }
+              b: { plugin: mqtt, url: "\(brokerB.url)", publish: { qos: 1 } }
+            routes:
+              - { name: a-to-b, from: a.messages, to: b.publish, delivery: at-least-once }
+            """)
+        var router = try MQTTTests.run(sandbox)
+        defer { _ = router.stop(signal: SIGKILL) }
+        await router.waitUntil("subscribed") { brokerA.occurrences(of: "Sending SUBACK to switchyard-a-") >= 1 }
+        let left = Self.clientIDs(at: brokerA).first ?? "?"
+        brokerB.pause()
+        let total = 2_000
+        let publisher = try brokerA.startPublishing(1...total, topic: "jobs/new", in: sandbox)
+        defer { if publisher.isRunning { publisher.terminate() } }
+        await router.waitUntil("broker A to have acknowledged every message", timeout: .seconds(60)) { !publisher.isRunning }
+        _ = router.stop(signal: SIGKILL)
+        brokerB.resume()
+        router = try MQTTTests.run(sandbox)
+        await router.waitUntil("every message at broker B", timeout: .seconds(60)) { Self.received(watchB).distinct.count >= total }
+        let missing = Set(1...total).subtracting(Self.received(watchB).distinct)
+        #expect(missing.isEmpty, "lost \(missing.count) of \(total)\n\(router.standardError)")
+        await router.waitUntil("the takeover to be logged") { router.standardError.contains("took over MQTT session \(left)") }
+        let ids = Self.clientIDs(at: brokerA)
+        #expect(ids.count >= 2 && ids[1] != left, "the restart connects under a fresh id: \(ids)")
+        #expect(router.stop() == 0, "\(router.standardError)")
+    }
+}
