@@ -164,4 +164,87 @@ struct PartitionTests {
         )
     }
 
+    /// Router ↔ PostgreSQL cut, for a shared subscription: the router in the namespace keeps
+    /// its brokers but loses the store, so its hold on its MQTT session lapses and the router on
+    /// the host takes that session over. The broker hands the session to the adopter; the cut
+    /// router moves to a fresh id and never connects under the old one again (no ping-pong),
+    /// and every message broker A acknowledged reaches broker B.
+    @Test func aSharedRouterCutFromPostgreSQLHasItsSessionTakenOverOnceWithoutLoss() async throws {
+        let namespace = try NetworkNamespace(links: 3)
+        let (toA, toB, toStore) = (namespace.links[0], namespace.links[1], namespace.links[2])
+        let brokerA = try Mosquitto(Mosquitto.Options(addresses: [toA.hostAddress]))
+        let brokerB = try Mosquitto(Mosquitto.Options(addresses: [toB.hostAddress]))
+        let server = try PostgresServer(addresses: [toStore.hostAddress])
+        defer { server.stop() }
+        func router(_ storeURL: String, namespace: NetworkNamespace?) throws -> (RouterProcess, Sandbox) {
+            let sandbox = try MQTTTests.sandbox()
+            try sandbox.writeRoutes(
+                """
+                spool: { path: "\(sandbox.path("state/spool.db"))" }
+                store: { url: "${STORE_URL}" }
+                instances:
+                  a:
+                    plugin: mqtt
+                    url: "mqtt://\(toA.hostAddress):\(brokerA.port)"
+                    share: true
+                    keep_alive: 3
+                    reconnect: { initial_delay: 100ms, max_delay: 1s }
+                    subscriptions: [ { topic: "cut/#", qos: 1 } ]
+                  b: { plugin: mqtt, url: "mqtt://\(toB.hostAddress):\(brokerB.port)", publish: { qos: 1 } }
+                routes:
+                  - { name: a-to-b, from: a.messages, to: b.publish, delivery: at-least-once }
+                """)
+            let process = try RouterProcess(
+                ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root, environment: ["STORE_URL": storeURL],
+                namespace: namespace)
+            return (process, sandbox)
+        }
+        let watchB = try MosquittoSubscriber(brokerB, topic: "cut/#", qos: 1, format: "%p")
+        func distinct() -> Set<Int> { Set(watchB.lines.compactMap { Int($0) }) }
+        let (cutOff, cutOffSandbox) = try router(server.url(host: toStore.hostAddress), namespace: namespace)
+        defer { _ = cutOff.stop(signal: SIGKILL) }
+        await cutOff.waitUntil("the router in the namespace subscribed") { brokerA.occurrences(of: "Sending SUBACK to switchyard-a-") >= 1 }
+        let (survivor, survivorSandbox) = try router(server.url(host: toStore.hostAddress), namespace: nil)
+        defer { _ = survivor.stop(signal: SIGKILL) }
+        await survivor.waitUntil("the router on the host subscribed") { brokerA.occurrences(of: "Sending SUBACK to switchyard-a-") >= 2 }
+        let victim = try #require(MQTTTakeoverTests.clientIDs(at: brokerA).first)
+
+        var published = 0
+        func publishBurst(_ count: Int = 500) async throws {
+            let numbers = (published + 1)...(published + count)
+            published += count
+            let publisher = try brokerA.startPublishing(numbers, topic: "cut/x", in: survivorSandbox)
+            defer { if publisher.isRunning { publisher.terminate() } }
+            await survivor.waitUntil("broker A to acknowledge \(numbers)", timeout: .seconds(30)) { !publisher.isRunning }
+            #expect(publisher.terminationStatus == 0, "broker A did not acknowledge \(numbers)")
+        }
+        try await publishBurst()
+        await survivor.waitUntil("the first burst at broker B") { distinct().count >= published }
+
+        try namespace.cut(2)
+        let cut = Date()
+        await survivor.waitUntil("the survivor to take the session over", timeout: .seconds(60)) {
+            survivor.occurrences(of: "took over MQTT session \(victim)") == 1
+        }
+        let takeover = Date().timeIntervalSince(cut)
+        await cutOff.waitUntil("the cut router to move to a fresh id") { cutOff.occurrences(of: "the session of \(victim) is drained") >= 1 }
+        try await publishBurst()
+        try namespace.restore(2)
+        try await publishBurst()
+        await survivor.waitUntil("every burst at broker B", timeout: .seconds(60)) { distinct().count >= published }
+
+        let lost = Set(1...published).subtracting(distinct()).count
+        #expect(lost == 0, "lost \(lost) of \(published)\n\(cutOff.standardError)\n\(survivor.standardError)")
+        // The victim's id connected three times: its own start, the survivor's adoption
+        // (resuming the session) and the clean start that ended it. Never again after.
+        #expect(brokerA.occurrences(of: "as \(victim) (") == 3, "\(brokerA.logText)")
+        #expect(brokerA.occurrences(of: "as \(victim) (p5, c1") == 1, "\(brokerA.logText)")
+        #expect(cutOff.stop() == 0, "\(cutOff.standardError)")
+        #expect(survivor.stop() == 0, "\(survivor.standardError)")
+        withExtendedLifetime(cutOffSandbox) {}
+        let duplicates = watchB.lines.count - distinct().count
+        print(
+            "PartitionTests: shared router cut from PostgreSQL, session taken over after \(String(format: "%.1f", takeover)) s, \(published) messages, \(duplicates) duplicates, \(lost) lost"
+        )
+    }
 }

@@ -47,9 +47,10 @@ final class MQTTLink: @unchecked Sendable {
     /// The client id and clean start the next CONNECT carries: the configuration's, until a
     /// member whose session another router took over moves on to a fresh id (MQTTMembership).
     var connectAs: (clientID: String, cleanStart: Bool)
-    /// Called when the broker says another client took this link's session over (0x8E): the
-    /// fresh client id to connect with from then on (MQTTMembership). Set before start.
-    var sessionTakenOver: (() -> String)?
+    /// With session takeover (MQTTMembership), the client id to reconnect under once an
+    /// accepted connection is lost: a fresh one each time, so no id is used again after its
+    /// session may have passed to another router. Set before start.
+    var clientIDAfterDisconnect: (() -> String)?
     /// Set on a link that drains a lapsed member's session; nil on the instance's own link.
     let adoption: MQTTSessionAdoption?
     /// The first settle token of this link's inbound publishes: each link of an instance
@@ -260,6 +261,7 @@ final class MQTTLink: @unchecked Sendable {
         // Inbound publishes not yet settled stay: the router still holds them, and how a late
         // settlement is handled depends on whether the next connection resumes the session.
         inbound.connectionLost()
+        if wasConnected, !stopped, let clientIDAfterDisconnect { connectAs.clientID = clientIDAfterDisconnect() }
         if adoption == nil {
             if wasConnected, !stopped { context.log(.warning, "connection to \(configuration.host):\(configuration.port) lost") }
             context.metric(.gauge, "mqtt_connected", 0)
@@ -334,8 +336,6 @@ final class MQTTLink: @unchecked Sendable {
             awaitingPong = false
             adoption?.pong()
         case .disconnect(let disconnect):
-            // 0x8E Session Taken Over: another router adopted this id (MQTTMembership).
-            if disconnect.reasonCode == 0x8E, let sessionTakenOver { connectAs.clientID = sessionTakenOver() }
             context.log(
                 .warning,
                 "broker disconnected (reason 0x\(String(disconnect.reasonCode, radix: 16)))\(MQTTBrokerText.reasonText(disconnect.properties))"

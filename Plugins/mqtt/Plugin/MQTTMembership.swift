@@ -7,28 +7,37 @@ import Synchronization
 /// Session takeover for a shared subscription (`share:` without a `client_id`): the routers
 /// sharing a store keep each other's MQTT sessions from being lost with a router.
 ///
-/// - Each start connects under a fresh client id (``MQTTLinkConfiguration/freshClientID(instance:)``)
-///   with a session the broker keeps, and registers it in the instance's state as
-///   `members/<id>`, under the store's hold `member <id>` — held for as long as the router
-///   lives and reaches the store (a PostgreSQL session whose keepalive is the heartbeat; a
-///   router that is killed loses it at once, one that is cut off within about 11 s).
+/// - Each connection is made under a client id used for no other (``MQTTLinkConfiguration/freshClientID(instance:)``),
+///   with a session the broker keeps, registered beforehand in the instance's state as
+///   `members/<id>` under the store's hold `member <id>` — held for as long as the router lives
+///   and reaches the store (a PostgreSQL session whose keepalive is the heartbeat; a router
+///   that is killed loses it at once, one that is cut off within about 11 s).
 /// - Every ``scanInterval`` each router reads the members and waits for the hold of every
-///   member but itself. A grant means that member lapsed: the router drains its session
-///   (``MQTTSessionAdoption``) and then removes the member. The hold decides who takes over,
-///   so two routers never drain one id at once.
-/// - A router that loses its own hold (the store connection broke) may have its session taken
-///   over from then on: it never connects under that id again, and moves to a fresh id at its
-///   next connection (at once when the broker says Session Taken Over, 0x8E). So a takeover
-///   never ping-pongs, and a router that comes back carries on with a fresh session.
-/// Without a shared store the router's own spool keeps the members, and the next start drains
-/// what the last one left.
+///   member but its current id. A grant means that member lapsed: the router drains its
+///   session (``MQTTSessionAdoption``) and then removes the member. The hold decides who takes
+///   over, so two routers never drain one id at once.
+/// - When a connection is lost, the link reconnects under a spare id registered in advance
+///   and gives the old id's hold up: the old session (what it had been sent and not
+///   confirmed) is drained like a lapsed member's. No id is connected under again once its
+///   session may have passed to another router, so a takeover never ping-pongs, and a router
+///   that comes back carries on with a fresh session.
+/// Without a shared store the router's own spool keeps the members and the router its holds:
+/// the next start drains what the last one left.
 ///
-/// State and control work run on `queue` (state calls block on the store); `state` is locked.
+/// Store calls run on `queue` (they block on the store); `state` is locked.
 final class MQTTMembership: Sendable {
-    private struct State {
-        var ownID: String
-        var ownHold: PluginHold?
+    /// One of this router's ids, with its hold and whether it is registered.
+    private struct Claim {
+        let id: String
+        var hold: PluginHold?
         var registered = false
+    }
+
+    private struct State {
+        /// The id the link connects under now.
+        var current: Claim
+        /// The id the link moves to when its connection is lost, registered in advance.
+        var spare: Claim?
         var linkStarted = false
         /// Holds asked for on other members: granted when the member lapsed.
         var watches: [String: PluginHold] = [:]
@@ -36,11 +45,20 @@ final class MQTTMembership: Sendable {
         var adoptions: [String: (link: MQTTLink, number: UInt64)] = [:]
         var lastAdoptionNumber: UInt64 = 0
         var stopped = false
+
+        /// The claim for `id`, if it is this router's current or spare id.
+        subscript(own id: String) -> Claim? {
+            get { current.id == id ? current : spare?.id == id ? spare : nil }
+            set {
+                guard let newValue else { return }
+                if current.id == id { current = newValue } else if spare?.id == id { spare = newValue }
+            }
+        }
     }
 
     /// How often the members are read (new members are watched from then on).
     static let scanInterval = DispatchTimeInterval.seconds(5)
-    /// How long a start waits for its own hold before it connects without it.
+    /// How long a start waits for its id to be registered before it connects without.
     static let registrationPatience = DispatchTimeInterval.seconds(5)
     static let memberPrefix = "members/"
 
@@ -54,7 +72,7 @@ final class MQTTMembership: Sendable {
         self.link = link
         context = link.context
         self.instance = instance
-        state = Mutex(State(ownID: link.configuration.clientID))
+        state = Mutex(State(current: Claim(id: link.configuration.clientID)))
     }
 
     // MARK: Life cycle (the plugin's entries)
@@ -64,14 +82,15 @@ final class MQTTMembership: Sendable {
     func start() {
         context.metric(.gauge, "ready", 0)
         queue.async {
-            self.claim(self.state.withLock { $0.ownID })
+            self.claim(self.state.withLock { $0.current.id })
+            self.claimSpare()
             self.scan()
         }
         queue.asyncAfter(deadline: .now() + Self.registrationPatience) {
             guard self.startLinkOnce() else { return }
             self.context.log(
                 .warning,
-                "could not register MQTT session \(self.state.withLock { $0.ownID }) in the store within 5s; connected anyway (until it registers, no other router can take it over)"
+                "could not register MQTT session \(self.state.withLock { $0.current.id }) in the store within 5s; connected anyway (until it registers, no other router can take it over)"
             )
         }
     }
@@ -85,12 +104,13 @@ final class MQTTMembership: Sendable {
     func stop() {
         let (links, holds) = state.withLock { state in
             state.stopped = true
-            defer {
-                state.adoptions.removeAll()
-                state.watches.removeAll()
-                state.ownHold = nil
-            }
-            return (state.adoptions.values.map(\.link), Array(state.watches.values) + [state.ownHold].compactMap { $0 })
+            let holds = Array(state.watches.values) + [state.current.hold, state.spare?.hold].compactMap { $0 }
+            let links = state.adoptions.values.map(\.link)
+            state.adoptions.removeAll()
+            state.watches.removeAll()
+            state.current.hold = nil
+            state.spare = nil
+            return (links, holds)
         }
         for adoption in links { adoption.stop() }
         for hold in holds { hold.release() }
@@ -107,13 +127,31 @@ final class MQTTMembership: Sendable {
         adoption?.settled(token: token, outcome: outcome)
     }
 
-    /// The broker handed this router's session to another client: the id is given up, and the
-    /// next connection uses the fresh one this returns. On the link's event loop.
-    func sessionTakenOver() -> String {
-        forfeit(reason: "the broker says another client took over its session (0x8E)")
+    /// The link lost an accepted connection: the id to reconnect under — the spare when it is
+    /// registered, else a fresh one registered as soon as the store answers. The old id's hold
+    /// is given up, so its session is drained like a lapsed member's. On the link's event loop.
+    func nextClientID() -> String {
+        let (old, next, spareTaken) = state.withLock { state in
+            let old = state.current
+            let spareTaken = state.spare?.registered == true
+            if spareTaken, let spare = state.spare {
+                state.current = spare
+                state.spare = nil
+            } else {
+                state.current = Claim(id: MQTTLinkConfiguration.freshClientID(instance: instance))
+            }
+            return (old, state.current.id, spareTaken)
+        }
+        context.log(.info, "reconnecting as MQTT session \(next); the session of \(old.id) is drained by whichever router takes it over")
+        queue.async {
+            old.hold?.release()
+            if !spareTaken { self.claim(next) }
+            self.claimSpare()
+        }
+        return next
     }
 
-    // MARK: This router's id (queue)
+    // MARK: This router's ids (queue)
 
     private func claim(_ id: String) {
         do {
@@ -121,8 +159,9 @@ final class MQTTMembership: Sendable {
                 self.queue.async { held ? self.ownHoldGranted(id) : self.ownHoldLost(id) }
             }
             let kept = state.withLock { state in
-                guard !state.stopped, state.ownID == id else { return false }
-                state.ownHold = hold
+                guard !state.stopped, var claim = state[own: id] else { return false }
+                claim.hold = hold
+                state[own: id] = claim
                 return true
             }
             if !kept { hold.release() }
@@ -132,48 +171,54 @@ final class MQTTMembership: Sendable {
         }
     }
 
+    private func claimSpare() {
+        let id = MQTTLinkConfiguration.freshClientID(instance: instance)
+        let claiming = state.withLock { state in
+            guard !state.stopped, state.spare == nil else { return false }
+            state.spare = Claim(id: id)
+            return true
+        }
+        if claiming { claim(id) }
+    }
+
     private func ownHoldGranted(_ id: String) {
-        guard state.withLock({ !$0.stopped && $0.ownID == id }) else { return }
+        guard state.withLock({ !$0.stopped && $0[own: id] != nil }) else { return }
         register(id)
-        _ = startLinkOnce()
+        if state.withLock({ $0.current.id == id }) { _ = startLinkOnce() }
     }
 
     private func register(_ id: String) {
         let record: JSONValue = [
-            "host": .string(MQTTLinkConfiguration.hostName()), "pid": .int(Int(getpid())),
-            "since": .string(Date.now.formatted(.iso8601)),
+            "host": .string(MQTTLinkConfiguration.hostName()), "pid": .int(Int(getpid())), "since": .string(Date.now.formatted(.iso8601)),
         ]
         do {
             try context.state.setValue(record.serializedBytes(), forKey: Self.memberPrefix + id)
-            state.withLock { if $0.ownID == id { $0.registered = true } }
+            state.withLock { state in
+                guard var claim = state[own: id] else { return }
+                claim.registered = true
+                state[own: id] = claim
+            }
         } catch {
             context.log(.warning, "cannot register MQTT session \(id) in the store (trying again): \(error.message)")
         }
     }
 
+    /// The store's hold on one of this router's ids broke: another router may take that
+    /// session over from now on. The link stays connected until then (the broker hands the
+    /// session over and closes this connection; the link then moves to its spare).
     private func ownHoldLost(_ id: String) {
-        guard state.withLock({ !$0.stopped && $0.ownID == id }) else { return }
-        let next = forfeit(reason: "the store's hold on it was lost")
-        link.eventLoop.execute { self.link.connectAs.clientID = next }
-    }
-
-    /// Gives up the current id for a fresh one (claimed in the background); returns the new id.
-    private func forfeit(reason: String) -> String {
-        let fresh = MQTTLinkConfiguration.freshClientID(instance: instance)
-        let (old, hold) = state.withLock { state in
-            defer {
-                state.ownID = fresh
-                state.ownHold = nil
-                state.registered = false
+        let which: String? = state.withLock { state in
+            guard !state.stopped, state[own: id] != nil else { return nil }
+            if state.current.id == id {
+                state.current.hold = nil
+                return "current"
             }
-            return (state.ownID, state.ownHold)
+            state.spare = nil
+            return "spare"
         }
-        context.log(.warning, "MQTT session \(old): \(reason); another router may take it over, and this one connects as \(fresh) from its next connection")
-        queue.async {
-            hold?.release()
-            self.claim(fresh)
-        }
-        return fresh
+        guard let which else { return }
+        context.log(.warning, "lost the store's hold on MQTT session \(id) (\(which)): another router may take it over")
+        if which == "spare" { claimSpare() }
     }
 
     /// Starts the instance's link unless it has started; true when this call started it.
@@ -198,14 +243,18 @@ final class MQTTMembership: Sendable {
         } catch {
             return  // the store is away: the next scan tries again (the state service logs it)
         }
-        let (own, registered) = state.withLock { ($0.ownID, $0.registered) }
-        if !registered, state.withLock({ $0.ownHold != nil }) { register(own) }
+        // An id whose hold came but whose registration failed is registered now.
+        let unregistered = state.withLock { state in
+            [state.current, state.spare].compactMap { $0 }.filter { $0.hold != nil && !$0.registered }.map(\.id)
+        }
+        for id in unregistered { register(id) }
+        let own = state.withLock { [$0.current.id, $0.spare?.id].compactMap { $0 } }
         let listed = Set(members)
         let (released, toWatch) = state.withLock { state in
             // A member another router drained is gone from the list: stop waiting for it.
             let gone = state.watches.keys.filter { !listed.contains($0) && state.adoptions[$0] == nil }
             let released = gone.compactMap { state.watches.removeValue(forKey: $0) }
-            let toWatch = members.filter { $0 != own && state.watches[$0] == nil && state.adoptions[$0] == nil }
+            let toWatch = members.filter { !own.contains($0) && state.watches[$0] == nil && state.adoptions[$0] == nil }
             return (released, toWatch)
         }
         for hold in released { hold.release() }

@@ -67,7 +67,7 @@ final class MQTTPlugin: SwitchyardPlugin {
         link = MQTTLink(configuration: configuration, context: context, instance: name)
         membership = configuration.takesOverSessions && context.offersHolds ? MQTTMembership(link: link, instance: name) : nil
         // Before the link starts, so no connection runs without it.
-        link.sessionTakenOver = membership.map { membership in { membership.sessionTakenOver() } }
+        link.clientIDAfterDisconnect = membership.map { membership in { membership.nextClientID() } }
     }
 
     func start() throws {
