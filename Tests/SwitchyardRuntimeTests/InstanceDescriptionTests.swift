@@ -55,6 +55,19 @@ private func at(_ line: Int, _ column: Int) -> SwitchyardCore.SourceLocation {
         #expect(diagnostics.map(\.message) == ["condition reads body.valeu, but type desc.Reading has no field 'valeu' (fields: value)"])
     }
 
+    /// `redelivers` (a source settled once delivered) is kept for ports that settle, and
+    /// refused for any other.
+    @Test func aRedeliveringPortMustBeOneThatSettles() throws {
+        let ports = "ports: [ { name: out, direction: source, types: [\"*\"] }, { name: side, direction: source, types: [\"*\"] } ]"
+        let (plan, problems) = try validate(
+            "instances:\n  d: { plugin: desc, describe: { \(ports), settles: [out], redelivers: [out] } }\n")
+        #expect(problems.isEmpty, "\(problems)")
+        #expect(plan?.instances.first?.redelivers == ["out"])
+        let (_, diagnostics) = try validate(
+            "instances:\n  d: { plugin: desc, describe: { \(ports), settles: [out], redelivers: [side] } }\n")
+        #expect(diagnostics.map(\.message) == ["instance 'd' (plugin desc): 'redelivers' names 'side', which is not among 'settles'"])
+    }
+
     @Test func aTypeOutsideThePluginsNameIsRefused() throws {
         let (_, diagnostics) = try validate(
             """

@@ -113,3 +113,38 @@ struct StateCheck {
         try? (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
     }
 }
+
+/// `hold_check`: asks for one hold twice and another once, releases in turn, and writes what
+/// the host answered in order (without a shared store the router's own holds answer).
+struct HoldCheck {
+    let context: PluginContext
+
+    func run(writingTo path: String) {
+        final class Events: Sendable {
+            let lines = Mutex<[String]>([])
+            @Sendable func note(_ line: String) { lines.withLock { $0.append(line) } }
+        }
+        let events = Events()
+        let note = events.note
+        do {
+            let first = try context.hold("h") { note("first:\($0 ? "granted" : "lost")") }
+            let second = try context.hold("h") { note("second:\($0 ? "granted" : "lost")") }
+            let other = try context.hold("other") { note("other:\($0 ? "granted" : "lost")") }
+            note("release")
+            first.release()
+            second.release()
+            other.release()
+        } catch {
+            note("error:\(error)")
+        }
+        var lines = ["events=" + events.lines.withLock { $0 }.joined(separator: ",")]
+        do {
+            _ = try context.hold(String(repeating: "k", count: 1025)) { _ in }
+            lines.append("long_name=accepted")
+        } catch {
+            lines.append("long_name=\(error)")
+        }
+        lines.append("done")
+        try? (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    }
+}

@@ -53,6 +53,7 @@ final class TestKit: SwitchyardPlugin {
     private let sink: CollectSink?
     private let lateCaller: LateCaller?
     private let stateCheckPath: String?
+    private let holdCheckPath: String?
 
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context
@@ -61,6 +62,7 @@ final class TestKit: SwitchyardPlugin {
         sink = try configuration.collect.map { try CollectSink(config: $0) }
         lateCaller = configuration.lateCalls.map { LateCaller(context: context, path: $0.path) }
         stateCheckPath = configuration.stateCheck?.path
+        holdCheckPath = configuration.holdCheck?.path
     }
 
     /// `numbers` settles (its state file advances only on settlement, so a restart emits again
@@ -73,6 +75,7 @@ final class TestKit: SwitchyardPlugin {
         source?.start()
         lateCaller?.start()
         if let stateCheckPath { StateCheck(state: context.state).run(writingTo: stateCheckPath) }
+        if let holdCheckPath { HoldCheck(context: context).run(writingTo: holdCheckPath) }
     }
     func quiesce() { source?.stop() }
     func stop() {

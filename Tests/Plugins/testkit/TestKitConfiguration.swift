@@ -45,7 +45,7 @@ struct TestKitConfiguration: PluginConfiguration {
         private enum CodingKeys: CodingKey { case path, failFirst, reject, failWhile, delayMs, maxInFlight }
     }
 
-    /// A section that names a file: `late_calls:` and `state_check:`.
+    /// A section that names a file: `late_calls:`, `state_check:` and `hold_check:`.
     struct FileSection: Decodable, Sendable {
         var path: String
     }
@@ -53,5 +53,6 @@ struct TestKitConfiguration: PluginConfiguration {
     var numbers: Numbers?
     var lateCalls: FileSection?
     var stateCheck: FileSection?
+    var holdCheck: FileSection?
     var collect: Collect?
 }
