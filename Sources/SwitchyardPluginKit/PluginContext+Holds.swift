@@ -47,7 +47,11 @@ public final class PluginHold: Sendable {
 
     /// Gives the hold up (or stops waiting for it). When it returns, `changed` runs no more.
     public func release() {
-        guard let holdID = id.withLock({ id in defer { id = nil }; return id }) else { return }
+        guard
+            let holdID = id.withLock({ id in
+                defer { id = nil }; return id
+            })
+        else { return }
         context.host.pointee.hold_release(context.context, holdID)
     }
 

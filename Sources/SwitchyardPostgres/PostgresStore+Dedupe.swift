@@ -7,7 +7,10 @@ extension PostgresStore: SharedDedupeStore {
     public func delivered(route: String, keys: [String]) throws(StoreError) -> Set<String> {
         guard !keys.isEmpty else { return [] }
         return try exchange { run in
-            Set(try run("SELECT key FROM dedupe_seen WHERE route = \(route) AND key = ANY(\(keys)::text[])").map { try $0.decode(String.self) })
+            Set(
+                try run("SELECT key FROM dedupe_seen WHERE route = \(route) AND key = ANY(\(keys)::text[])").map {
+                    try $0.decode(String.self)
+                })
         }
     }
 

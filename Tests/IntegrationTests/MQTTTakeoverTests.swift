@@ -68,7 +68,9 @@ struct MQTTTakeoverTests {
         let (distinct, duplicates) = received(watchB)
         let missing = Set(1...total).subtracting(distinct).sorted()
         #expect(missing.isEmpty, "lost \(missing.count) of \(total), from \(missing.prefix(20))\n\(pair.second.standardError)")
-        await pair.second.waitUntil("the takeover to be logged") { pair.second.standardError.contains("took over MQTT session \(pair.victim)") }
+        await pair.second.waitUntil("the takeover to be logged") {
+            pair.second.standardError.contains("took over MQTT session \(pair.victim)")
+        }
         #expect(pair.second.standardError.contains("MQTT session \(pair.victim) lapsed"), "\(pair.second.standardError)")
         // The drained session was ended: a clean start under the victim's id.
         #expect(brokerA.occurrences(of: "as \(pair.victim) (p5, c1") == 1, "\(brokerA.logText)")
@@ -134,7 +136,9 @@ struct MQTTTakeoverTests {
         let duplicates = await Self.expectEverythingDelivered(total, watchB, pair, brokerA)
         #expect(pair.second.stop() == 0, "\(pair.second.standardError)")
         let dropped = RouteTotals.counter("deduplicated", route: "a-to-b", in: pair.second.standardError) ?? 0
-        print("MQTTTakeoverTests: \(total) messages, killed among deliveries, \(duplicates) duplicates at broker B, \(dropped) dropped by key, 0 lost")
+        print(
+            "MQTTTakeoverTests: \(total) messages, killed among deliveries, \(duplicates) duplicates at broker B, \(dropped) dropped by key, 0 lost"
+        )
     }
 }
 

@@ -227,7 +227,9 @@ struct PartitionTests {
             survivor.occurrences(of: "took over MQTT session \(victim)") == 1
         }
         let takeover = Date().timeIntervalSince(cut)
-        await cutOff.waitUntil("the cut router to move to a fresh id") { cutOff.occurrences(of: "the session of \(victim) is drained") >= 1 }
+        await cutOff.waitUntil("the cut router to move to a fresh id") {
+            cutOff.occurrences(of: "the session of \(victim) is drained") >= 1
+        }
         try await publishBurst()
         try namespace.restore(2)
         try await publishBurst()

@@ -299,11 +299,12 @@ final class MQTTMembership: Sendable {
             configuration: link.configuration.adopting(member), context: context, instance: instance, adoption: adoption,
             settleTokenBase: number << 48)
         adoption.attach(adopter)
-        guard state.withLock({ state in
-            guard !state.stopped else { return false }
-            state.adoptions[member] = (adopter, number)
-            return true
-        })
+        guard
+            state.withLock({ state in
+                guard !state.stopped else { return false }
+                state.adoptions[member] = (adopter, number)
+                return true
+            })
         else { return }
         context.log(.notice, "MQTT session \(member) lapsed (its router is gone or cut off from the store): taking it over")
         adopter.start()

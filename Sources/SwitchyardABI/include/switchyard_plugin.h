@@ -162,7 +162,11 @@
  * change (a shared subscription whose session ends with a router that is killed): the host
  * warns at the route's from:/to: entry and runs it. "keeps_state": true says the
  * instance keeps durable state with the host table's state_* calls: the host then opens its
- * store even when no route or iiidea needs one (absent means false).
+ * store even when no route or iiidea needs one (absent means false). "redelivers" lists
+ * ports among "settles" whose peer hands what this router has not settled to another router
+ * when this one is gone (a shared subscription whose sessions the routers take over): an
+ * at-least-once route settles what they emit once the first delivery to every sink has ended,
+ * not once it is spooled, so a router that never comes back takes nothing undelivered with it.
  *
  * An error message (create(), describe(), reconfigure()) that is about one configuration
  * value starts with that value's JSON Pointer in the instance configuration, a colon and a
