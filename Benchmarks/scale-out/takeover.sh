@@ -52,6 +52,11 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...: COMMAND every 100 ms until it 
     return 1
 }
 now() { date +%s.%N; }
+at_least() {  # at_least N COMMAND...: the number COMMAND prints is at least N (read at each call)
+    local n=$1
+    shift
+    [[ $("$@") -ge $n ]]
+}
 
 source "$repo/scripts/lib/private-postgres.sh"
 pg_pid=""
@@ -71,11 +76,12 @@ run_once() {  # run_once MODE RUN
             "$port" >"$dir/broker-$name.conf"
         mosquitto -c "$dir/broker-$name.conf" >"$dir/broker-$name.log" 2>&1 &
         pids+=($!)
-        declare -g "port_$name=$port"
+        printf -v "port_$name" %s "$port"
     done
     wait_for 10 "broker A" grep -q "running" "$dir/broker-a.log"
     wait_for 10 "broker B" grep -q "running" "$dir/broker-b.log"
-    [[ $mode == dedupe ]] && extra=', dedupe: { key: "{{body}}", window: 1h }'
+    # A key of this run's own: the store outlives runs, and remembers what earlier ones delivered.
+    [[ $mode == dedupe ]] && extra=", dedupe: { key: \"$mode-$run-{{body}}\", window: 1h }"
     [[ $mode == old ]] && clean=', clean_start: true'
     psql_url=$store_url
     cat >"$dir/routes.yaml" <<EOF2
@@ -96,7 +102,7 @@ EOF2
         (cd "$dir/r$i" && STORE_URL=$psql_url exec "$release_dir/switchyard" run "$dir/routes.yaml" --spool "$dir/r$i/spool.db" >log 2>&1) &
         routers+=($!)
         pids+=($!)
-        wait_for 30 "router $i to subscribe" test "$(grep -c "Sending SUBACK to switchyard-a-" "$dir/broker-a.log")" -ge "$i"
+        wait_for 30 "router $i to subscribe" at_least "$i" grep -c "Sending SUBACK to switchyard-a-" "$dir/broker-a.log"
     done
     local victim
     victim=$(grep -o " as switchyard-a-[^ ]*" "$dir/broker-a.log" | head -1 | cut -c5-)
@@ -124,7 +130,8 @@ EOF2
         mosquitto_pub -h 127.0.0.1 -p "$port_a" -q 1 -t jobs/new -l
     local acked
     acked=$(grep -c "Sending PUBACK to auto-" "$dir/broker-a.log" || true)
-    wait_for 120 "every message at broker B" test "$(sort -un "$dir/received.txt" | wc -l)" -ge "$acked" || true
+    distinct_at_b() { sort -un "$dir/received.txt" | wc -l; }
+    wait_for 120 "every message at broker B" at_least "$acked" distinct_at_b || true
     if [[ $mode != old ]]; then
         wait_for 60 "the takeover to finish" grep -q "took over MQTT session $victim" "$dir/r2/log" || true
     fi

@@ -6,14 +6,13 @@ import SwitchyardCore
 import SwitchyardPluginKit
 import Synchronization
 
-/// One broker connection: connects, subscribes, publishes with an inflight window, answers
-/// the broker's acknowledgements, pings, and reconnects with exponential backoff and jitter.
+/// One broker connection: connects, subscribes, dispatches the broker's packets, pings, and
+/// reconnects with exponential backoff and jitter.
 ///
-/// Every mutable field (the connection state, the outbound window, the reconnect and ping
-/// tasks) is only touched on `eventLoop`, which serialises them as a lock would; the entry
-/// points for the router's threads hop onto it. `outstanding` is atomic and the inbox a
-/// ``Handoff``, which locks itself. Inbound publishes are ``MQTTInbound``'s, the socket
-/// writes ``MQTTOutput``'s.
+/// Every mutable field (the connection state, the reconnect and ping tasks) is only touched on
+/// `eventLoop`, which serialises them as a lock would; the entry points for the router's
+/// threads hop onto it. Publishes to the broker are ``MQTTPublisher``'s, inbound publishes
+/// ``MQTTInbound``'s, the socket writes ``MQTTOutput``'s.
 final class MQTTLink: @unchecked Sendable {
     let configuration: MQTTLinkConfiguration
     let context: PluginContext
@@ -22,28 +21,22 @@ final class MQTTLink: @unchecked Sendable {
 
     var channel: (any Channel)?
     var connected = false
-    private var stopped = false
+    private(set) var stopped = false
     var reading = true
     private var reconnectDelay: UInt64
     private var reconnectTask: Scheduled<Void>?
     private var pingTask: RepeatedTask?
     private var awaitingPong = false
-    /// Publishes to the broker: waiting, and sent and not yet completed.
-    private var outbound: MQTTOutboundWindow
     /// Counts accepted connections (CONNACK), so a packet id is confirmed only on its own.
     var connectionNumber: UInt64 = 0
-    /// Publishes taken from the router and not yet acknowledged to it (any thread reads it).
-    private let outstanding = Atomic<Int>(0)
-    /// Publishes handed over by the router, waiting for the event loop.
-    private let inbox = Handoff<(MQTTPublish, Delivery)>()
-    /// The batch taken from `inbox`, kept so its storage is reused (event loop).
-    private var inboxBatch: [(MQTTPublish, Delivery)] = []
     /// Whether the broker kept the session (CONNACK session present).
     var sessionResumed = false
     /// Encodes and writes packets to the connection.
     let output: MQTTOutput
     /// Publishes from the broker to the router (set at the end of `init`: it refers back).
     private(set) var inbound: MQTTInbound!
+    /// Publishes from the router to the broker (set at the end of `init`: it refers back).
+    private(set) var publisher: MQTTPublisher!
     /// The client id and clean start the next CONNECT carries: the configuration's, until a
     /// member whose session another router took over moves on to a fresh id (MQTTMembership).
     var connectAs: (clientID: String, cleanStart: Bool)
@@ -69,9 +62,9 @@ final class MQTTLink: @unchecked Sendable {
         connectAs = (configuration.clientID, configuration.cleanStart)
         eventLoop = Self.sharedEventLoop
         reconnectDelay = configuration.initialReconnectDelay
-        outbound = MQTTOutboundWindow(limit: configuration.inflightWindow)
         output = MQTTOutput(version: configuration.version, context: context, eventLoop: eventLoop)
         inbound = MQTTInbound(link: self)
+        publisher = MQTTPublisher(link: self)
     }
 
     // MARK: Entry points (any thread)
@@ -96,7 +89,7 @@ final class MQTTLink: @unchecked Sendable {
             guard self.connected, let channel = self.channel, !self.configuration.subscriptions.isEmpty, !staysSubscribed else { return }
             _ = channel.setOption(ChannelOptions.autoRead, value: true)
             let filters = self.configuration.subscriptions.map(\.filter)
-            self.output.write(.unsubscribe(MQTTUnsubscribe(packetID: self.outbound.nextID(), topicFilters: filters)), on: channel)
+            self.output.write(.unsubscribe(MQTTUnsubscribe(packetID: self.publisher.nextID(), topicFilters: filters)), on: channel)
         }
     }
 
@@ -107,11 +100,7 @@ final class MQTTLink: @unchecked Sendable {
             self.reconnectTask?.cancel()
             self.pingTask?.cancel()
             self.inbound.stop()
-            let (pending, unconfirmed) = self.outbound.removeAll()
-            for outbound in pending { self.finish(outbound.delivery, .retry, reason: "mqtt link stopped") }
-            for outbound in unconfirmed {
-                self.finish(outbound.delivery, .retry, reason: "mqtt link stopped before the broker confirmed")
-            }
+            self.publisher.failAll()
             guard let channel = self.channel, self.connected else {
                 return self.channel?.close() ?? self.eventLoop.makeSucceededVoidFuture()
             }
@@ -138,48 +127,11 @@ final class MQTTLink: @unchecked Sendable {
     /// The router has finished with an inbound publish (see ``MQTTInbound/settled(token:outcome:)``).
     func settled(token: UInt64, outcome: DeliveryOutcome) { inbound.settled(token: token, outcome: outcome) }
 
-    /// Whether another publish fits: QoS ≥ 1 publishes wait (in order) for the broker, at
-    /// most `max_pending` of them, and the socket's send buffer must be below its high water
-    /// mark; otherwise the router holds back.
-    var hasRoom: Bool {
-        outstanding.load(ordering: .relaxed) < configuration.maximumPending && output.isWritable
-    }
+    /// Whether another publish fits (see ``MQTTPublisher/hasRoom``).
+    var hasRoom: Bool { publisher.hasRoom }
 
-    /// Acknowledges a delivery to the router and frees its place.
-    private func finish(_ delivery: Delivery, _ outcome: DeliveryOutcome, reason: String = "") {
-        outstanding.subtract(1, ordering: .relaxed)
-        delivery.ack(outcome, reason: reason)
-    }
-
-    /// Takes a publish from the router. Publishes are handed to the event loop in batches:
-    /// only the first of a batch wakes it, so a stream does not cost a wake-up per message.
-    func publish(_ publish: MQTTPublish, delivery: Delivery) {
-        outstanding.add(1, ordering: .relaxed)
-        if inbox.add((publish, delivery)) { eventLoop.execute { self.takeInbox() } }
-    }
-
-    private func takeInbox() {
-        inbox.takeAll(into: &inboxBatch)
-        for (publish, delivery) in inboxBatch { take(publish, delivery: delivery) }
-        inboxBatch.removeAll(keepingCapacity: true)
-        sendPending()
-    }
-
-    private func take(_ publish: MQTTPublish, delivery: Delivery) {
-        guard !stopped else { return finish(delivery, .retry, reason: "mqtt link stopped") }
-        guard publish.qos == .atMostOnce else {
-            outbound.enqueue(MQTTOutboundWindow.Outbound(publish: publish, delivery: delivery))
-            return
-        }
-        guard connected, let channel else {
-            return finish(delivery, .retry, reason: "not connected to the broker (QoS 0 is not kept)")
-        }
-        inbound.remember(publish)
-        // QoS 0 is at most once: handed to the socket in order is as delivered as it gets, and
-        // a future per message would cost more than the message.
-        output.write(.publish(publish), on: channel, flush: false)
-        finish(delivery, .ok)
-    }
+    /// Takes a publish from the router (see ``MQTTPublisher/publish(_:delivery:)``).
+    func publish(_ publish: MQTTPublish, delivery: Delivery) { publisher.publish(publish, delivery: delivery) }
 
     // MARK: Connection (event loop)
 
@@ -257,7 +209,7 @@ final class MQTTLink: @unchecked Sendable {
         pingTask?.cancel()
         pingTask = nil
         awaitingPong = false
-        outbound.requeueUnconfirmed()
+        publisher.connectionLost()
         // Inbound publishes not yet settled stay: the router still holds them, and how a late
         // settlement is handled depends on whether the next connection resumes the session.
         inbound.connectionLost()
@@ -314,16 +266,13 @@ final class MQTTLink: @unchecked Sendable {
             }
             inbound.receivedPublish(publish, on: channel)
         case .puback(let ack):
-            complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBACK")
+            publisher.complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBACK")
         case .pubrec(let ack):
-            guard outbound.isInflight(ack.packetID) else {
+            guard publisher.received(ack, on: channel) else {
                 return protocolViolation("PUBREC for unknown packet id \(ack.packetID)", channel)
             }
-            if ack.reasonCode >= 0x80 { return complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBREC") }
-            outbound.markReleased(ack.packetID)
-            output.write(.pubrel(MQTTAck(packetID: ack.packetID)), on: channel, flush: false)
         case .pubcomp(let ack):
-            complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBCOMP")
+            publisher.complete(ack.packetID, reasonCode: ack.reasonCode, stage: "PUBCOMP")
         case .pubrel(let ack):
             inbound.released(ack.packetID)
             output.write(.pubcomp(MQTTAck(packetID: ack.packetID)), on: channel, flush: false)
@@ -363,8 +312,6 @@ final class MQTTLink: @unchecked Sendable {
         connected = true
         sessionResumed = connack.sessionPresent
         connectionNumber &+= 1
-        // The broker's Receive Maximum caps how many QoS ≥ 1 publishes may await it.
-        outbound.limit = min(configuration.inflightWindow, Int(connack.properties.receiveMaximum ?? UInt16.max))
         reconnectDelay = configuration.initialReconnectDelay
         if let adoption { return adoption.connected(sessionPresent: connack.sessionPresent, on: channel) }
         context.metric(.gauge, "mqtt_connected", 1)
@@ -394,33 +341,10 @@ final class MQTTLink: @unchecked Sendable {
             let subscriptions = configuration.subscriptions.map {
                 MQTTSubscription(topicFilter: $0.filter, qos: $0.qos, noLocal: v5 && $0.noLocal, retainAsPublished: v5)
             }
-            output.write(.subscribe(MQTTSubscribe(packetID: outbound.nextID(), subscriptions: subscriptions)), on: channel)
+            output.write(.subscribe(MQTTSubscribe(packetID: publisher.nextID(), subscriptions: subscriptions)), on: channel)
         }
-        sendPending()
+        publisher.connected(receiveMaximum: connack.properties.receiveMaximum)
         inbound.heldAcrossReconnect(on: channel)
-    }
-
-    // MARK: Publishing (event loop)
-
-    private func sendPending() {
-        guard connected, let channel else { return }
-        while let publish = outbound.nextToSend(sessionResumed: sessionResumed) {
-            inbound.remember(publish)
-            output.write(.publish(publish), on: channel, flush: false)
-        }
-    }
-
-    private func complete(_ packetID: UInt16, reasonCode: UInt8, stage: String) {
-        guard let completed = outbound.complete(packetID) else {
-            context.log(.warning, "\(stage) for unknown packet id \(packetID) ignored")
-            return
-        }
-        if reasonCode >= 0x80 {
-            finish(completed.delivery, .reject, reason: "broker answered \(stage) with reason 0x\(String(reasonCode, radix: 16))")
-        } else {
-            finish(completed.delivery, .ok)
-        }
-        sendPending()
     }
 
     /// The broker, as logs name it.
