@@ -66,8 +66,11 @@ final class MQTTPlugin: SwitchyardPlugin {
         let configuration = try MQTTLinkConfiguration(instance: name, config: config)
         link = MQTTLink(configuration: configuration, context: context, instance: name)
         membership = configuration.takesOverSessions && context.offersHolds ? MQTTMembership(link: link, instance: name) : nil
-        // Before the link starts, so no connection runs without it.
-        link.clientIDAfterDisconnect = membership.map { membership in { membership.nextClientID() } }
+        // Before the link starts, so no connection runs without it. Weak: the membership holds
+        // the link, and a reload drops both.
+        link.clientIDAfterDisconnect = membership.map { membership in
+            { [weak membership] in membership?.nextClientID() ?? MQTTLinkConfiguration.freshClientID(instance: name) }
+        }
     }
 
     func start() throws {
