@@ -157,4 +157,17 @@ struct CLITests {
         #expect(fields.last?.contains("tick(source)") == true)
         #expect(fields.last?.contains("write(sink)") == true)
     }
+
+    /// Errors keep their ordinary words: the secret filter masks values after secret-like keys,
+    /// not a word after a path such as `/etc/passwd:` or after `token:` in a sentence (issue 34).
+    @Test func errorsAreNotMaskedWhereThereIsNoSecret() throws {
+        let (sandbox, routes) = try Self.sandbox(with: Self.goodYAML)
+        let inspect = try RouterProcess.runToExit(["plugins", "inspect", "/etc/passwd"], in: sandbox.root)
+        #expect(inspect.status != 0)
+        #expect(inspect.errors.contains("/etc/passwd: invalid ELF header") && !inspect.errors.contains("***"), "\(inspect.errors)")
+        let open = try RouterProcess.runToExit(
+            ["run", routes, "--plugins", sandbox.plugins.path, "--admin", "0.0.0.0:0"], in: sandbox.root, timeout: .seconds(30))
+        #expect(open.status != 0)
+        #expect(open.errors.contains("without a token: set admin.token") && !open.errors.contains("***"), "\(open.errors)")
+    }
 }

@@ -9,6 +9,15 @@ import Testing
         ("{\"password\": \"s3cret\", \"user\": \"bob\"}", "{\"password\": \"***\", \"user\": \"bob\"}"),
         ("client_secret=zzz9 grant", "client_secret=*** grant"),
         ("plain http://host:8080/path stays", "plain http://host:8080/path stays"),
+        // Ordinary words after a secret-like name in a path or a sentence stay (issue 34).
+        (
+            "refused plugin /etc/passwd: dlopen failed: /etc/passwd: invalid ELF header",
+            "refused plugin /etc/passwd: dlopen failed: /etc/passwd: invalid ELF header"
+        ),
+        ("without a token: set admin.token", "without a token: set admin.token"),
+        ("  password: hunter2\n", "  password: ***\n"),
+        ("login failed, password: hunter2", "login failed, password: ***"),
+        ("[token: abc123]", "[token: ***]"),
         ("error: cannot connect at 12:30", "error: cannot connect at 12:30"),
     ])
     func secretShapesAreMasked(input: String, expected: String) {

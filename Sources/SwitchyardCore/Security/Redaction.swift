@@ -44,6 +44,21 @@ public enum Redaction {
         return maskShapes(in: result)
     }
 
+    /// Whether a secret-like name at `nameStart` stands where a key does, not inside a path
+    /// (`/etc/passwd: invalid ELF header`) or a sentence (`without a token: set admin.token`):
+    /// a name right after `/`, `.` or `-` is part of a word or path; a `name:` after another
+    /// word is prose (keys start a line or follow `{`, `,`, `(`, `[` or a quote). `name=value`
+    /// counts wherever it stands outside a path.
+    private static func isKeyPosition(_ characters: [Character], nameStart: Int, separator: Character) -> Bool {
+        guard nameStart > 0 else { return true }
+        if "/.-".contains(characters[nameStart - 1]) { return false }
+        guard separator == ":" else { return true }
+        var before = nameStart - 1
+        while before >= 0, characters[before] == " " || characters[before] == "\t" || characters[before] == "\"" { before -= 1 }
+        guard before >= 0 else { return true }
+        return !(characters[before].isLetter || characters[before].isNumber)
+    }
+
     private static let secretKeys = ["password", "passwd", "pass", "token", "secret", "api_key", "apikey", "private_key", "credentials"]
 
     /// One pass over the characters: URL user-info passwords, `Bearer X`, and `name=value`
@@ -85,7 +100,9 @@ public enum Redaction {
                     start -= 1
                 }
                 let name = String(characters[start..<index]).lowercased().filter { $0 != "\"" }
-                if secretKeys.contains(where: { name == $0 || name.hasSuffix("_" + $0) }) {
+                if secretKeys.contains(where: { name == $0 || name.hasSuffix("_" + $0) }),
+                    isKeyPosition(characters, nameStart: start, separator: characters[index])
+                {
                     output.append(characters[index])
                     index += 1
                     while index < characters.count, characters[index] == " " || characters[index] == "\"" {
