@@ -67,8 +67,21 @@ enum SampleEnvelope {
     }
 
     static func read(_ path: String, source: PortReference, defaultType: String) throws -> Envelope {
-        let handle = path == "-" ? FileHandle.standardInput : try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        let bytes = try handle.read(upToCount: maximumBytes + 1) ?? Data()
+        let handle: FileHandle
+        if path == "-" {
+            handle = FileHandle.standardInput
+        } else {
+            // Opened here, not through Foundation, so the reason reads as the system says it.
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw Problem(description: "cannot read it: \(String(cString: strerror(errno)))") }
+            handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        }
+        let bytes: Data
+        do {
+            bytes = try handle.read(upToCount: maximumBytes + 1) ?? Data()
+        } catch {
+            throw Problem(description: "cannot read it: \((error as NSError).localizedDescription)")
+        }
         guard bytes.count <= maximumBytes else { throw Problem(description: "larger than \(maximumBytes) bytes") }
         guard let value = try? JSONValue(parsing: Array(bytes)), let object = value.objectValue else {
             throw Problem(description: "not a JSON object (see switchyard explain --help)")

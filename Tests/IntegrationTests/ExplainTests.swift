@@ -110,5 +110,12 @@ struct ExplainTests {
         let unknown = try Self.explain(#"{"bdy": {}}"#, in: sandbox)
         #expect(unknown.status == 1)
         #expect(unknown.errors.contains("unknown field 'bdy'"), "\(unknown.errors)")
+        // A missing file is a sentence with the system's reason, not a Foundation error dump.
+        let missing = try RouterProcess.runToExit(
+            ["explain", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--from", "clock.tick", "--envelope", "missing.json"],
+            in: sandbox.root)
+        #expect(missing.status == 1)
+        #expect(missing.errors.contains("missing.json: cannot read it: No such file or directory"), "\(missing.errors)")
+        #expect(!missing.errors.contains("NSCocoaErrorDomain"), "\(missing.errors)")
     }
 }

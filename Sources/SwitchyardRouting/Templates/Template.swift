@@ -60,7 +60,8 @@ public struct Template: Sendable {
                 let place = location.map {
                     SourceLocation(file: $0.file, line: $0.line + line - 1, column: line == 1 ? $0.column + column - 1 : column)
                 }
-                throw Diagnostic("invalid template: \(error.error) at line \(line), column \(column) of the template", at: place)
+                throw Diagnostic(
+                    "invalid template: \(Self.describe(error.error)) at line \(line), column \(column) of the template", at: place)
             } catch {
                 throw Diagnostic("invalid template: \(error)", at: location)
             }
@@ -79,6 +80,20 @@ public struct Template: Sendable {
         let needsBody = fieldReads.contains { if case .body = $0.field { true } else { false } } || fieldReads.isEmpty
         let context = MustacheEnvelope(envelope: scope.envelope, body: needsBody ? scope.body() : nil)
         return compiled.render(context)
+    }
+
+    /// The parser's complaint as a sentence (its error cases are Swift names).
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? MustacheTemplate.Error else { return "\(error)" }
+        return switch error {
+        case .sectionCloseNameIncorrect: "a section is closed with another name than it was opened with"
+        case .unfinishedName: "a tag is not finished (`{{name}}`)"
+        case .expectedSectionEnd: "a section is opened ({{#name}} or {{^name}}) but never closed ({{/name}})"
+        case .invalidSetDelimiter: "a delimiter change ({{=<% %>=}}) is malformed"
+        case .invalidConfigVariableSyntax, .unrecognisedConfigVariable: "a {{% … }} pragma is not understood"
+        case .transformAppliedToInheritanceSection, .illegalTokenInsideInheritSection, .textInsideInheritSection:
+            "partials and inheritance ({{> }}, {{< }}, {{$ }}) are not supported in route templates"
+        }
     }
 
     struct Tag {
