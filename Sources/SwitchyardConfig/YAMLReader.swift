@@ -39,7 +39,7 @@ public struct YAMLReader: Sendable {
         do {
             root = try Yams.compose(yaml: text)
         } catch let error as YamlError {
-            diagnostics.append(Self.diagnostic(for: error, file: file))
+            diagnostics.append(Self.diagnostic(for: error, file: file, text: text))
             return nil
         } catch {
             diagnostics.append(Diagnostic("cannot parse YAML: \(error)", at: SourceLocation(file: file, line: 1, column: 1)))
@@ -58,10 +58,13 @@ public struct YAMLReader: Sendable {
         return converted
     }
 
-    static func diagnostic(for error: YamlError, file: String) -> Diagnostic {
+    static func diagnostic(for error: YamlError, file: String, text: String = "") -> Diagnostic {
         switch error {
         case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
-            return Diagnostic("invalid YAML: \(problem)", at: SourceLocation(file: file, line: mark.line, column: mark.column))
+            let sentence = explain(problem, at: mark, in: text)
+            return Diagnostic("invalid YAML: \(sentence)", at: SourceLocation(file: file, line: mark.line, column: mark.column))
+        case .reader(let problem, _, _, _):
+            return Diagnostic("not YAML text: \(problem)", at: SourceLocation(file: file, line: 1, column: 1))
         case .duplicatedKeysInMapping(let duplicates, let context):
             let mark = context.mark
             return Diagnostic(
@@ -70,6 +73,21 @@ public struct YAMLReader: Sendable {
             )
         default:
             return Diagnostic("invalid YAML: \(error)", at: SourceLocation(file: file, line: 1, column: 1))
+        }
+    }
+
+    /// libyaml's complaint, with what it usually means in a route file where it is terse.
+    static func explain(_ problem: String, at mark: Mark, in text: String) -> String {
+        switch problem {
+        case "found character that cannot start any token":
+            let line = text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(max(0, mark.line - 1)).first ?? ""
+            let character = line.unicodeScalars.dropFirst(max(0, mark.column - 1)).first
+            if character == "\t" { return "a tab character; YAML indents with spaces only" }
+            return "\(problem) (quote a value that starts with @ or `)"
+        case "mapping values are not allowed in this context":
+            return "\(problem) (a ': ' inside an unquoted value: quote the value)"
+        default:
+            return problem
         }
     }
 

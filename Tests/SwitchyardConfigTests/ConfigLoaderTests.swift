@@ -96,6 +96,15 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
         #expect(error.description.hasPrefix("bad.yaml:3:14: error: invalid YAML"))
     }
 
+    /// libyaml's terse complaints get what they usually mean (issue 34): a tab, an unquoted ': '.
+    @Test func aTabAndAnUnquotedColonAreExplained() throws {
+        let (_, tabbed) = load("instances:\n\tx: { plugin: core }\n", file: "tab.yaml")
+        #expect(tabbed.first?.message == "invalid YAML: a tab character; YAML indents with spaces only", "\(tabbed)")
+        #expect(tabbed.first?.location == at("tab.yaml", 2, 1))
+        let (_, colon) = load("instances:\n  x:\n    plugin: a: b\n", file: "colon.yaml")
+        #expect(colon.first?.message.hasSuffix("(a ': ' inside an unquoted value: quote the value)") == true, "\(colon)")
+    }
+
     @Test func unclosedFlowSequenceIsReportedInItsFile() throws {
         let (_, diagnostics) = load("instances:\n  a: [1, 2\n", file: "flow.yaml")
         let error = try #require(diagnostics.first)
