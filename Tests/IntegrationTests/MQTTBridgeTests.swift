@@ -86,4 +86,34 @@ struct MQTTBridgeTests {
         let late = try MosquittoSubscriber(brokerB, topic: "status/door", qos: 1, format: "%r|%t|%p")
         #expect(late.waitForLines(1) == ["1|status/door|open"], "a later subscriber gets it from B, flagged retained")
     }
+
+    /// A broker that is down is one warning with the system's reason until a connection
+    /// succeeds, not one per attempt, and not NIO's error types (issue 34).
+    @Test func aBrokerThatIsDownIsOneWarningWithTheSystemsReason() async throws {
+        let broker = try Mosquitto()
+        _ = broker.stop()
+        let sandbox = try MQTTTests.sandbox()
+        try sandbox.writeRoutes(
+            """
+            instances:
+              a:
+                plugin: mqtt
+                url: "\(broker.url)"
+                reconnect: { initial_delay: 10ms, max_delay: 20ms }
+                subscriptions: [ { topic: "x/#", qos: 0 } ]
+              out: { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+            routes:
+              - { from: a.messages, to: out.write }
+            """)
+        let router = try MQTTTests.run(sandbox)
+        await router.waitUntil("the first refused connection") { router.standardError.contains("cannot connect to") }
+        // Attempts every 10-20 ms while the broker starts again: many refusals, one line.
+        try broker.restart()
+        await router.waitUntil("connected once the broker is back") { router.standardError.contains("connected to 127.0.0.1:\(broker.port)") }
+        let refusals = MQTTTests.logLines(router.standardError) { $0.contains("cannot connect to") }
+        #expect(refusals.count == 1, "\(refusals)")
+        #expect(refusals.first?.contains("127.0.0.1:\(broker.port): Connection refused; trying again with backoff") == true, "\(refusals)")
+        #expect(!router.standardError.contains("SingleConnectionFailure") && !router.standardError.contains("errno:"))
+        #expect(router.stop() == 0, "\(router.standardError)")
+    }
 }

@@ -1,4 +1,7 @@
+import Foundation
 import MQTTCodec
+import NIOCore
+import NIOPosix
 import NIOSSL
 import SwitchyardPluginKit
 
@@ -13,6 +16,25 @@ enum MQTTBrokerText {
         }
         configuration.certificateVerification = tls.verify ? .fullVerification : .none
         return try NIOSSLContext(configuration: configuration)
+    }
+
+    /// Why a connection could not be made, as the system says it ("Connection refused"), not
+    /// as NIO's error types print themselves.
+    static func connectFailure(_ error: any Error) -> String {
+        switch error {
+        case let failure as NIOConnectionError:
+            if let first = failure.connectionErrors.first { return connectFailure(first.error) }
+            if failure.dnsAError != nil || failure.dnsAAAAError != nil { return "the host name does not resolve" }
+            return "no address to connect to"
+        case let failure as IOError:
+            return String(cString: strerror(failure.errnoCode))
+        case ChannelError.connectTimeout:
+            return "no answer within 10 s"
+        case let failure as NIOSSLError:
+            return "TLS failed: \(failure)"
+        default:
+            return "\(error)"
+        }
     }
 
     static func reasonText(_ properties: MQTTProperties) -> String {

@@ -27,6 +27,8 @@ final class MQTTLink: @unchecked Sendable {
     private var reconnectTask: Scheduled<Void>?
     private var pingTask: RepeatedTask?
     private var awaitingPong = false
+    /// Why the last attempt to connect failed, until one succeeds (logged once per reason).
+    private var lastConnectFailure: String?
     /// Counts accepted connections (CONNACK), so a packet id is confirmed only on its own.
     var connectionNumber: UInt64 = 0
     /// Whether the broker kept the session (CONNACK session present).
@@ -153,7 +155,14 @@ final class MQTTLink: @unchecked Sendable {
                 self.output.connected(channel)
                 self.sendConnect(on: channel)
             case .failure(let error):
-                self.context.log(.warning, "cannot connect to \(configuration.host):\(configuration.port): \(error)")
+                // Once per reason until a connection succeeds: a broker that is down for an hour
+                // is one line, not one per attempt.
+                let reason = MQTTBrokerText.connectFailure(error)
+                if reason != self.lastConnectFailure {
+                    self.lastConnectFailure = reason
+                    self.context.log(
+                        .warning, "cannot connect to \(configuration.host):\(configuration.port): \(reason); trying again with backoff")
+                }
                 self.scheduleReconnect()
             }
         }
@@ -310,6 +319,7 @@ final class MQTTLink: @unchecked Sendable {
             return
         }
         connected = true
+        lastConnectFailure = nil
         sessionResumed = connack.sessionPresent
         connectionNumber &+= 1
         reconnectDelay = configuration.initialReconnectDelay
