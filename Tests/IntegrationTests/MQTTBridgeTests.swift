@@ -109,7 +109,9 @@ struct MQTTBridgeTests {
         await router.waitUntil("the first refused connection") { router.standardError.contains("cannot connect to") }
         // Attempts every 10-20 ms while the broker starts again: many refusals, one line.
         try broker.restart()
-        await router.waitUntil("connected once the broker is back") { router.standardError.contains("connected to 127.0.0.1:\(broker.port)") }
+        await router.waitUntil("connected once the broker is back") {
+            router.standardError.contains("connected to 127.0.0.1:\(broker.port)")
+        }
         let refusals = MQTTTests.logLines(router.standardError) { $0.contains("cannot connect to") }
         #expect(refusals.count == 1, "\(refusals)")
         #expect(refusals.first?.contains("127.0.0.1:\(broker.port): Connection refused; trying again with backoff") == true, "\(refusals)")
