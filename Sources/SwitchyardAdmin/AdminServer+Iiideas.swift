@@ -59,7 +59,7 @@ extension AdminServer {
                 return .json(
                     JSONValue.object(["id": .string(id), "trigger_envelope_id": .string(envelope)]).serializedBytes(), status: .accepted)
             } catch {
-                return .refusal(router.iiideas.contains { $0.iiidea.id == id } ? .conflict : .notFound, error.reason)
+                return .refusal(router.iiideas.contains { $0.iiidea.id == id } ? .conflict : .notFound, error.description)
             }
         }
         routes.get("v1/iiideas/:id/runs") { request, context -> Response in

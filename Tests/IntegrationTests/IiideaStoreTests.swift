@@ -383,7 +383,7 @@ struct IiideaStoreTests {
         #expect(runs.first?["trigger_envelope_id"] as? String == envelope)
         #expect(runs.first?["outcome"] as? String == "succeeded")
         #expect(try Self.refused(["run", "off"], admin: admin, in: sandbox).contains("disabled"))
-        #expect(try Self.refused(["run", "nope"], admin: admin, in: sandbox).contains("no such iiidea"))
+        #expect(try Self.refused(["run", "nope"], admin: admin, in: sandbox).contains("iiidea 'nope': there is no iiidea with this id"))
         let badInput = try RouterProcess.runToExit(["iiidea", "run", "manual", "--input", "{not json", "--admin", admin], in: sandbox.root)
         #expect(badInput.status != 0 && badInput.errors.contains("--input must be JSON"), "\(badInput.errors)")
         // The sample stands for the trigger's output: it must be a core.Tick.

@@ -200,7 +200,7 @@ struct IiideaTests {
         await router.waitUntil("actions again") { sandbox.lines(of: "out.jsonl").count >= actionsAfterRestart + 3 }
         let unknown = try RouterProcess.runToExit(["iiidea", "enable", "nope", "--admin", admin], in: sandbox.root)
         #expect(unknown.status == 1)
-        #expect(unknown.errors.contains("no such iiidea"))
+        #expect(unknown.errors.contains("iiidea 'nope': there is no iiidea with this id"), "\(unknown.errors)")
         #expect(router.stop() == 0)
     }
 

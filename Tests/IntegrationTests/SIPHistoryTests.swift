@@ -148,4 +148,29 @@ struct SIPHistoryTests {
         #expect(try cli(["pager"]).output.isEmpty)
         #expect(router.stop() == 0)
     }
+
+    /// Asking an instance without `history:` for its history names the setting that turns the
+    /// piece on, instead of "no service piece (its pieces: none)" (issue 34).
+    @Test func askingForAHistoryThatIsOffNamesTheSetting() async throws {
+        let sandbox = try Sandbox(plugins: ["core", "sip"])
+        try sandbox.writeRoutes(
+            """
+            instances:
+              pager:
+                plugin: sip
+                identity: { impu: "sip:alice@example.test", password: "alice-secret-1" }
+                listen: { host: 127.0.0.1, port: 0 }
+                proxy: "sip:127.0.0.1:9;transport=udp"
+              messages: { plugin: core, file: { path: "\(sandbox.path("messages.jsonl"))" } }
+            routes:
+              - { from: pager.messages, to: messages.write }
+            """)
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox)
+        let answer = try HTTPExchange.send(
+            "http://" + admin + "/v1/instances/pager/pieces/history_query", method: "POST", headers: ["Content-Type": "application/json"],
+            body: "{}")
+        #expect(answer.status == 400 || answer.status == 404, "\(answer.status)")
+        #expect(answer.body.contains("pager serves 'history_query' only with `history:` in its configuration (plugin sip)"), "\(answer.body)")
+        #expect(router.stop() == 0, "\(router.standardError)")
+    }
 }

@@ -69,12 +69,12 @@ final class IiideaController: Sendable {
     /// inactive (see ``IiideaState/inactiveReason``).
     func set(_ id: String, enabled: Bool, in graph: CompiledGraph, store: (any IiideaSwitchStore)?) throws(RouterError) {
         guard let iiidea = graph.plan.iiideas.first(where: { $0.id == id }), let state = states.withLock({ $0[id] }) else {
-            throw RouterError(instance: id, reason: "no such iiidea")
+            throw RouterError(iiidea: id, reason: "there is no iiidea with this id")
         }
         do {
             try store?.setIiideaSwitch(id, enabled: enabled)
         } catch {
-            throw RouterError(instance: id, reason: "cannot store the iiidea's state: \(error)")
+            throw RouterError(iiidea: id, reason: "cannot store the iiidea's state: \(error)")
         }
         apply(iiidea, state: state, enabled: enabled, in: graph)
     }

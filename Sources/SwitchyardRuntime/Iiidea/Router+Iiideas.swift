@@ -8,15 +8,15 @@ extension Router {
     public func runIiidea(_ id: String, input: JSONValue) throws(RouterError) -> String {
         let graph = self.graph
         guard let entry = iiideaController.list(graph).first(where: { $0.iiidea.id == id }) else {
-            throw RouterError(instance: id, reason: "no such iiidea")
+            throw RouterError(iiidea: id, reason: "there is no iiidea with this id")
         }
-        guard entry.enabled else { throw RouterError(instance: id, reason: "the iiidea is disabled") }
-        if let reason = entry.inactiveReason { throw RouterError(instance: id, reason: "the iiidea is inactive: \(reason)") }
+        guard entry.enabled else { throw RouterError(iiidea: id, reason: "the iiidea is disabled") }
+        if let reason = entry.inactiveReason { throw RouterError(iiidea: id, reason: "the iiidea is inactive: \(reason)") }
         guard let route = graph.routes.first(where: { $0.iiidea?.planned.id == id && $0.iiidea?.remote == false }),
             let runner = route.iiidea
-        else { throw RouterError(instance: id, reason: "the iiidea has no running chain") }
+        else { throw RouterError(iiidea: id, reason: "the iiidea has no running chain") }
         guard route.pending < route.plan.declaration.queueSize else {
-            throw RouterError(instance: id, reason: "the iiidea's queue is full; try again")
+            throw RouterError(iiidea: id, reason: "the iiidea's queue is full; try again")
         }
         let trigger = entry.iiidea.declaration.trigger.value
         let declared = graph.plan.instances.first { $0.name == trigger.instance }?.ports.first { $0.name == trigger.port }?.types.first

@@ -23,6 +23,17 @@ extension Router {
             throw PieceRunError(failed: false, description: "no instance named '\(name)'")
         }
         guard planned.ports.contains(where: { $0.name == portName && $0.direction == .service }) else {
+            // A piece the plugin has, off in this configuration: say which setting turns it on.
+            if let declared = (planned.declaredPorts + planned.plugin.manifest.ports).first(where: {
+                $0.name == portName && $0.direction == .service
+            }),
+                let setting = declared.requires
+            {
+                throw PieceRunError(
+                    failed: false,
+                    description: "\(name) serves '\(portName)' only with `\(setting):` in its configuration (plugin \(planned.plugin.manifest.name))"
+                )
+            }
             let pieces = planned.ports.filter { $0.direction == .service }.map(\.name).joined(separator: ", ")
             throw PieceRunError(
                 failed: false, description: "\(name) has no service piece '\(portName)' (its pieces: \(pieces.isEmpty ? "none" : pieces))")
