@@ -170,7 +170,8 @@ struct SIPHistoryTests {
             "http://" + admin + "/v1/instances/pager/pieces/history_query", method: "POST", headers: ["Content-Type": "application/json"],
             body: "{}")
         #expect(answer.status == 400 || answer.status == 404, "\(answer.status)")
-        #expect(answer.body.contains("pager serves 'history_query' only with `history:` in its configuration (plugin sip)"), "\(answer.body)")
+        #expect(
+            answer.body.contains("pager serves 'history_query' only with `history:` in its configuration (plugin sip)"), "\(answer.body)")
         #expect(router.stop() == 0, "\(router.standardError)")
     }
 }

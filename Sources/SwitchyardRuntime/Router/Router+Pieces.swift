@@ -31,7 +31,8 @@ extension Router {
             {
                 throw PieceRunError(
                     failed: false,
-                    description: "\(name) serves '\(portName)' only with `\(setting):` in its configuration (plugin \(planned.plugin.manifest.name))"
+                    description:
+                        "\(name) serves '\(portName)' only with `\(setting):` in its configuration (plugin \(planned.plugin.manifest.name))"
                 )
             }
             let pieces = planned.ports.filter { $0.direction == .service }.map(\.name).joined(separator: ", ")
