@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import SwitchyardConfig
 import SwitchyardSpool
 
@@ -16,13 +17,24 @@ struct SpoolCommand: ParsableCommand {
             discussion: """
                 The router refuses to start on a damaged spool rather than replace it: the envelopes in it were \
                 accepted and must not vanish silently. This moves the files to PATH.damaged-TIME, where sqlite3's \
-                .recover can still read them. It refuses while a router holds the spool.
+                .recover can still read them. It refuses while a router holds the spool, when there is no spool, \
+                and when the spool is sound (its integrity check passes: the router delivers what it holds at its \
+                next start) unless --force.
                 """)
 
         @Argument(help: "The spool database (default \(ConfigLoader.defaultSpoolPath)).")
         var path: String = ConfigLoader.defaultSpoolPath
 
+        @Flag(help: "Move the spool aside even when its integrity check passes.")
+        var force = false
+
         func run() throws {
+            if !force, FileManager.default.fileExists(atPath: path), Spool.damage(at: path) == nil {
+                printError(
+                    "error: spool '\(path)' is not damaged (its integrity check passes); the router delivers what it holds at its next start. Use --force to move it aside anyway"
+                )
+                throw ExitCode(1)
+            }
             do {
                 let target = try Spool.moveAside(path)
                 print("moved '\(path)' to '\(target)'; the next start creates an empty spool")

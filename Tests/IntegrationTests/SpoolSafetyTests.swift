@@ -149,6 +149,17 @@ struct SpoolSafetyTests {
         let router = try Self.run(sandbox)
         await router.waitUntil("10 envelopes collected on a new spool") { sandbox.lines(of: "collected.txt").count >= 10 }
         #expect(router.stop() == 0)
+
+        // A sound spool is refused unless forced; a missing one is refused, and nothing is made.
+        let sound = try RouterProcess.runToExit(["spool", "recover", spool], in: sandbox.root)
+        #expect(sound.status == 1)
+        #expect(sound.errors.contains("spool '\(spool)' is not damaged (its integrity check passes)"), "\(sound.errors)")
+        let forced = try RouterProcess.runToExit(["spool", "recover", spool, "--force"], in: sandbox.root)
+        #expect(forced.status == 0, "\(forced.errors)")
+        let missing = try RouterProcess.runToExit(["spool", "recover", sandbox.path("nowhere.db")], in: sandbox.root)
+        #expect(missing.status == 1)
+        #expect(missing.errors.contains("there is no spool here, so nothing to recover"), "\(missing.errors)")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path("nowhere.db.lock")))
     }
 }
 

@@ -37,6 +37,20 @@ public enum SpoolOpenError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+extension Spool {
+    /// What `PRAGMA quick_check` finds in the spool at `path`, opened read-only: nil when it is
+    /// sound, else the problems (or why it cannot be read as a database at all).
+    public static func damage(at path: String) -> String? {
+        do {
+            let database = try SQLiteDatabase(path: path, readOnly: true)
+            let problems = try database.prepare("PRAGMA quick_check(5)").rows([]) { $0.text(0) }
+            return problems == ["ok"] ? nil : problems.joined(separator: "; ")
+        } catch {
+            return "\(error)"
+        }
+    }
+}
+
 /// A router's claim on a spool: an exclusive `flock` on `PATH.lock`, held as long as this
 /// value lives and released by the kernel when the process dies (even by `kill -9`), so a
 /// stale claim cannot outlive its router.
@@ -69,6 +83,7 @@ extension Spool {
     /// router can start with an empty one; returns the new path of the database. Refuses
     /// while a router holds the spool.
     public static func moveAside(_ path: String) throws(SpoolOpenError) -> String {
+        guard access(path, F_OK) == 0 else { throw .failed(path: path, detail: "there is no spool here, so nothing to recover") }
         let claim = try SpoolOwnership(claiming: path)
         defer { withExtendedLifetime(claim) {} }
         let stamp = Int(Date().timeIntervalSince1970)
