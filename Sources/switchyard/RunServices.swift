@@ -64,11 +64,42 @@ struct ProcessSignals: Service {
     func run() async {
         for await signal in signals.cancelOnGracefulShutdown() {
             guard signal == .sighup else {
-                logger.info("shutting down", metadata: ["signal": .string(signal == .sigint ? "SIGINT" : "SIGTERM")])
+                logger.info(
+                    "shutting down (a second SIGINT or SIGTERM stops at once)",
+                    metadata: ["signal": .string(signal == .sigint ? "SIGINT" : "SIGTERM")])
+                SecondSignal.exitsAtOnce(logger: logger)
                 return
             }
             let reloader = reloader
             _ = await onOwnThread(named: "reload") { reloader.reload() }
+        }
+    }
+}
+
+/// After the first SIGINT or SIGTERM, a second one ends the process at once, with status
+/// 128 + the signal's number (130, 143) as a shell reports a process the signal ended. What
+/// was spooled stays in the spool (SQLite's journal makes a sudden end safe) and is delivered
+/// at the next start; what was queued and not spooled is lost, as the log line says.
+enum SecondSignal {
+    /// The signal sources, kept for the life of the process.
+    private static let sources = Mutex<[any DispatchSourceSignal]>([])
+
+    static func exitsAtOnce(logger: Logger) {
+        sources.withLock { sources in
+            guard sources.isEmpty else { return }
+            for number in [SIGINT, SIGTERM] {
+                // The signals are already trapped (UnixSignals ignores their default action), so
+                // this source hears them alongside the group's.
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler {
+                    logger.warning(
+                        "second \(number == SIGINT ? "SIGINT" : "SIGTERM") during the drain: stopping at once; spooled envelopes are delivered at the next start, queued ones that were not spooled are lost",
+                        metadata: ["exit": .stringConvertible(128 + number)])
+                    exit(128 + number)
+                }
+                source.resume()
+                sources.append(source)
+            }
         }
     }
 }

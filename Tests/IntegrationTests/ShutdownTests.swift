@@ -26,6 +26,33 @@ struct ShutdownTests {
         #expect(!result.errors.contains("Fatal error"), "\(result.errors)")
     }
 
+    /// A second SIGTERM while the drain waits stops the router at once, with status 143
+    /// (128 + SIGTERM), and says what that costs (issue 34).
+    @Test func aSecondSigtermDuringTheDrainStopsAtOnce() async throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.installPlugin("testkit")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 10ms } }
+              slow: { plugin: testkit, collect: { path: "\(sandbox.path("collected.txt"))", delay_ms: 600000, max_in_flight: 1 } }
+              seen: { plugin: core, file: { path: "\(sandbox.path("seen.jsonl"))" } }
+            routes:
+              - { from: clock.tick, to: slow.collect }
+              - { from: clock.tick, to: seen.write }
+            """)
+        let router = try RouterProcess(
+            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--drain-timeout", "10m"], in: sandbox.root)
+        // Two ticks seen: the slow sink holds the first for ten minutes, so the drain waits.
+        await router.waitUntil("ticks the slow sink holds") { sandbox.lines(of: "seen.jsonl").count >= 2 }
+        kill(router.process.processIdentifier, SIGTERM)
+        await router.waitUntil("the drain to begin") { router.standardError.contains("a second SIGINT or SIGTERM stops at once") }
+        let status = router.stop(signal: SIGTERM, timeout: .seconds(20))
+        #expect(status == 143, "\(router.standardError)")
+        #expect(router.standardError.contains("second SIGTERM during the drain: stopping at once"), "\(router.standardError)")
+    }
+
     @Test func sigtermDrainsEverythingAccepted() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
