@@ -144,7 +144,9 @@ enum BenchHost {
                 state_get: { _, _, _ in SY_ERR_FAILED },
                 state_put: { _, _, _ in SY_ERR_FAILED },
                 state_delete: { _, _ in SY_ERR_FAILED },
-                state_scan: { _, _, _, _ in SY_ERR_FAILED }
+                state_scan: { _, _, _, _ in SY_ERR_FAILED },
+                hold_acquire: { _, _, _, _, _ in SY_ERR_FAILED },
+                hold_release: { _, _ in }
             ))
         let versions = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
         versions.initialize(to: SY_ABI_VERSION_2)

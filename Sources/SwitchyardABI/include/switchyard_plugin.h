@@ -377,7 +377,10 @@ typedef struct sy_host_api_v1 {
     void (*piece_done)(sy_host_context *context, uint64_t run_token, int32_t status, sy_bytes output);
 } sy_host_api_v1;
 
-/** The functions the host gives a plugin, version 2. All entries are always present. */
+/**
+ * The functions the host gives a plugin, version 2. Entries up to state_scan are always
+ * present; hold_acquire and hold_release were added later (check struct_size).
+ */
 typedef struct sy_host_api_v2 {
     /** sizeof(sy_host_api_v2) as the host was compiled. */
     uint32_t struct_size;
@@ -643,7 +646,7 @@ typedef uint32_t (*sy_entry_fn)(const sy_offer *offer, void *plugin_table,
         for (uint32_t i = 0; i < offer->version_count; i++) {                                   \
             if (offer->versions[i] != SY_ABI_VERSION_2) continue;                               \
             const sy_host_api_v2 *host = (const sy_host_api_v2 *)offer->host_tables[i];         \
-            if (host == NULL || host->struct_size < sizeof(sy_host_api_v2)) return 0;          \
+            if (host == NULL || host->struct_size < SY_HOST_API_V2_BASE_SIZE) return 0;         \
             (host_out) = host;                                                                  \
             sy_plugin_api_v2 *table = (sy_plugin_api_v2 *)plugin_table;                         \
             for (size_t b = 0; b < sizeof *table; b++) ((unsigned char *)table)[b] = 0;         \
