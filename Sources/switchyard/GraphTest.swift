@@ -69,6 +69,12 @@ struct GraphTest: ParsableCommand {
             }
         }
         if failed > 0 || broken > 0 { throw ExitCode(1) }
+        // A filter that matches nothing ran nothing: that is not a pass (a typo in CI would
+        // otherwise turn a suite green).
+        if let filter, passed == 0 {
+            printError("error: no test case's name contains '\(filter)' (in \(files(testFiles.count)))")
+            throw ExitCode(1)
+        }
     }
 
     /// Parses, loads the graph of and runs one test file, printing as it goes.

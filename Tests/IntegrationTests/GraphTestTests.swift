@@ -96,6 +96,12 @@ struct GraphTestTests {
         #expect(!FileManager.default.fileExists(atPath: sandbox.path("never-written.jsonl")))
         let report = try String(contentsOfFile: sandbox.path("report.xml"), encoding: .utf8)
         #expect(report.contains(#"<testsuites name="switchyard test" tests="3" failures="0" errors="0">"#), "\(report)")
+        // A filter: only the matching case runs; one that matches nothing fails (issue 34).
+        let filtered = try Self.test(sandbox, ["--filter", "early"])
+        #expect(filtered.status == 0 && filtered.output.contains("1 passed, 0 failed"), "\(filtered.output)")
+        let none = try Self.test(sandbox, ["--filter", "no such case"])
+        #expect(none.status == 1)
+        #expect(none.errors.contains("no test case's name contains 'no such case'"), "\(none.errors)")
     }
 
     @Test func aFailingCasePrintsTheDiffAndExitsNonZero() throws {
