@@ -33,6 +33,16 @@ wait_for() {
     exit 1
 }
 
+# wait_until SECONDS WHAT COMMAND...: runs COMMAND every 100 ms until it succeeds; after
+# SECONDS, logs that WHAT did not happen and returns 1 (the caller decides whether that ends it).
+wait_until() {
+    local seconds=$1 what=$2 i
+    shift 2
+    for ((i = 0; i < seconds * 10; i++)); do "$@" && return 0; sleep 0.1; done
+    log "timed out waiting for $what"
+    return 1
+}
+
 # bench_release_build PRODUCT...: builds each product in release mode into $repo/.build-bench
 # (skipped with SKIP_BUILD=1), sets `release_dir` and records what was built (bench_build_stamp);
 # needs `repo`. One `swift build` per product (it takes one --product), so only what the

@@ -20,37 +20,13 @@ RUNS=${RUNS:-3}
 INFLIGHT=${INFLIGHT:-0}
 log() { printf '[settle] %s\n' "$*" >&2; }
 
-if [[ ${SKIP_BUILD:-0} != 1 ]]; then
-    log "building the router and plugins (release, --scratch-path .build-bench)"
-    (cd "$repo" && swift build -c release --scratch-path .build-bench >&2)
-fi
-release_dir=$(cd "$repo" && swift build -c release --scratch-path .build-bench --show-bin-path)
-tmp=$(mktemp -d /tmp/settle-bench.XXXXXX)
-chmod 755 "$tmp"
+# shellcheck source=../lib/bench.sh
+source "$here/../lib/bench.sh"
+bench_release_build switchyard core mqtt
+bench_tmp settle core mqtt
 plugins="$tmp/plugins"
-mkdir -m 755 "$plugins"
-install -m 0755 "$release_dir/libcore.so" "$release_dir/libmqtt.so" "$plugins/"
-
-pids=()
-cleanup() {
-    local status=$?
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    if [[ ${KEEP_TMP:-0} == 1 || $status -ne 0 ]]; then log "temporary files kept in $tmp"; else rm -rf "$tmp"; fi
-    exit "$status"
-}
-trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_for() {  # wait_for SECONDS WHAT COMMAND...: COMMAND every 100 ms until it succeeds
-    local seconds=$1 what=$2 i
-    shift 2
-    for ((i = 0; i < seconds * 10; i++)); do "$@" && return 0; sleep 0.1; done
-    log "timed out waiting for $what"
-    return 1
-}
 
 for name in a b; do
     port=$(free_port)
@@ -78,8 +54,8 @@ EOF2
     (cd "$dir" && exec "$release_dir/switchyard" run "$dir/routes.yaml" --spool "$dir/spool.db" >log 2>&1) &
     local router=$!
     pids+=($router)
-    wait_for 20 "the router to connect to B" grep -q "connected to 127.0.0.1:$port_b" "$dir/log"
-    wait_for 20 "the router to connect to A" grep -q "connected to 127.0.0.1:$port_a" "$dir/log"
+    wait_until 20 "the router to connect to B" grep -q "connected to 127.0.0.1:$port_b" "$dir/log"
+    wait_until 20 "the router to connect to A" grep -q "connected to 127.0.0.1:$port_a" "$dir/log"
     python3 "$here/../mqtt-bridge/load.py" --pub-port "$port_a" --sub-port "$port_b" --qos 1 --count "$COUNT" \
         --warmup "$WARMUP" --size "$SIZE" --window "$WINDOW" --timeout 120 --tag "$mode$run" | tail -1 |
         python3 -c 'import json, sys; r = json.load(sys.stdin); r["mode"] = sys.argv[1]; print(json.dumps(r))' "$mode" >>"$results"

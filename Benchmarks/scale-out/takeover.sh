@@ -19,38 +19,16 @@ RATE=${RATE:-800}
 RUNS=${RUNS:-3}
 log() { printf '[takeover] %s\n' "$*" >&2; }
 
-if [[ ${SKIP_BUILD:-0} != 1 ]]; then
-    log "building the router and plugins (release, --scratch-path .build-bench)"
-    (cd "$repo" && swift build -c release --scratch-path .build-bench >&2)
-fi
-release_dir=$(cd "$repo" && swift build -c release --scratch-path .build-bench --show-bin-path)
-tmp=$(mktemp -d /tmp/takeover-bench.XXXXXX)
-chmod 755 "$tmp"
+# shellcheck source=../lib/bench.sh
+source "$here/../lib/bench.sh"
+bench_release_build switchyard core mqtt
+bench_tmp takeover core mqtt
 plugins="$tmp/plugins"
-mkdir -m 755 "$plugins"
-install -m 0755 "$release_dir/libcore.so" "$release_dir/libmqtt.so" "$plugins/"
-
-pids=()
-cleanup() {
-    local status=$?
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    [[ -z ${pg_pid:-} ]] || kill -INT "$pg_pid" 2>/dev/null || true
-    wait 2>/dev/null || true  # every child, PostgreSQL included
-    if [[ ${KEEP_TMP:-0} == 1 || $status -ne 0 ]]; then log "temporary files kept in $tmp"; else rm -rf "$tmp"; fi
-    exit "$status"
-}
-trap cleanup EXIT
+# PostgreSQL is this script's child: stopped (fast shutdown) before the wait for children.
+bench_on_exit() { [[ -z ${pg_pid:-} ]] || kill -INT "$pg_pid" 2>/dev/null || true; }
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_for() {  # wait_for SECONDS WHAT COMMAND...: COMMAND every 100 ms until it succeeds
-    local seconds=$1 what=$2 i
-    shift 2
-    for ((i = 0; i < seconds * 10; i++)); do "$@" && return 0; sleep 0.1; done
-    log "timed out waiting for $what"
-    return 1
-}
 now() { date +%s.%N; }
 at_least() {  # at_least N COMMAND...: the number COMMAND prints is at least N (read at each call)
     local n=$1
@@ -78,8 +56,8 @@ run_once() {  # run_once MODE RUN
         pids+=($!)
         printf -v "port_$name" %s "$port"
     done
-    wait_for 10 "broker A" grep -q "running" "$dir/broker-a.log"
-    wait_for 10 "broker B" grep -q "running" "$dir/broker-b.log"
+    wait_until 10 "broker A" grep -q "running" "$dir/broker-a.log"
+    wait_until 10 "broker B" grep -q "running" "$dir/broker-b.log"
     # A key of this run's own: the store outlives runs, and remembers what earlier ones delivered.
     [[ $mode == dedupe ]] && extra=", dedupe: { key: \"$mode-$run-{{body}}\", window: 1h }"
     [[ $mode == old ]] && clean=', clean_start: true'
@@ -102,15 +80,15 @@ EOF2
         (cd "$dir/r$i" && STORE_URL=$psql_url exec "$release_dir/switchyard" run "$dir/routes.yaml" --spool "$dir/r$i/spool.db" >log 2>&1) &
         routers+=($!)
         pids+=($!)
-        wait_for 30 "router $i to subscribe" at_least "$i" grep -c "Sending SUBACK to switchyard-a-" "$dir/broker-a.log"
+        wait_until 30 "router $i to subscribe" at_least "$i" grep -c "Sending SUBACK to switchyard-a-" "$dir/broker-a.log"
     done
     local victim
     victim=$(grep -o " as switchyard-a-[^ ]*" "$dir/broker-a.log" | head -1 | cut -c5-)
     # Notes when router 2 logs the takeover's start and end (the log has whole seconds only).
     (
-        wait_for 300 "the kill" test -s "$dir/killed-at" || exit 0
-        wait_for 60 "the takeover to begin" grep -q "MQTT session $victim lapsed" "$dir/r2/log" && now >"$dir/began-at"
-        wait_for 120 "the takeover to end" grep -q "took over MQTT session $victim" "$dir/r2/log" && now >"$dir/finished-at"
+        wait_until 300 "the kill" test -s "$dir/killed-at" || exit 0
+        wait_until 60 "the takeover to begin" grep -q "MQTT session $victim lapsed" "$dir/r2/log" && now >"$dir/began-at"
+        wait_until 120 "the takeover to end" grep -q "took over MQTT session $victim" "$dir/r2/log" && now >"$dir/finished-at"
     ) 2>/dev/null &
     local watcher=$!
     # The paced publisher: one line per message into mosquitto_pub -l; it kills router 1 once
@@ -131,9 +109,9 @@ EOF2
     local acked
     acked=$(grep -c "Sending PUBACK to auto-" "$dir/broker-a.log" || true)
     distinct_at_b() { sort -un "$dir/received.txt" | wc -l; }
-    wait_for 120 "every message at broker B" at_least "$acked" distinct_at_b || true
+    wait_until 120 "every message at broker B" at_least "$acked" distinct_at_b || true
     if [[ $mode != old ]]; then
-        wait_for 60 "the takeover to finish" grep -q "took over MQTT session $victim" "$dir/r2/log" || true
+        wait_until 60 "the takeover to finish" grep -q "took over MQTT session $victim" "$dir/r2/log" || true
     fi
     local killed began finished distinct total
     [[ $mode == old ]] && kill "$watcher" 2>/dev/null
