@@ -9,15 +9,20 @@ import Testing
 @Suite(.timeLimit(.minutes(3)))
 struct MQTTSessionTests {
     /// Broker A (`topic` at QoS 1) → `delivery: at-least-once` → broker B (QoS 1), nothing else
-    /// set on the instances; `route`: more keys of the route `a-to-b`, one per line.
-    static func bridge(from brokerA: Mosquitto, to brokerB: Mosquitto, topic: String = "crash/#", route: String = "") throws -> Sandbox {
+    /// set on the instances; `route`: more keys of the route `a-to-b`, one per line; `share`:
+    /// `share: true` on instance `a`; `store`: the shared store of `${STORE_URL}`.
+    static func bridge(
+        from brokerA: Mosquitto, to brokerB: Mosquitto, topic: String = "crash/#", route: String = "", share: Bool = false,
+        store: Bool = false
+    ) throws -> Sandbox {
         let sandbox = try MQTTTests.sandbox()
         let extra = route.split(separator: "\n").map { "\n    " + $0 }.joined()
         try sandbox.writeRoutes(
             """
             spool: { path: "\(sandbox.path("state/spool.db"))" }
+            \(store ? "store: { url: \"${STORE_URL}\" }" : "")
             instances:
-              a: { plugin: mqtt, url: "\(brokerA.url)", subscriptions: [ { topic: "\(topic)", qos: 1 } ] }
+              a: { plugin: mqtt, url: "\(brokerA.url)",\(share ? " share: true," : "") subscriptions: [ { topic: "\(topic)", qos: 1 } ] }
               b: { plugin: mqtt, url: "\(brokerB.url)", publish: { qos: 1 } }
             routes:
               - name: a-to-b

@@ -11,25 +11,11 @@ struct MQTTTakeoverTests {
     static func router(_ brokerA: Mosquitto, _ brokerB: Mosquitto, store: PostgresServer, route: String = "") throws -> (
         RouterProcess, Sandbox
     ) {
-        let sandbox = try MQTTTests.sandbox()
-        let extra = route.isEmpty ? "" : "\n    " + route
-        try sandbox.writeRoutes(
-            """
-            spool: { path: "\(sandbox.path("state/spool.db"))" }
-            store: { url: "${STORE_URL}" }
-            instances:
-              a: { plugin: mqtt, url: "\(brokerA.url)", share: true, subscriptions: [ { topic: "jobs/#", qos: 1 } ] }
-              b: { plugin: mqtt, url: "\(brokerB.url)", publish: { qos: 1 } }
-            routes:
-              - name: a-to-b
-                from: a.messages
-                to: b.publish
-                delivery: at-least-once\(extra)
-            """)
+        let sandbox = try MQTTSessionTests.bridge(from: brokerA, to: brokerB, topic: "jobs/#", route: route, share: true, store: true)
         return (try MQTTTests.run(sandbox, environment: ["STORE_URL": store.url]), sandbox)
     }
 
-    /// The client id broker A's log gives the `index`th connection of instance `a`.
+    /// The client ids of instance `a`, in the order broker A saw them connect.
     static func clientIDs(at broker: Mosquitto) -> [String] {
         broker.logText.split(separator: "\n").compactMap { line in
             guard let range = line.range(of: " as switchyard-a-") else { return nil }
@@ -150,16 +136,8 @@ extension MQTTTakeoverTests {
         let brokerA = try Mosquitto()
         let brokerB = try Mosquitto()
         let watchB = try MosquittoSubscriber(brokerB, topic: "jobs/#", qos: 1, format: "%p")
-        let sandbox = try MQTTTests.sandbox()
-        try sandbox.writeRoutes(
-            """
-            spool: { path: "\(sandbox.path("state/spool.db"))" }
-            instances:
-              a: { plugin: mqtt, url: "\(brokerA.url)", share: true, subscriptions: [ { topic: "jobs/#", qos: 1 } ] }
-              b: { plugin: mqtt, url: "\(brokerB.url)", publish: { qos: 1 } }
-            routes:
-              - { name: a-to-b, from: a.messages, to: b.publish, delivery: at-least-once }
-            """)
+        // Shared, without a store: the spool keeps the members.
+        let sandbox = try MQTTSessionTests.bridge(from: brokerA, to: brokerB, topic: "jobs/#", share: true)
         var router = try MQTTTests.run(sandbox)
         defer { _ = router.stop(signal: SIGKILL) }
         await router.waitUntil("subscribed") { brokerA.occurrences(of: "Sending SUBACK to switchyard-a-") >= 1 }

@@ -48,11 +48,12 @@ enum HostTable {
                 hold_acquire: { context, name, changed, user, holdID in
                     guard let changed, let holdID else { return SY_ERR_INVALID }
                     return HostTable.call(context, refused: SY_ERR_STOPPED) {
-                        $0.holdAcquire(name: name, changed: changed, user: user, holdID: holdID)
+                        $0.pluginHolds.acquire(
+                            name, of: $0.name, in: $0.router.pluginHolds, changed: changed, user: user, holdID: holdID)
                     }
                 },
                 hold_release: { context, holdID in
-                    HostTable.call(context) { $0.holdRelease(id: holdID) }
+                    HostTable.call(context) { $0.pluginHolds.release(holdID) }
                 }
             ))
         let versionOne = UnsafeMutablePointer<sy_host_api_v1>.allocate(capacity: 1)

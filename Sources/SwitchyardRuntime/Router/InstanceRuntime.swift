@@ -73,9 +73,9 @@ final class InstanceRuntime: @unchecked Sendable {
     /// Set while the instance is created but not started, because another router holds it:
     /// deliveries are answered "stopped" (kept and tried again, as for a full sink).
     let standingBy = Atomic<Bool>(false)
-    let stopCalled = Atomic<Bool>(false)
-    /// The holds the plugin asked for (see InstanceRuntime+Holds).
-    let pluginHolds = Mutex(PluginHoldTable())
+    private let stopCalled = Atomic<Bool>(false)
+    /// The holds the plugin asked for (ABI `hold_acquire`).
+    let pluginHolds = PluginHolds()
     /// Deliveries outside routes (the admin API's inject): ``stopPlugin()`` closes it and waits
     /// for those in progress, as routes are stopped before it by the worker pool.
     let directDeliveries = DirectDeliveryGate()
@@ -128,11 +128,12 @@ final class InstanceRuntime: @unchecked Sendable {
         // Once: a router that lost an exclusive instance's hold stops it at once, then again
         // with every instance when it shuts down.
         guard !stopCalled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        pluginHolds.close(releasing: false)
         accepting.store(false, ordering: .relaxed)
         directDeliveries.close()
         if let handle { plugin.table.api.stop?(handle) }
         retireHostContext()
-        releasePluginHolds()
+        pluginHolds.close(releasing: true)
     }
 
     /// Calls the plugin's destroy() (after ``stopPlugin()``).

@@ -42,9 +42,7 @@ extension Spool {
     /// sound, else the problems (or why it cannot be read as a database at all).
     public static func damage(at path: String) -> String? {
         do {
-            let database = try SQLiteDatabase(path: path, readOnly: true)
-            let problems = try database.prepare("PRAGMA quick_check(5)").rows([]) { $0.text(0) }
-            return problems == ["ok"] ? nil : problems.joined(separator: "; ")
+            return try integrityProblems(of: SQLiteDatabase(path: path, readOnly: true))
         } catch {
             return "\(error)"
         }

@@ -64,9 +64,14 @@ public final class Spool: @unchecked Sendable {
     }
 
     private static func checkIntegrity(of database: SQLiteDatabase, path: String) throws {
+        guard let problems = try integrityProblems(of: database) else { return }
+        throw SpoolOpenError.damaged(path: path, detail: problems)
+    }
+
+    /// What `PRAGMA quick_check` finds wrong in `database` (its first five problems), or nil.
+    static func integrityProblems(of database: SQLiteDatabase) throws -> String? {
         let problems = try database.prepare("PRAGMA quick_check(5)").rows([]) { $0.text(0) }
-        guard problems != ["ok"] else { return }
-        throw SpoolOpenError.damaged(path: path, detail: problems.joined(separator: "; "))
+        return problems == ["ok"] ? nil : problems.joined(separator: "; ")
     }
 
     static let createSpoolTables = """

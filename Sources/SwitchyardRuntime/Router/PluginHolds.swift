@@ -33,34 +33,39 @@ final class PluginHoldGate: Sendable {
     }
 }
 
-/// The holds one instance asked for, by the id the plugin knows them by.
-struct PluginHoldTable: ~Copyable {
-    var nextID: UInt64 = 0
-    var holds: [UInt64: (hold: any ListenerHold, gate: PluginHoldGate)] = [:]
-}
+/// The holds one plugin instance asked for (the host's hold service, ABI section 10), by the
+/// id the plugin knows them by: named locks in the shared store when there is one (PostgreSQL
+/// advisory locks, see PostgresStore+Holds), else in the router. A name is the instance's own:
+/// two instances never contend, and the same instance on two routers does.
+final class PluginHolds: Sendable {
+    private struct Table {
+        var nextID: UInt64 = 0
+        var holds: [UInt64: (hold: any ListenerHold, gate: PluginHoldGate)] = [:]
+        /// Set once the instance stops: nothing more is granted or kept.
+        var closed = false
+    }
 
-extension InstanceRuntime {
-    // The host's hold service (ABI section 10): named locks in the shared store when there is
-    // one (PostgreSQL advisory locks, see PostgresStore+Holds), else in this router. A name is
-    // the instance's own: two instances never contend, and the same instance on two routers does.
+    private let table = Mutex(Table())
 
-    func holdAcquire(name: sy_bytes, changed: sy_hold_callback, user: UnsafeMutableRawPointer?, holdID: UnsafeMutablePointer<UInt64>)
-        -> Int32
-    {
+    /// Asks `engine` for the hold `name` of `instance`; the plugin hears of it through
+    /// `changed(user, …)`. SY_ERR_STOPPED once the instance stops.
+    func acquire(
+        _ name: sy_bytes, of instance: String, in engine: any ListenerHolds, changed: sy_hold_callback, user: UnsafeMutableRawPointer?,
+        holdID: UnsafeMutablePointer<UInt64>
+    ) -> Int32 {
         guard name.length > 0, name.length <= PluginStateLimits.maximumKey, name.data != nil else {
             return name.length > PluginStateLimits.maximumKey ? SY_ERR_TOO_LARGE : SY_ERR_INVALID
         }
         let gate = PluginHoldGate(changed: changed, user: user)
         // Reserved before the claim exists: a grant may come before hold() returns.
-        let id = pluginHolds.withLock { table in
+        let id = table.withLock { table in
             table.nextID &+= 1
             return table.nextID
         }
         holdID.pointee = id
-        let hold = router.pluginHolds.hold(
-            "plugin \(self.name) \(name.string)", granted: { gate.tell(held: true) }, lost: { gate.tell(held: false) })
-        let kept = pluginHolds.withLock { table in
-            guard !stopCalled.load(ordering: .relaxed) else { return false }
+        let hold = engine.hold("plugin \(instance) \(name.string)", granted: { gate.tell(held: true) }, lost: { gate.tell(held: false) })
+        let kept = table.withLock { table in
+            guard !table.closed else { return false }
             table.holds[id] = (hold, gate)
             return true
         }
@@ -72,15 +77,18 @@ extension InstanceRuntime {
         return SY_OK
     }
 
-    func holdRelease(id: UInt64) {
-        guard let entry = pluginHolds.withLock({ $0.holds.removeValue(forKey: id) }) else { return }
+    func release(_ id: UInt64) {
+        guard let entry = table.withLock({ $0.holds.removeValue(forKey: id) }) else { return }
         entry.gate.close()
         entry.hold.release()
     }
 
-    /// Releases every hold the plugin left (after its stop() returned).
-    func releasePluginHolds() {
-        let left = pluginHolds.withLock { table in
+    /// Refuses every later request; with `releasing`, also gives up every hold still kept
+    /// (the plugin's stop() has returned).
+    func close(releasing: Bool) {
+        let left = table.withLock { table in
+            table.closed = true
+            guard releasing else { return [(hold: any ListenerHold, gate: PluginHoldGate)]() }
             defer { table.holds.removeAll() }
             return Array(table.holds.values)
         }
