@@ -207,18 +207,20 @@ final class MQTTMembership: Sendable {
     /// session over from now on. The link stays connected until then (the broker hands the
     /// session over and closes this connection; the link then moves to its spare).
     private func ownHoldLost(_ id: String) {
-        let which: String? = state.withLock { state in
+        // nil: not one of this router's ids (any more); true: the spare, which is replaced.
+        let wasSpare: Bool? = state.withLock { state in
             guard !state.stopped, state[own: id] != nil else { return nil }
-            if state.current.id == id {
+            guard state.current.id != id else {
                 state.current.hold = nil
-                return "current"
+                return false
             }
             state.spare = nil
-            return "spare"
+            return true
         }
-        guard let which else { return }
-        context.log(.warning, "lost the store's hold on MQTT session \(id) (\(which)): another router may take it over")
-        if which == "spare" { claimSpare() }
+        guard let wasSpare else { return }
+        context.log(
+            .warning, "lost the store's hold on MQTT session \(id) (\(wasSpare ? "spare" : "current")): another router may take it over")
+        if wasSpare { claimSpare() }
     }
 
     /// Starts the instance's link unless it has started; true when this call started it.
