@@ -25,7 +25,7 @@ extension Router {
         let violations = graph.plan.types[type]?.schema.violations(of: input) ?? []
         if !violations.isEmpty {
             throw RouterError(
-                instance: id,
+                iiidea: id,
                 reason: "the sample input is not a \(type): " + violations.prefix(5).map(\.description).joined(separator: "; "))
         }
         let envelope = Envelope(
