@@ -222,7 +222,7 @@ struct QeoTests {
         let bob = try Peer(["participant", "bob", "AVAILABLE"], domain: 128)
         #expect(participants.waitForLines(1).first == "qeo/participants/bob AVAILABLE")
         let publisher = try Peer(["pub-chat", "bob", "hi from qeo"], domain: 128)
-        #expect(chat.waitForLines(1).first == #"qeo/chat {"from": "bob", "message": "hi from qeo"}"#)
+        #expect(chat.waitForLines(1).first == #"qeo/chat {"from":"bob","message":"hi from qeo"}"#)
         _ = (bob, publisher)
 
         let subscriber = try Peer(["sub-chat", "20"], domain: 128)

@@ -213,15 +213,17 @@ struct SIPTests {
         #expect(router.stop() == 0)
     }
 
-    /// examples/sip-pager as its README runs it: its Kamailio configuration and user table, a
-    /// Mosquitto, the example's routes; a MESSAGE becomes an MQTT publish and back.
+    /// examples/sip-pager as its README runs it: its Kamailio configuration and user table, its
+    /// SIPp scenarios for bob, a Mosquitto, the example's routes; a MESSAGE with a quote and a
+    /// line break becomes a valid JSON publish, and a publish goes back out as text/plain.
     @Test func theSIPPagerExampleBridgesSIPAndMQTT() async throws {
         let example = BuildProducts.packageRoot.appendingPathComponent("examples/sip-pager")
+        let scenario = { (name: String) in try String(contentsOf: example.appendingPathComponent(name), encoding: .utf8) }
         let kamailio = try Kamailio(
             example: example.appendingPathComponent("kamailio.cfg"), database: example.appendingPathComponent("db"))
         let broker = try Mosquitto()
         let inbox = try MosquittoSubscriber(broker, topic: "pager/inbox", qos: 1)
-        let uas = try SIPp(scenario: Self.uasScenario())
+        let uas = try SIPp(scenario: scenario("answer.xml"))
         let sandbox = try Sandbox()
         try sandbox.installPlugin("sip")
         try sandbox.installPlugin("mqtt")
@@ -235,16 +237,18 @@ struct SIPTests {
             ])
         await router.waitUntil("registered") { router.standardError.contains("registered sip:alice@example.test") }
 
-        let uac = try SIPp(scenario: Self.uacScenario(body: "ping from bob"), remote: "127.0.0.1:\(kamailio.port)")
+        let uac = try SIPp(scenario: scenario("message.xml"), remote: "127.0.0.1:\(kamailio.port)")
         #expect(uac.waitForExit() == 0, "\(uac.diagnostics)\n\(router.standardError)")
-        let published = inbox.waitForLines(1)
-        #expect(
-            published.first?.hasPrefix("pager/inbox {\"from\": \"sip:bob@peer.test\", \"text\": \"ping from bob") == true, "\(published)")
+        let published = try #require(inbox.waitForLines(1).first, "\(router.standardError)")
+        #expect(published.hasPrefix("pager/inbox {"), "\(published)")
+        let payload = try JSONSerialization.jsonObject(with: Data(published.dropFirst("pager/inbox ".count).utf8)) as? [String: String]
+        #expect(payload == ["from": "sip:bob@peer.test", "text": "ping from \"bob\"\r\n"], "\(published)")
 
         try broker.publish(
             topic: "pager/outbox", message: #"{"to": "sip:bob@127.0.0.1:\#(uas.port)", "text": "pong from alice"}"#, qos: 1)
         #expect(uas.waitForExit() == 0, "\(uas.diagnostics)\n\(router.standardError)")
         #expect(uas.messages.contains("pong from alice"))
+        #expect(uas.messages.contains("Content-Type: text/plain"), "\(uas.messages)")
         #expect(router.stop() == 0)
     }
 }

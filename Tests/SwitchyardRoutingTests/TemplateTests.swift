@@ -140,6 +140,43 @@ private func parseError(_ source: String, at location: SwitchyardCore.SourceLoca
     }
 }
 
+/// `{{json(field)}}` writes a field as JSON text, so a template can build valid JSON from text
+/// that holds quotes and line breaks.
+@Suite struct TemplateJSONTests {
+    private let tricky = #"{"text": "ping \"bob\"\r\nbye", "count": 3, "flag": false, "list": [1, "a"]}"#
+
+    @Test func stringsAreQuotedAndEscaped() throws {
+        let out = try text(#"{"text": {{json(body.text)}}, "from": {{json(subject)}}}"#, envelope(body: tricky))
+        #expect(out == #"{"text": "ping \"bob\"\r\nbye", "from": "sensors/kitchen"}"#)
+        let parsed = try JSONValue(parsing: Array(out.utf8))
+        #expect(parsed["text"] == .string("ping \"bob\"\r\nbye"))
+    }
+
+    @Test func numbersBooleansArraysAndAbsentFields() throws {
+        let out = try text("[{{json(body.count)}}, {{json(body.flag)}}, {{json(body.list)}}, {{json(body.nope)}}, {{json(headers.mqtt.qos)}}]", envelope(body: tricky))
+        #expect(out == #"[3, false, [1,"a"], null, "1"]"#)
+    }
+
+    @Test func aOneTagJSONTemplateIsText() throws {
+        #expect(try render("{{json(body.name)}}") == .string(#""Kitchen""#))
+        #expect(try render("{{ json( body.count ) }}") == .string("3"))
+        #expect(try render("{{{json(body.name)}}}") == .string(#""Kitchen""#))
+    }
+
+    @Test func readsAreCheckedAndInsideSectionsRefused() throws {
+        #expect(try Template(parsing: "{{json(body.name)}}", at: base).fieldReads.map(\.offset) == [7])
+        #expect(parseError("x {{json(bdy.name)}}")?.message.contains("'bdy.name'") == true)
+        let inSection = parseError("{{#body.items}}{{json(id)}}{{/body.items}}")
+        #expect(inSection?.message.contains("inside a section") == true)
+    }
+
+    @Test func percentEncodedTemplatesEncodeTheJSONText() throws {
+        let template = try Template(parsing: "https://x.test/?q={{json(body.name)}}", at: base, escaping: .percentEncoded)
+        var scope = EnvelopeScope(envelope())
+        #expect(template.renderText(&scope) == "https://x.test/?q=%22Kitchen%22")
+    }
+}
+
 @Suite struct TemplateAnalysisTests {
     @Test func fieldReadsCarryOffsets() throws {
         let template = try Template(parsing: "a {{body.x}} b {{subject}}", at: nil)

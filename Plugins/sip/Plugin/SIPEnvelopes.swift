@@ -92,10 +92,12 @@ enum SIPEnvelopes {
     static func outgoing(for envelope: Envelope, configuration: SIPConfiguration) throws(Refusal) -> Outgoing {
         let preferences = SIPSendPreferences(of: envelope)
         var to = envelope.headers["sip.to"] ?? preferences.to ?? configuration.defaultTo
+        // A sip.Send envelope's own content type is that of the JSON describing the MESSAGE, not
+        // the MESSAGE's: text in its `body` goes out with the instance's default (text/plain).
+        let ownType = envelope.type == sendType ? "" : envelope.contentType
         var contentType =
             envelope.headers["sip.content_type"] ?? preferences.contentType
-            ?? (envelope.contentType.isEmpty || envelope.contentType == "application/octet-stream"
-                ? configuration.defaultContentType : envelope.contentType)
+            ?? (ownType.isEmpty || ownType == "application/octet-stream" ? configuration.defaultContentType : ownType)
         var body = envelope.body
         var headers: [(name: String, value: String)] = envelope.headers.fields.compactMap { field in
             guard field.name.hasPrefix("sip.header.") else { return nil }

@@ -6,7 +6,8 @@ public import SwitchyardCore
 /// Names are envelope field paths (``EnvelopeField``): `{{body.name}}`, `{{headers.mqtt.qos}}`,
 /// `{{subject}}`, `{{time}}`. Output is text, never HTML-escaped. A template that is exactly one
 /// tag (`"{{body.count}}"`) renders to the field's JSON value itself, so numbers stay numbers
-/// and objects stay objects in `map:`.
+/// and objects stay objects in `map:`. `{{json(body.text)}}` inserts a field as JSON text (a
+/// string quoted and escaped, `null` when absent), so a template can write valid JSON.
 public struct Template: Sendable {
     /// The template text as written.
     public let source: String
@@ -34,6 +35,15 @@ public struct Template: Sendable {
         self.source = source
         let tags = try Self.scanTags(source, at: location)
         var reads: [(field: EnvelopeField, offset: Int)] = []
+        var rendered = Array(source.utf8)
+        for tag in tags where tag.jsonEncoded {
+            guard tag.depth == 0 else {
+                throw Diagnostic(
+                    "json(\(tag.name)) is inside a section, where names are relative; json(...) takes a whole field path, so use it outside sections (or build the JSON with map: or a script)",
+                    at: location?.advanced(by: tag.offset))
+            }
+            rendered.replaceSubrange(tag.start..<tag.end, with: Self.jsonFieldTag(tag))
+        }
         for tag in tags where tag.depth == 0 {
             guard let field = EnvelopeField(path: tag.name) else {
                 throw Diagnostic(
@@ -44,7 +54,7 @@ public struct Template: Sendable {
             reads.append((field, tag.offset))
         }
         fieldReads = reads
-        if escaping == .verbatim, tags.count == 1, let only = tags.first, only.isVariable, only.start == 0, only.end == source.utf8.count {
+        if escaping == .verbatim, tags.count == 1, let only = tags.first, only.isVariable, !only.jsonEncoded, only.start == 0, only.end == source.utf8.count {
             wholeField = reads.first?.field
         } else {
             wholeField = nil
@@ -53,7 +63,7 @@ public struct Template: Sendable {
             compiled = nil
         } else {
             do {
-                compiled = try MustacheTemplate(string: pragma + source)
+                compiled = try MustacheTemplate(string: pragma + String(decoding: rendered, as: UTF8.self))
             } catch let error as MustacheTemplate.ParserError {
                 let line = error.context.lineNumber
                 let column = line == 1 ? max(1, error.context.columnNumber - pragma.count) : error.context.columnNumber
@@ -103,6 +113,17 @@ public struct Template: Sendable {
         var isVariable: Bool
         var start: Int  // UTF-8 offsets of the whole tag
         var end: Int
+        /// `{{json(name)}}`: the name is the field inside the parentheses.
+        var jsonEncoded = false
+        var escaped = true
+    }
+
+    /// `{{json(body.text)}}` as the tag Mustache renders: `{{json.body.text}}`, a lookup through
+    /// ``MustacheJSONField``; padded to the original length so the parser's columns still match.
+    static func jsonFieldTag(_ tag: Tag) -> [UInt8] {
+        let head = Array((tag.escaped ? "{{json." : "{{&json.").utf8) + Array(tag.name.utf8)
+        let padding = max(0, tag.end - tag.start - head.count - 2)
+        return head + Array(repeating: UInt8(ascii: " "), count: padding) + Array("}}".utf8)
     }
 
     /// Finds the names used by `{{name}}`, `{{{name}}}`, `{{&name}}`, `{{#name}}` and `{{^name}}`
@@ -138,7 +159,16 @@ public struct Template: Sendable {
             index = end + closing.count
             switch sigil {
             case 0, UInt8(ascii: "{"), UInt8(ascii: "&"):
-                if name != "." { tags.append(Tag(name: name, offset: offset, depth: depth, isVariable: true, start: start, end: index)) }
+                guard name != "." else { break }
+                var tag = Tag(name: name, offset: offset, depth: depth, isVariable: true, start: start, end: index)
+                tag.escaped = sigil == 0
+                if name.hasPrefix("json("), name.hasSuffix(")") {
+                    let inner = String(name.dropFirst(5).dropLast())
+                    tag.name = inner.trimmingCharacters(in: " \t")
+                    tag.offset += 5 + (inner.count - inner.drop(while: { $0 == " " || $0 == "\t" }).count)
+                    tag.jsonEncoded = true
+                }
+                tags.append(tag)
             case UInt8(ascii: "#"), UInt8(ascii: "^"):
                 tags.append(Tag(name: name, offset: offset, depth: depth, isVariable: false, start: start, end: index))
                 depth += 1
@@ -180,9 +210,30 @@ struct MustacheEnvelope: MustacheParent {
         case "body": body.flatMap(MustacheJSON.bridge)
         case "session":
             envelope.session.isEmpty ? nil : (try? JSONValue(parsing: envelope.session)).flatMap(MustacheJSON.bridge)
+        case "json": MustacheJSONField(root: self, path: "")
         default: nil
         }
     }
+
+    /// A field's value by its path (``EnvelopeField``), with the body decoded once for the render.
+    func value(at path: String) -> JSONValue? {
+        guard let field = EnvelopeField(path: path) else { return nil }
+        if case .body(let steps) = field { return body?.value(at: steps) }
+        var scope = EnvelopeScope(envelope)
+        return scope.value(of: field)
+    }
+}
+
+/// What `{{json(path)}}` renders: Mustache hands over the path one dot-separated step at a time,
+/// so each step extends the path, and printing it prints the field's value as JSON text.
+struct MustacheJSONField: MustacheParent, MustacheCustomRenderable {
+    let root: MustacheEnvelope
+    let path: String
+
+    func child(named name: String) -> Any? { MustacheJSONField(root: root, path: path.isEmpty ? name : path + "." + name) }
+
+    var renderText: String { (root.value(at: path) ?? .null).serialized() }
+    var isNull: Bool { false }
 }
 
 /// Header names contain dots (`mqtt.qos`); Mustache splits names at dots, so each step keeps
