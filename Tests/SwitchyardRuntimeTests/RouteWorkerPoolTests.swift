@@ -41,7 +41,7 @@ import Testing
             let delivered = try #require(full.deliveries.first)
             #expect(refusedIDs == [delivered.id])
             // The sink records the delivery before the route counts it as dispatched.
-            #expect(await waitUntil { router.statistics.routes.first { $0.name == "stuck" }?.dispatched == 1 })
+            #expect(await waitUntil { router.statistics.routes.first { $0.name == "stuck" }?.sent == 1 })
             #expect(router.routes.first { $0.name == "stuck" }?.counters.sinkFull.load(ordering: .relaxed) ?? 0 >= 3)
             #expect(router.workerPool.threadCount == 1)
         }
@@ -125,7 +125,7 @@ import Testing
         #expect(full.state.withLock { $0.stopped })
         let never = try #require(router.statistics.routes.first { $0.name == "never" })
         #expect(never.refused == 1)
-        #expect(never.dispatched == 0)
+        #expect(never.sent == 0)
     }
 }
 

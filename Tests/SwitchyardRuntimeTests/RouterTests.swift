@@ -49,7 +49,7 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
             #expect(delivery.envelope.time > 0)
             #expect(await waitUntil { instanceStatistics(router, "emitSnk")?.acknowledged == 1 })
             // The sink acknowledges inside its deliver call, before the route counts the dispatch.
-            #expect(await waitUntil { routeStatistics(router, "pass")?.dispatched == 1 })
+            #expect(await waitUntil { routeStatistics(router, "pass")?.sent == 1 })
             let route = try #require(routeStatistics(router, "pass"))
             #expect(route.received == 1)
             #expect(instanceStatistics(router, "emitSrc")?.emitted == 1)
@@ -118,12 +118,12 @@ private func instanceStatistics(_ router: Router, _ name: String) -> RouterStati
             #expect(
                 await waitUntil {
                     guard let route = routeStatistics(router, "only-ones") else { return false }
-                    return route.filtered + route.dispatched == 3
+                    return route.filtered + route.sent == 3
                 })
             let route = try #require(routeStatistics(router, "only-ones"))
             #expect(route.received == 3)
             #expect(route.filtered == 2)
-            #expect(route.dispatched == 1)
+            #expect(route.sent == 1)
             #expect(sink.deliveries.map(\.envelope.subject) == ["yes"])
         }
     }

@@ -103,8 +103,8 @@ extension Console {
 
     private static func counters(of route: RouterStatistics.Route) -> [String: Any] {
         [
-            "received": route.received, "filtered": route.filtered, "delivered": route.dispatched,
-            "dropped": route.droppedFull + route.droppedLoop, "queued": route.queued,
+            "received": route.received, "filtered": route.filtered, "delivered": route.delivered,
+            "failed": route.failed, "dropped": route.droppedFull + route.droppedLoop, "queued": route.queued,
         ]
     }
 

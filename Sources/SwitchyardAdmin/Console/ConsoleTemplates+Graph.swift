@@ -26,7 +26,7 @@ extension ConsoleTemplates {
         <div class="table-wrap">
         <table class="routes">
         <caption class="sr">Routes and their counters</caption>
-        <thead><tr><th scope="col">Route</th><th scope="col">From → to</th><th scope="col">Received</th><th scope="col">Filtered</th><th scope="col">Delivered</th><th scope="col">Dropped</th><th scope="col">Queue</th></tr></thead>
+        <thead><tr><th scope="col">Route</th><th scope="col">From → to</th><th scope="col">Received</th><th scope="col">Filtered</th><th scope="col">Delivered</th><th scope="col">Failed</th><th scope="col">Dropped</th><th scope="col">Queue</th></tr></thead>
         <tbody>
         {{#routes}}
         <tr data-route="{{name}}">
@@ -35,6 +35,7 @@ extension ConsoleTemplates {
         <td data-label="Received" data-counter="received">{{received}}</td>
         <td data-label="Filtered" data-counter="filtered">{{filtered}}</td>
         <td data-label="Delivered" data-counter="delivered">{{delivered}}</td>
+        <td data-label="Failed" data-counter="failed">{{failed}}</td>
         <td data-label="Dropped" data-counter="dropped">{{dropped}}</td>
         <td data-label="Queue" data-counter="queued">{{queued}}</td>
         </tr>

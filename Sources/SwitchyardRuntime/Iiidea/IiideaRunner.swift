@@ -160,7 +160,7 @@ final class IiideaRunner {
         pending[deliveryID] = (runID, output.decodedBody().serialized())
         let status = route.deliverWaitingForRoom(action, to: sink, deliveryID: deliveryID)
         if status == SY_OK {
-            route.counters.dispatched.add(1, ordering: .relaxed)
+            route.counters.sent.add(1, ordering: .relaxed)
         } else {
             pending.removeValue(forKey: deliveryID)
             route.counters.refused.add(1, ordering: .relaxed)
@@ -234,9 +234,10 @@ final class IiideaRunner {
     private func acknowledged(_ ack: RouteAck) {
         guard let (run, output) = pending.removeValue(forKey: ack.deliveryID) else { return }
         if ack.outcome == SY_OUTCOME_OK {
-            route.counters.acknowledged.add(1, ordering: .relaxed)
+            route.counters.delivered.add(1, ordering: .relaxed)
             end(run, .action, output: output)
         } else {
+            route.counters.failed.add(1, ordering: .relaxed)
             end(run, .action, error: ack.reason.isEmpty ? "the action failed" : ack.reason)
         }
     }

@@ -7,13 +7,14 @@
 public enum RouteMetric: String, CaseIterable, Sendable {
     case received
     case filtered
+    case sent
     case delivered
+    case failed
     case droppedFull = "dropped_full"
     case droppedLoop = "dropped_loop"
     case refused
     case sinkFull = "sink_full"
     case queued
-    case acknowledged
     case spooled
     case deduplicated
     case retried
@@ -30,7 +31,7 @@ public enum RouteMetric: String, CaseIterable, Sendable {
     /// Whether only `delivery: at-least-once` routes have it.
     public var atLeastOnceOnly: Bool {
         switch self {
-        case .received, .filtered, .delivered, .droppedFull, .droppedLoop, .refused, .sinkFull, .queued: false
+        case .received, .filtered, .sent, .delivered, .failed, .droppedFull, .droppedLoop, .refused, .sinkFull, .queued: false
         case .scriptCalls, .scriptErrors, .scriptBudgetStops, .scriptMicroseconds: false
         default: true
         }
@@ -57,12 +58,13 @@ public enum RouteMetric: String, CaseIterable, Sendable {
         switch self {
         case .received: "Envelopes handed to the route"
         case .filtered: "Envelopes the route's when: rejected"
-        case .delivered: "Deliveries a sink took"
+        case .sent: "Deliveries a sink took, acknowledged or not yet"
+        case .delivered: "Deliveries a sink acknowledged as done"
+        case .failed: "Deliveries a sink acknowledged as failed (each attempt)"
         case .droppedFull, .droppedLoop: "Envelopes or deliveries dropped, by reason (full, loop)"
         case .refused: "Deliveries a sink refused"
         case .sinkFull: "Times a sink answered full and the delivery waited for room"
         case .queued: "Envelopes waiting in the route queue"
-        case .acknowledged: "Deliveries the sinks acknowledged as done (at-least-once routes)"
         case .spooled: "Envelopes written to the spool"
         case .deduplicated: "Envelopes dropped as already seen within the dedupe window"
         case .retried: "Failed deliveries scheduled for another attempt"

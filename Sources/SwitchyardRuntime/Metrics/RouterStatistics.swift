@@ -17,8 +17,12 @@ public struct RouterStatistics: Sendable {
         public var received: Int { self[.received] }
         /// Envelopes its `when:` rejected.
         public var filtered: Int { self[.filtered] }
-        /// Deliveries a sink took.
-        public var dispatched: Int { self[.delivered] }
+        /// Deliveries a sink took, acknowledged or not yet.
+        public var sent: Int { self[.sent] }
+        /// Deliveries a sink acknowledged as done.
+        public var delivered: Int { self[.delivered] }
+        /// Deliveries a sink acknowledged as failed.
+        public var failed: Int { self[.failed] }
         /// Envelopes dropped by `on_full: drop_oldest`.
         public var droppedFull: Int { self[.droppedFull] }
         /// Deliveries skipped because the sink instance was already in the trace.
@@ -27,8 +31,6 @@ public struct RouterStatistics: Sendable {
         public var refused: Int { self[.refused] }
         /// Envelopes waiting now.
         public var queued: Int { self[.queued] }
-        /// Deliveries the sinks acknowledged as done (at-least-once routes).
-        public var acknowledged: Int { self[.acknowledged] }
 
         /// The counters by the names the log's route totals and the admin API use, in
         /// declaration order; the at-least-once ones only for at-least-once routes.

@@ -119,7 +119,7 @@ final class RedeliveryScheduler {
         route.counters.inFlight.add(1, ordering: .relaxed)
         let status = route.deliverWaitingForRoom(entry.envelope, to: route.sinks[sink], deliveryID: deliveryID)
         guard status != SY_OK else {
-            route.counters.dispatched.add(1, ordering: .relaxed)
+            route.counters.sent.add(1, ordering: .relaxed)
             return
         }
         inFlight.removeValue(forKey: deliveryID)
@@ -156,9 +156,10 @@ final class RedeliveryScheduler {
             entry.probe = 0
         }
         if ack.outcome == SY_OUTCOME_OK {
-            route.counters.acknowledged.add(1, ordering: .relaxed)
+            route.counters.delivered.add(1, ordering: .relaxed)
             finished(entry, sink: sink)
         } else {
+            route.counters.failed.add(1, ordering: .relaxed)
             let reason =
                 ack.reason.isEmpty ? (ack.outcome == SY_OUTCOME_REJECT ? "rejected by the sink" : "failed at the sink") : ack.reason
             failed(entry, sink: sink, reason: reason, permanently: ack.outcome == SY_OUTCOME_REJECT)

@@ -5,7 +5,8 @@ import Synchronization
 final class RouteCounters: Sendable {
     let received = Atomic<Int>(0)
     let filtered = Atomic<Int>(0)
-    let dispatched = Atomic<Int>(0)
+    /// Deliveries a sink took (its `deliver` returned ok); their outcome comes later.
+    let sent = Atomic<Int>(0)
     let droppedFull = Atomic<Int>(0)
     let droppedLoop = Atomic<Int>(0)
     let refused = Atomic<Int>(0)
@@ -13,8 +14,10 @@ final class RouteCounters: Sendable {
     let processed = Atomic<Int>(0)
     /// Times a sink answered "full" and the delivery waited.
     let sinkFull = Atomic<Int>(0)
-    /// Deliveries the sinks acknowledged as done (at-least-once routes).
-    let acknowledged = Atomic<Int>(0)
+    /// Deliveries a sink acknowledged as done: the only ones counted as delivered.
+    let delivered = Atomic<Int>(0)
+    /// Deliveries a sink acknowledged as failed (retry or reject), each attempt once.
+    let failed = Atomic<Int>(0)
     /// Envelopes written to the spool (at-least-once routes).
     let spooled = Atomic<Int>(0)
     /// Envelopes dropped because their id was seen within the dedupe window.

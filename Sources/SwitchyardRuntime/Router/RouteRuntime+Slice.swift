@@ -123,7 +123,8 @@ extension RouteRuntime {
                     // The sample rides on the first delivery of its envelope.
                     let probing = item.probe != 0 && !work.probeSent
                     let deliveryID =
-                        work.retriedDeliveryID ?? router.nextDeliveryID(tracking: item.settlement, probing: probing ? self.index : nil)
+                        work.retriedDeliveryID
+                        ?? router.nextDeliveryID(tracking: item.settlement, route: self.index, probing: probing)
                     if probing {
                         latency?.dispatched(item.probe, as: deliveryID)
                         work.probeSent = true
@@ -136,7 +137,7 @@ extension RouteRuntime {
                     work.retriedDeliveryID = nil
                     work.pause = Self.firstPause
                     if status == SY_OK {
-                        counters.dispatched.add(1, ordering: .relaxed)
+                        counters.sent.add(1, ordering: .relaxed)
                     } else {
                         refused(deliveryID, by: sink, status: status)
                     }
@@ -161,6 +162,7 @@ extension RouteRuntime {
         // Not taken "for now" (failed, stopping) is worth another try to the source;
         // invalid or an unknown port never is (ABI section 5).
         let transient = status == SY_ERR_FAILED || status == SY_ERR_STOPPED || status == SY_ERR_FULL
-        router.deliveryFinished(deliveryID, outcome: transient ? SY_OUTCOME_RETRY : SY_OUTCOME_REJECT, reason: sy_bytes())
+        router.deliveryFinished(
+            deliveryID, outcome: transient ? SY_OUTCOME_RETRY : SY_OUTCOME_REJECT, reason: sy_bytes(), acknowledgedBySink: false)
     }
 }

@@ -66,13 +66,14 @@ final class RouteRuntime: @unchecked Sendable {
         switch metric {
         case .received: counters.received.load(ordering: .relaxed)
         case .filtered: counters.filtered.load(ordering: .relaxed)
-        case .delivered: counters.dispatched.load(ordering: .relaxed)
+        case .sent: counters.sent.load(ordering: .relaxed)
+        case .delivered: counters.delivered.load(ordering: .relaxed)
+        case .failed: counters.failed.load(ordering: .relaxed)
         case .droppedFull: counters.droppedFull.load(ordering: .relaxed)
         case .droppedLoop: counters.droppedLoop.load(ordering: .relaxed)
         case .refused: counters.refused.load(ordering: .relaxed)
         case .sinkFull: counters.sinkFull.load(ordering: .relaxed)
         case .queued: queue.depth
-        case .acknowledged: counters.acknowledged.load(ordering: .relaxed)
         case .spooled: counters.spooled.load(ordering: .relaxed)
         case .deduplicated: counters.deduplicated.load(ordering: .relaxed)
         case .retried: counters.retried.load(ordering: .relaxed)

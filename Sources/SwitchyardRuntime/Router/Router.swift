@@ -302,13 +302,22 @@ public final class Router: Sendable {
     /// rest needs no lock.
     static let trackedBit: UInt64 = 1 << 63
 
-    /// Delivery ids that carry a route's latency sample (``LatencyProbe``) have this bit and
-    /// their route's index, so the acknowledgement finds the probe without a lookup.
+    /// Delivery ids that carry a route's latency sample (``LatencyProbe``) have this bit.
     static let probeBit: UInt64 = 1 << 61
 
-    func nextDeliveryID(tracking settlement: (any DeliveryCompletion)?, probing route: Int? = nil) -> UInt64 {
-        var id = deliveryCounter.add(1, ordering: .relaxed).newValue
-        if let route { id = Self.probeBit | (UInt64(route) << Self.routeIndexShift) | (id & ((1 << Self.routeIndexShift) - 1)) }
+    /// At-most-once delivery ids of a route carry this bit and the route's index, so the
+    /// acknowledgement counts for its route (and finds its latency probe) without a lookup.
+    static let routedBit: UInt64 = 1 << 60
+
+    /// The route index bits of a routed or spooled delivery id.
+    static func routeIndex(of id: UInt64) -> Int { Int((id >> routeIndexShift) & ((1 << 20) - 1)) }
+
+    func nextDeliveryID(tracking settlement: (any DeliveryCompletion)?, route: Int? = nil, probing: Bool = false) -> UInt64 {
+        var id = deliveryCounter.add(1, ordering: .relaxed).newValue & ((1 << Self.routeIndexShift) - 1)
+        // Beyond 2^20 routes the index does not fit: such a route's acknowledgements go uncounted.
+        if let route, route < 1 << 20 {
+            id |= Self.routedBit | (UInt64(route) << Self.routeIndexShift) | (probing ? Self.probeBit : 0)
+        }
         guard let settlement else { return id }
         settlement.expect(1)
         let trackedID = id | Self.trackedBit
@@ -332,16 +341,23 @@ public final class Router: Sendable {
         _ = tracked.withLock { $0.removeValue(forKey: id) }
     }
 
-    func deliveryFinished(_ id: UInt64, outcome: Int32, reason: sy_bytes) {
-        if id & Self.probeBit != 0, id & Self.spooledBit == 0 {
-            let index = Int((id & ~(Self.probeBit | Self.trackedBit)) >> Self.routeIndexShift)
-            routeTable[index]?.latency?.acknowledged(id, ok: outcome == SY_OUTCOME_OK)
+    /// A delivery ended: acknowledged by its sink, or refused by it (`acknowledgedBySink`
+    /// false: counted as refused, not as failed).
+    func deliveryFinished(_ id: UInt64, outcome: Int32, reason: sy_bytes, acknowledgedBySink: Bool = true) {
+        if id & Self.routedBit != 0, id & Self.spooledBit == 0, let route = routeTable[Self.routeIndex(of: id)] {
+            if id & Self.probeBit != 0 { route.latency?.acknowledged(id, ok: outcome == SY_OUTCOME_OK) }
+            if acknowledgedBySink {
+                if outcome == SY_OUTCOME_OK {
+                    route.counters.delivered.add(1, ordering: .relaxed)
+                } else {
+                    route.counters.failed.add(1, ordering: .relaxed)
+                }
+            }
         }
         if id & Self.trackedBit != 0 {
             tracked.withLock { $0.removeValue(forKey: id) }?.complete(outcome, reason: reason)
         } else if id & Self.spooledBit != 0 {
-            let index = Int((id & ~Self.spooledBit) >> Self.routeIndexShift)
-            routeTable[index]?.queue.post(RouteAck(deliveryID: id, outcome: outcome, reason: outcome == SY_OUTCOME_OK ? "" : reason.string))
+            routeTable[Self.routeIndex(of: id)]?.queue.post(RouteAck(deliveryID: id, outcome: outcome, reason: outcome == SY_OUTCOME_OK ? "" : reason.string))
         }
     }
 
