@@ -45,7 +45,7 @@ struct CoreConfiguration: PluginConfiguration {
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            path = try container.decodeNonEmpty(.path)
+            path = try container.decode(ConfigurationPath.self, forKey: .path).path
             format = try container.decode(.format, default: Format.envelope)
             fsync = try container.decode(.fsync, default: false)
         }
@@ -63,6 +63,8 @@ struct CoreConfiguration: PluginConfiguration {
     /// `subprocess:` runs a program and emits its output lines.
     struct Program: Decodable, Sendable {
         var command: [String]
+        /// The program's working directory: the route file's folder unless set.
+        var directory: String
         var codec: Subprocess.Codec
         /// The wait before a restart, at least 100 ms so a program that cannot start is not
         /// retried in a busy loop.
@@ -71,11 +73,12 @@ struct CoreConfiguration: PluginConfiguration {
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             command = try container.decodeNonEmpty(.command)
+            directory = try container.decode(.directory, default: ConfigurationPath(".")).path
             codec = try container.decode(.codec, default: Subprocess.Codec.lines)
             restartDelay = max(try container.decode(.restart, default: .seconds(1)) / .seconds(1), 0.1)
         }
 
-        private enum CodingKeys: CodingKey { case command, codec, restart }
+        private enum CodingKeys: CodingKey { case command, directory, codec, restart }
     }
 
     var timer: Timer?

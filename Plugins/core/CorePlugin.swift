@@ -64,7 +64,7 @@ final class CorePlugin: SwitchyardPlugin {
         file = try configuration.file.map { try JSONLinesFile(path: $0.path, writesEnvelopes: $0.format == .envelope, syncs: $0.fsync) }
         relays = configuration.relay != nil
         subprocess = configuration.subprocess.map {
-            Subprocess(context: context, command: $0.command, codec: $0.codec, restartDelay: $0.restartDelay)
+            Subprocess(context: context, command: $0.command, directory: $0.directory, codec: $0.codec, restartDelay: $0.restartDelay)
         }
     }
 

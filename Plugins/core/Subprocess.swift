@@ -29,12 +29,15 @@ final class Subprocess: @unchecked Sendable {
     private let wake: (read: Int32, write: Int32)
     private let context: PluginContext
     private let command: [String]
+    /// The program's working directory (the route file's folder by default).
+    private let directory: String
     private let codec: Codec
     private let restartDelay: Double
 
-    init(context: PluginContext, command: [String], codec: Codec, restartDelay: Double) {
+    init(context: PluginContext, command: [String], directory: String, codec: Codec, restartDelay: Double) {
         self.context = context
         self.command = command
+        self.directory = directory
         self.codec = codec
         self.restartDelay = restartDelay
         gate = SourceGate(context: context, port: "stdout")
@@ -144,6 +147,11 @@ final class Subprocess: @unchecked Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        guard let addChdir = Self.addChdir, addChdir(&actions, directory) == 0 else {
+            close(pipeEnds[0])
+            close(pipeEnds[1])
+            throw PluginError("cannot start \(command[0]) in \(directory): this C library cannot set a spawned program's working directory")
+        }
         // dup2 clears close-on-exec on fd 1 (glibc does so even when the write end is fd 1).
         posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
         // The router blocks signals it handles itself; the program gets the defaults.
@@ -172,7 +180,7 @@ final class Subprocess: @unchecked Sendable {
         close(pipeEnds[1])
         guard spawned == 0 else {
             close(pipeEnds[0])
-            throw PluginError("cannot start \(command[0]): \(String(cString: strerror(spawned)))")
+            throw PluginError("cannot start \(command[0]) in \(directory): \(String(cString: strerror(spawned)))")
         }
         return (pid, pipeEnds[0])
     }
@@ -247,5 +255,16 @@ final class Subprocess: @unchecked Sendable {
                 return nil
             }
         }
+    }
+}
+
+extension Subprocess {
+    typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+
+    /// glibc's `posix_spawn_file_actions_addchdir_np` (2.29+): Swift's Glibc module declares it
+    /// only under `_GNU_SOURCE`, so it is looked up once by name. `chdir` in the router itself
+    /// would move every thread.
+    static let addChdir: AddChdir? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np").map {
+        unsafeBitCast($0, to: AddChdir.self)
     }
 }

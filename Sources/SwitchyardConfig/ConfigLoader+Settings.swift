@@ -3,7 +3,8 @@ internal import SwitchyardStore
 
 extension ConfigLoader {
     /// `plugins: { dir: ... }` and `spool: { path: ... }`: a section with one path setting,
-    /// which every route file that sets it must set to the same value.
+    /// which every route file that sets it must set to the same place (a relative path is
+    /// taken from the folder of its file).
     func mergePathSetting(
         _ node: ConfigNode, section: String, key: String, example: String, what: String,
         into setting: WritableKeyPath<GraphConfig, Located<String>?>, config: inout GraphConfig, diagnostics: inout [Diagnostic],
@@ -19,10 +20,11 @@ extension ConfigLoader {
                 diagnostics.append(Diagnostic("unknown key '\(member.key)' in \(section) (expected: \(expected))", at: member.keyLocation))
                 continue
             }
-            guard let value = member.value.string, !value.isEmpty else {
+            guard let written = member.value.string, !written.isEmpty else {
                 diagnostics.append(Diagnostic("\(section).\(key) must be \(what)", at: member.value.location))
                 continue
             }
+            let value = RouteFilePath.resolve(written, besideFile: member.value.location.file)
             if let previous = config[keyPath: setting], previous.value != value {
                 diagnostics.append(
                     Diagnostic(

@@ -119,6 +119,24 @@ public struct ConfigurationSecret: ConfigurationValue, Sendable, Hashable {
     public static var schemaPlaceholder: Self { Self("") }
 }
 
+/// A file or folder path. The schema marks it `format: path`, so the router hands the plugin a
+/// relative path already taken from the folder of the route file that sets it.
+public struct ConfigurationPath: ConfigurationValue, Sendable, Hashable {
+    /// The path (absolute once the router has resolved it).
+    public var path: String
+
+    public init(_ path: String) { self.path = path }
+
+    /// Reads the path; an empty one is refused.
+    public init(from decoder: any Decoder) throws {
+        path = try decoder.singleValueContainer().decode(String.self)
+        guard !path.isEmpty else { throw ConfigurationError(decoder, "must not be empty") }
+    }
+
+    public static var configurationSchema: JSONValue { ["type": "string", "format": "path", "minLength": 1] }
+    public static var schemaPlaceholder: Self { Self("") }
+}
+
 /// A size setting: `64KiB`, `16MiB`, or a number of bytes.
 public struct ConfigurationByteSize: ConfigurationValue, Sendable, Hashable {
     /// The size in bytes.

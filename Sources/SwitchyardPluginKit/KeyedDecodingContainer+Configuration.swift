@@ -142,6 +142,7 @@ extension ConfigurationSchema {
         case let number as any BinaryInteger: .int(Int(clamping: number))
         case let number as Double: .double(number)
         case let duration as ConfigurationDuration: .string(duration.text)
+        case let path as ConfigurationPath: .string(path.path)
         case let named as any ConfigurationEnum: .string(named.rawValue)
         case let json as ConfigurationJSON: json.value
         case let list as [Any]:

@@ -25,9 +25,9 @@ public struct TLSSettings: Decodable, Sendable, Equatable {
     /// Reads a `tls:` section; `cert_file` and `key_file` must come together.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        caFile = try container.decodeIfPresent(String.self, forKey: .caFile)
-        certificateFile = try container.decodeIfPresent(String.self, forKey: .certificateFile)
-        keyFile = try container.decodeIfPresent(String.self, forKey: .keyFile)
+        caFile = try container.decodeIfPresent(ConfigurationPath.self, forKey: .caFile)?.path
+        certificateFile = try container.decodeIfPresent(ConfigurationPath.self, forKey: .certificateFile)?.path
+        keyFile = try container.decodeIfPresent(ConfigurationPath.self, forKey: .keyFile)?.path
         serverName = try container.decodeIfPresent(String.self, forKey: .serverName)
         verify = try container.decode(.verify, default: true)
         guard (certificateFile == nil) == (keyFile == nil) else {

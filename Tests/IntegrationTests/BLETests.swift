@@ -82,7 +82,8 @@ struct BLETests {
     /// accepted (the router asks once the instance reports itself ready).
     static func waitForActiveIiideas(_ router: RouterProcess) async {
         await router.waitUntil("the iiideas active") {
-            router.occurrences(of: "iiidea inactive: a piece refused to enable")
+            router.occurrences(of: "iiidea waits for its pieces while the instances start")
+                + router.occurrences(of: "iiidea inactive: a piece refused to enable")
                 == router.occurrences(of: "iiidea active: its pieces accepted once slate was ready")
         }
     }
@@ -113,6 +114,8 @@ struct BLETests {
         let (double, sandbox, router, admin) = (rig.double, rig.sandbox, rig.router, rig.admin)
         #expect(try HTTPExchange.send(admin + "/readyz").status == 200)
         await Self.waitForActiveIiideas(router)
+        // A board that connects during the start-up grace is a healthy start: no warning.
+        #expect(router.occurrences(of: "warning") == 0, "\(router.standardError)")
         #expect(try double.control("org.bluez.Mock.Notify", [Self.button1Path, "[1]"]).contains("true"))
         await router.waitUntil("the display written") { ((try? Self.written(double)) ?? []).count == 1 }
         // Cut to max_length (20 bytes) at a character boundary.

@@ -48,6 +48,30 @@ struct CLITests {
         return (sandbox, sandbox.routes.appendingPathComponent("main.yaml").path)
     }
 
+    /// An installed router (PREFIX/bin/switchyard) finds its plugins in
+    /// PREFIX/lib/switchyard/plugins with no option, variable or plugins.dir, from any working
+    /// directory; the layout is scripts/release's, made of hard links to the built files.
+    @Test func anInstalledRouterFindsThePluginsBesideIt() throws {
+        let sandbox = try Sandbox()
+        let prefix = sandbox.root.appendingPathComponent("prefix")
+        let bin = prefix.appendingPathComponent("bin")
+        let plugins = prefix.appendingPathComponent("lib/switchyard/plugins")
+        for folder in [bin, plugins] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        for (file, into) in [
+            (BuildProducts.switchyard, bin), (BuildProducts.directory.appendingPathComponent("libSwitchyardDependencies.so"), bin),
+            (BuildProducts.plugin("core"), plugins),
+        ] {
+            let target = into.appendingPathComponent(file.lastPathComponent)
+            do { try FileManager.default.linkItem(at: file, to: target) } catch { try FileManager.default.copyItem(at: file, to: target) }
+        }
+        try sandbox.writeRoutes(Self.goodYAML)
+        let result = try RouterProcess.runToExit(
+            ["validate", sandbox.routes.path], in: URL(fileURLWithPath: "/"), environment: ["SWITCHYARD_PLUGINS": ""],
+            executable: bin.appendingPathComponent("switchyard"))
+        // Without the plugins, `plugin: core` would be unknown and validation would fail.
+        #expect(result.status == 0, "\(result.output)\n\(result.errors)")
+    }
+
     @Test func versionNamesTheRouterAndTheABI() throws {
         let sandbox = try Sandbox()
         let result = try RouterProcess.runToExit(["--version"], in: sandbox.root)

@@ -385,8 +385,9 @@ struct PushTests {
         let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(answer.hasPrefix(#"{"name":"projects/demo-project/messages/"#), "\(answer)")
         // The webhook answers once the envelope is accepted; the journal route writes it after.
-        await router.waitUntil("the journal line") { sandbox.lines(of: "push-journal.jsonl").count >= 1 }
-        let journal = try sandbox.jsonLines(of: "push-journal.jsonl")
+        // Beside the route file: relative paths in a route file are taken from its folder.
+        await router.waitUntil("the journal line") { sandbox.lines(of: "routes/push-journal.jsonl").count >= 1 }
+        let journal = try sandbox.jsonLines(of: "routes/push-journal.jsonl")
         #expect(journal.count == 1)
         #expect((journal.first?["body"] as? [String: Any])?["notification_id"] as? String == "morning")
         await router.waitUntil("the console route's print") { router.standardOutput.contains("phone-token-1") }

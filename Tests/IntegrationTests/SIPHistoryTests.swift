@@ -132,7 +132,7 @@ struct SIPHistoryTests {
         #expect(listed.status == 0, "\(listed.errors)")
         let lines = listed.output.split(separator: "\n")
         #expect(
-            lines.count == 2 && lines.allSatisfy { $0.contains("\tout\tsip:nobody@example.test\t404\tapplication/json\thello, b") },
+            lines.count == 2 && lines.allSatisfy { $0.contains("\tout\tsip:nobody@example.test\t404\ttext/plain\thello, b") },
             "\(listed.output)")
         let recent = try cli(["pager", "--since", "1h", "--json", "--limit", "1"])
         #expect(recent.output.split(separator: "\n").count == 1 && recent.output.contains(#""direction":"out""#), "\(recent.output)")

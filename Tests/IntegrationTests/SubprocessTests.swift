@@ -82,8 +82,34 @@ struct SubprocessTests {
             """)
         let (router, _) = try await RouterProcess.startWithAdmin(sandbox)
         await router.waitUntil("the failure") {
-            router.standardError.contains("cannot start /nonexistent/program: No such file or directory")
+            router.standardError.contains("cannot start /nonexistent/program in \(sandbox.routes.path)/.: No such file or directory")
         }
+        #expect(router.stop() == 0)
+    }
+
+    /// Relative paths in a route file are taken from its folder, whatever the router's working
+    /// directory: the program runs there (`command: [sh, emit.sh]`), the file sink writes there.
+    @Test func relativePathsAreTakenFromTheRouteFilesFolder() async throws {
+        let sandbox = try Sandbox(plugins: ["core"])
+        let folder = sandbox.routes.appendingPathComponent("nested")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try "echo from-$(basename \"$PWD\")\n".write(to: folder.appendingPathComponent("emit.sh"), atomically: true, encoding: .utf8)
+        try """
+        instances:
+          program: { plugin: core, subprocess: { command: [sh, emit.sh], restart: 10s } }
+          out: { plugin: core, file: { path: out/lines.jsonl } }
+        routes:
+          - { from: program.stdout, to: out.write }
+        """.write(to: folder.appendingPathComponent("main.yaml"), atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("out"), withIntermediateDirectories: true)
+        let router = try RouterProcess(
+            ["run", "nested/main.yaml", "--plugins", sandbox.plugins.path], in: sandbox.routes)
+        let written = folder.appendingPathComponent("out/lines.jsonl").path
+        await router.waitUntil("the line beside the route file") {
+            ((try? String(contentsOfFile: written, encoding: .utf8)) ?? "").contains("\n")
+        }
+        let line = try String(contentsOfFile: written, encoding: .utf8)
+        #expect(line.contains(#""body":"from-nested""#), "\(line)\n\(router.standardError)")
         #expect(router.stop() == 0)
     }
 }

@@ -43,7 +43,7 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
         let (config, diagnostics) = load(text)
         #expect(diagnostics.isEmpty, "\(diagnostics)")
         #expect(config.files == ["r.yaml"])
-        #expect(config.pluginsDirectory?.value == "Plugins")
+        #expect(config.pluginsDirectory?.value == RouteFilePath.resolve("Plugins", besideFile: "r.yaml"))
         #expect(config.instances.map(\.name) == ["clock", "out"])
         let clock = try #require(config.instance(named: "clock"))
         #expect(clock.plugin.value == "core")
@@ -325,11 +325,27 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
 
     @Test func pluginsDirConflictAcrossFiles() throws {
         let (config, diagnostics) = ConfigLoader(environment: [:]).load(sources: [
-            (file: "a.yaml", text: "plugins: { dir: One }\n"), (file: "b.yaml", text: "plugins: { dir: Two }\n"),
+            (file: "a.yaml", text: "plugins: { dir: /One }\n"), (file: "b.yaml", text: "plugins: { dir: /Two }\n"),
         ])
-        let error = try diagnostic(diagnostics, containing: "plugins.dir is set to 'One' at a.yaml:1:17")
+        let error = try diagnostic(diagnostics, containing: "plugins.dir is set to '/One' at a.yaml:1:17")
         #expect(error.location == at("b.yaml", 1, 17))
-        #expect(config.pluginsDirectory?.value == "One")
+        #expect(config.pluginsDirectory?.value == "/One")
+    }
+
+    /// A relative path is taken from its file's folder: the same words in two folders are two
+    /// places, and different words naming one place agree.
+    @Test func relativePathSettingsAreTakenFromTheirFilesFolder() throws {
+        let (config, diagnostics) = ConfigLoader(environment: [:]).load(sources: [
+            (file: "/srv/routes/a.yaml", text: "plugins: { dir: ../Plugins }\nspool: { path: state/spool.db }\n"),
+            (file: "/srv/routes/b.yaml", text: "plugins: { dir: ../Plugins }\n"),
+        ])
+        #expect(diagnostics.isEmpty, "\(diagnostics)")
+        #expect(config.pluginsDirectory?.value == "/srv/routes/../Plugins")
+        #expect(config.spoolPath?.value == "/srv/routes/state/spool.db")
+        let (_, conflict) = ConfigLoader(environment: [:]).load(sources: [
+            (file: "/srv/one/a.yaml", text: "plugins: { dir: Plugins }\n"), (file: "/srv/two/b.yaml", text: "plugins: { dir: Plugins }\n"),
+        ])
+        _ = try diagnostic(conflict, containing: "plugins.dir is set to '/srv/one/Plugins'")
     }
 
     @Test func typeDeclarationProblems() throws {
@@ -593,7 +609,7 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
         #expect(route.dedupeWindow == 600_000_000_000)
         #expect(route.onFull == .spool)
         #expect(route.spoolLimit == 64 * 1024 * 1024)
-        #expect(config.spoolPath?.value == "var/spool.db")
+        #expect(config.spoolPath?.value == RouteFilePath.resolve("var/spool.db", besideFile: "r.yaml"))
     }
 
     @Test func dedupeWithAKeyTemplate() throws {

@@ -153,7 +153,9 @@ private func parseError(_ source: String, at location: SwitchyardCore.SourceLoca
     }
 
     @Test func numbersBooleansArraysAndAbsentFields() throws {
-        let out = try text("[{{json(body.count)}}, {{json(body.flag)}}, {{json(body.list)}}, {{json(body.nope)}}, {{json(headers.mqtt.qos)}}]", envelope(body: tricky))
+        let out = try text(
+            "[{{json(body.count)}}, {{json(body.flag)}}, {{json(body.list)}}, {{json(body.nope)}}, {{json(headers.mqtt.qos)}}]",
+            envelope(body: tricky))
         #expect(out == #"[3, false, [1,"a"], null, "1"]"#)
     }
 

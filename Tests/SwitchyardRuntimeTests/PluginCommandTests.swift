@@ -165,7 +165,12 @@ struct CommandPipe: ~Copyable {
         #expect(PluginCommandLine.directory(option: "/p", environment: environment, configured: "/yaml") == "/p")
         #expect(PluginCommandLine.directory(option: nil, environment: environment, configured: "/yaml") == "/opt/plugins")
         #expect(PluginCommandLine.directory(option: nil, environment: [:], configured: "/yaml") == "/yaml")
-        #expect(PluginCommandLine.directory(option: nil, environment: [:]) == "Plugins")
+        #expect(PluginCommandLine.directory(option: nil, environment: [:], installed: nil) == "Plugins")
+        // An installed router's own folder comes after the route file's plugins.dir.
+        #expect(
+            PluginCommandLine.directory(option: nil, environment: [:], installed: "/usr/bin/../lib/switchyard/plugins")
+                == "/usr/bin/../lib/switchyard/plugins")
+        #expect(PluginCommandLine.directory(option: nil, environment: [:], configured: "/yaml", installed: "/usr/lib") == "/yaml")
         // A trailing `--plugins` is the default command's problem, not a directory.
         #expect(PluginCommandLine(arguments: ["--plugins"], environment: [:]).words == ["--plugins"])
     }

@@ -63,7 +63,7 @@ admins=()
 for node in 1 2; do
     mkdir -p "$work/router$node"
     admin_port=$(free_port)
-    (cd "$work/router$node" && exec "$switchyard" run "$root/examples/scale-out/routes.yaml" --plugins "$plugins" \
+    (cd "$work/router$node" && OUTPUT=$work/router$node exec "$switchyard" run "$root/examples/scale-out/routes.yaml" --plugins "$plugins" \
         --spool "$work/router$node/spool.db" --admin "127.0.0.1:$admin_port" > log 2>&1) &
     pids+=($!)
     admins+=("127.0.0.1:$admin_port")

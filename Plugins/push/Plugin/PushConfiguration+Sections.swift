@@ -13,8 +13,8 @@ extension String {
 extension PushConfiguration {
     /// The webhook's `tls:`: its certificate and key.
     struct WebhookTLS: Decodable {
-        var certFile: String
-        var keyFile: String
+        var certFile: ConfigurationPath
+        var keyFile: ConfigurationPath
     }
 
     /// `auth:`: who may call the webhook.
@@ -49,7 +49,7 @@ extension PushConfiguration {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             let retry = try container.decodeSection(Retry.self, forKey: .retry)
             sender = Sender(
-                serviceAccountFile: try container.decode(String.self, forKey: .serviceAccount),
+                serviceAccountFile: try container.decode(ConfigurationPath.self, forKey: .serviceAccount).path,
                 project: try container.decodeIfPresent(String.self, forKey: .project),
                 baseURL: String(
                     (try container.decodeIfPresent(.baseURL, matching: "^https?://") ?? "https://fcm.googleapis.com").trimmingSuffix("/")),

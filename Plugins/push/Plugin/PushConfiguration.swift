@@ -59,14 +59,14 @@ struct PushConfiguration: PluginConfiguration {
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        registryPath = try container.decodeIfPresent(String.self, forKey: .registry)
+        registryPath = try container.decodeIfPresent(ConfigurationPath.self, forKey: .registry)?.path
         if let listen = try container.decodeIfPresent(HostPort.self, forKey: .listen) {
             let tls = try container.decodeIfPresent(WebhookTLS.self, forKey: .tls)
             let auth = try container.decodeSection(Auth.self, forKey: .auth)
             // A zero timeout would close every connection.
             let positive = Duration.nanoseconds(1)
             webhook = Webhook(
-                host: listen.host, port: listen.port, certificateFile: tls?.certFile, keyFile: tls?.keyFile,
+                host: listen.host, port: listen.port, certificateFile: tls?.certFile.path, keyFile: tls?.keyFile.path,
                 bearerToken: auth.bearerToken, signature: auth.signature,
                 projects: Set(try container.decode(.projects, default: [String]())),
                 maximumBodySize: try container.decode(.maxBody, defaultBytes: 65536, atLeastBytes: 4096),

@@ -28,7 +28,7 @@ public struct EnrollmentSettings: Decodable, Sendable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         listen = try container.decode(HostPort.self, forKey: .listen)
-        realm = try container.decode(String.self, forKey: .realm)
+        realm = try container.decode(ConfigurationPath.self, forKey: .realm).path
         names = try container.decode(.names, default: [String]())
         lease = try container.decode(.lease, default: .seconds(3600), atLeast: .seconds(10), atMost: .seconds(3650 * 86400))
         let throttle = try container.decodeSection(Throttle.self, forKey: .throttle)

@@ -113,7 +113,7 @@ struct QeoSettings: PluginConfiguration {
         "/enroll/listen": "HOST:PORT of the enrollment endpoint (port 0 picks a free one)",
         "/enroll/realm": "the realm directory of `switchyard qeo realm init` (holds the CA key)",
         "/enroll/lease": "how long an enrolled device's permissions stay valid before it renews them (default 1h)",
-        "/qdm": "QDM files, relative to the working directory",
+        "/qdm": "QDM files (relative to the route file's folder)",
         "/security":
             "a secured realm: the device credentials directory of `switchyard qeo realm add-device`, or {credentials, libraries}",
     ]
@@ -149,7 +149,9 @@ struct QeoSettings: PluginConfiguration {
 
         private init(files: [String]) { self.files = files }
 
-        static let configurationSchema: JSONValue = ["type": ["string", "array"], "items": ["type": "string"]]
+        static let configurationSchema: JSONValue = [
+            "type": ["string", "array"], "format": "path", "items": ["type": "string", "format": "path"],
+        ]
         static var schemaPlaceholder: Self { Self(files: []) }
     }
 
@@ -186,18 +188,23 @@ struct QeoSettings: PluginConfiguration {
                 return
             }
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            guard let directory = try container.decodeIfPresent(String.self, forKey: .credentials) else {
+            guard let directory = try container.decodeIfPresent(ConfigurationPath.self, forKey: .credentials)?.path else {
                 throw ConfigurationError(decoder, "give the device credentials directory (`switchyard qeo realm add-device` prints it)")
             }
             credentials = directory
-            libraries = try container.decodeIfPresent(String.self, forKey: .libraries)
+            libraries = try container.decodeIfPresent(ConfigurationPath.self, forKey: .libraries)?.path
         }
 
         private init() {}
 
         private enum CodingKeys: CodingKey { case credentials, libraries }
 
-        static var configurationSchema: JSONValue { ConfigurationSchema.of(Self.self, orAlso: "string") }
+        /// The short form is the credentials directory, a path like the long form's.
+        static var configurationSchema: JSONValue {
+            guard case .object(var schema) = ConfigurationSchema.of(Self.self, orAlso: "string") else { return [:] }
+            schema["format"] = "path"
+            return .object(schema)
+        }
         static var schemaPlaceholder: Self { Self() }
     }
 }

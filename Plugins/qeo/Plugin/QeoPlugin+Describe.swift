@@ -18,7 +18,7 @@ struct QeoTopics: Sendable {
     init(config: JSONValue) throws(PluginError) {
         let qdm = config["qdm"]
         let files = qdm?.stringValue.map { [$0] } ?? (qdm?.arrayValue ?? []).compactMap(\.stringValue)
-        guard !files.isEmpty else { throw PluginError("/qdm: give the QDM files of the types (relative to the working directory)") }
+        guard !files.isEmpty else { throw PluginError("/qdm: give the QDM files of the types (relative to the route file's folder)") }
         do {
             model = try QDMParser.load(files)
         } catch {

@@ -17,7 +17,7 @@ public struct WakeSettings: Decodable, Sendable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         topics = try container.decode([String].self, forKey: .topics)
-        store = try container.decodeIfPresent(String.self, forKey: .store)
+        store = try container.decodeIfPresent(ConfigurationPath.self, forKey: .store)?.path
         maximumChanges = try container.decode(.maxChanges, default: 1000, atLeast: 1)
         maximumAge = try container.decode(.maxAge, default: .seconds(7 * 86400), atLeast: .seconds(1))
         if !decoder.isDerivingConfigurationSchema, topics.isEmpty {

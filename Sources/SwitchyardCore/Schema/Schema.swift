@@ -36,6 +36,9 @@ public final class Schema: Sendable {
     public let summary: String?
     /// Value used when the member is absent.
     public let defaultValue: JSONValue?
+    /// The `format` annotation; `path` marks a file or folder path, which the router resolves
+    /// from the folder of the route file that sets it (``resolvingPaths(in:_:)``).
+    public let format: String?
 
     private static let knownKeywords: Set<String> = [
         "type", "properties", "required", "additionalProperties", "items", "enum", "const", "minimum",
@@ -154,6 +157,7 @@ public final class Schema: Sendable {
         }
         summary = members["description"]?.stringValue
         defaultValue = members["default"]
+        format = members["format"]?.stringValue
     }
 
     /// Every way `value` breaks the schema; empty when it conforms. `path` names the value in

@@ -54,7 +54,9 @@ public struct Template: Sendable {
             reads.append((field, tag.offset))
         }
         fieldReads = reads
-        if escaping == .verbatim, tags.count == 1, let only = tags.first, only.isVariable, !only.jsonEncoded, only.start == 0, only.end == source.utf8.count {
+        if escaping == .verbatim, tags.count == 1, let only = tags.first, only.isVariable, !only.jsonEncoded, only.start == 0,
+            only.end == source.utf8.count
+        {
             wholeField = reads.first?.field
         } else {
             wholeField = nil

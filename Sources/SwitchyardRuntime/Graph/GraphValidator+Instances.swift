@@ -47,7 +47,10 @@ extension GraphValidator {
                 )
                 continue
             }
-            let json = declaration.config.json
+            // Paths the plugin's schema marks (`format: path`) are taken from the route file's folder.
+            let json = plugin.configSchema.resolvingPaths(in: declaration.config.json) {
+                RouteFilePath.resolve($0, besideFile: declaration.location.file)
+            }
             let before = diagnostics.count
             for violation in plugin.configSchema.violations(of: json)
             where !declaration.config.node(atPath: violation.path).hasUnsetVariable {

@@ -21,6 +21,11 @@ final class IiideaController: Sendable {
     /// Where pieces a ready instance refused are asked again: never on the plugin's thread
     /// that reported readiness (a plugin may answer `piece_enable` from that very thread).
     private let retries = DispatchQueue(label: "switchyard.iiidea.retries")
+    /// When the pieces were last asked after a start or a reload: a piece that refuses within
+    /// ``startupGrace`` of it is usually an instance still connecting (a D-Bus bus, a broker),
+    /// whose readiness asks again — worth a warning only if it is still refused after.
+    private let askedAfterStart = Mutex<ContinuousClock.Instant?>(nil)
+    static let startupGrace: Duration = .seconds(5)
 
     /// Refuses pieces that need an OAuth connection nobody has connected yet.
     let oauth: OAuthConnections
@@ -165,9 +170,22 @@ final class IiideaController: Sendable {
         }
         state.set(acceptedPieces: accepted)
         state.set(inactiveReason: reason)
-        if let reason {
+        guard let reason else { return }
+        let sinceStart = askedAfterStart.withLock { $0 }.map { ContinuousClock.now - $0 } ?? Self.startupGrace
+        guard sinceStart < Self.startupGrace else {
             logger.warning(
                 "iiidea inactive: a piece refused to enable", metadata: ["iiidea": .string(iiidea.id), "reason": .string(reason)])
+            return
+        }
+        logger.info(
+            "iiidea waits for its pieces while the instances start", metadata: ["iiidea": .string(iiidea.id), "reason": .string(reason)])
+        let left = Self.startupGrace - sinceStart
+        let milliseconds = Int(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+        retries.asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [logger] in
+            guard state.isEnabled, let still = state.inactiveReason else { return }
+            logger.warning(
+                "iiidea inactive: a piece still refuses to enable \(Self.startupGrace) after the start",
+                metadata: ["iiidea": .string(iiidea.id), "reason": .string(still)])
         }
     }
 
@@ -189,6 +207,7 @@ final class IiideaController: Sendable {
     /// Enables the pieces of every enabled iiidea (after start and after a reload; plugins
     /// see enable again for an iiidea they already serve and should accept it quietly).
     func activateEnabled(in graph: CompiledGraph) {
+        askedAfterStart.withLock { $0 = .now }
         let states = states.withLock { $0 }
         for iiidea in graph.plan.iiideas {
             if let state = states[iiidea.id], state.isEnabled { activate(iiidea, state: state, in: graph) }

@@ -11,16 +11,32 @@
 public struct PluginCommandLine: Sendable {
     /// The environment variable that names the plugin directory when `--plugins` is not given.
     public static let directoryVariable = "SWITCHYARD_PLUGINS"
-    /// The plugin directory when neither `--plugins` nor the variable names one.
+    /// The plugin directory when nothing names one and the router is not installed with its
+    /// plugins beside it.
     public static let defaultDirectory = "Plugins"
+
+    /// Where an installed router's plugins are: `../lib/switchyard/plugins` from the folder of
+    /// the running executable (`/usr/bin/switchyard` → `/usr/lib/switchyard/plugins`), when that
+    /// folder exists.
+    public static let installedDirectory: String? = {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard length > 0 else { return nil }
+        let executable = String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let slash = executable.lastIndex(of: "/") else { return nil }
+        let candidate = String(executable[..<slash]) + "/../lib/switchyard/plugins"
+        var status = stat()
+        guard stat(candidate, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else { return nil }
+        return candidate
+    }()
     /// The exit status of a command line that names no known plugin or command (sysexits'
     /// EX_USAGE).
     public static let usageStatus: Int32 = 64
     /// The exit status when a plugin fails to run a command it declares (EX_SOFTWARE).
     public static let softwareStatus: Int32 = 70
 
-    /// The plugin directory: `--plugins DIR` before the plugin name, else the variable, else
-    /// `Plugins`.
+    /// The plugin directory: `--plugins DIR` before the plugin name, else the variable, else the
+    /// installed one, else `Plugins`.
     public let directory: String
     /// The words after a leading `--plugins DIR`.
     public let words: [String]
@@ -59,10 +75,12 @@ public struct PluginCommandLine: Sendable {
     }
 
     /// The plugin directory every command uses: `option` (`--plugins`), else the variable
-    /// ``directoryVariable``, else `configured` (a route file's `plugins.dir`), else
-    /// ``defaultDirectory``.
-    public static func directory(option: String?, environment: [String: String], configured: String? = nil) -> String {
-        option ?? environment[directoryVariable].flatMap { $0.isEmpty ? nil : $0 } ?? configured ?? defaultDirectory
+    /// ``directoryVariable``, else `configured` (a route file's `plugins.dir`), else the
+    /// installed one beside the executable (``installedDirectory``), else ``defaultDirectory``.
+    public static func directory(
+        option: String?, environment: [String: String], configured: String? = nil, installed: String? = installedDirectory
+    ) -> String {
+        option ?? environment[directoryVariable].flatMap { $0.isEmpty ? nil : $0 } ?? configured ?? installed ?? defaultDirectory
     }
 
     /// Decides what the command line asks for. `builtInCommands` are the executable's own

@@ -357,7 +357,8 @@ public final class Router: Sendable {
         if id & Self.trackedBit != 0 {
             tracked.withLock { $0.removeValue(forKey: id) }?.complete(outcome, reason: reason)
         } else if id & Self.spooledBit != 0 {
-            routeTable[Self.routeIndex(of: id)]?.queue.post(RouteAck(deliveryID: id, outcome: outcome, reason: outcome == SY_OUTCOME_OK ? "" : reason.string))
+            routeTable[Self.routeIndex(of: id)]?.queue.post(
+                RouteAck(deliveryID: id, outcome: outcome, reason: outcome == SY_OUTCOME_OK ? "" : reason.string))
         }
     }
 

@@ -14,13 +14,17 @@ final class RouterProcess {
     private let stdoutBuffer = OutputBuffer()
     private let stderrBuffer = OutputBuffer()
 
-    /// Starts `switchyard` with `arguments` in `directory`; inside `namespace` when given.
-    init(_ arguments: [String], in directory: URL, environment: [String: String] = [:], namespace: NetworkNamespace? = nil) throws {
+    /// Starts `switchyard` (the built one unless `executable` names another) with `arguments`
+    /// in `directory`; inside `namespace` when given.
+    init(
+        _ arguments: [String], in directory: URL, environment: [String: String] = [:], namespace: NetworkNamespace? = nil,
+        executable: URL = BuildProducts.switchyard
+    ) throws {
         if let namespace {
             // `ip netns exec` runs the command in place of itself: the pid is the router's.
-            (process.executableURL, process.arguments) = namespace.wrap([BuildProducts.switchyard.path] + arguments)
+            (process.executableURL, process.arguments) = namespace.wrap([executable.path] + arguments)
         } else {
-            process.executableURL = BuildProducts.switchyard
+            process.executableURL = executable
             process.arguments = arguments
         }
         process.currentDirectoryURL = directory
@@ -135,11 +139,11 @@ final class RouterProcess {
     }
 
     /// Runs `switchyard` to completion and returns (status, stdout, stderr).
-    static func runToExit(_ arguments: [String], in directory: URL, environment: [String: String] = [:], timeout: Duration = .seconds(60))
-        throws
-        -> (status: Int32, output: String, errors: String)
-    {
-        let router = try RouterProcess(arguments, in: directory, environment: environment)
+    static func runToExit(
+        _ arguments: [String], in directory: URL, environment: [String: String] = [:], timeout: Duration = .seconds(60),
+        executable: URL = BuildProducts.switchyard
+    ) throws -> (status: Int32, output: String, errors: String) {
+        let router = try RouterProcess(arguments, in: directory, environment: environment, executable: executable)
         router.closeInput()
         let status = router.waitForExit(timeout: timeout)
         return (status, router.standardOutput, router.standardError)
