@@ -17,8 +17,7 @@ struct DeadLetters: ParsableCommand {
     )
 
     struct SpoolOption: ParsableArguments {
-        @Option(help: "The spool database (default \(ConfigLoader.defaultSpoolPath)).")
-        var spool: String = ConfigLoader.defaultSpoolPath
+        @OptionGroup var location: SpoolLocation
 
         @Option(
             help:
@@ -30,11 +29,12 @@ struct DeadLetters: ParsableCommand {
         /// handed over: it does so within seconds of writing them). The command never changes
         /// the store's schema: a router does, or `switchyard store migrate`.
         func open() throws -> any DeadLetterStore {
+            let path = try location.existing()
             let spool: Spool
             do {
-                spool = try Spool(path: self.spool)
+                spool = try Spool(path: path)
             } catch {
-                printError("error: spool '\(self.spool)': \(error)")
+                printError("error: spool '\(path)': \(error)")
                 throw ExitCode(1)
             }
             // A command line is visible to every user (ps) and kept in shell histories.

@@ -22,13 +22,16 @@ struct SpoolCommand: ParsableCommand {
                 next start) unless --force.
                 """)
 
-        @Argument(help: "The spool database (default \(ConfigLoader.defaultSpoolPath)).")
-        var path: String = ConfigLoader.defaultSpoolPath
+        @Argument(help: "The spool database (default: --spool, else the route files' spool.path, else \(ConfigLoader.defaultSpoolPath)).")
+        var file: String?
+
+        @OptionGroup var location: SpoolLocation
 
         @Flag(help: "Move the spool aside even when its integrity check passes.")
         var force = false
 
         func run() throws {
+            let path = try file ?? location.resolve().path
             if !force, FileManager.default.fileExists(atPath: path), Spool.damage(at: path) == nil {
                 printError(
                     "error: spool '\(path)' is not damaged (its integrity check passes); the router delivers what it holds at its next start. Use --force to move it aside anyway"

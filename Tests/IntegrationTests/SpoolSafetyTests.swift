@@ -163,6 +163,43 @@ struct SpoolSafetyTests {
     }
 }
 
+/// `dlq` and `spool` commands find the spool as `run` does and never create one.
+@Suite(.timeLimit(.minutes(1)))
+struct SpoolLocationTests {
+    @Test func aMissingSpoolIsRefusedWithItsOriginAndNothingIsCreated() throws {
+        let sandbox = try Sandbox()
+        let empty = try RouterProcess.runToExit(["dlq", "list"], in: sandbox.root)
+        #expect(empty.status == 1)
+        #expect(empty.errors.contains("there is no spool at 'state/spool.db' (from the default)"), "\(empty.errors)")
+        let mistyped = try RouterProcess.runToExit(["dlq", "list", "--spool", "typo/spool.db"], in: sandbox.root)
+        #expect(mistyped.status == 1)
+        #expect(mistyped.errors.contains("'typo/spool.db' (from --spool)"), "\(mistyped.errors)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.root.path).sorted() == ["plugins", "routes"])
+    }
+
+    @Test func theRouteFilesSpoolPathIsTheSpool() async throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("testkit")
+        try sandbox.writeRoutes(
+            """
+            spool: { path: var/spool.db }
+            instances:
+              source: { plugin: testkit, numbers: { count: 3, state: "\(sandbox.path("source.state"))" } }
+              sink:   { plugin: testkit, collect: { path: "\(sandbox.path("collected.txt"))", reject: true } }
+            routes:
+              - { name: durable, from: source.numbers, to: sink.collect, delivery: at-least-once }
+            """)
+        let router = try RouterProcess(["run", "routes", "--plugins", sandbox.plugins.path], in: sandbox.root)
+        await router.waitUntil("3 dead letters") { router.occurrences(of: "delivery given up, moved to the dead letters") == 3 }
+        #expect(router.stop() == 0)
+        // From another folder: the route folder's spool.path, taken from the route file's folder.
+        let listed = try RouterProcess.runToExit(["dlq", "list", "--routes", sandbox.routes.path], in: URL(fileURLWithPath: "/"))
+        #expect(listed.status == 0, "\(listed.errors)")
+        #expect(listed.output.split(separator: "\n").count == 3, "\(listed.output)")
+        #expect(FileManager.default.fileExists(atPath: sandbox.routes.appendingPathComponent("var/spool.db").path))
+    }
+}
+
 /// A tmpfs of a few megabytes mounted for one test (the tests run as root, as CI does), with
 /// a filler file to make it full on demand; unmounted on deinit.
 final class SmallFileSystem {
