@@ -25,7 +25,9 @@ struct SpoolLocation: ParsableArguments {
         let named = config.files.isEmpty ? problems : problems.filter { $0.message.contains("spool") }
         for problem in named { printError(problem.description) }
         guard named.isEmpty else { throw ExitCode(1) }
-        guard let configured = config.spoolPath else { return (ConfigLoader.defaultSpoolPath, "the default (\(folder) sets no spool.path)") }
+        guard let configured = config.spoolPath else {
+            return (ConfigLoader.defaultSpoolPath, "the default (\(folder) sets no spool.path)")
+        }
         return (configured.value, "spool.path at \(configured.location)")
     }
 
