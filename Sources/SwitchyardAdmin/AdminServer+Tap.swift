@@ -8,7 +8,8 @@ extension AdminServer {
     /// (after its condition and map/template) or leaving the port, its data the envelope as
     /// JSON with secrets masked; at most `rate` a second (default 200), with an
     /// `event: skipped` (`{"skipped": N}`) before the next envelope when some were not taken;
-    /// after `limit` envelopes the stream ends. 404 for an unknown route or port, 400 for a
+    /// after `limit` envelopes the stream ends; when it ends otherwise, a last `event: end`
+    /// (`{"reason": …}`) says why (the router stops, or a reload removed the point). 404 for an unknown route or port, 400 for a
     /// condition that does not parse or a rate out of range, 503 when too many taps are open.
     func addTapRoute(to routes: Hummingbird.Router<BasicRequestContext>, router: SwitchyardRuntime.Router) {
         routes.get("v1/tap") { request, _ -> Response in
@@ -42,8 +43,13 @@ extension AdminServer {
                         let data = Redaction.redact(envelope.jsonObject().serialized())
                         output.yield("event: envelope\ndata: \(data)\n\n")
                         sent += 1
-                        if let limit, sent >= limit { break }
+                        if let limit, sent >= limit {
+                            output.finish()
+                            return
+                        }
                     }
+                    let reason = router.isDraining ? "the router is stopping" : "a reload removed \(point)"
+                    output.yield("event: end\ndata: \(JSONValue.object(["reason": .string(reason)]).serialized())\n\n")
                     output.finish()
                 })
         }

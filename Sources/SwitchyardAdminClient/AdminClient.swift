@@ -62,6 +62,15 @@ public struct AdminClient: Sendable {
     /// The largest answer read (head and body); a longer one is an error.
     public static let maximumAnswerBytes = 4 << 20
 
+    /// The environment variable commands take the admin bearer token from when `--token` is
+    /// not given (a command line is visible to every user of the machine; the environment is not).
+    public static let tokenVariable = "SWITCHYARD_ADMIN_TOKEN"
+
+    /// The token a command sends: `--token`, else ``tokenVariable``.
+    public static func token(option: String?, environment: [String: String]) -> String? {
+        option ?? environment[tokenVariable].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
     /// `http://host:port`, `host:port` or `[v6]:port`; `token` is sent as a bearer token.
     public init(address: String, token: String?) throws(AdminError) {
         var text = Substring(address.trimmingCharacters(in: .whitespaces))

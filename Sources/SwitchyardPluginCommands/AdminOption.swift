@@ -16,6 +16,10 @@ public struct AdminOption: ParsableArguments {
     @Option(help: "The running router's admin address.")
     public var admin: String = "127.0.0.1:9180"
 
+    /// The admin bearer token, when not from the environment.
+    @Option(help: "The admin bearer token (default: SWITCHYARD_ADMIN_TOKEN, which unlike a command line other users cannot see).")
+    public var token: String?
+
     /// Creates the option with its default.
     public init() {}
 
@@ -23,7 +27,10 @@ public struct AdminOption: ParsableArguments {
     /// command with status 1.
     public func client(io: CommandIO) throws -> AdminClient {
         do {
-            return try AdminClient(address: admin, token: getenv("SWITCHYARD_ADMIN_TOKEN").map { String(cString: $0) })
+            let variable = getenv(AdminClient.tokenVariable).map { String(cString: $0) }
+            return try AdminClient(
+                address: admin,
+                token: AdminClient.token(option: token, environment: variable.map { [AdminClient.tokenVariable: $0] } ?? [:]))
         } catch {
             io.writeError("error: \(error)\n")
             throw ExitCode(1)

@@ -18,8 +18,7 @@ struct Iiideas: ParsableCommand {
     )
 
     struct AdminOptions: ParsableArguments {
-        @Option(help: "The router's admin address (its run --admin).")
-        var admin: String = "127.0.0.1:9180"
+        @OptionGroup var connection: AdminConnection
 
         @Flag(help: "Print the API's JSON instead of columns.")
         var json = false
@@ -31,8 +30,7 @@ struct Iiideas: ParsableCommand {
         func call(_ method: String, _ path: String, body: JSONValue? = nil) throws -> JSONValue {
             let answer: AdminClient.Answer
             do {
-                var client = try AdminClient(address: admin, token: ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"])
-                client.timeout = .seconds(15)
+                let client = try connection.client(timeout: .seconds(15))
                 answer = try client.request(method, path, json: body?.serializedBytes())
             } catch {
                 printError("error: \(error) — is the router running with --admin?")

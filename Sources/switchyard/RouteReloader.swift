@@ -176,7 +176,7 @@ struct Reload: ParsableCommand {
     func run() throws {
         let answer: AdminClient.Answer
         do {
-            let client = try AdminClient(address: admin, token: token ?? ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"])
+            let client = try AdminClient(address: admin, token: AdminClient.token(option: token, environment: ProcessEnvironment.current))
             answer = try client.post("/reload")
         } catch {
             printError("error: \(error)")

@@ -41,8 +41,7 @@ struct Tap: ParsableCommand {
     @Option(help: "The most envelopes a second to show (1-10000); the rest are counted as not shown.")
     var rate: Int = 200
 
-    @Option(help: "The router's admin address (its run --admin).")
-    var admin: String = "127.0.0.1:9180"
+    @OptionGroup var connection: AdminConnection
 
     func validate() throws {
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
@@ -51,7 +50,7 @@ struct Tap: ParsableCommand {
 
     func run() throws {
         // Heartbeats come every 15 s: a minute of silence means the router is gone.
-        let client = try AdminClient.command(admin, timeout: .seconds(60))
+        let client = try connection.client(timeout: .seconds(60))
         let isPort = port || target.contains(".")
         var query = [(isPort ? "port" : "route", target)]
         if let condition { query.append(("when", condition)) }
@@ -59,8 +58,13 @@ struct Tap: ParsableCommand {
         query.append(("rate", String(rate)))
         let path = "/v1/tap?" + query.map { "\($0.0)=\(pathSegment($0.1))" }.joined(separator: "&")
         var shown = 0
+        var ended: String?
         do {
             try client.events(path) { event, data in
+                if event == "end" {
+                    ended = (try? JSONValue(parsing: Array(data.utf8)))?["reason"]?.stringValue ?? "the router ended it"
+                    return false
+                }
                 if event == "skipped", let count = (try? JSONValue(parsing: Array(data.utf8)))?["skipped"]?.intValue {
                     printError("(\(count) more not shown: over --rate \(rate) a second)")
                     return true
@@ -75,6 +79,11 @@ struct Tap: ParsableCommand {
             printError("error: \(error)")
             throw ExitCode(1)
         }
+        if let limit, shown >= limit { return }
+        printError(
+            "tap ended after \(shown) envelope\(shown == 1 ? "" : "s"): \(ended ?? "the router closed the connection (it stopped or was killed)")"
+        )
+        throw ExitCode(1)
     }
 
     /// One envelope as `--format` and `--hex` ask.

@@ -21,8 +21,7 @@ struct Top: ParsableCommand {
             each refresh is printed as a block of lines (a time, then the tables). Ctrl-C stops it.
             """)
 
-    @Option(help: "The router's admin address (its run --admin).")
-    var admin: String = "127.0.0.1:9180"
+    @OptionGroup var connection: AdminConnection
 
     @Option(help: "How often to refresh: 500ms, 1s, 5s…")
     var interval: String = "1s"
@@ -39,7 +38,7 @@ struct Top: ParsableCommand {
 
     func run() throws {
         let pause = Double(DurationText.nanoseconds(interval) ?? 1_000_000_000) / 1e9
-        let client = try AdminClient.command(admin, timeout: .seconds(10))
+        let client = try connection.client(timeout: .seconds(10))
         let terminal = isatty(STDOUT_FILENO) == 1
         var previous: TopSnapshot?
         var count = 0

@@ -106,6 +106,19 @@ struct AdminTests {
         #expect(try Self.request(base + "/readyz", token: "wrong").status == 401)
         #expect(try Self.request(base + "/readyz", token: "s3cret-token") == (200, "ready\n"))
         #expect(try Self.request(base + "/metrics", token: "s3cret-token").body.contains("switchyard_instance_ready"))
+        // The commands that ask the router take --token as reload does.
+        let address = String(base.dropFirst("http://".count))
+        let top = try RouterProcess.runToExit(
+            ["top", "--admin", address, "--token", "s3cret-token", "--iterations", "1"], in: sandbox.root,
+            environment: ["SWITCHYARD_ADMIN_TOKEN": ""])
+        #expect(top.status == 0, "\(top.errors)")
+        let untokened = try RouterProcess.runToExit(
+            ["iiidea", "list", "--admin", address], in: sandbox.root, environment: ["SWITCHYARD_ADMIN_TOKEN": ""])
+        #expect(untokened.status == 1)
+        let iiideas = try RouterProcess.runToExit(
+            ["iiidea", "list", "--admin", address, "--token", "s3cret-token"], in: sandbox.root, environment: ["SWITCHYARD_ADMIN_TOKEN": ""]
+        )
+        #expect(iiideas.status == 0, "\(iiideas.errors)")
         #expect(router.stop() == 0)
         #expect(!router.standardError.contains("s3cret-token"))
     }

@@ -64,6 +64,24 @@ struct TapTests {
         let unknown = try RouterProcess.runToExit(["tap", "nothing", "--limit", "1", "--admin", admin], in: sandbox.root)
         #expect(unknown.status == 1)
         #expect(unknown.errors.contains("route nothing: no such route"), "\(unknown.errors)")
+        // A field the tapped type lacks would never match: refused at once, as validate would.
+        let absent = try RouterProcess.runToExit(["tap", "clock.tick", "--when", "body.nope > 1", "--admin", admin], in: sandbox.root)
+        #expect(absent.status == 1)
+        #expect(absent.errors.contains("the condition reads body.nope, but type core.Tick has no field 'nope'"), "\(absent.errors)")
         #expect(router.stop() == 0)
+    }
+
+    /// A tap whose router stops says so and fails, rather than ending as if it had finished.
+    @Test func aTapSaysWhyItEndsWhenTheRouterStops() async throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.writeRoutes(Self.routes(sandbox))
+        let (router, admin) = try await RouterProcess.startWithAdmin(sandbox, environment: ["TAP_SECRET": "x"])
+        let tap = try RouterProcess(["tap", "shaped", "--format", "json", "--admin", admin], in: sandbox.root)
+        await tap.waitUntil("the first envelope tapped") { tap.standardOutput.contains(#""type""#) }
+        #expect(router.stop() == 0)
+        #expect(tap.waitForExit(timeout: .seconds(30)) == 1)
+        #expect(tap.standardError.contains("tap ended after"), "\(tap.standardError)")
+        #expect(tap.standardError.contains("the router is stopping") || tap.standardError.contains("the router closed the connection"))
     }
 }

@@ -21,29 +21,7 @@ extension GraphValidator {
         }
         let sourceTypes = source.map { $0.1.isUntyped ? [] : $0.1.types } ?? []
         func readProblems(_ reads: [(field: EnvelopeField, offset: Int)], _ location: SourceLocation, _ what: String) -> [Diagnostic] {
-            var problems: [Diagnostic] = []
-            for read in reads {
-                guard case .body(let path) = read.field, !path.isEmpty else { continue }
-                // A port that emits several types is a union: the read is wrong only when none
-                // of them has the field.
-                var missing: [Diagnostic] = []
-                var checked = 0
-                for typeName in sourceTypes {
-                    guard let definition = registry[typeName] else { continue }
-                    checked += 1
-                    if case .missing(let component, let known) = definition.schema.lookup(path) {
-                        let fields = known.isEmpty ? "" : " (fields: \(known.joined(separator: ", ")))"
-                        missing.append(
-                            Diagnostic(
-                                "\(what) reads \(read.field), but type \(typeName) has no field '\(component)'\(fields)",
-                                at: location.advanced(by: read.offset)
-                            )
-                        )
-                    }
-                }
-                if missing.count == checked { problems += missing }
-            }
-            return problems
+            FieldReadCheck.problems(reads, at: location, what: what, types: sourceTypes, registry: registry)
         }
 
         /// A template over the arriving envelope (`what` names it in errors); nil, with the

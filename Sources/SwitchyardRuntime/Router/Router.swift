@@ -108,7 +108,7 @@ public final class Router: Sendable {
     func install(_ graph: CompiledGraph) { current.withLock { $0 = graph } }
 
     /// Whether shutdown has begun: at-least-once routes then only spool what arrives.
-    var isDraining: Bool { draining.load(ordering: .relaxed) }
+    public var isDraining: Bool { draining.load(ordering: .relaxed) }
 
     /// The instances now running (a snapshot).
     var instances: [InstanceRuntime] { graph.instances }

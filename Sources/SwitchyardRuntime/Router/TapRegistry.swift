@@ -295,6 +295,13 @@ extension Router {
             } catch {
                 throw RouterError(instance: point.description, reason: "the condition does not parse: \(error.message)")
             }
+            // As validate checks a route's when: a field none of the tapped types has would
+            // never match, and the tap would wait for ever.
+            if let problem = FieldReadCheck.problems(
+                compiled?.fieldReads ?? [], at: nil, what: "the condition", types: tappedTypes(point, in: plan), registry: plan.types
+            ).first {
+                throw RouterError(instance: point.description, reason: problem.message)
+            }
         }
         guard (1...TapRegistry.maximumRate).contains(rate) else {
             throw RouterError(instance: point.description, reason: "the rate must be 1-\(TapRegistry.maximumRate) envelopes a second")
@@ -303,5 +310,24 @@ extension Router {
             throw RouterError(instance: point.description, reason: "\(TapRegistry.limit) taps are open already")
         }
         return stream
+    }
+
+    /// The types of the envelopes a tap on `point` sees: a port's, or what a route delivers (its
+    /// map's or template's type, else its source's; a script's outputs are not known ahead).
+    private func tappedTypes(_ point: TapRegistry.Point, in plan: GraphPlan) -> [String] {
+        func sourceTypes(_ reference: PortReference) -> [String] {
+            let port = plan.instances.first { $0.name == reference.instance }?.ports.first {
+                $0.name == reference.port && $0.direction == .source
+            }
+            return port.map { $0.isUntyped ? [] : $0.types } ?? []
+        }
+        switch point {
+        case .port(let name):
+            return PortReference(name).map(sourceTypes) ?? []
+        case .route(let name):
+            guard let route = plan.routes.first(where: { $0.name == name }), route.script == nil else { return [] }
+            if let transform = route.transform { return transform.outputType.map { [$0] } ?? [] }
+            return sourceTypes(route.declaration.from.value)
+        }
     }
 }
