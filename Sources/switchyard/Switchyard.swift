@@ -265,17 +265,22 @@ struct Graph: ParsableCommand {
         case mermaid, dot
     }
 
-    @Argument(help: "A route file, or a directory whose *.yaml files are merged.")
-    var routes: String = "Routes"
+    @OptionGroup var options: GraphOptions
 
     @Option(help: "mermaid or dot.")
     var format: Format = .mermaid
 
+    /// Draws the graph `validate` accepts, with each port's types from its plugin.
     func run() throws {
-        let (config, problems) = ConfigLoader(environment: ProcessEnvironment.current).load(path: routes)
-        for problem in problems { printError(problem.description) }
-        if !problems.isEmpty { throw ExitCode(1) }
-        print(format == .mermaid ? GraphRenderer.mermaid(config) : GraphRenderer.dot(config))
+        var options = options
+        if options.logLevel == .info { options.logLevel = .warning }
+        guard let plan = options.loadPlan(logger: options.makeLogger()) else { throw ExitCode(1) }
+        let (config, _) = ConfigLoader(environment: ProcessEnvironment.current).load(path: options.routes)
+        var types: [String: [String]] = [:]
+        for instance in plan.instances {
+            for port in instance.ports where !port.isUntyped { types["\(instance.name).\(port.name)"] = port.types }
+        }
+        print(format == .mermaid ? GraphRenderer.mermaid(config, portTypes: types) : GraphRenderer.dot(config, portTypes: types))
     }
 }
 

@@ -145,7 +145,7 @@ struct CLITests {
 
     @Test func graphPrintsAnEdgePerRouteTarget() throws {
         let (sandbox, file) = try Self.sandbox(with: Self.goodYAML)
-        let mermaid = try RouterProcess.runToExit(["graph", file], in: sandbox.root)
+        let mermaid = try RouterProcess.runToExit(["graph", file, "--plugins", sandbox.plugins.path], in: sandbox.root)
         #expect(mermaid.status == 0, "\(mermaid.errors)")
         let mermaidLines = mermaid.output.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         #expect(mermaidLines.first == "flowchart LR")
@@ -154,7 +154,7 @@ struct CLITests {
         #expect(mermaidLines.contains { $0.hasPrefix("clock_tick -->|\"some when body.count > 2\"| b_write") })
         #expect(mermaidLines.filter { $0.contains("-->") }.count == 3)
 
-        let dot = try RouterProcess.runToExit(["graph", file, "--format", "dot"], in: sandbox.root)
+        let dot = try RouterProcess.runToExit(["graph", file, "--format", "dot", "--plugins", sandbox.plugins.path], in: sandbox.root)
         #expect(dot.status == 0, "\(dot.errors)")
         let dotLines = dot.output.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         #expect(dotLines.first == "digraph switchyard {")
@@ -163,6 +163,33 @@ struct CLITests {
         #expect(dotLines.contains { $0.hasPrefix("\"clock.tick\" -> \"b.write\" [label=\"some") && $0.contains("body.count > 2") })
         #expect(dotLines.filter { $0.contains("->") }.count == 3)
         #expect(dotLines.last == "}")
+    }
+
+    /// An iiidea is a node between its trigger and its action, named with its service; ports
+    /// carry their plugin's types; a graph validate refuses is not drawn.
+    @Test func graphDrawsIiideasAndPortTypesAndRefusesAnInvalidGraph() throws {
+        let (sandbox, file) = try Self.sandbox(
+            with: """
+                instances:
+                  clock: { plugin: core, timer: { interval: 1s } }
+                  out:   { plugin: core, console: {} }
+                iiideas:
+                  - id: loud
+                    trigger: { port: clock.tick, when: "body.count > 1" }
+                    service: { piece: template, preferences: { text: "tick {{body.count}}" } }
+                    action:  { port: out.print }
+                """)
+        let mermaid = try RouterProcess.runToExit(["graph", file, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        #expect(mermaid.status == 0, "\(mermaid.errors)")
+        let lines = mermaid.output.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(lines.contains(#"iiidea_loud{{"iiidea loud<br/>service: template"}}"#), "\(mermaid.output)")
+        #expect(lines.contains(#"clock_tick -->|"when body.count > 1"| iiidea_loud"#))
+        #expect(lines.contains("iiidea_loud --> out_print"))
+        #expect(lines.contains(#"clock_tick["tick<br/>core.Tick"]"#))
+        let (broken, brokenFile) = try Self.sandbox(with: Self.brokenYAML)
+        let refused = try RouterProcess.runToExit(["graph", brokenFile, "--plugins", broken.plugins.path], in: broken.root)
+        #expect(refused.status == 1)
+        #expect(refused.output.isEmpty)
     }
 
     @Test func pluginsListPrintsTheCorePlugin() throws {
