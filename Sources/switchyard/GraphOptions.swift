@@ -68,7 +68,12 @@ struct GraphOptions: ParsableArguments {
                 ]
             )
         }
-        for error in refused { printError("error: \(error)") }
+        // With JSON logs every line on standard error is a JSON object, these ones too.
+        func emit(_ text: String, level: Logger.Level) {
+            guard logFormat == .json else { return printError(text) }
+            logger.log(level: level, level == .error ? "route files refused" : "route files", metadata: ["problem": .string(text)])
+        }
+        for error in refused { emit("error: \(error)", level: .error) }
         let validator = GraphValidator(plugins: loaded)
         var (plan, problems) = validator.validate(config)
         if configProblems.isEmpty, problems.isEmpty, let opened = store?(config) {
@@ -77,10 +82,10 @@ struct GraphOptions: ParsableArguments {
         }
         let all = configProblems + problems
         for problem in Diagnostics(all).items {
-            printError(problem.description)
+            emit(problem.description, level: .error)
             report?(problem.description)
         }
-        for note in plan?.noteLines ?? [] { printError(note) }
+        for note in plan?.noteLines ?? [] { emit(note, level: note.contains(": warning: ") ? .warning : .notice) }
         return all.isEmpty ? plan : nil
     }
 

@@ -38,6 +38,22 @@ struct LoggingTests {
         #expect(!objects.contains { $0["message"] as? String == "router started" }, "info lines of the router stay below --log-level")
     }
 
+    /// Route file problems (at start, as at a reload) are JSON lines too, with their position.
+    @Test func routeFileProblemsAreJSONLinesWithJSONLogs() throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.writeRoutes("instances:\n  clock: { plugin: core, timer: { interval: 1s, bogus: 1 } }\n")
+        let result = try RouterProcess.runToExit(
+            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--log-format", "json"], in: sandbox.root)
+        #expect(result.status != 0)
+        let lines = result.errors.split(separator: "\n")
+        let objects = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(!lines.isEmpty && objects.count == lines.count, "every line is a JSON object: \(lines)")
+        #expect(
+            objects.contains { ($0["problem"] as? String)?.contains("main.yaml:2:") == true && $0["level"] as? String == "error" },
+            "\(objects)")
+    }
+
     @Test func anUnknownInstanceLogLevelIsAnErrorWithItsPosition() throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
