@@ -32,6 +32,8 @@ final class Console: @unchecked Sendable {
             // While a route is full, standard input is not read: the writer blocks on the pipe.
             guard gate.emit(envelope) else { return }
         }
+        // Standard input ended: nothing more comes on `lines`.
+        gate.finished()
     }
 
     func print(_ envelope: Envelope) {

@@ -36,6 +36,9 @@ final class SourceGate: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// The port will emit nothing more (ABI section 11): `run --exit-when-done` counts on it.
+    func finished() { context.sourceDone(port) }
+
     /// The router has room on the port again.
     func resume() {
         condition.lock()

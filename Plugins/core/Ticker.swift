@@ -40,5 +40,6 @@ final class Ticker: Sendable {
             deadline = max(deadline.addingTimeInterval(Double(interval) / 1e9), Date())
         }
         context.log(.info, "timer finished after \(count) ticks")
+        gate.finished()
     }
 }

@@ -60,9 +60,7 @@ public final class PluginHold: Sendable {
 
 extension PluginContext {
     /// Whether the router offers holds (a router built before them does not).
-    public var offersHolds: Bool {
-        Int(host.pointee.struct_size) >= MemoryLayout<sy_host_api_v2>.size
-    }
+    public var offersHolds: Bool { offers(\.hold_release) }
 
     /// The version 2 host table without the entries added later (`SY_HOST_API_V2_BASE_SIZE`).
     static let hostTableBaseSize = MemoryLayout<sy_host_api_v2>.offset(of: \.hold_acquire) ?? MemoryLayout<sy_host_api_v2>.size

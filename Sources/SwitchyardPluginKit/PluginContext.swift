@@ -42,6 +42,22 @@ public struct PluginContext: @unchecked Sendable {
         var name = name
         name.withUTF8 { host.pointee.metric(context, kind.rawValue, sy_bytes($0), value) }
     }
+
+    /// Says that `port` will emit nothing more (a timer that reached its count, input at its
+    /// end), after its last emit; `run --exit-when-done` ends the router once every source its
+    /// routes read is done and drained. A router that predates it ignores the call.
+    public func sourceDone(_ port: String) {
+        guard offers(\.source_done) else { return }
+        var port = port
+        port.withUTF8 { host.pointee.source_done(context, sy_bytes($0)) }
+    }
+
+    /// Whether the host table reaches the entry at `entry` (entries added to version 2 later
+    /// lie beyond an older router's `struct_size`).
+    func offers<Entry>(_ entry: KeyPath<sy_host_api_v2, Entry>) -> Bool {
+        guard let offset = MemoryLayout<sy_host_api_v2>.offset(of: entry) else { return false }
+        return Int(host.pointee.struct_size) >= offset + MemoryLayout<Entry>.size
+    }
 }
 
 /// One delivery to acknowledge.

@@ -76,6 +76,20 @@ struct ProcessSignals: Service {
     }
 }
 
+/// `run --exit-when-done`: ends when every source the routes read is done and the router has
+/// drained, which starts the group's graceful shutdown as SIGTERM would.
+struct SourcesFinished: Service {
+    let router: Router
+
+    func run() async {
+        let router = router
+        let finished = AsyncStream<Void> { continuation in
+            router.whenSourcesFinish { continuation.finish() }
+        }
+        for await _ in finished.cancelOnGracefulShutdown() {}
+    }
+}
+
 /// After the first SIGINT or SIGTERM, a second one ends the process at once, with status
 /// 128 + the signal's number (130, 143) as a shell reports a process the signal ended. What
 /// was spooled stays in the spool (SQLite's journal makes a sudden end safe) and is delivered

@@ -49,6 +49,12 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Reload the routes whenever a route file changes (as SIGHUP does).")
     var watch = false
 
+    @Flag(
+        help:
+            "Stop (as on SIGTERM, status 0) once every source the routes read has said it is done — a timer with count, standard input at its end — and everything was delivered."
+    )
+    var exitWhenDone = false
+
     @Option(help: "Serve the admin HTTP port (metrics, health, API) on host:port (overrides admin.listen; port 0 picks one).")
     var admin: String?
 
@@ -184,6 +190,9 @@ struct Run: AsyncParsableCommand {
             .init(
                 service: ProcessSignals(signals: signals, reloader: reloader, logger: logger),
                 successTerminationBehavior: .gracefullyShutdownGroup))
+        if exitWhenDone {
+            services.append(.init(service: SourcesFinished(router: router), successTerminationBehavior: .gracefullyShutdownGroup))
+        }
         // One group owns the rest: SIGINT or SIGTERM ends ProcessSignals, which starts the
         // graceful shutdown; it ends the services in reverse order (the router's drain, then
         // the admin port, which answers /metrics and /readyz until then).

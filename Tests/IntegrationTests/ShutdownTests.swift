@@ -48,9 +48,41 @@ struct ShutdownTests {
         await router.waitUntil("ticks the slow sink holds") { sandbox.lines(of: "seen.jsonl").count >= 2 }
         kill(router.process.processIdentifier, SIGTERM)
         await router.waitUntil("the drain to begin") { router.standardError.contains("a second SIGINT or SIGTERM stops at once") }
+        // The drain says what it waits for: the slow sink's unacknowledged delivery.
+        await router.waitUntil("the drain to say what it waits for") {
+            router.standardError.contains("draining: waiting for what is queued and unacknowledged")
+        }
+        #expect(router.standardError.contains("instance 'slow': 1 unacknowledged"), "\(router.standardError)")
         let status = router.stop(signal: SIGTERM, timeout: .seconds(20))
         #expect(status == 143, "\(router.standardError)")
         #expect(router.standardError.contains("second SIGTERM during the drain: stopping at once"), "\(router.standardError)")
+    }
+
+    /// `run --exit-when-done`: a timer with a count and standard input at its end are finite
+    /// sources; once both are done and everything was delivered, the router stops by itself.
+    @Test func exitWhenDoneStopsOnceEveryFiniteSourceIsDoneAndDelivered() async throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: 5ms, count: 50 } }
+              input: { plugin: core, console: {} }
+              out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+            routes:
+              - { from: clock.tick, to: out.write }
+              - { from: input.lines, to: out.write }
+            """)
+        let router = try RouterProcess(
+            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--exit-when-done"], in: sandbox.root)
+        router.send("first line\nlast line\n")
+        // Standard input still open: the console source is not done, so the router runs on.
+        await router.waitUntil("the timer done") { router.standardError.contains("instance=clock port=tick") }
+        #expect(router.process.isRunning)
+        router.closeInput()
+        #expect(router.waitForExit(timeout: .seconds(30)) == 0, "\(router.standardError)")
+        #expect(router.standardError.contains("every source is done and everything it sent was delivered"))
+        #expect(sandbox.lines(of: "out.jsonl").count == 52)
     }
 
     @Test func sigtermDrainsEverythingAccepted() async throws {

@@ -146,7 +146,8 @@ enum BenchHost {
                 state_delete: { _, _ in SY_ERR_FAILED },
                 state_scan: { _, _, _, _ in SY_ERR_FAILED },
                 hold_acquire: { _, _, _, _, _ in SY_ERR_FAILED },
-                hold_release: { _, _ in }
+                hold_release: { _, _ in },
+                source_done: { _, _ in }
             ))
         let versions = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
         versions.initialize(to: SY_ABI_VERSION_2)

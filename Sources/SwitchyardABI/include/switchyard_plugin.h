@@ -216,6 +216,17 @@
  * running no more for it and is never called again. The host releases an instance's holds
  * when its stop() has returned. Added to version 2 later: a plugin checks the host table's
  * struct_size (SY_HOST_API_V2_BASE_SIZE is the table without them).
+ *
+ * ----------------------------------------------------------------------------------------
+ * 11. Finite sources
+ * ----------------------------------------------------------------------------------------
+ * source_done(port) says that the source port `port` will emit nothing more: a timer that
+ * reached its count, input read to its end. It is a promise, not a state: a plugin calls it
+ * once it has emitted its last envelope (calling it again changes nothing), and emits nothing
+ * on that port afterwards. A router started with `run --exit-when-done` stops gracefully —
+ * as on SIGTERM — once every source port its routes and iiideas read is done and everything
+ * they accepted has been delivered. Added to version 2 after holds: absent when struct_size
+ * is at most SY_HOST_API_V2_HOLDS_SIZE.
  */
 #ifndef SWITCHYARD_PLUGIN_H
 #define SWITCHYARD_PLUGIN_H
@@ -452,10 +463,17 @@ typedef struct sy_host_api_v2 {
                             uint64_t *hold_id);
     /** Give up the hold `hold_id` (or stop waiting for it); see section 10. */
     void (*hold_release)(sy_host_context *context, uint64_t hold_id);
+
+    /* Added to version 2 after holds: absent when struct_size is SY_HOST_API_V2_HOLDS_SIZE. */
+
+    /** The source port `port` will emit nothing more (section 11). */
+    void (*source_done)(sy_host_context *context, sy_bytes port);
 } sy_host_api_v2;
 
 /** The version 2 host table before holds were added to it. */
 #define SY_HOST_API_V2_BASE_SIZE offsetof(sy_host_api_v2, hold_acquire)
+/** The version 2 host table with holds, before source_done was added to it. */
+#define SY_HOST_API_V2_HOLDS_SIZE offsetof(sy_host_api_v2, source_done)
 
 /**
  * The table a plugin fills in during negotiation, version 1. Its layout is the first part of

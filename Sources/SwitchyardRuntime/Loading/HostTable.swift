@@ -54,6 +54,9 @@ enum HostTable {
                 },
                 hold_release: { context, holdID in
                     HostTable.call(context) { $0.pluginHolds.release(holdID) }
+                },
+                source_done: { context, port in
+                    HostTable.call(context) { $0.router.sourceDone(instance: $0.name, port: port.string) }
                 }
             ))
         let versionOne = UnsafeMutablePointer<sy_host_api_v1>.allocate(capacity: 1)

@@ -59,6 +59,8 @@ public final class Router: Sendable {
     let holdLostAction = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// The store of the plugins' key-value state: the shared one, else the spool.
     var stateStore: (any PluginStateStore)? { sharedStore ?? spool }
+    /// The sources that said they are done (ABI `source_done`), for `run --exit-when-done`.
+    let finiteSources = FiniteSources()
     /// The holds plugins ask for (ABI `hold_acquire`): the shared store's, else this router's own.
     let pluginHolds: any ListenerHolds
     /// The store of iiideas' switches: the shared one, else the spool.
@@ -256,7 +258,16 @@ public final class Router: Sendable {
         // Each step waits for an event: every place that lowers the outstanding count (a
         // worker's batch, an acknowledgement that empties an instance, a worker ending)
         // signals `drainProgress` while someone waits.
-        _ = drainProgress.wait(until: deadline) { outstanding > 0 }
+        // A drain that takes a while says what it waits for: after a second, then every 5 s.
+        var report = ContinuousClock.now + .seconds(1)
+        while !drainProgress.wait(until: min(deadline, report), while: { outstanding > 0 }), ContinuousClock.now < deadline {
+            logger.notice(
+                "draining: waiting for what is queued and unacknowledged",
+                metadata: [
+                    "waiting_for": .string(drainWaits(graph)), "left_seconds": .stringConvertible(Int((deadline - .now) / .seconds(1))),
+                ])
+            report = .now + .seconds(5)
+        }
         // Counted before the queues close: closing fails what a stuck sink still holds, which
         // would then look finished.
         var left = max(0, outstanding)
