@@ -64,7 +64,7 @@ struct Run: AsyncParsableCommand {
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigint, .sigterm)
         let logger = options.makeLogger()
         guard let timeout = DurationText.nanoseconds(drainTimeout) else {
-            throw ValidationError("--drain-timeout must be a duration such as 10s or 500ms")
+            throw ValidationError("--drain-timeout '\(drainTimeout)' is not a duration such as 10s or 500ms")
         }
         var openSpool: Spool?
         var spoolFailure: String?
