@@ -85,11 +85,15 @@ let package = Package(
         // Scripts over envelopes: compile, run, outputs as envelopes.
         .target(name: "SwitchyardScript", dependencies: ["CSwitchyardScript", "SwitchyardCore"], swiftSettings: strict),
         // Plugin loading over the C ABI, validation, the router itself.
+        // Network errors in a person's words, for the router's http piece and the plugins.
+        .target(
+            name: "SwitchyardNetworkText", dependencies: [.product(name: "SwitchyardDependencies", package: "Dependencies")],
+            swiftSettings: strict),
         .target(
             name: "SwitchyardRuntime",
             dependencies: [
                 "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardRouting", "SwitchyardConfig", "SwitchyardSpool",
-                "SwitchyardSQLite", "SwitchyardStore", "SwitchyardScript",
+                "SwitchyardSQLite", "SwitchyardStore", "SwitchyardScript", "SwitchyardNetworkText",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -156,7 +160,7 @@ let package = Package(
         .target(
             name: "MQTTPlugin",
             dependencies: [
-                "MQTTCodec", "SwitchyardPluginKit",
+                "MQTTCodec", "SwitchyardPluginKit", "SwitchyardNetworkText",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/mqtt/Plugin",

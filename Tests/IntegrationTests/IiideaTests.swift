@@ -73,12 +73,13 @@ struct IiideaTests {
         try sandbox.writeRoutes(
             """
             instances:
-              clock: { plugin: core, timer: { interval: 10ms, count: 1 } }
+              # Five ticks: a single early one could come before the iiidea is active.
+              clock: { plugin: core, timer: { interval: 100ms, count: 5 } }
               out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
             iiideas:
               - id: unreachable
                 trigger: { port: clock.tick }
-                service: { piece: http, preferences: { url: "http://127.0.0.1:1/nothing", timeout: 2s, allow_private: true } }
+                service: { piece: http, preferences: { url: "http://127.0.0.1:1/nothing", timeout: 500ms, allow_private: true } }
                 action:  { port: out.write }
             """
         )

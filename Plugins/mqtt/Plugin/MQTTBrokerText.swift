@@ -3,6 +3,7 @@ import MQTTCodec
 import NIOCore
 import NIOPosix
 import NIOSSL
+import SwitchyardNetworkText
 import SwitchyardPluginKit
 
 /// What the link makes of the broker's words and of its TLS settings.
@@ -18,23 +19,10 @@ enum MQTTBrokerText {
         return try NIOSSLContext(configuration: configuration)
     }
 
-    /// Why a connection could not be made, as the system says it ("Connection refused"), not
-    /// as NIO's error types print themselves.
+    /// Why a connection could not be made, as the system says it ("Connection refused").
     static func connectFailure(_ error: any Error) -> String {
-        switch error {
-        case let failure as NIOConnectionError:
-            if let first = failure.connectionErrors.first { return connectFailure(first.error) }
-            if failure.dnsAError != nil || failure.dnsAAAAError != nil { return "the host name does not resolve" }
-            return "no address to connect to"
-        case let failure as IOError:
-            return String(cString: strerror(failure.errnoCode))
-        case ChannelError.connectTimeout:
-            return "no answer within 10 s"
-        case let failure as NIOSSLError:
-            return "TLS failed: \(failure)"
-        default:
-            return "\(error)"
-        }
+        if case ChannelError.connectTimeout = error { return "no answer within 10 s" }
+        return NetworkErrorText.sentence(for: error)
     }
 
     static func reasonText(_ properties: MQTTProperties) -> String {

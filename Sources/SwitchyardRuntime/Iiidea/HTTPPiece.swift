@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 internal import SwitchyardCore
+internal import SwitchyardNetworkText
 import Synchronization
 
 /// What the `http` service piece may reach: by default only public addresses, over `http` or
@@ -119,7 +120,7 @@ enum HTTPPiece {
                 let collected = try await response.body.collect(upTo: maximumResponse)
                 result.set(.success((Int(response.status.code), response.headers.first(name: "Location"), Array(buffer: collected))))
             } catch {
-                result.set(.failure(ServiceError(description: "http: \(redacted): \(error)")))
+                result.set(.failure(ServiceError(description: "http: \(redacted): \(NetworkErrorText.sentence(for: error))")))
             }
             try? await client.shutdown()
             done.signal()

@@ -198,32 +198,75 @@ final class InstanceRuntime: @unchecked Sendable {
         return hand(envelope, from: port, to: routes, settleToken: settleToken)
     }
 
-    /// The rest of ``emit(port:settleToken:read:)``: counts the stamped envelope and queues it on
-    /// every route of `port`.
+    /// The rest of ``emit(port:settleToken:read:)``: queues the stamped envelope on every route
+    /// of `port` and counts it.
+    ///
+    /// A route closed meanwhile takes nothing (its worker may have ended): during a shutdown the
+    /// emit is refused as stopped; after a reload retired the route, it goes to the routes the
+    /// reload wired to the port instead. A refused emit leaves its settlement unsettled (the
+    /// emitter's own share is never completed): the source hears the status and keeps it.
     @inline(__always)
     private func hand(_ envelope: Envelope, from port: SourcePort, to routes: [RouteRuntime], settleToken: UInt64) -> Int32 {
-        counters.emitted.add(1, ordering: .relaxed)
-        port.emitted.add(1, ordering: .relaxed)
-        if port.tap.isActive { port.tap.publish(envelope) }
         let settlement =
             settleToken != 0 && plugin.table.api.settled != nil
             ? Settlement(instance: self, token: settleToken, afterDelivery: port.settlesAfterDelivery) : nil
-        if routes.count == 1 {
-            settlement?.expect()
-            let queued = QueuedEnvelope(envelope: envelope, settlement: settlement, probe: routes[0].latency?.claim() ?? 0)
-            guard routes[0].enqueue(queued, orWake: (self, port.name)) else {
-                if queued.probe != 0 { routes[0].latency?.finish(queued.probe, ok: false) }
-                counters.refusedFull.add(1, ordering: .relaxed)
-                return SY_ERR_FULL
-            }
-        } else {
-            for route in routes {
+        var routes = routes
+        // A reload wires the new routes before it closes the old, so one more look finds them.
+        for attempt in 0..<3 {
+            if routes.count == 1 {
                 settlement?.expect()
-                route.enqueue(QueuedEnvelope(envelope: envelope, settlement: settlement, probe: route.latency?.claim() ?? 0))
+                let queued = QueuedEnvelope(envelope: envelope, settlement: settlement, probe: routes[0].latency?.claim() ?? 0)
+                let outcome = routes[0].enqueue(queued, orWake: (self, port.name))
+                guard outcome == .queued else {
+                    if queued.probe != 0 { routes[0].latency?.finish(queued.probe, ok: false) }
+                    // Undoes this route's expect(); the emitter's own share keeps it unsettled.
+                    settlement?.complete(SY_OUTCOME_OK)
+                    if outcome == .full {
+                        counters.refusedFull.add(1, ordering: .relaxed)
+                        return SY_ERR_FULL
+                    }
+                    guard attempt < 2, !router.isDraining else { return SY_ERR_STOPPED }
+                    routes = port.routes
+                    guard !routes.isEmpty else { return unrouted(settleToken: settleToken) }
+                    continue
+                }
+            } else {
+                var closed: [RouteRuntime] = []
+                for route in routes {
+                    settlement?.expect()
+                    let queued = QueuedEnvelope(envelope: envelope, settlement: settlement, probe: route.latency?.claim() ?? 0)
+                    if !route.enqueue(queued) {
+                        if queued.probe != 0 { route.latency?.finish(queued.probe, ok: false) }
+                        settlement?.complete(SY_OUTCOME_OK)
+                        closed.append(route)
+                    }
+                }
+                if closed.count == routes.count {
+                    guard attempt < 2, !router.isDraining else { return SY_ERR_STOPPED }
+                    routes = port.routes
+                    guard !routes.isEmpty else { return unrouted(settleToken: settleToken) }
+                    continue
+                }
+                // Some routes took it: a retired one among them is replaced by its successor
+                // (same name), if the reload kept one; during a shutdown it is left out.
+                if !closed.isEmpty, !router.isDraining {
+                    let current = port.routes
+                    for route in closed {
+                        guard let successor = current.first(where: { $0.name == route.name && $0 !== route }) else { continue }
+                        settlement?.expect()
+                        if !successor.enqueue(QueuedEnvelope(envelope: envelope, settlement: settlement)) {
+                            settlement?.complete(SY_OUTCOME_OK)
+                        }
+                    }
+                }
             }
+            counters.emitted.add(1, ordering: .relaxed)
+            port.emitted.add(1, ordering: .relaxed)
+            if port.tap.isActive { port.tap.publish(envelope) }
+            settlement?.complete(SY_OUTCOME_OK)
+            return SY_OK
         }
-        settlement?.complete(SY_OUTCOME_OK)
-        return SY_OK
+        return SY_ERR_STOPPED
     }
 
     /// An emit on a port no route reads from: nothing to deliver, so it is settled at once.

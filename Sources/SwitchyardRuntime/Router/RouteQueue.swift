@@ -77,7 +77,11 @@ final class RouteQueue: @unchecked Sendable {
         var dropped: QueuedEnvelope?
         /// Whether the push scheduled a pooled route: the pusher hands it to the pool.
         var schedule: Bool
+        /// Whether the queue was closed: it takes nothing more (its worker may have ended).
+        var closed = false
     }
+
+    private static let refusedClosed = PushResult(queued: false, dropped: nil, schedule: false, closed: true)
 
     /// Appends when there is room (a `block` queue) or after dropping the oldest envelope
     /// (`drop_oldest`); a full `block` queue takes nothing and remembers to wake `waiter`.
@@ -86,6 +90,7 @@ final class RouteQueue: @unchecked Sendable {
         // acquisition per envelope doubled the contention between them (futex calls).
         condition.lock()
         defer { condition.unlock() }
+        if closed { return Self.refusedClosed }
         if !hasRoom {
             if !waiters.contains(where: { $0.instance === waiter.instance && $0.port == waiter.port }) { waiters.append(waiter) }
             return PushResult(queued: false, dropped: nil, schedule: false)
@@ -99,6 +104,7 @@ final class RouteQueue: @unchecked Sendable {
     func push(_ item: QueuedEnvelope) -> PushResult {
         condition.lock()
         defer { condition.unlock() }
+        if closed { return Self.refusedClosed }
         return insert(item)
     }
 

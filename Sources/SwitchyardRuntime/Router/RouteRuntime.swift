@@ -91,20 +91,44 @@ final class RouteRuntime: @unchecked Sendable {
 
     var name: String { plan.name }
 
-    /// Queues an envelope whose room was checked (or a `drop_oldest` queue's).
-    func enqueue(_ item: QueuedEnvelope) {
+    /// What an enqueue did.
+    enum Enqueued {
+        case queued
+        /// A full `block` queue: the waiter is resumed once there is room.
+        case full
+        /// The route was closed (a shutdown, or a reload that retired it): it takes nothing
+        /// more, since its worker may have finished already.
+        case closed
+    }
+
+    /// Queues an envelope whose room was checked (or a `drop_oldest` queue's); false when the
+    /// route is closed.
+    @discardableResult
+    func enqueue(_ item: QueuedEnvelope) -> Bool {
+        // Counted first: the worker may take it (and count it processed) before push returns.
         counters.received.add(1, ordering: .relaxed)
-        pushed(queue.push(item))
+        let result = queue.push(item)
+        guard !result.closed else {
+            counters.received.subtract(1, ordering: .sequentiallyConsistent)
+            router.drainProgress.signal()
+            return false
+        }
+        pushed(result)
+        return true
     }
 
     /// Queues an envelope if a `block` queue has room (one lock); otherwise remembers to wake
-    /// `waiter` and returns false.
-    func enqueue(_ item: QueuedEnvelope, orWake waiter: (instance: InstanceRuntime, port: String)) -> Bool {
-        let result = queue.push(item, orWake: waiter)
-        guard result.queued else { return false }
+    /// `waiter` (full) or refuses it (closed).
+    func enqueue(_ item: QueuedEnvelope, orWake waiter: (instance: InstanceRuntime, port: String)) -> Enqueued {
         counters.received.add(1, ordering: .relaxed)
+        let result = queue.push(item, orWake: waiter)
+        guard result.queued else {
+            counters.received.subtract(1, ordering: .sequentiallyConsistent)
+            router.drainProgress.signal()
+            return result.closed ? .closed : .full
+        }
         pushed(result)
-        return true
+        return .queued
     }
 
     /// What follows a push: the dropped envelope's settlement, the pool's turn.
