@@ -4,6 +4,7 @@ public import Logging
 import Metrics
 import NIOCore
 public import Prometheus
+import ServiceLifecycle
 public import SwitchyardAdminClient
 import SwitchyardCore
 public import SwitchyardRuntime
@@ -58,7 +59,9 @@ public final class AdminServer: Sendable {
     private let configuration: Configuration
     private let logger: Logger
     private let registry: PrometheusCollectorRegistry
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    /// The server's group and task, for ``stop()``: the group stops it gracefully (a cancelled
+    /// Hummingbird server logs its cancellation as an error).
+    private let running = Mutex<(group: ServiceGroup, task: Task<Void, Never>)?>(nil)
 
     /// Makes the process's swift-metrics go to a Prometheus registry the server exposes.
     /// Call once, before the router starts (its timers bind to the factory at creation).
@@ -108,15 +111,15 @@ public final class AdminServer: Sendable {
             logger: logger
         )
         let place = "\(configuration.host):\(configuration.port)"
-        task.withLock { task in
-            task = Task.detached {
-                do {
-                    try await application.run()
-                } catch {
-                    outcome.report(.failure(AdminError(description: "cannot serve on \(place): \(error)")))
-                }
+        let group = ServiceGroup(configuration: .init(services: [application], gracefulShutdownSignals: [], logger: logger))
+        let task = Task.detached {
+            do {
+                try await group.run()
+            } catch {
+                outcome.report(.failure(AdminError(description: "cannot serve on \(place): \(error)")))
             }
         }
+        running.withLock { $0 = (group, task) }
         switch outcome.wait(seconds: 15) {
         case .success(let address)?:
             logger.info("admin listening", metadata: ["address": .string(address)])
@@ -126,16 +129,20 @@ public final class AdminServer: Sendable {
         }
     }
 
-    /// Stops serving (bounded wait).
+    /// Stops serving: requests in progress finish and event streams end (bounded wait; after
+    /// 5 s the server is cancelled).
     public func stop() {
-        guard let running = task.withLock({ $0 }) else { return }
-        running.cancel()
+        guard let (group, task) = running.withLock({ $0 }) else { return }
         let done = DispatchSemaphore(value: 0)
         Task.detached {
-            await running.value
+            await group.triggerGracefulShutdown()
+            await task.value
             done.signal()
         }
-        _ = done.wait(timeout: .now() + .seconds(5))
+        if done.wait(timeout: .now() + .seconds(5)) == .timedOut {
+            task.cancel()
+            _ = done.wait(timeout: .now() + .seconds(2))
+        }
     }
 
     private func addHealthRoutes(to routes: Hummingbird.Router<BasicRequestContext>, router: SwitchyardRuntime.Router) {

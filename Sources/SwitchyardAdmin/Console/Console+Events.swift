@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import ServiceLifecycle
 import Synchronization
 
 /// How many live views are open: each holds a connection and a task, so there is a ceiling.
@@ -69,7 +70,8 @@ enum EventStream {
                         }
                     }
                     try await writer.write(ByteBuffer(string: ": connected\n\n"))
-                    for await text in merged {
+                    // A graceful stop of the server ends the stream, so the stop need not cancel.
+                    for await text in merged.cancelOnGracefulShutdown() {
                         guard isOpen() else { break }
                         try await writer.write(ByteBuffer(string: text))
                     }
