@@ -1,10 +1,10 @@
 internal import SwitchyardCore
 
 extension ConfigLoader {
-    static let iiideaKeys = ["id", "title", "owner", "trigger", "service", "action", "remote", "enabled"]
+    static let iiideaKeys = RouteFileSchema.names(RouteFileSchema.iiideaKeys)
     /// A template is an iiidea with a description and tags for the store's search.
     /// A template has no owner: whoever obtains it gives one.
-    static let templateKeys = iiideaKeys.filter { $0 != "owner" } + ["description", "tags"]
+    static let templateKeys = RouteFileSchema.names(RouteFileSchema.templateKeys)
 
     func mergeIiideas(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
         guard let elements = node.elements else {
@@ -102,9 +102,9 @@ extension ConfigLoader {
             }
             return node
         }
-        let trigger = section("trigger", allowed: ["port", "when"])
-        let service = section("service", allowed: ["piece", "preferences"])
-        let action = section("action", allowed: ["port", "preferences"])
+        let trigger = section("trigger", allowed: RouteFileSchema.names(RouteFileSchema.triggerKeys))
+        let service = section("service", allowed: RouteFileSchema.names(RouteFileSchema.serviceKeys))
+        let action = section("action", allowed: RouteFileSchema.names(RouteFileSchema.actionKeys))
         let triggerPort = trigger.flatMap { port($0["port"], "trigger.port") }
         let actionPort = action.flatMap { port($0["port"], "action.port") }
         var when: Located<String>?

@@ -2,7 +2,7 @@ internal import SwitchyardCore
 
 extension ConfigLoader {
     /// The keys of an instance that are the router's, not its plugin's configuration.
-    static let instanceKeys: Set<String> = ["plugin", "log_level", "exclusive"]
+    static let instanceKeys = Set(RouteFileSchema.names(RouteFileSchema.instanceKeys))
 
     func mergeInstances(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
         guard let members = node.members else {

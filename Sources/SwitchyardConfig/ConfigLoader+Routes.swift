@@ -2,10 +2,7 @@ internal import SwitchyardCore
 internal import SwitchyardScript
 
 extension ConfigLoader {
-    static let routeKeys = [
-        "name", "from", "to", "when", "map", "template", "script", "type", "content_type", "queue", "loop", "delivery", "retry",
-        "dedupe",
-    ]
+    static let routeKeys = RouteFileSchema.names(RouteFileSchema.routeKeys)
 
     func mergeRoutes(_ node: ConfigNode, file: String, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
         guard let elements = node.elements else {
@@ -110,7 +107,9 @@ extension ConfigLoader {
                                 fail("queue.spool_limit must be a size such as 512MB or 1GiB", member.value.location)
                             }
                         default:
-                            fail("unknown key '\(member.key)' in queue (expected: size, on_full, spool_limit)", member.keyLocation)
+                            fail(
+                                "unknown key '\(member.key)' in queue (expected: \(RouteFileSchema.names(RouteFileSchema.queueKeys).joined(separator: ", ")))",
+                                member.keyLocation)
                         }
                     }
                 } else {
@@ -151,7 +150,9 @@ extension ConfigLoader {
                                 fail("retry.\(member.key) must be a duration such as 200ms or 30s", member.value.location)
                             }
                         default:
-                            fail("unknown key '\(member.key)' in retry (expected: attempts, backoff, max_backoff)", member.keyLocation)
+                            fail(
+                                "unknown key '\(member.key)' in retry (expected: \(RouteFileSchema.names(RouteFileSchema.retryKeys).joined(separator: ", ")))",
+                                member.keyLocation)
                         }
                     }
                     if retry.maxBackoff < retry.backoff { retry.maxBackoff = retry.backoff }
@@ -181,7 +182,9 @@ extension ConfigLoader {
                                 fail("dedupe.window must be a duration such as 10m (how long keys are remembered)", member.value.location)
                             }
                         default:
-                            fail("unknown key '\(member.key)' in dedupe (expected: key, window)", member.keyLocation)
+                            fail(
+                                "unknown key '\(member.key)' in dedupe (expected: \(RouteFileSchema.names(RouteFileSchema.dedupeKeys).joined(separator: ", ")))",
+                                member.keyLocation)
                         }
                     }
                 } else if let nanos = DurationText.nanoseconds(node.json), nanos > 0 {

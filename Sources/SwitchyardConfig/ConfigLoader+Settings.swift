@@ -45,7 +45,10 @@ extension ConfigLoader {
         }
         for member in members {
             guard member.key == "url" else {
-                diagnostics.append(Diagnostic("unknown key '\(member.key)' in store (expected: url)", at: member.keyLocation))
+                diagnostics.append(
+                    Diagnostic(
+                        "unknown key '\(member.key)' in store (expected: \(RouteFileSchema.names(RouteFileSchema.storeKeys).joined(separator: ", ")))",
+                        at: member.keyLocation))
                 continue
             }
             guard let value = member.value.string, !value.isEmpty else {
@@ -110,7 +113,9 @@ extension ConfigLoader {
                 config.adminToken = Located(value, at: member.value.location)
             default:
                 diagnostics.append(
-                    Diagnostic("unknown key '\(member.key)' in admin (expected: listen, token, allowed_hosts)", at: member.keyLocation))
+                    Diagnostic(
+                        "unknown key '\(member.key)' in admin (expected: \(RouteFileSchema.names(RouteFileSchema.adminKeys).joined(separator: ", ")))",
+                        at: member.keyLocation))
             }
         }
     }

@@ -120,10 +120,8 @@ public struct ConfigLoader: Sendable {
     /// The levels `log_level:` accepts, those of swift-log.
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
-    private static let topLevelKeys = [
-        "plugins", "spool", "store", "admin", "tracing", "types", "instances", "routes", "iiideas", "iiidea_templates", "iiidea_history",
-        "oauth",
-    ]
+    /// The top-level keys, from ``RouteFileSchema`` (declared once).
+    private static let topLevelKeys = RouteFileSchema.names(RouteFileSchema.topLevel)
 
     private func merge(_ root: ConfigNode, file: String, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
         if case .scalar(.null) = root.kind { return }  // an empty file

@@ -15,8 +15,8 @@ public struct ScriptDeclaration: Sendable, Hashable {
 }
 
 extension ScriptDeclaration {
-    static let keys = ["source", "file", "state", "limits"]
-    static let limitKeys = ["memory", "instructions", "string_length", "pattern_steps", "outputs"]
+    static let keys = RouteFileSchema.names(RouteFileSchema.scriptKeys)
+    static let limitKeys = RouteFileSchema.names(RouteFileSchema.scriptLimitKeys)
 
     /// The largest script file read.
     static let maximumFileSize = 1024 * 1024

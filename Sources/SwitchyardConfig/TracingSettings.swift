@@ -25,7 +25,7 @@ public struct TracingSettings: Sendable, Equatable {
 
 extension ConfigLoader {
     /// Keys `tracing:` accepts.
-    static let tracingKeys = ["otlp_endpoint", "service_name", "sample"]
+    static let tracingKeys = RouteFileSchema.names(RouteFileSchema.tracingKeys)
 
     /// `tracing: { otlp_endpoint: http://127.0.0.1:4318, service_name: router, sample: 0.1 }`;
     /// `tracing: {}` turns tracing on with the defaults (and OTEL_* variables). Set in one

@@ -28,7 +28,7 @@ struct Switchyard: AsyncParsableCommand {
         version: "switchyard \(version) (plugin ABI \(PluginLoader.supportedVersions.map(String.init).joined(separator: ", ")))",
         subcommands: [
             Run.self, Validate.self, Reload.self, Plugins.self, Graph.self, DeadLetters.self, SpoolCommand.self, Iiideas.self, Top.self,
-            Explain.self, Tap.self, GraphTest.self, StoreCommand.self,
+            Explain.self, Tap.self, GraphTest.self, StoreCommand.self, SchemaCommand.self,
         ],
         defaultSubcommand: Run.self
     )
