@@ -36,7 +36,13 @@ public struct ConfigLoader: Sendable {
         guard stat(path, &status) == 0 else {
             throw Diagnostic("cannot read '\(path)': \(String(cString: strerror(errno)))", at: nil)
         }
-        guard (status.st_mode & S_IFMT) == S_IFDIR else { return [path] }
+        guard (status.st_mode & S_IFMT) == S_IFDIR else {
+            guard (status.st_mode & S_IFMT) == S_IFREG else {
+                throw Diagnostic(
+                    "'\(path)' is \(Self.kindName(of: status.st_mode)), not a regular file or a folder of route files", at: nil)
+            }
+            return [path]
+        }
         guard let directory = opendir(path) else {
             throw Diagnostic("cannot open directory '\(path)': \(String(cString: strerror(errno)))", at: nil)
         }
@@ -97,24 +103,61 @@ public struct ConfigLoader: Sendable {
     public static let maximumFileSize = 16 * 1024 * 1024
 
     static func readText(_ file: String) throws(Diagnostic) -> String {
-        guard let handle = fopen(file, "rb") else {
+        // Non-blocking, so opening a FIFO does not wait for a writer; only a regular file is read.
+        let descriptor = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else {
             throw Diagnostic("cannot read '\(file)': \(String(cString: strerror(errno)))", at: nil)
         }
-        defer { fclose(handle) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            throw Diagnostic("cannot read '\(file)': \(String(cString: strerror(errno)))", at: nil)
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            throw Diagnostic(
+                "'\(file)' is \(Self.kindName(of: status.st_mode)), not a regular file; route files are regular files", at: nil)
+        }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = fread(&buffer, 1, buffer.count, handle)
-            if count <= 0 { break }
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { throw Diagnostic("cannot read '\(file)': \(String(cString: strerror(errno)))", at: nil) }
+            if count == 0 { break }
             guard bytes.count + count <= maximumFileSize else {
                 throw Diagnostic("'\(file)' is larger than \(maximumFileSize / (1024 * 1024)) MiB; route files are read whole", at: nil)
             }
             bytes.append(contentsOf: buffer[0..<count])
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw Diagnostic("'\(file)' is not UTF-8 text", at: nil)
+            // Where: the first byte that does not decode.
+            var decoded = 0
+            var iterator = bytes.makeIterator()
+            var decoder = UTF8()
+            decoding: while true {
+                switch decoder.decode(&iterator) {
+                case .scalarValue(let scalar): decoded += String(scalar).utf8.count
+                case .emptyInput, .error: break decoding
+                }
+            }
+            let place = YAMLReader.position(ofByte: decoded, in: String(decoding: bytes.prefix(decoded), as: UTF8.self))
+            throw Diagnostic(
+                "not UTF-8 text (byte 0x\(String(bytes[min(decoded, bytes.count - 1)], radix: 16)) here); a route file is UTF-8 text",
+                at: SourceLocation(file: file, line: place.line, column: place.column))
         }
         return text
+    }
+
+    /// What a file that is not a regular one is, for the error naming it.
+    static func kindName(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFIFO: "a FIFO (named pipe)"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        case S_IFDIR: "a directory"
+        default: "not a regular file"
+        }
     }
 
     /// The levels `log_level:` accepts, those of swift-log.

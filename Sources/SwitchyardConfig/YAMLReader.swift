@@ -63,17 +63,56 @@ public struct YAMLReader: Sendable {
         case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
             let sentence = explain(problem, at: mark, in: text)
             return Diagnostic("invalid YAML: \(sentence)", at: SourceLocation(file: file, line: mark.line, column: mark.column))
-        case .reader(let problem, _, _, _):
-            return Diagnostic("not YAML text: \(problem)", at: SourceLocation(file: file, line: 1, column: 1))
+        case .reader(let problem, let offset, let value, _):
+            // libyaml gives the offset of the offending character: say where it is, and what.
+            let place = offset.map { Self.position(ofByte: $0, in: text) } ?? (line: 1, column: 1)
+            let character = value == 0 ? "a NUL byte" : "the character U+\(String(value, radix: 16, uppercase: true))"
+            return Diagnostic(
+                "not YAML text: \(problem) (\(character)); a route file is UTF-8 text without control characters",
+                at: SourceLocation(file: file, line: place.line, column: place.column))
         case .duplicatedKeysInMapping(let duplicates, let context):
             let mark = context.mark
+            // libyaml names the mapping; the place a person fixes is the key's second use.
+            let place = duplicates.sorted().first.flatMap { Self.secondUse(ofKey: $0, from: mark.line, in: text) }
             return Diagnostic(
-                "duplicate key \(duplicates.map { "'\($0)'" }.joined(separator: ", ")) in mapping",
-                at: SourceLocation(file: file, line: mark.line, column: mark.column)
+                "duplicate key \(duplicates.sorted().map { "'\($0)'" }.joined(separator: ", ")) in the mapping at line \(mark.line)",
+                at: SourceLocation(file: file, line: place?.line ?? mark.line, column: place?.column ?? mark.column)
             )
         default:
             return Diagnostic("invalid YAML: \(error)", at: SourceLocation(file: file, line: 1, column: 1))
         }
+    }
+
+    /// Where `key` is written the second time at the start of a line (block style), from line
+    /// `line` on; nil when it is not found that way (a flow mapping).
+    static func secondUse(ofKey key: String, from line: Int, in text: String) -> (line: Int, column: Int)? {
+        var seen = 0
+        for (index, content) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().dropFirst(max(0, line - 1)) {
+            let indentation = content.prefix(while: { $0 == " " || $0 == "-" }).count
+            let rest = content.dropFirst(indentation)
+            guard rest.hasPrefix(key + ":") || rest.hasPrefix("\"\(key)\":") || rest.hasPrefix("'\(key)':") else { continue }
+            seen += 1
+            if seen == 2 { return (index + 1, indentation + 1) }
+        }
+        return nil
+    }
+
+    /// The 1-based line and column (in characters) of the byte at `offset` of `text`.
+    static func position(ofByte offset: Int, in text: String) -> (line: Int, column: Int) {
+        var line = 1
+        var column = 1
+        var index = 0
+        for scalar in text.unicodeScalars {
+            guard index < offset else { break }
+            index += String(scalar).utf8.count
+            if scalar == "\n" {
+                line += 1
+                column = 1
+            } else {
+                column += 1
+            }
+        }
+        return (line, column)
     }
 
     /// libyaml's complaint, with what it usually means in a route file where it is terse.
@@ -88,6 +127,15 @@ public struct YAMLReader: Sendable {
             return "\(problem) (a ': ' inside an unquoted value: quote the value)"
         default:
             return problem
+        }
+    }
+
+    static func kindName(of node: Node) -> String {
+        switch node {
+        case .scalar: "value"
+        case .mapping: "mapping"
+        case .sequence: "list"
+        case .alias: "alias"
         }
     }
 
@@ -134,16 +182,27 @@ public struct YAMLReader: Sendable {
             return converted
         case .mapping(let mapping):
             var members: [(key: String, keyLocation: SourceLocation, value: ConfigNode)] = []
+            // Hashed, so a mapping of many keys loads in time linear in its size.
+            var seen: [String: SourceLocation] = [:]
             var secret = false
             for (key, value) in mapping {
-                let keyText = key.scalar?.string ?? "\(key)"
-                let child = convert(value, file: file, budget: &budget, diagnostics: &diagnostics, secrets: &secrets)
-                if let previous = members.first(where: { $0.key == keyText }) {
+                // A key is a plain value: a mapping, a list or an alias as a key has no name a
+                // route file could mean (and printing one could expand it without bound).
+                guard case .scalar(let scalar) = key else {
                     diagnostics.append(
-                        Diagnostic("duplicate key '\(keyText)' (first at \(previous.keyLocation))", at: location(key.mark, file))
-                    )
+                        Diagnostic(
+                            "a mapping key must be a plain value such as a name, not a \(Self.kindName(of: key))",
+                            at: location(key.mark, file)))
                     continue
                 }
+                let keyText = scalar.string
+                guard budget.exhaustedAt == nil else { break }
+                let child = convert(value, file: file, budget: &budget, diagnostics: &diagnostics, secrets: &secrets)
+                if let previous = seen[keyText] {
+                    diagnostics.append(Diagnostic("duplicate key '\(keyText)' (first at \(previous))", at: location(key.mark, file)))
+                    continue
+                }
+                seen[keyText] = location(key.mark, file)
                 secret = secret || child.isSecret
                 members.append((keyText, location(key.mark, file), child))
             }

@@ -101,19 +101,28 @@ enum SecondSignal {
     static func exitsAtOnce(logger: Logger) {
         sources.withLock { sources in
             guard sources.isEmpty else { return }
-            for number in [SIGINT, SIGTERM] {
-                // The signals are already trapped (UnixSignals ignores their default action), so
-                // this source hears them alongside the group's.
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler {
-                    logger.warning(
-                        "second \(number == SIGINT ? "SIGINT" : "SIGTERM") during the drain: stopping at once; spooled envelopes are delivered at the next start, queued ones that were not spooled are lost",
-                        metadata: ["exit": .stringConvertible(128 + number)])
-                    exit(128 + number)
-                }
-                source.resume()
-                sources.append(source)
+            sources = SignalExit.install(logger: logger) { name in
+                "second \(name) during the drain: stopping at once; spooled envelopes are delivered at the next start, queued ones that were not spooled are lost"
             }
+        }
+    }
+}
+
+/// SIGINT or SIGTERM ending the process at once, with status 128 + the signal (130, 143) and
+/// a warning saying why. The signals are already trapped (UnixSignals ignores their default
+/// action), so these sources hear them alongside the group's.
+enum SignalExit {
+    /// Installs the sources; `message` gets the signal's name. Cancel them to stop.
+    static func install(logger: Logger, message: @escaping @Sendable (String) -> String) -> [any DispatchSourceSignal] {
+        [SIGINT, SIGTERM].map { number in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                logger.warning(
+                    "\(message(number == SIGINT ? "SIGINT" : "SIGTERM"))", metadata: ["exit": .stringConvertible(128 + number)])
+                exit(128 + number)
+            }
+            source.resume()
+            return source
         }
     }
 }

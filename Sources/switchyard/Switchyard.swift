@@ -63,6 +63,11 @@ struct Run: AsyncParsableCommand {
         // SIGINT/SIGTERM must drain rather than kill.
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigint, .sigterm)
         let logger = options.makeLogger()
+        // Until the router starts nothing is accepted: a signal while the route files load (a
+        // slow plugin, a huge file) ends the process at once rather than after the load.
+        let whileLoading = SignalExit.install(logger: logger) { name in
+            "\(name) while loading the route files: stopping (nothing was started)"
+        }
         guard let timeout = DurationText.nanoseconds(drainTimeout) else {
             throw ValidationError("--drain-timeout '\(drainTimeout)' is not a duration such as 10s or 500ms")
         }
@@ -103,6 +108,7 @@ struct Run: AsyncParsableCommand {
                 // Obtained iiideas and overrides: the shared store's, when there is one.
                 return sharedState ?? openSpool
             })
+        for source in whileLoading { source.cancel() }
         guard let plan = loaded else { throw ExitCode(1) }
         if plan.needsSpool, openSpool == nil, spoolFailure == nil { openStore(plan.spoolPath, plan.spoolSync) }
         if let spoolFailure {

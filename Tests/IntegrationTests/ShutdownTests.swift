@@ -85,6 +85,26 @@ struct ShutdownTests {
         #expect(sandbox.lines(of: "out.jsonl").count == 52)
     }
 
+    /// A signal while the route files load (here a plugin's describe that hangs) stops the
+    /// process at once, saying so: nothing was started yet.
+    @Test func aSignalWhileLoadingStopsAtOnce() async throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("testkit")
+        let fifo = sandbox.path("hang")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        try sandbox.writeRoutes(
+            """
+            instances:
+              slow: { plugin: testkit, describe_blocks_on: { path: "\(fifo)" } }
+            """)
+        let router = try RouterProcess(["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root)
+        // The plugins are loaded: the instances are being described, and the describe hangs.
+        await router.waitUntil("the plugins loaded") { router.standardError.contains("loaded plugin") }
+        kill(router.process.processIdentifier, SIGTERM)
+        #expect(router.waitForExit(timeout: .seconds(5)) == 143, "\(router.standardError)")
+        #expect(router.standardError.contains("SIGTERM while loading the route files: stopping (nothing was started)"))
+    }
+
     @Test func sigtermDrainsEverythingAccepted() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")

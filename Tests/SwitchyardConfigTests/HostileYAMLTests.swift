@@ -55,3 +55,61 @@ import Testing
         #expect(diagnostics.contains { $0.message.contains("huge.yaml") && $0.message.contains("larger than") })
     }
 }
+
+/// The route-file cases of issue 33: keys that are not names, many keys, control characters,
+/// bytes that are not UTF-8, and files that are not regular files.
+@Suite(.timeLimit(.minutes(1))) struct HostileRouteFileTests {
+    private func load(_ text: String) -> [Diagnostic] {
+        ConfigLoader(environment: [:]).load(sources: [(file: "r.yaml", text: text)]).1
+    }
+
+    @Test(arguments: [
+        ("{ [a, b]: 1 }", "list", 3), ("? { a: 1 }\n: 2", "mapping", 3), ("x: &k a\n? [*k, *k]\n: 1", "list", 3),
+    ])
+    func aKeyThatIsNotANameIsAnErrorAtItsPlace(text: String, kind: String, column: Int) throws {
+        let error = try #require(load(text).first { $0.message.contains("a mapping key must be a plain value") })
+        #expect(error.message.hasSuffix("not a \(kind)"), "\(error)")
+        #expect(error.location?.file == "r.yaml")
+    }
+
+    @Test func manyKeysLoadAndDuplicatesAreNamedWithTheFirst() throws {
+        let keys = (0..<50_000).map { "  k\($0): 1" }.joined(separator: "\n")
+        let diagnostics = load(
+            "types:\n  - name: a.B\n    schema:\n      properties:\n" + keys.replacingOccurrences(of: "  k", with: "        k"))
+        #expect(!diagnostics.contains { $0.message.contains("duplicate") })
+        let duplicate = try #require(load("instances:\n  a: 1\n  b: 2\n  a: 3\n").first { $0.message.contains("duplicate key 'a'") })
+        #expect(duplicate.message.contains("in the mapping at line 2"), "\(duplicate)")
+        #expect(duplicate.location?.line == 4 && duplicate.location?.column == 3, "\(duplicate)")
+    }
+
+    @Test func aNulByteIsReportedWhereItIs() throws {
+        let error = try #require(load("instances:\n  x: a\u{0}b\n").first)
+        #expect(error.location?.line == 2 && error.location?.column == 7, "\(error)")
+        #expect(error.message.contains("a NUL byte"))
+    }
+
+    @Test func bytesThatAreNotUTF8AreReportedWhereTheyAre() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("r.yaml")
+        try Data("instances:\n  x: é\u{FF}".utf8.map { $0 == 0xC3 && false ? 0 : $0 } + [0xFF, 0xFE]).write(to: file)
+        let error = try #require(ConfigLoader(environment: [:]).load(path: file.path).1.first)
+        #expect(error.message.contains("not UTF-8 text"), "\(error)")
+        #expect(error.location?.line == 2, "\(error)")
+    }
+
+    /// A FIFO would block the loader until something wrote to it: it is refused at once, named.
+    @Test func aFIFOIsRefusedByNameAsAFileAndInAFolder() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try "instances: {}\n".write(to: folder.appendingPathComponent("a.yaml"), atomically: true, encoding: .utf8)
+        let fifo = folder.appendingPathComponent("b.yaml").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let inFolder = ConfigLoader(environment: [:]).load(path: folder.path).1
+        #expect(inFolder.contains { $0.message.contains("'\(fifo)' is a FIFO (named pipe), not a regular file") }, "\(inFolder)")
+        let direct = ConfigLoader(environment: [:]).load(path: fifo).1
+        #expect(direct.contains { $0.message.contains("is a FIFO (named pipe)") }, "\(direct)")
+    }
+}

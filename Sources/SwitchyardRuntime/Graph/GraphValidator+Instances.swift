@@ -2,6 +2,9 @@ internal import SwitchyardConfig
 internal import SwitchyardCore
 
 extension GraphValidator {
+    /// The most configuration problems reported one by one per instance.
+    static let violationsShown = 20
+
     /// The types every instance sees: the built-in ones, each loaded plugin's manifest types,
     /// and the YAML `types:`.
     func sharedTypes(of config: GraphConfig, diagnostics: inout [Diagnostic]) -> TypeRegistry {
@@ -52,8 +55,20 @@ extension GraphValidator {
                 RouteFilePath.resolve($0, besideFile: declaration.location.file)
             }
             let before = diagnostics.count
-            for violation in plugin.configSchema.violations(of: json)
-            where !declaration.config.node(atPath: violation.path).hasUnsetVariable {
+            // Looked up only when some value has an unset variable: a lookup walks its mapping.
+            let unset = Self.hasUnsetVariable(declaration.config)
+            let violations = plugin.configSchema.violations(of: json).filter {
+                !unset || !declaration.config.node(atPath: $0.path).hasUnsetVariable
+            }
+            // A configuration with thousands of unknown keys gets a few lines and a count, not
+            // a line per key.
+            if violations.count > Self.violationsShown {
+                diagnostics.append(
+                    Diagnostic(
+                        "instance '\(declaration.name)' (plugin \(plugin.manifest.name)): \(violations.count) problems in its configuration; the first \(Self.violationsShown) follow",
+                        at: declaration.location))
+            }
+            for violation in violations.prefix(Self.violationsShown) {
                 diagnostics.append(
                     Diagnostic(
                         "instance '\(declaration.name)' (plugin \(plugin.manifest.name)): \(violation)",

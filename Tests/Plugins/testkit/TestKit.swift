@@ -68,7 +68,11 @@ final class TestKit: SwitchyardPlugin {
     /// `numbers` settles (its state file advances only on settlement, so a restart emits again
     /// what was not), and `collect` confirms (a line is written before the `ok`).
     static func describe(name: String, config: JSONValue) throws -> InstanceDescription? {
-        InstanceDescription(settles: ["numbers"], confirms: ["collect"])
+        if let fifo = config["describe_blocks_on"]?["path"]?.stringValue {
+            let descriptor = open(fifo, O_RDONLY)
+            if descriptor >= 0 { close(descriptor) }
+        }
+        return InstanceDescription(settles: ["numbers"], confirms: ["collect"])
     }
 
     func start() throws {

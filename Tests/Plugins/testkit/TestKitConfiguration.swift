@@ -55,4 +55,7 @@ struct TestKitConfiguration: PluginConfiguration {
     var stateCheck: FileSection?
     var holdCheck: FileSection?
     var collect: Collect?
+    /// `describe_blocks_on: { path: FIFO }`: describing the instance opens the FIFO for reading,
+    /// which blocks until someone opens it for writing — a load that hangs, on cue.
+    var describeBlocksOn: FileSection?
 }
