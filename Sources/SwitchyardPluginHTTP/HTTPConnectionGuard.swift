@@ -5,9 +5,15 @@ public import SwitchyardPluginKit
 import Synchronization
 
 /// The limits every connection of one plugin HTTP server shares: how many may be open, how
-/// long a client may take to send a request's head and its body.
+/// many from one address, how long a client may take to send a request's head and its body.
+///
+/// At the cap, a new connection takes the place of the oldest one that is waiting for a
+/// request head (a slow or idle client), which is closed; only when every open connection is in
+/// the middle of a request is the new one refused. So clients that trickle heads cannot hold
+/// every slot, and the per-address cap keeps one address from taking most of them.
 public final class HTTPConnectionLimits: Sendable {
     let maximumConnections: Int
+    let maximumPerPeer: Int
     let headerTimeout: TimeAmount
     let bodyTimeout: TimeAmount
     let context: PluginContext
@@ -16,18 +22,98 @@ public final class HTTPConnectionLimits: Sendable {
     /// Connections open now (any event loop adds and subtracts).
     let open = Atomic<Int>(0)
 
-    /// Limits for the server `name` of the instance behind `context`.
-    public init(name: String, maximumConnections: Int, headerTimeout: Duration, bodyTimeout: Duration, context: PluginContext) {
+    /// The connections waiting for a request head, by arrival, and the open ones per address.
+    private struct Registry {
+        var next: UInt64 = 0
+        var waiting: [UInt64: any Channel] = [:]
+        var perPeer: [String: Int] = [:]
+    }
+
+    private let registry = Mutex(Registry())
+    /// Refusals and evictions are logged at most ``logBurst`` a second, then counted: the next
+    /// line says how many were not logged.
+    private let logGate = Mutex<(window: ContinuousClock.Instant, logged: Int, unlogged: Int)>((.now, 0, 0))
+    static let logBurst = 5
+
+    /// Limits for the server `name` of the instance behind `context`. `maximumPerPeer` defaults
+    /// to an eighth of `maximumConnections` (at least 1).
+    public init(
+        name: String, maximumConnections: Int, maximumPerPeer: Int? = nil, headerTimeout: Duration, bodyTimeout: Duration,
+        context: PluginContext
+    ) {
         self.name = name
         self.maximumConnections = maximumConnections
+        self.maximumPerPeer = maximumPerPeer ?? Self.defaultPerPeer(of: maximumConnections)
         self.headerTimeout = TimeAmount(headerTimeout)
         self.bodyTimeout = TimeAmount(bodyTimeout)
         self.context = context
     }
+
+    /// The per-address cap when none is configured: an eighth of the connection cap.
+    public static func defaultPerPeer(of maximumConnections: Int) -> Int { max(1, maximumConnections / 8) }
+
+    /// A new connection from `peer`: its id, and whether that address is over its cap.
+    func register(peer: String) -> (id: UInt64, overPeerCap: Bool) {
+        registry.withLock { registry in
+            registry.next += 1
+            let count = registry.perPeer[peer, default: 0] + 1
+            registry.perPeer[peer] = count
+            return (registry.next, count > maximumPerPeer)
+        }
+    }
+
+    func unregister(id: UInt64, peer: String) {
+        let waiting = registry.withLock { registry in
+            registry.waiting.removeValue(forKey: id)
+            let count = registry.perPeer[peer, default: 1] - 1
+            registry.perPeer[peer] = count > 0 ? count : nil
+            return registry.waiting.count
+        }
+        context.metric(.gauge, "\(name)_connections_waiting", Double(waiting))
+    }
+
+    /// The connection `id` waits for a request head (`true`) or is in a request.
+    func setWaiting(_ waiting: Bool, id: UInt64, channel: any Channel) {
+        let count = registry.withLock { registry in
+            if waiting { registry.waiting[id] = channel } else { registry.waiting.removeValue(forKey: id) }
+            return registry.waiting.count
+        }
+        // How many connections wait for a request head now: slow or idle clients.
+        context.metric(.gauge, "\(name)_connections_waiting", Double(count))
+    }
+
+    /// Takes the oldest connection waiting for a head (not `id`) out of the waiting set, to be
+    /// closed; nil when every other connection is in a request.
+    func evictOldestWaiting(besides id: UInt64) -> (any Channel)? {
+        registry.withLock { registry in
+            guard let oldest = registry.waiting.keys.filter({ $0 != id }).min() else { return nil }
+            return registry.waiting.removeValue(forKey: oldest)
+        }
+    }
+
+    /// Logs `line` unless ``logBurst`` lines were logged in the last second (then it is counted,
+    /// and the next line logged says how many were not).
+    func logBounded(_ line: String) {
+        let unlogged: Int? = logGate.withLock { gate in
+            let now = ContinuousClock.now
+            if now - gate.window >= .seconds(1) { (gate.window, gate.logged) = (now, 0) }
+            guard gate.logged < Self.logBurst else {
+                gate.unlogged += 1
+                return nil
+            }
+            gate.logged += 1
+            defer { gate.unlogged = 0 }
+            return gate.unlogged
+        }
+        guard let unlogged else { return }
+        context.log(.warning, unlogged > 0 ? "\(line) (and \(unlogged) more in the last second, not logged)" : line)
+    }
 }
 
 /// Sits behind the HTTP codec of each connection of a plugin's HTTP server and keeps a client
-/// from holding the server: over `max_connections` a connection is answered `503` with `Retry-After` and closed;
+/// from holding the server: over `max_connections` the oldest connection waiting for a request
+/// head is closed to make room (``HTTPConnectionLimits``), and when none is, or over
+/// `max_connections_per_peer`, the new one is answered `503` with `Retry-After` and closed;
 /// a request head not complete within `header_timeout` is answered `408` and closed; a body
 /// not complete within `body_timeout` closes the connection; and once a response is written
 /// before the request's body was read (a `401` or `413` refusal), the rest of the body is not
@@ -46,6 +132,8 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
 
     private let limits: HTTPConnectionLimits
     private var counted = false
+    /// The connection's id in the limits' registry, and its peer's address.
+    private var registered: (id: UInt64, peer: String)?
     /// Over the connection cap, or a response ended the exchange early: nothing more is read.
     private var closing = false
     /// A request head arrived and its end has not.
@@ -65,16 +153,38 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
 
     public func channelActive(context: ChannelHandlerContext) {
         counted = true
+        let peer = context.remoteAddress?.ipAddress ?? "unknown"
+        let (id, overPeerCap) = limits.register(peer: peer)
+        registered = (id, peer)
         let open = limits.open.add(1, ordering: .relaxed).newValue
+        limits.context.metric(.gauge, "\(limits.name)_connections_open", Double(open))
         context.fireChannelActive()
-        guard open <= limits.maximumConnections else {
-            closing = true
-            refuse(context, "connection refused: \(limits.maximumConnections) connections are open (max_connections)")
-            limits.context.metric(.counter, "\(limits.name)_connections_refused_total", 1)
-            respond(.serviceUnavailable, retryAfter: true, context: context)
-            return
+        if overPeerCap {
+            return refuseAtOnce(
+                context, "connection refused: \(limits.maximumPerPeer) connections from this address are open (max_connections_per_peer)")
         }
+        if open > limits.maximumConnections {
+            // A slow or idle client's slot goes to the new one; only when all are busy is it refused.
+            guard let victim = limits.evictOldestWaiting(besides: id) else {
+                return refuseAtOnce(context, "connection refused: \(limits.maximumConnections) connections are open (max_connections)")
+            }
+            limits.context.metric(.counter, "\(limits.name)_connections_evicted_total", 1)
+            let victimPeer = victim.remoteAddress.map { "\($0)" } ?? "a client"
+            limits.logBounded(
+                "\(limits.name) connection from \(victimPeer) closed: it had sent no complete request head, and \(limits.maximumConnections) connections were open (max_connections)"
+            )
+            victim.close(promise: nil)
+        }
+        limits.setWaiting(true, id: id, channel: context.channel)
         arm(limits.headerTimeout, context: context)
+    }
+
+    /// Answers 503 with Retry-After and closes, counting and logging the refusal.
+    private func refuseAtOnce(_ context: ChannelHandlerContext, _ reason: String) {
+        closing = true
+        refuse(context, reason)
+        limits.context.metric(.counter, "\(limits.name)_connections_refused_total", 1)
+        respond(.serviceUnavailable, retryAfter: true, context: context)
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
@@ -89,6 +199,7 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
         switch unwrapInboundIn(data) {
         case .head:
             requestOpen = true
+            if let registered { limits.setWaiting(false, id: registered.id, channel: context.channel) }
             arm(limits.bodyTimeout, context: context)
         case .body:
             break
@@ -103,8 +214,12 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
         guard case .end = unwrapOutboundIn(data) else { return context.write(data, promise: promise) }
         guard requestOpen, !closing else {
             context.write(data, promise: promise)
-            // The exchange is over: the next request's head gets its own time.
-            if !closing { arm(limits.headerTimeout, context: context) }
+            // The exchange is over: the next request's head gets its own time, and the connection
+            // may give its place to a new one while it waits.
+            if !closing {
+                if let registered { limits.setWaiting(true, id: registered.id, channel: context.channel) }
+                arm(limits.headerTimeout, context: context)
+            }
             return
         }
         // Answered before the body was read: the body is not wanted.
@@ -124,7 +239,10 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
         disarm()
         guard counted else { return }
         counted = false
-        limits.open.subtract(1, ordering: .relaxed)
+        let open = limits.open.subtract(1, ordering: .relaxed).newValue
+        limits.context.metric(.gauge, "\(limits.name)_connections_open", Double(open))
+        if let registered { limits.unregister(id: registered.id, peer: registered.peer) }
+        registered = nil
     }
 
     /// Starts the head stage (`header_timeout`) or, with a request open, the body stage.
@@ -184,7 +302,7 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
 
     private func refuse(_ context: ChannelHandlerContext, _ reason: String) {
         let peer = context.remoteAddress.map { "\($0)" } ?? "a client"
-        limits.context.log(.warning, "\(limits.name) connection from \(peer) \(reason)")
+        limits.logBounded("\(limits.name) connection from \(peer) \(reason)")
     }
 }
 

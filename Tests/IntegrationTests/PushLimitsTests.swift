@@ -123,27 +123,97 @@ struct PushLimitsTests {
         Thread.sleep(forTimeInterval: Double(left.components.seconds) + Double(left.components.attoseconds) * 1e-18)
     }
 
-    /// Over `max_connections` a connection is answered 503 with Retry-After and closed; once the
-    /// others close, new ones are served again.
-    @Test func connectionsOverTheCapAreRefusedWith503() async throws {
+    /// At `max_connections`, a new connection takes the place of the oldest one still waiting
+    /// for its request head, which is closed; when every open connection is in a request, the
+    /// new one is answered 503 with Retry-After.
+    @Test func aSlowHeadGivesWayAndBusyConnectionsRefuseWith503() async throws {
         let sandbox = try Sandbox()
-        let (router, port, admin) = try await Self.start(sandbox, limits: "max_connections: 2")
-        var held: [RawSocket] = [try RawSocket(port: port), try RawSocket(port: port)]
-        // The two held connections are counted once their first byte went through the server.
+        let (router, port, admin) = try await Self.start(
+            sandbox, limits: "max_connections: 2, max_connections_per_peer: 10, header_timeout: 2s")
+        let slow = [try RawSocket(port: port), try RawSocket(port: port)]
+        for socket in slow { socket.write("POST /push HTTP/1.1\r\nHost: x\r\n") }
+        await router.waitUntil("both slow connections open") {
+            (try? PushTests.metric("webhook_connections_open", admin: admin)) == 2
+        }
+        let served = try HTTPExchange.send(
+            "http://127.0.0.1:\(port)/push", method: "POST", headers: ["Authorization": "Bearer \(Self.bearer)"],
+            body: #"{"topic": "news", "data": {"k": "v"}}"#)
+        #expect(served.status == 200)
+        #expect(try PushTests.metric("webhook_connections_evicted_total", admin: admin) >= 1)
+        // One slow head was closed without an answer to make room; the other timed out (408).
+        let answers = slow.map { $0.readToEnd() }
+        #expect(answers.filter(\.isEmpty).count == 1, "\(answers)")
+        #expect(router.standardError.contains("it had sent no complete request head"))
+
+        // Two connections in the middle of a request (a head, the body still to come): the third is refused.
+        let busy = [try RawSocket(port: port), try RawSocket(port: port)]
+        for socket in busy {
+            socket.write("POST /push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(Self.bearer)\r\nContent-Length: 100\r\n\r\n{")
+        }
+        // Both heads read (the server waits for their bodies), and nothing else waits for a head.
+        await router.waitUntil("both requests under way") {
+            (try? PushTests.metric("webhook_connections_open", admin: admin)) == 2
+                && (try? PushTests.metric("webhook_connections_waiting", admin: admin)) == 0
+        }
+        try await router.waitUntil("a new connection refused") {
+            // Each new probe evicts what still waits for a head; it is answered 503 once none does.
+            let probe = try RawSocket(port: port)
+            probe.write("GET /v1/tokens HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            return Self.status(of: probe.readToEnd()) == 503
+        }
+        #expect(try PushTests.metric("webhook_connections_refused_total", admin: admin) >= 1)
+        #expect(router.stop() == 0, "\(router.standardError)")
+    }
+
+    /// One address cannot take more than `max_connections_per_peer` slots; another is served.
+    @Test func oneAddressIsCappedBelowTheServer() async throws {
+        let sandbox = try Sandbox()
+        let (router, port, admin) = try await Self.start(sandbox, limits: "max_connections: 16, max_connections_per_peer: 2")
+        let held = [try RawSocket(port: port, from: "127.0.0.2"), try RawSocket(port: port, from: "127.0.0.2")]
         for socket in held { socket.write("POST /push HTTP/1.1\r\nHost: x\r\n") }
-        let third = try RawSocket(port: port)
+        let third = try RawSocket(port: port, from: "127.0.0.2")
         let answer = third.readToEnd()
         #expect(Self.status(of: answer) == 503, "\(answer)")
-        #expect(answer.lowercased().contains("retry-after: 1"), "\(answer)")
         #expect(try PushTests.metric("webhook_connections_refused_total", admin: admin) == 1)
-        #expect(router.standardError.contains("2 connections are open (max_connections)"))
-        held.removeAll()
-        try await router.waitUntil("the held connections to close") {
-            let again = try HTTPExchange.send(
+        #expect(router.standardError.contains("2 connections from this address are open (max_connections_per_peer)"))
+        let served = try HTTPExchange.send(
+            "http://127.0.0.1:\(port)/push", method: "POST", headers: ["Authorization": "Bearer \(Self.bearer)"],
+            body: #"{"topic": "news", "data": {"k": "v"}}"#)
+        #expect(served.status == 200)
+        #expect(router.stop() == 0, "\(router.standardError)")
+    }
+
+    /// Slow-loris from three addresses — 60 connections, each sending half a request head and
+    /// then nothing — against a webhook of 16 slots: every legitimate request is served.
+    @Test func slowLorisDoesNotStarveLegitimateClients() async throws {
+        let sandbox = try Sandbox()
+        let (router, port, admin) = try await Self.start(
+            sandbox, limits: "max_connections: 16, max_connections_per_peer: 8, header_timeout: 60s")
+        var attackers: [RawSocket] = []
+        for index in 0..<60 {
+            let socket = try RawSocket(port: port, from: "127.0.0.\(2 + index % 3)")
+            socket.write("POST /push HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            attackers.append(socket)
+        }
+        // Every attacking connection was seen: 16 hold the slots, the rest were evicted or refused.
+        await router.waitUntil("the server to have seen all 60") {
+            let evicted = (try? PushTests.metric("webhook_connections_evicted_total", admin: admin)) ?? 0
+            let refused = (try? PushTests.metric("webhook_connections_refused_total", admin: admin)) ?? 0
+            return evicted + refused >= 44
+        }
+        var served = 0
+        for _ in 0..<20 {
+            let answer = try HTTPExchange.send(
                 "http://127.0.0.1:\(port)/push", method: "POST", headers: ["Authorization": "Bearer \(Self.bearer)"],
                 body: #"{"topic": "news", "data": {"k": "v"}}"#)
-            return again.status == 200
+            if answer.status == 200 { served += 1 }
         }
+        #expect(served == 20)
+        await router.waitUntil("the 20 messages collected") { sandbox.lines(of: "collected.txt").count == 20 }
+        #expect(try PushTests.metric("webhook_connections_evicted_total", admin: admin) >= 20)
+        // Refusals and evictions are logged at a bounded rate (five a second), not one line each.
+        #expect(router.occurrences(of: "webhook connection from") < 44, "\(router.standardError)")
+        attackers.removeAll()
         #expect(router.stop() == 0, "\(router.standardError)")
     }
 

@@ -21,6 +21,8 @@ struct PushConfiguration: PluginConfiguration {
         var acknowledgeTimeout: Duration
         /// Connections open at once; more are answered 503 and closed.
         var maximumConnections: Int
+        /// Connections open at once from one address (default an eighth of `maximumConnections`).
+        var maximumPerPeer: Int?
         /// How long a client may take to send a request's head, and then its body.
         var headerTimeout: Duration
         var bodyTimeout: Duration
@@ -49,7 +51,8 @@ struct PushConfiguration: PluginConfiguration {
 
     static let descriptions = [
         "/listen": "HOST:PORT of the webhook (port 0 picks a free one)",
-        "/max_connections": "open webhook connections (default 256)",
+        "/max_connections": "open webhook connections (default 256); at the cap a connection still waiting for its request head makes room",
+        "/max_connections_per_peer": "open webhook connections from one address (default an eighth of max_connections)",
         "/header_timeout": "time to send a request head (default 10s)",
         "/body_timeout": "time to send a request body (default 30s)",
         "/idle_timeout": "a connection with no traffic closes (default 60s)",
@@ -72,6 +75,7 @@ struct PushConfiguration: PluginConfiguration {
                 maximumBodySize: try container.decode(.maxBody, defaultBytes: 65536, atLeastBytes: 4096),
                 acknowledgeTimeout: try container.decode(.ackTimeout, default: .seconds(30)),
                 maximumConnections: try container.decode(.maxConnections, default: 256, atLeast: 1),
+                maximumPerPeer: try container.decodeIfPresent(.maxConnectionsPerPeer, in: 1...Int.max),
                 headerTimeout: try container.decode(.headerTimeout, default: .seconds(10), atLeast: positive),
                 bodyTimeout: try container.decode(.bodyTimeout, default: .seconds(30), atLeast: positive),
                 idleTimeout: try container.decode(.idleTimeout, default: .seconds(60), atLeast: positive))
@@ -86,6 +90,7 @@ struct PushConfiguration: PluginConfiguration {
     }
 
     private enum CodingKeys: CodingKey {
-        case registry, listen, tls, auth, projects, maxBody, ackTimeout, maxConnections, headerTimeout, bodyTimeout, idleTimeout, fcm
+        case registry, listen, tls, auth, projects, maxBody, ackTimeout, maxConnections, maxConnectionsPerPeer, headerTimeout, bodyTimeout
+        case idleTimeout, fcm
     }
 }

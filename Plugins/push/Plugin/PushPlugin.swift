@@ -60,7 +60,9 @@ final class PushPlugin: SwitchyardPlugin {
 
     /// The settings that shape the webhook's listening socket and the files opened at create:
     /// a change in any of them needs a new instance.
-    static let restartKeys = ["listen", "tls", "max_connections", "header_timeout", "body_timeout", "idle_timeout", "registry"]
+    static let restartKeys = [
+        "listen", "tls", "max_connections", "max_connections_per_peer", "header_timeout", "body_timeout", "idle_timeout", "registry",
+    ]
 
     init(context: PluginContext, name: String, config: JSONValue) throws {
         self.context = context

@@ -73,7 +73,8 @@ public final class EnrollmentServer: Sendable {
             }
         }
         let limits = HTTPConnectionLimits(
-            name: "enroll", maximumConnections: settings.maximumConnections, headerTimeout: settings.headerTimeout,
+            name: "enroll", maximumConnections: settings.maximumConnections, maximumPerPeer: settings.maximumPerPeer,
+            headerTimeout: settings.headerTimeout,
             bodyTimeout: settings.bodyTimeout, context: context)
         let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [HTTPConnectionGuard(limits: limits)], idleTimeout: .seconds(30))
         let server: HTTPServerBuilder

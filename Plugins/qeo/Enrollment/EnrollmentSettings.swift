@@ -19,6 +19,8 @@ public struct EnrollmentSettings: Decodable, Sendable {
     public var window: Duration
     /// Open connections at most; slow clients are cut off after these.
     public var maximumConnections: Int
+    /// Connections open at once from one address (default an eighth of `maximumConnections`).
+    public var maximumPerPeer: Int?
     public var headerTimeout: Duration
     public var bodyTimeout: Duration
 
@@ -34,11 +36,14 @@ public struct EnrollmentSettings: Decodable, Sendable {
         let throttle = try container.decodeSection(Throttle.self, forKey: .throttle)
         (failures, window) = (throttle.failures, throttle.window)
         maximumConnections = try container.decode(.maxConnections, default: 64, atLeast: 1)
+        maximumPerPeer = try container.decodeIfPresent(.maxConnectionsPerPeer, in: 1...Int.max)
         headerTimeout = try container.decode(.headerTimeout, default: .seconds(10), atLeast: .milliseconds(1))
         bodyTimeout = try container.decode(.bodyTimeout, default: .seconds(10), atLeast: .milliseconds(1))
     }
 
-    private enum CodingKeys: CodingKey { case listen, realm, names, lease, throttle, maxConnections, headerTimeout, bodyTimeout }
+    private enum CodingKeys: CodingKey {
+        case listen, realm, names, lease, throttle, maxConnections, maxConnectionsPerPeer, headerTimeout, bodyTimeout
+    }
 
     /// `throttle:`: how many failures one address may have in a window.
     struct Throttle: Decodable {

@@ -6,10 +6,21 @@ import Testing
 final class RawSocket {
     private let descriptor: Int32
 
-    /// Connects to `host:port` (IPv4), failing the test when nothing listens.
-    init(host: String = "127.0.0.1", port: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    /// Connects to `host:port` (IPv4) from the loopback address `source` when given (another
+    /// peer to the server), failing the test when nothing listens.
+    init(host: String = "127.0.0.1", port: Int, from source: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         try #require(descriptor >= 0, "socket: \(errno)", sourceLocation: sourceLocation)
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &local.sin_addr)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            if bound != 0 { close(descriptor) }
+            try #require(bound == 0, "bind to \(source): errno \(errno)", sourceLocation: sourceLocation)
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

@@ -73,7 +73,8 @@ final class WebhookServer: Sendable {
         router.get("/v1/tokens") { request, _ in await self.listTokens(request) }
 
         let limits = HTTPConnectionLimits(
-            name: "webhook", maximumConnections: settings.maximumConnections, headerTimeout: settings.headerTimeout,
+            name: "webhook", maximumConnections: settings.maximumConnections, maximumPerPeer: settings.maximumPerPeer,
+            headerTimeout: settings.headerTimeout,
             bodyTimeout: settings.bodyTimeout,
             context: context)
         let http1 = HTTP1Channel.Configuration(
