@@ -63,6 +63,7 @@ struct Run: AsyncParsableCommand {
         // SIGINT/SIGTERM must drain rather than kill.
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigint, .sigterm)
         let logger = options.makeLogger()
+        FileDescriptorLimit.raise(logger: logger)
         // Until the router starts nothing is accepted: a signal while the route files load (a
         // slow plugin, a huge file) ends the process at once rather than after the load.
         let whileLoading = SignalExit.install(logger: logger) { name in

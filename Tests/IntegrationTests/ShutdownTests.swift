@@ -105,6 +105,25 @@ struct ShutdownTests {
         #expect(router.standardError.contains("SIGTERM while loading the route files: stopping (nothing was started)"))
     }
 
+    /// `run` raises its soft open-file limit to the hard one and logs both (a shell hands
+    /// down 1024; a few hundred slow clients would use it up).
+    @Test func runRaisesItsOpenFileLimit() async throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.writeRoutes("instances:\n  clock: { plugin: core, timer: { interval: 1h } }\n")
+        var hard = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &hard)
+        try #require(hard.rlim_max > 256, "a hard limit above 256 to raise to")
+        // The soft limit is lowered for the router alone (prlimit on the shell that starts it).
+        let router = try RouterProcess(
+            ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root,
+            environment: [:], softFileLimit: 256)
+        await router.waitUntil("the router started") { router.standardError.contains("router started") }
+        #expect(router.standardError.contains("from=256"), "\(router.standardError)")
+        #expect(router.standardError.contains("to=\(hard.rlim_max)"), "\(router.standardError)")
+        #expect(router.stop() == 0)
+    }
+
     @Test func sigtermDrainsEverythingAccepted() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")

@@ -18,9 +18,13 @@ final class RouterProcess {
     /// in `directory`; inside `namespace` when given.
     init(
         _ arguments: [String], in directory: URL, environment: [String: String] = [:], namespace: NetworkNamespace? = nil,
-        executable: URL = BuildProducts.switchyard
+        executable: URL = BuildProducts.switchyard, softFileLimit: Int? = nil
     ) throws {
-        if let namespace {
+        if let softFileLimit {
+            // prlimit sets the soft limit alone ("N:") and runs the router in its place.
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            process.arguments = ["--nofile=\(softFileLimit):", "--", executable.path] + arguments
+        } else if let namespace {
             // `ip netns exec` runs the command in place of itself: the pid is the router's.
             (process.executableURL, process.arguments) = namespace.wrap([executable.path] + arguments)
         } else {
