@@ -21,6 +21,9 @@ public final class HTTPConnectionLimits: Sendable {
     let name: String
     /// Connections open now (any event loop adds and subtracts).
     let open = Atomic<Int>(0)
+    /// The gauges' names, made once rather than per connection.
+    let openMetric: String
+    let waitingMetric: String
 
     /// The connections waiting for a request head, by arrival, and the open ones per address.
     private struct Registry {
@@ -47,6 +50,8 @@ public final class HTTPConnectionLimits: Sendable {
         self.headerTimeout = TimeAmount(headerTimeout)
         self.bodyTimeout = TimeAmount(bodyTimeout)
         self.context = context
+        openMetric = "\(name)_connections_open"
+        waitingMetric = "\(name)_connections_waiting"
     }
 
     /// The per-address cap when none is configured: an eighth of the connection cap.
@@ -69,7 +74,7 @@ public final class HTTPConnectionLimits: Sendable {
             registry.perPeer[peer] = count > 0 ? count : nil
             return registry.waiting.count
         }
-        context.metric(.gauge, "\(name)_connections_waiting", Double(waiting))
+        context.metric(.gauge, waitingMetric, Double(waiting))
     }
 
     /// The connection `id` waits for a request head (`true`) or is in a request.
@@ -79,7 +84,7 @@ public final class HTTPConnectionLimits: Sendable {
             return registry.waiting.count
         }
         // How many connections wait for a request head now: slow or idle clients.
-        context.metric(.gauge, "\(name)_connections_waiting", Double(count))
+        context.metric(.gauge, waitingMetric, Double(count))
     }
 
     /// Takes the oldest connection waiting for a head (not `id`) out of the waiting set, to be
@@ -157,7 +162,7 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
         let (id, overPeerCap) = limits.register(peer: peer)
         registered = (id, peer)
         let open = limits.open.add(1, ordering: .relaxed).newValue
-        limits.context.metric(.gauge, "\(limits.name)_connections_open", Double(open))
+        limits.context.metric(.gauge, limits.openMetric, Double(open))
         context.fireChannelActive()
         if overPeerCap {
             return refuseAtOnce(
@@ -240,7 +245,7 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
         guard counted else { return }
         counted = false
         let open = limits.open.subtract(1, ordering: .relaxed).newValue
-        limits.context.metric(.gauge, "\(limits.name)_connections_open", Double(open))
+        limits.context.metric(.gauge, limits.openMetric, Double(open))
         if let registered { limits.unregister(id: registered.id, peer: registered.peer) }
         registered = nil
     }
