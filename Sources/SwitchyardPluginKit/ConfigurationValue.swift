@@ -125,6 +125,7 @@ public struct ConfigurationPath: ConfigurationValue, Sendable, Hashable {
     /// The path (absolute once the router has resolved it).
     public var path: String
 
+    /// A path as given (a default, before the router resolves it).
     public init(_ path: String) { self.path = path }
 
     /// Reads the path; an empty one is refused.
