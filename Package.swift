@@ -85,6 +85,10 @@ let package = Package(
         // Scripts over envelopes: compile, run, outputs as envelopes.
         .target(name: "SwitchyardScript", dependencies: ["CSwitchyardScript", "SwitchyardCore"], swiftSettings: strict),
         // Plugin loading over the C ABI, validation, the router itself.
+        // The connection guard of HTTP servers (slow clients, caps): plugins' servers and the admin port.
+        .target(
+            name: "SwitchyardHTTPGuard", dependencies: [.product(name: "SwitchyardDependencies", package: "Dependencies")],
+            swiftSettings: strict),
         // Network errors in a person's words, for the router's http piece and the plugins.
         .target(
             name: "SwitchyardNetworkText", dependencies: [.product(name: "SwitchyardDependencies", package: "Dependencies")],
@@ -110,7 +114,9 @@ let package = Package(
         // A plugin's HTTP server on Hummingbird: launch and graceful stop, connection limits, logs.
         .target(
             name: "SwitchyardPluginHTTP",
-            dependencies: ["SwitchyardPluginKit", .product(name: "SwitchyardDependencies", package: "Dependencies")],
+            dependencies: [
+                "SwitchyardPluginKit", "SwitchyardHTTPGuard", .product(name: "SwitchyardDependencies", package: "Dependencies"),
+            ],
             swiftSettings: strict
         ),
         .target(
@@ -127,7 +133,7 @@ let package = Package(
         .target(
             name: "SwitchyardAdmin",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardStore", "SwitchyardCore", "SwitchyardAdminClient",
+                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardStore", "SwitchyardCore", "SwitchyardAdminClient", "SwitchyardHTTPGuard",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -181,6 +187,7 @@ let package = Package(
             name: "PushPlugin",
             dependencies: [
                 "PushMessage", "PushTokens", "SwitchyardPluginKit", "SwitchyardPluginCommands", "SwitchyardPluginHTTP",
+                "SwitchyardHTTPGuard",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/push/Plugin",
@@ -232,7 +239,7 @@ let package = Package(
         .target(
             name: "QeoEnrollment",
             dependencies: [
-                "QeoRealm", "SwitchyardPluginHTTP", "SwitchyardPluginKit",
+                "QeoRealm", "SwitchyardPluginHTTP", "SwitchyardHTTPGuard", "SwitchyardPluginKit",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/qeo/Enrollment",

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 public import Logging
 import Metrics
 import NIOCore
@@ -7,6 +8,7 @@ public import Prometheus
 import ServiceLifecycle
 public import SwitchyardAdminClient
 import SwitchyardCore
+import SwitchyardHTTPGuard
 public import SwitchyardRuntime
 public import SwitchyardSpool
 import Synchronization
@@ -27,6 +29,11 @@ public final class AdminServer: Sendable {
         /// Host names, besides IP literals and `localhost`, that a request's `Host` header may
         /// name (`admin.allowed_hosts`).
         public var allowedHosts: [String]
+        /// Connections open at once (at the cap a slow or idle one makes room), and from one
+        /// address; the time a request head may take.
+        public var maximumConnections = 64
+        public var maximumPerPeer = 16
+        public var headerTimeout: Duration = .seconds(10)
 
         /// Creates a configuration.
         public init(host: String = "127.0.0.1", port: Int = 9180, token: String? = nil, allowedHosts: [String] = []) {
@@ -102,8 +109,15 @@ public final class AdminServer: Sendable {
         addOAuthRoutes(to: routes, router: router)
 
         let outcome = StartOutcome()
+        // The guard plugins' servers use: without it, slow clients could hold every descriptor.
+        let limits = HTTPConnectionLimits(
+            name: "admin", maximumConnections: configuration.maximumConnections, maximumPerPeer: configuration.maximumPerPeer,
+            headerTimeout: configuration.headerTimeout, bodyTimeout: configuration.headerTimeout,
+            reporter: AdminGuardReporter(logger: logger))
+        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [HTTPConnectionGuard(limits: limits)])
         let application = Application(
             router: routes,
+            server: .http1(configuration: http1),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in
                 outcome.report(.success(channel.localAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"))

@@ -129,6 +129,30 @@ struct AdminTests {
         #expect(!router.standardError.contains("s3cret-token"))
     }
 
+    /// Slow-loris on the admin port: 105 connections from seven addresses, each sending half a
+    /// request head and then nothing, against its 64 slots; /healthz keeps answering, and the
+    /// guard's evictions are counted.
+    @Test func slowClientsDoNotStarveTheAdminPort() async throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.writeRoutes("instances:\n  clock: { plugin: core, timer: { interval: 1h } }\n")
+        let (router, base) = try await Self.start(sandbox)
+        let port = Int(base.split(separator: ":").last ?? "") ?? -1
+        var slow: [RawSocket] = []
+        for index in 0..<105 {
+            let socket = try RawSocket(port: port, from: "127.0.0.\(2 + index % 7)")
+            socket.write("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            slow.append(socket)
+        }
+        await router.waitUntil("every slow connection seen") {
+            let metrics = (try? Self.request(base + "/metrics"))?.body ?? ""
+            return (Self.sample("switchyard_admin_connections_evicted_total", in: metrics) ?? 0) >= 30
+        }
+        for _ in 0..<10 { #expect(try Self.request(base + "/healthz") == (200, "ok\n")) }
+        slow.removeAll()
+        #expect(router.stop() == 0)
+    }
+
     @Test func readinessFollowsTheBrokerConnection() async throws {
         let broker = try Mosquitto()
         let sandbox = try Sandbox()

@@ -9,6 +9,7 @@ import NIOSSL
 import PushMessage
 import PushTokens
 import SwitchyardCore
+import SwitchyardHTTPGuard
 import SwitchyardPluginHTTP
 import SwitchyardPluginKit
 import Synchronization

@@ -1,10 +1,20 @@
 import HTTPTypes
 public import NIOCore
 public import NIOHTTPTypes
-public import SwitchyardPluginKit
 import Synchronization
 
-/// The limits every connection of one plugin HTTP server shares: how many may be open, how
+/// Where a guard's log lines and metrics go: a plugin's server reports as its instance, the
+/// admin port as the router.
+public protocol ConnectionGuardReporter: Sendable {
+    /// Logs a warning.
+    func warning(_ line: String)
+    /// Adds one to the counter `name`.
+    func count(_ name: String)
+    /// Sets the gauge `name`.
+    func gauge(_ name: String, _ value: Double)
+}
+
+/// The limits every connection of one HTTP server shares: how many may be open, how
 /// many from one address, how long a client may take to send a request's head and its body.
 ///
 /// At the cap, a new connection takes the place of the oldest one that is waiting for a
@@ -16,7 +26,8 @@ public final class HTTPConnectionLimits: Sendable {
     let maximumPerPeer: Int
     let headerTimeout: TimeAmount
     let bodyTimeout: TimeAmount
-    let context: PluginContext
+    /// Where its log lines and metrics go (the plugin instance's, or the router's own).
+    let reporter: any ConnectionGuardReporter
     /// What the server is called in logs and metric names (`webhook`, `enroll`).
     let name: String
     /// Connections open now (any event loop adds and subtracts).
@@ -38,18 +49,18 @@ public final class HTTPConnectionLimits: Sendable {
     private let logGate = Mutex<(window: ContinuousClock.Instant, logged: Int, unlogged: Int)>((.now, 0, 0))
     static let logBurst = 5
 
-    /// Limits for the server `name` of the instance behind `context`. `maximumPerPeer` defaults
-    /// to an eighth of `maximumConnections` (at least 1).
+    /// Limits for the server `name`, reporting to `reporter`. `maximumPerPeer` defaults to an
+    /// eighth of `maximumConnections` (at least 1).
     public init(
         name: String, maximumConnections: Int, maximumPerPeer: Int? = nil, headerTimeout: Duration, bodyTimeout: Duration,
-        context: PluginContext
+        reporter: any ConnectionGuardReporter
     ) {
         self.name = name
         self.maximumConnections = maximumConnections
         self.maximumPerPeer = maximumPerPeer ?? Self.defaultPerPeer(of: maximumConnections)
         self.headerTimeout = TimeAmount(headerTimeout)
         self.bodyTimeout = TimeAmount(bodyTimeout)
-        self.context = context
+        self.reporter = reporter
         openMetric = "\(name)_connections_open"
         waitingMetric = "\(name)_connections_waiting"
     }
@@ -74,7 +85,7 @@ public final class HTTPConnectionLimits: Sendable {
             registry.perPeer[peer] = count > 0 ? count : nil
             return registry.waiting.count
         }
-        context.metric(.gauge, waitingMetric, Double(waiting))
+        reporter.gauge(waitingMetric, Double(waiting))
     }
 
     /// The connection `id` waits for a request head (`true`) or is in a request.
@@ -84,7 +95,7 @@ public final class HTTPConnectionLimits: Sendable {
             return registry.waiting.count
         }
         // How many connections wait for a request head now: slow or idle clients.
-        context.metric(.gauge, waitingMetric, Double(count))
+        reporter.gauge(waitingMetric, Double(count))
     }
 
     /// Takes the oldest connection waiting for a head (not `id`) out of the waiting set, to be
@@ -111,11 +122,11 @@ public final class HTTPConnectionLimits: Sendable {
             return gate.unlogged
         }
         guard let unlogged else { return }
-        context.log(.warning, unlogged > 0 ? "\(line) (and \(unlogged) more in the last second, not logged)" : line)
+        reporter.warning(unlogged > 0 ? "\(line) (and \(unlogged) more in the last second, not logged)" : line)
     }
 }
 
-/// Sits behind the HTTP codec of each connection of a plugin's HTTP server and keeps a client
+/// Sits behind the HTTP codec of each connection of an HTTP server (a plugin's, the admin port) and keeps a client
 /// from holding the server: over `max_connections` the oldest connection waiting for a request
 /// head is closed to make room (``HTTPConnectionLimits``), and when none is, or over
 /// `max_connections_per_peer`, the new one is answered `503` with `Retry-After` and closed;
@@ -162,7 +173,7 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
         let (id, overPeerCap) = limits.register(peer: peer)
         registered = (id, peer)
         let open = limits.open.add(1, ordering: .relaxed).newValue
-        limits.context.metric(.gauge, limits.openMetric, Double(open))
+        limits.reporter.gauge(limits.openMetric, Double(open))
         context.fireChannelActive()
         if overPeerCap {
             return refuseAtOnce(
@@ -173,7 +184,7 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
             guard let victim = limits.evictOldestWaiting(besides: id) else {
                 return refuseAtOnce(context, "connection refused: \(limits.maximumConnections) connections are open (max_connections)")
             }
-            limits.context.metric(.counter, "\(limits.name)_connections_evicted_total", 1)
+            limits.reporter.count("\(limits.name)_connections_evicted_total")
             let victimPeer = victim.remoteAddress.map { "\($0)" } ?? "a client"
             limits.logBounded(
                 "\(limits.name) connection from \(victimPeer) closed: it had sent no complete request head, and \(limits.maximumConnections) connections were open (max_connections)"
@@ -188,7 +199,7 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
     private func refuseAtOnce(_ context: ChannelHandlerContext, _ reason: String) {
         closing = true
         refuse(context, reason)
-        limits.context.metric(.counter, "\(limits.name)_connections_refused_total", 1)
+        limits.reporter.count("\(limits.name)_connections_refused_total")
         respond(.serviceUnavailable, retryAfter: true, context: context)
     }
 
@@ -245,7 +256,7 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
         guard counted else { return }
         counted = false
         let open = limits.open.subtract(1, ordering: .relaxed).newValue
-        limits.context.metric(.gauge, limits.openMetric, Double(open))
+        limits.reporter.gauge(limits.openMetric, Double(open))
         if let registered { limits.unregister(id: registered.id, peer: registered.peer) }
         registered = nil
     }
@@ -286,7 +297,7 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
     private func timedOut(headStage: Bool, context: ChannelHandlerContext) {
         deadline = nil
         closing = true
-        limits.context.metric(.counter, "\(limits.name)_timeouts_total", 1)
+        limits.reporter.count("\(limits.name)_timeouts_total")
         if headStage {
             refuse(context, "closed: no complete request head within \(limits.headerTimeout.seconds)s (header_timeout)")
             respond(.requestTimeout, retryAfter: false, context: context)
