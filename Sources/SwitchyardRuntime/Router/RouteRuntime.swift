@@ -109,8 +109,7 @@ final class RouteRuntime: @unchecked Sendable {
         counters.received.add(1, ordering: .relaxed)
         let result = queue.push(item)
         guard !result.closed else {
-            counters.received.subtract(1, ordering: .sequentiallyConsistent)
-            router.drainProgress.signal()
+            uncountRefused()
             return false
         }
         pushed(result)
@@ -123,12 +122,18 @@ final class RouteRuntime: @unchecked Sendable {
         counters.received.add(1, ordering: .relaxed)
         let result = queue.push(item, orWake: waiter)
         guard result.queued else {
-            counters.received.subtract(1, ordering: .sequentiallyConsistent)
-            router.drainProgress.signal()
+            uncountRefused()
             return result.closed ? .closed : .full
         }
         pushed(result)
         return .queued
+    }
+
+    /// Takes back the count of an envelope the queue did not take (counted before the push,
+    /// so `pending` never goes below what is queued); a drain waiting on it hears.
+    private func uncountRefused() {
+        counters.received.subtract(1, ordering: .sequentiallyConsistent)
+        router.drainProgress.signal()
     }
 
     /// What follows a push: the dropped envelope's settlement, the pool's turn.
