@@ -14,21 +14,17 @@ final class FiniteSources: Sendable {
     /// Notes `instance.port` as done; true when it was not yet.
     func done(_ port: String) -> Bool { state.withLock { $0.done.insert(port).inserted } }
 
-    /// Whether every port of `ports` is done.
-    func allDone(_ ports: Set<String>) -> Bool { state.withLock { ports.isSubset(of: $0.done) } }
-
-    /// Keeps `waiter` until ``takeWaiter()``.
+    /// Keeps `waiter` until ``takeWaiter(ifAllDone:)`` hands it out.
     func wait(_ waiter: @escaping @Sendable () -> Void) { state.withLock { $0.waiter = waiter } }
 
-    /// The waiter, once: whoever takes it calls it.
-    func takeWaiter() -> (@Sendable () -> Void)? {
+    /// The waiter, once every port of `ports` is done — once: whoever takes it calls it.
+    func takeWaiter(ifAllDone ports: Set<String>) -> (@Sendable () -> Void)? {
         state.withLock { state in
+            guard ports.isSubset(of: state.done) else { return nil }
             defer { state.waiter = nil }
             return state.waiter
         }
     }
-
-    var hasWaiter: Bool { state.withLock { $0.waiter != nil } }
 }
 
 extension Router {
@@ -51,12 +47,11 @@ extension Router {
     var readSources: Set<String> {
         let plan = graph.plan
         return Set(
-            plan.routes.map(\.declaration.from.value.description)
-                + plan.iiideas.flatMap { [$0.route.declaration.from.value.description] })
+            (plan.routes + plan.iiideas.map(\.route)).map(\.declaration.from.value.description))
     }
 
     private func checkFiniteSources() {
-        guard finiteSources.hasWaiter, finiteSources.allDone(readSources), let finished = finiteSources.takeWaiter() else { return }
+        guard let finished = finiteSources.takeWaiter(ifAllDone: readSources) else { return }
         let thread = Thread { [self] in
             // Woken by every step that lowers the outstanding count; no deadline: a sink that
             // never answers keeps the router running, as it would without the flag.
