@@ -102,7 +102,7 @@ public final class HTTPConnectionLimits: Sendable {
     /// closed; nil when every other connection is in a request.
     func evictOldestWaiting(besides id: UInt64) -> (any Channel)? {
         registry.withLock { registry in
-            guard let oldest = registry.waiting.keys.filter({ $0 != id }).min() else { return nil }
+            guard let oldest = registry.waiting.keys.lazy.filter({ $0 != id }).min() else { return nil }
             return registry.waiting.removeValue(forKey: oldest)
         }
     }

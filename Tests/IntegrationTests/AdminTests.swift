@@ -138,12 +138,7 @@ struct AdminTests {
         try sandbox.writeRoutes("instances:\n  clock: { plugin: core, timer: { interval: 1h } }\n")
         let (router, base) = try await Self.start(sandbox)
         let port = Int(base.split(separator: ":").last ?? "") ?? -1
-        var slow: [RawSocket] = []
-        for index in 0..<105 {
-            let socket = try RawSocket(port: port, from: "127.0.0.\(2 + index % 7)")
-            socket.write("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
-            slow.append(socket)
-        }
+        var slow = try RawSocket.slowHeads(105, port: port, addresses: 7, head: "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         await router.waitUntil("every slow connection seen") {
             let metrics = (try? Self.request(base + "/metrics"))?.body ?? ""
             return (Self.sample("switchyard_admin_connections_evicted_total", in: metrics) ?? 0) >= 30

@@ -189,12 +189,7 @@ struct PushLimitsTests {
         let sandbox = try Sandbox()
         let (router, port, admin) = try await Self.start(
             sandbox, limits: "max_connections: 16, max_connections_per_peer: 8, header_timeout: 60s")
-        var attackers: [RawSocket] = []
-        for index in 0..<60 {
-            let socket = try RawSocket(port: port, from: "127.0.0.\(2 + index % 3)")
-            socket.write("POST /push HTTP/1.1\r\nHost: x\r\nX-Slow: ")
-            attackers.append(socket)
-        }
+        var attackers = try RawSocket.slowHeads(60, port: port, addresses: 3, head: "POST /push HTTP/1.1\r\nHost: x\r\nX-Slow: ")
         // Every attacking connection was seen: 16 hold the slots, the rest were evicted or refused.
         await router.waitUntil("the server to have seen all 60") {
             let evicted = (try? PushTests.metric("webhook_connections_evicted_total", admin: admin)) ?? 0

@@ -37,6 +37,17 @@ final class RawSocket {
 
     deinit { close(descriptor) }
 
+    /// A slow-loris client: `count` connections to `port` from the loopback addresses
+    /// 127.0.0.2, .3, … (`addresses` of them, in turn), each sending `head` — half a request
+    /// head — and then nothing. They stay open until the array is let go.
+    static func slowHeads(_ count: Int, port: Int, addresses: Int, head: String) throws -> [RawSocket] {
+        try (0..<count).map { index in
+            let socket = try RawSocket(port: port, from: "127.0.0.\(2 + index % addresses)")
+            socket.write(head)
+            return socket
+        }
+    }
+
     /// Writes all of `text`; false when the peer has closed.
     @discardableResult
     func write(_ text: String) -> Bool { write(Array(text.utf8)) }
