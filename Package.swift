@@ -84,15 +84,15 @@ let package = Package(
         .target(name: "CSwitchyardScript", dependencies: ["CLua"]),
         // Scripts over envelopes: compile, run, outputs as envelopes.
         .target(name: "SwitchyardScript", dependencies: ["CSwitchyardScript", "SwitchyardCore"], swiftSettings: strict),
-        // Plugin loading over the C ABI, validation, the router itself.
-        // The connection guard of HTTP servers (slow clients, caps): plugins' servers and the admin port.
+        // The connection guard of every listener (slow clients, caps): plugins' servers, sip's TCP and TLS listeners, the admin port.
         .target(
-            name: "SwitchyardHTTPGuard", dependencies: [.product(name: "SwitchyardDependencies", package: "Dependencies")],
+            name: "SwitchyardConnectionGuard", dependencies: [.product(name: "SwitchyardDependencies", package: "Dependencies")],
             swiftSettings: strict),
         // Network errors in a person's words, for the router's http piece and the plugins.
         .target(
             name: "SwitchyardNetworkText", dependencies: [.product(name: "SwitchyardDependencies", package: "Dependencies")],
             swiftSettings: strict),
+        // Plugin loading over the C ABI, validation, the router itself.
         .target(
             name: "SwitchyardRuntime",
             dependencies: [
@@ -115,7 +115,7 @@ let package = Package(
         .target(
             name: "SwitchyardPluginHTTP",
             dependencies: [
-                "SwitchyardPluginKit", "SwitchyardHTTPGuard", .product(name: "SwitchyardDependencies", package: "Dependencies"),
+                "SwitchyardPluginKit", "SwitchyardConnectionGuard", .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
         ),
@@ -133,7 +133,7 @@ let package = Package(
         .target(
             name: "SwitchyardAdmin",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardStore", "SwitchyardCore", "SwitchyardAdminClient", "SwitchyardHTTPGuard",
+                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardStore", "SwitchyardCore", "SwitchyardAdminClient", "SwitchyardConnectionGuard",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -187,7 +187,7 @@ let package = Package(
             name: "PushPlugin",
             dependencies: [
                 "PushMessage", "PushTokens", "SwitchyardPluginKit", "SwitchyardPluginCommands", "SwitchyardPluginHTTP",
-                "SwitchyardHTTPGuard",
+                "SwitchyardConnectionGuard",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/push/Plugin",
@@ -215,7 +215,8 @@ let package = Package(
         .target(
             name: "SIPPlugin",
             dependencies: [
-                "SIPCodec", "SwitchyardPluginKit", "SwitchyardPluginCommands", "SwitchyardAdminClient",
+                "SIPCodec", "SwitchyardPluginKit", "SwitchyardPluginCommands", "SwitchyardAdminClient", "SwitchyardConnectionGuard",
+                "SwitchyardPluginHTTP",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/sip/Plugin",
@@ -239,7 +240,7 @@ let package = Package(
         .target(
             name: "QeoEnrollment",
             dependencies: [
-                "QeoRealm", "SwitchyardPluginHTTP", "SwitchyardHTTPGuard", "SwitchyardPluginKit",
+                "QeoRealm", "SwitchyardPluginHTTP", "SwitchyardConnectionGuard", "SwitchyardPluginKit",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/qeo/Enrollment",

@@ -1,6 +1,6 @@
 import Logging
 import Metrics
-import SwitchyardHTTPGuard
+import SwitchyardConnectionGuard
 
 /// The admin port's connection guard reports in the router's log and its metrics
 /// (`switchyard_admin_connections_refused_total`, …).

@@ -8,7 +8,7 @@ public import Prometheus
 import ServiceLifecycle
 public import SwitchyardAdminClient
 import SwitchyardCore
-import SwitchyardHTTPGuard
+import SwitchyardConnectionGuard
 public import SwitchyardRuntime
 public import SwitchyardSpool
 import Synchronization
@@ -30,10 +30,21 @@ public final class AdminServer: Sendable {
         /// name (`admin.allowed_hosts`).
         public var allowedHosts: [String]
         /// Connections open at once (at the cap a slow or idle one makes room), and from one
-        /// address; the time a request head may take.
-        public var maximumConnections = 64
-        public var maximumPerPeer = 16
-        public var headerTimeout: Duration = .seconds(10)
+        /// address; the time a request head may take (`admin.max_connections`, …).
+        public private(set) var maximumConnections = 64
+        public private(set) var maximumPerPeer = 16
+        public private(set) var headerTimeout: Duration = .seconds(10)
+
+        /// Sets the connection guard's limits that are given; the per-address cap follows the
+        /// connection cap (a quarter of it) unless it is given too.
+        public mutating func limitConnections(_ maximum: Int?, perPeer: Int?, headerTimeout: Duration?) {
+            if let maximum {
+                maximumConnections = maximum
+                maximumPerPeer = max(1, maximum / 4)
+            }
+            if let perPeer { maximumPerPeer = perPeer }
+            if let headerTimeout { self.headerTimeout = headerTimeout }
+        }
 
         /// Creates a configuration.
         public init(host: String = "127.0.0.1", port: Int = 9180, token: String? = nil, allowedHosts: [String] = []) {

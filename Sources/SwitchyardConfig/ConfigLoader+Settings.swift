@@ -111,6 +111,22 @@ extension ConfigLoader {
                 config.adminListen = Located(value, at: member.value.location)
             case "token":
                 config.adminToken = Located(value, at: member.value.location)
+            case "max_connections", "max_connections_per_peer":
+                guard let number = Int(value), (1...65536).contains(number) else {
+                    diagnostics.append(Diagnostic("admin.\(member.key) must be a whole number from 1 to 65536", at: member.value.location))
+                    continue
+                }
+                if member.key == "max_connections" {
+                    config.adminConnections.maximumConnections = number
+                } else {
+                    config.adminConnections.maximumPerPeer = number
+                }
+            case "header_timeout":
+                guard let nanoseconds = DurationText.nanoseconds(value), nanoseconds >= 1_000_000, nanoseconds <= 3_600_000_000_000 else {
+                    diagnostics.append(Diagnostic("admin.header_timeout must be a duration from 1ms to 1h, such as 10s", at: member.value.location))
+                    continue
+                }
+                config.adminConnections.headerTimeout = .nanoseconds(Int64(nanoseconds))
             default:
                 diagnostics.append(
                     Diagnostic(

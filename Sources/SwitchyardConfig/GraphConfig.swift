@@ -270,6 +270,8 @@ public struct GraphConfig: Sendable {
     /// `admin.allowed_hosts`: host names (besides IP literals and `localhost`) that requests
     /// may name in their `Host` header.
     public var adminAllowedHosts: [String] = []
+    /// `admin.max_connections`, `max_connections_per_peer` and `header_timeout`, where set.
+    public var adminConnections = AdminConnectionSettings()
     /// `tracing:`, if a route file has it: tracing is on.
     public var tracing: TracingSettings?
     /// `types:`.
@@ -296,4 +298,18 @@ public struct GraphConfig: Sendable {
 
     /// The instance called `name`.
     public func instance(named name: String) -> InstanceDeclaration? { instances.first { $0.name == name } }
+}
+
+/// The admin port's connection guard as the route files set it; nil where they do not (the
+/// admin server's defaults apply).
+public struct AdminConnectionSettings: Sendable, Equatable {
+    /// `admin.max_connections`: connections open at once.
+    public var maximumConnections: Int?
+    /// `admin.max_connections_per_peer`: connections open at once from one address.
+    public var maximumPerPeer: Int?
+    /// `admin.header_timeout`: how long a request head may take.
+    public var headerTimeout: Duration?
+
+    /// Nothing set.
+    public init() {}
 }

@@ -35,6 +35,15 @@ extension RouteFileSchema {
         ("listen", "host:port of the admin port (loopback unless a token is set)", string),
         ("token", "a bearer token the admin port requires (\"${ADMIN_TOKEN}\")", string),
         ("allowed_hosts", "Host header names the admin port answers besides its address", list(string)),
+        (
+            "max_connections", "connections open at once (default 64); at the cap a slow or idle one makes room",
+            ["type": "integer", "minimum": 1, "maximum": 65536]
+        ),
+        (
+            "max_connections_per_peer", "connections open at once from one address (default max_connections / 4)",
+            ["type": "integer", "minimum": 1, "maximum": 65536]
+        ),
+        ("header_timeout", "how long a request head may take (default 10s)", duration),
     ]
     static let tracingKeys: Keys = [
         ("otlp_endpoint", "the OTLP/HTTP collector, http://host:4318", string),

@@ -1,4 +1,4 @@
-public import SwitchyardHTTPGuard
+public import SwitchyardConnectionGuard
 public import SwitchyardPluginKit
 
 extension HTTPConnectionLimits {
@@ -14,11 +14,15 @@ extension HTTPConnectionLimits {
     }
 }
 
-/// A plugin instance's log and metrics, for a connection guard.
-struct PluginGuardReporter: ConnectionGuardReporter {
+/// A plugin instance's log and metrics, for the connection slots of its listeners (an HTTP
+/// server's guard, the sip plugin's TCP and TLS listeners).
+public struct PluginGuardReporter: ConnectionGuardReporter {
     let context: PluginContext
 
-    func warning(_ line: String) { context.log(.warning, line) }
-    func count(_ name: String) { context.metric(.counter, name, 1) }
-    func gauge(_ name: String, _ value: Double) { context.metric(.gauge, name, value) }
+    /// Reports as the instance behind `context`.
+    public init(context: PluginContext) { self.context = context }
+
+    public func warning(_ line: String) { context.log(.warning, line) }
+    public func count(_ name: String) { context.metric(.counter, name, 1) }
+    public func gauge(_ name: String, _ value: Double) { context.metric(.gauge, name, value) }
 }

@@ -52,8 +52,8 @@ struct AdminService: Service {
     }
 }
 
-/// The process's signals: SIGHUP (and `run --watch`, which raises it) reloads the route files;
-/// SIGINT or SIGTERM ends this service, which the group takes as the start of its graceful
+/// The process's signals: SIGHUP (and `run --watch`, which raises it) reloads the route files,
+/// which systemd hears about (``SystemdNotification``); SIGINT or SIGTERM ends this service, which the group takes as the start of its graceful
 /// shutdown (it is configured with `.gracefullyShutdownGroup`).
 struct ProcessSignals: Service {
     /// Trapped before anything starts: SIGHUP's default action would end the process.
@@ -64,6 +64,7 @@ struct ProcessSignals: Service {
     func run() async {
         for await signal in signals.cancelOnGracefulShutdown() {
             guard signal == .sighup else {
+                SystemdNotification.send("STOPPING=1", "STATUS=draining")
                 logger.info(
                     "shutting down (a second SIGINT or SIGTERM stops at once)",
                     metadata: ["signal": .string(signal == .sigint ? "SIGINT" : "SIGTERM")])
@@ -71,7 +72,10 @@ struct ProcessSignals: Service {
                 return
             }
             let reloader = reloader
-            _ = await onOwnThread(named: "reload") { reloader.reload() }
+            // systemd (`ExecReload=` sends SIGHUP) hears when the reload begins and ends.
+            SystemdNotification.send("RELOADING=1", SystemdNotification.monotonicNow)
+            let summary = await onOwnThread(named: "reload") { reloader.reload() }
+            SystemdNotification.send("READY=1", "STATUS=reload \(summary.outcome.rawValue)")
         }
     }
 }

@@ -119,9 +119,12 @@ struct Run: AsyncParsableCommand {
         var adminConfiguration: AdminServer.Configuration?
         if let address = admin ?? plan.adminListen {
             let token = plan.adminToken ?? ProcessEnvironment.current["SWITCHYARD_ADMIN_TOKEN"]
-            guard let parsed = AdminServer.Configuration(address: address, token: token, allowedHosts: plan.adminAllowedHosts) else {
+            guard var parsed = AdminServer.Configuration(address: address, token: token, allowedHosts: plan.adminAllowedHosts) else {
                 throw ValidationError("--admin must be host:port, such as 127.0.0.1:9180")
             }
+            parsed.limitConnections(
+                plan.adminConnections.maximumConnections, perPeer: plan.adminConnections.maximumPerPeer,
+                headerTimeout: plan.adminConnections.headerTimeout)
             do {
                 try parsed.validate()
             } catch {
@@ -204,6 +207,8 @@ struct Run: AsyncParsableCommand {
         // graceful shutdown; it ends the services in reverse order (the router's drain, then
         // the admin port, which answers /metrics and /readyz until then).
         let group = ServiceGroup(configuration: .init(services: services, logger: logger))
+        // Everything has started: a `Type=notify` unit is now active.
+        SystemdNotification.send("READY=1", "STATUS=routing: \(plan.instances.count) instances, \(plan.routes.count) routes")
         try await group.run()
         if routerService.lost.load(ordering: .relaxed) > 0 { throw ExitCode(3) }
         if holdLost.load(ordering: .relaxed) { throw ExitCode(4) }

@@ -148,6 +148,28 @@ struct AdminTests {
         #expect(router.stop() == 0)
     }
 
+    /// `admin.max_connections`, `max_connections_per_peer` and `header_timeout` set the guard.
+    @Test func theAdminGuardTakesItsLimitsFromTheRouteFile() async throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        try sandbox.writeRoutes(
+            """
+            admin: { max_connections: 8, max_connections_per_peer: 2, header_timeout: 400ms }
+            instances:
+              clock: { plugin: core, timer: { interval: 1h } }
+            """)
+        let (router, base) = try await Self.start(sandbox)
+        let port = Int(base.split(separator: ":").last ?? "") ?? -1
+        let held = try (0..<2).map { _ in try RawSocket(port: port, from: "127.0.0.2") }
+        let third = try RawSocket(port: port, from: "127.0.0.2")
+        #expect(third.readToEnd().hasPrefix("HTTP/1.1 503"), "a third connection from one address was not refused")
+        // The held ones sent nothing: each is answered 408 once its head is 400 ms late.
+        for connection in held { #expect(connection.readToEnd().hasPrefix("HTTP/1.1 408")) }
+        await router.waitUntil("the timeouts logged") { router.standardError.contains("no complete request head within 0.4s (header_timeout)") }
+        #expect(try Self.request(base + "/healthz") == (200, "ok\n"))
+        #expect(router.stop() == 0)
+    }
+
     @Test func readinessFollowsTheBrokerConnection() async throws {
         let broker = try Mosquitto()
         let sandbox = try Sandbox()

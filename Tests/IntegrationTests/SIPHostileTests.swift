@@ -8,7 +8,9 @@ import Testing
 struct SIPHostileTests {
     /// A router with a sip instance `pager` configured by `sip` (YAML lines under it), plus the
     /// bystander route `in.lines → out.write` that must keep delivering.
-    static func startRouter(_ sandbox: Sandbox, sip: String, routes: String = "") async throws -> (RouterProcess, String) {
+    static func startRouter(
+        _ sandbox: Sandbox, sip: String, routes: String = "", fileLimit: (soft: Int, hard: Int?)? = nil
+    ) async throws -> (RouterProcess, String) {
         try sandbox.installPlugin("core")
         try sandbox.installPlugin("sip")
         try sandbox.writeRoutes(
@@ -25,7 +27,7 @@ struct SIPHostileTests {
               - { from: pager.registration, to: registration.write }
             \(routes)
             """)
-        return try await RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"])
+        return try await RouterProcess.startWithAdmin(sandbox, environment: ["SIP_PASSWORD": "alice-secret"], fileLimit: fileLimit)
     }
 
     /// The router answers its health check and the bystander route delivers a line.

@@ -117,7 +117,7 @@ struct ShutdownTests {
         // The soft limit is lowered for the router alone (prlimit on the shell that starts it).
         let router = try RouterProcess(
             ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root,
-            environment: [:], softFileLimit: 256)
+            environment: [:], fileLimit: (256, nil))
         await router.waitUntil("the router started") { router.standardError.contains("router started") }
         #expect(router.standardError.contains("from=256"), "\(router.standardError)")
         #expect(router.standardError.contains("to=\(hard.rlim_max)"), "\(router.standardError)")

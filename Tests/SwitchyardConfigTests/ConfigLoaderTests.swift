@@ -135,6 +135,21 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
         #expect(error.location == at("r.yaml", 2, 1))
     }
 
+    /// `admin.max_connections`, `max_connections_per_peer`, `header_timeout`: read and bounded.
+    @Test func theAdminGuardLimitsAreReadAndBounded() throws {
+        let (config, diagnostics) = load("admin: { max_connections: 256, max_connections_per_peer: 8, header_timeout: 2s }\n")
+        #expect(diagnostics.isEmpty, "\(diagnostics)")
+        #expect(config.adminConnections.maximumConnections == 256)
+        #expect(config.adminConnections.maximumPerPeer == 8)
+        #expect(config.adminConnections.headerTimeout == .seconds(2))
+        let (_, wrong) = load("admin:\n  max_connections: 0\n  header_timeout: forever\n")
+        #expect(wrong.map(\.message) == [
+            "admin.max_connections must be a whole number from 1 to 65536",
+            "admin.header_timeout must be a duration from 1ms to 1h, such as 10s",
+        ])
+        #expect(wrong.first?.location == at("r.yaml", 2, 20))
+    }
+
     /// `store.url`: a PostgreSQL URL; a password only from the environment; errors never repeat it.
     @Test func theStoreURLIsCheckedAndItsPasswordMustComeFromTheEnvironment() throws {
         let url = "postgres://switchyard:s3cret@db.example:5432/switchyard?sslmode=require"

@@ -7,7 +7,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 public import QeoRealm
-import SwitchyardHTTPGuard
+import SwitchyardConnectionGuard
 import SwitchyardPluginHTTP
 public import SwitchyardPluginKit
 

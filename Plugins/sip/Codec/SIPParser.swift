@@ -260,6 +260,12 @@ public struct SIPStreamDecoder: Sendable {
         buffer.append(contentsOf: bytes)
     }
 
+    /// Whether bytes of a message that is not complete yet are held (keep-alive line breaks
+    /// between messages do not count). Meaningful after ``next()`` returned nil.
+    public var holdsPartialMessage: Bool {
+        head != nil || buffer[start...].contains { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }
+    }
+
     /// The next complete message, nil when more bytes are needed. After an error the stream
     /// cannot be resynchronised: close the connection.
     public mutating func next() throws(SIPParseError) -> SIPMessage? {

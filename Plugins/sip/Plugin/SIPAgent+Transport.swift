@@ -107,10 +107,9 @@ extension SIPAgent: SIPTransportDelegate {
 
     func transport(limited event: SIPTransportLimit, peer: String) {
         switch event {
-        case .tooManyConnections(let listener, let limit):
-            context.metric(.counter, "connections_refused_total", 1)
-            context.log(
-                .warning, "closed a connection from \(peer): \(limit) \(listener.rawValue) connections open (limits.max_connections)")
+        case .messageTimeout(let timeout):
+            context.metric(.counter, "message_timeouts_total", 1)
+            context.log(.warning, "closed the connection from \(peer): a message was not complete within \(timeout) (limits.message_timeout)")
         case .idle(let timeout):
             context.metric(.counter, "connections_idle_closed_total", 1)
             context.log(.info, "closed the connection from \(peer): nothing received for \(timeout) (limits.idle_timeout)")
@@ -120,3 +119,4 @@ extension SIPAgent: SIPTransportDelegate {
         }
     }
 }
+

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import SIPCodec
 import SwitchyardCore
+import SwitchyardPluginHTTP
 import SwitchyardPluginKit
 import Synchronization
 
@@ -91,7 +92,7 @@ final class SIPAgent: @unchecked Sendable {
         self.configuration = configuration
         self.context = context
         eventLoop = MultiThreadedEventLoopGroup.singleton.next()
-        transport = SIPTransport(configuration: configuration, eventLoop: eventLoop)
+        transport = SIPTransport(configuration: configuration, eventLoop: eventLoop, reporter: PluginGuardReporter(context: context))
         transport.delegate = self
     }
 

@@ -3,6 +3,7 @@ import NIOPosix
 import NIOSSL
 import NIOTLS
 import SIPCodec
+import SwitchyardConnectionGuard
 import SwitchyardPluginKit
 
 /// Where a message came from, and so where its answer goes (RFC 3261 §18.2.2): over a stream,
@@ -31,8 +32,8 @@ protocol SIPTransportDelegate: AnyObject {
 
 /// Why the transport refused or closed an inbound connection.
 enum SIPTransportLimit: Sendable {
-    /// `limits.max_connections` accepted connections were open on the listener.
-    case tooManyConnections(listener: SIPTransportKind, limit: Int)
+    /// A message begun on an accepted connection was not complete within `limits.message_timeout`.
+    case messageTimeout(Duration)
     /// Nothing came for `limits.idle_timeout`.
     case idle(Duration)
     /// The TLS handshake took longer than `limits.tls_handshake_timeout`.
@@ -55,17 +56,21 @@ final class SIPTransport: @unchecked Sendable {
     private var resolved: [String: SocketAddress] = [:]
     private var clientTLS: NIOSSLContext?
     private var serverTLS: NIOSSLContext?
-    /// Accepted connections open per listener (`tcp`, `tls`), against `limits.max_connections`.
-    private var accepted: [SIPTransportKind: Int] = [:]
+    /// The connection slots of each listener (`tcp`, `tls`): `limits.max_connections` and
+    /// `max_connections_per_peer`, where a connection in the middle of a message makes room.
+    private var slots: [SIPTransportKind: ConnectionSlots] = [:]
+    /// Where the listeners' refusals, evictions and accept failures are logged and counted.
+    private let reporter: any ConnectionGuardReporter
 
     /// The UDP/TCP port in use (the configured one, or the one the system chose for port 0).
     private(set) var port = 0
     /// The TLS listener's port, when there is one.
     private(set) var tlsPort: Int?
 
-    init(configuration: SIPConfiguration, eventLoop: any EventLoop) {
+    init(configuration: SIPConfiguration, eventLoop: any EventLoop, reporter: any ConnectionGuardReporter) {
         self.configuration = configuration
         self.eventLoop = eventLoop
+        self.reporter = reporter
     }
 
     /// Takes a configuration with the same sockets (listen, TLS, limits); it applies to what comes next.
@@ -132,10 +137,19 @@ final class SIPTransport: @unchecked Sendable {
     }
 
     private func listen(host: String, port: Int, tls: Bool) -> EventLoopFuture<Void> {
-        ServerBootstrap(group: eventLoop)
+        let kind: SIPTransportKind = tls ? .tls : .tcp
+        let limits = configuration.limits
+        let slots = ConnectionSlots(
+            name: kind.rawValue, unit: "message", maximumConnections: limits.connectionsPerListener,
+            maximumPerPeer: limits.connectionsPerPeer, reporter: reporter)
+        self.slots[kind] = slots
+        return ServerBootstrap(group: eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(AcceptFailureMonitor(slots: slots)) }
+            }
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try self.accept(channel, tls: tls) }
+                channel.eventLoop.makeCompletedFuture { try self.accept(channel, kind: kind, slots: slots) }
             }
             .bind(host: host, port: port)
             .map { channel in
@@ -144,27 +158,26 @@ final class SIPTransport: @unchecked Sendable {
             }
     }
 
-    /// Sets up an accepted connection, or refuses it when the listener is at its limit.
-    private func accept(_ channel: any Channel, tls: Bool) throws {
-        let kind: SIPTransportKind = tls ? .tls : .tcp
+    /// Sets up an accepted connection, or refuses it when the listener or its address is at
+    /// its limit (at the listener's cap, a connection that is waiting makes room first).
+    private func accept(_ channel: any Channel, kind: SIPTransportKind, slots: ConnectionSlots) throws {
         let peer = Self.key(kind, channel.remoteAddress?.ipAddress ?? "?", channel.remoteAddress?.port ?? 0)
         let limits = configuration.limits
-        guard accepted[kind, default: 0] < limits.connectionsPerListener else {
-            delegate?.transport(limited: .tooManyConnections(listener: kind, limit: limits.connectionsPerListener), peer: peer)
-            // A failed initializer closes the connection at once.
-            throw TransportError("\(peer): over limits.max_connections")
-        }
-        accepted[kind, default: 0] += 1
-        channel.closeFuture.whenComplete { _ in self.accepted[kind, default: 1] -= 1 }
+        let (slot, refusal) = slots.admit(channel)
+        channel.closeFuture.whenComplete { _ in slots.release(slot) }
+        // A failed initializer closes the connection at once.
+        if let refusal { throw TransportError("\(peer): \(refusal)") }
         let pipeline = channel.pipeline.syncOperations
-        if tls, let serverTLS {
+        if kind == .tls, let serverTLS {
             try pipeline.addHandler(NIOSSLServerHandler(context: serverTLS))
             try pipeline.addHandler(
                 TLSHandshakeDeadline(timeout: limits.tlsHandshakeTimeout) { self.limited(.tlsHandshakeTimeout($0), peer) })
         }
         try pipeline.addHandler(IdleStateHandler(readTimeout: TimeAmount(limits.idleTimeout)))
         connections[peer] = channel.eventLoop.makeSucceededFuture(channel)
-        try pipeline.addHandler(StreamHandler(transport: self, kind: kind, key: peer, idleTimeout: limits.idleTimeout))
+        let admitted = StreamHandler.Admitted(
+            slots: slots, slot: slot, idleTimeout: limits.idleTimeout, messageTimeout: TimeAmount(limits.messageTimeout))
+        try pipeline.addHandler(StreamHandler(transport: self, kind: kind, key: peer, admitted: admitted))
     }
 
     fileprivate func limited(_ event: SIPTransportLimit, _ peer: String) { delegate?.transport(limited: event, peer: peer) }
@@ -309,24 +322,42 @@ private final class DatagramHandler: ChannelInboundHandler {
 /// Frames a TCP or TLS stream by Content-Length (RFC 3261 §18.3).
 private final class StreamHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
+
+    /// What an accepted connection answers for: its slot, and how long it may stay silent
+    /// (``IdleStateHandler`` tells) or take over one message.
+    struct Admitted {
+        var slots: ConnectionSlots
+        var slot: ConnectionSlots.Slot
+        var idleTimeout: Duration
+        var messageTimeout: TimeAmount
+    }
+
     private let transport: SIPTransport
     private let kind: SIPTransportKind
     private let key: String
     private var decoder: SIPStreamDecoder
-    /// For an accepted connection: how long it may stay silent (``IdleStateHandler`` tells).
-    private let idleTimeout: Duration?
+    /// Set for an accepted connection, nil for one this agent opened.
+    private let admitted: Admitted?
+    /// Whether the connection may make room for another: it is in the middle of a message, or
+    /// has not completed one yet.
+    private var waiting = true
+    /// When the message now in progress began.
+    private var messageBegan: NIODeadline?
+    /// The message deadline's timer. A later message does not move it: when it fires early it
+    /// sets itself again, so a busy connection schedules about one timer per `message_timeout`.
+    private var timer: Scheduled<Void>?
 
-    init(transport: SIPTransport, kind: SIPTransportKind, key: String, idleTimeout: Duration? = nil) {
+    init(transport: SIPTransport, kind: SIPTransportKind, key: String, admitted: Admitted? = nil) {
         self.transport = transport
         self.kind = kind
         self.key = key
-        self.idleTimeout = idleTimeout
+        self.admitted = admitted
         decoder = SIPStreamDecoder(limits: transport.limits)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let idleTimeout, let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
-            transport.limited(.idle(idleTimeout), key)
+        if let admitted, let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
+            transport.limited(.idle(admitted.idleTimeout), key)
             context.close(promise: nil)
             return
         }
@@ -338,9 +369,11 @@ private final class StreamHandler: ChannelInboundHandler {
         decoder.append(buffer.readableBytesView)
         guard let address = context.channel.remoteAddress else { return }
         let peer = SIPPeer(transport: kind, address: address, connection: context.channel)
+        var completed = false
         while true {
             do throws(SIPParseError) {
-                guard let message = try decoder.next() else { return }
+                guard let message = try decoder.next() else { break }
+                completed = true
                 transport.deliver(message, from: peer)
             } catch {
                 transport.reject([], error, from: peer)
@@ -348,9 +381,46 @@ private final class StreamHandler: ChannelInboundHandler {
                 return
             }
         }
+        if let admitted { track(completed: completed, admitted, context: context) }
+    }
+
+    /// Notes where the connection stands after a read: whether a message is in progress (its
+    /// deadline runs) and whether it may be closed to make room.
+    private func track(completed: Bool, _ admitted: Admitted, context: ChannelHandlerContext) {
+        let partial = decoder.holdsPartialMessage
+        if !partial {
+            messageBegan = nil
+        } else if completed || messageBegan == nil {
+            messageBegan = .now()
+            if timer == nil { schedule(at: .now() + admitted.messageTimeout, admitted, context: context) }
+        }
+        let waitingNow = partial || (waiting && !completed)
+        if waitingNow != waiting {
+            waiting = waitingNow
+            admitted.slots.setWaiting(waitingNow, slot: admitted.slot, channel: context.channel)
+        }
+    }
+
+    private func schedule(at due: NIODeadline, _ admitted: Admitted, context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(deadline: due) {
+            let (handler, context) = loopBound.value
+            handler.timerFired(admitted, context: context)
+        }
+    }
+
+    private func timerFired(_ admitted: Admitted, context: ChannelHandlerContext) {
+        timer = nil
+        guard let messageBegan else { return }
+        let due = messageBegan + admitted.messageTimeout
+        if due > .now() { return schedule(at: due, admitted, context: context) }
+        transport.limited(.messageTimeout(.nanoseconds(admitted.messageTimeout.nanoseconds)), key)
+        context.close(promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
         transport.connectionClosed(key)
         context.fireChannelInactive()
     }

@@ -22,6 +22,8 @@ public struct GraphPlan: Sendable {
     public var adminToken: String?
     /// `admin.allowed_hosts` of the route files.
     public var adminAllowedHosts: [String] = []
+    /// The admin port's connection guard as the route files set it.
+    public var adminConnections = AdminConnectionSettings()
     /// `tracing:` of the route files; nil: tracing is off.
     public var tracing: TracingSettings?
 

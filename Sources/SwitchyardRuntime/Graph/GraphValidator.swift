@@ -43,8 +43,7 @@ public struct GraphValidator: Sendable {
         diagnostics.append(contentsOf: brokenGuarantees(routes, instances: instances))
         guard diagnostics.isEmpty else { return (nil, diagnostics.map { $0.redacting(config.secrets) }) }
         let guarantees = guaranteeRemarks(routes, instances: instances)
-        return (
-            GraphPlan(
+        var plan = GraphPlan(
                 instances: instances, routes: routes, types: registry, spoolPath: config.spoolPath?.value,
                 spoolSync: config.spoolSync?.value ?? .full,
                 adminListen: config.adminListen?.value, adminToken: config.adminToken?.value,
@@ -52,8 +51,9 @@ public struct GraphValidator: Sendable {
                 iiideaTemplates: config.iiideaTemplates,
                 iiideaHistory: config.iiideaHistory, oauth: config.oauth,
                 notes: guarantees.notes.map { $0.redacting(config.secrets) },
-                warnings: guarantees.warnings.map { $0.redacting(config.secrets) }), []
-        )
+            warnings: guarantees.warnings.map { $0.redacting(config.secrets) })
+        plan.adminConnections = config.adminConnections
+        return (plan, [])
     }
 
     /// Resolves `reference` to a port of `direction`, reporting why not.

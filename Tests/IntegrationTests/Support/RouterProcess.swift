@@ -18,12 +18,12 @@ final class RouterProcess {
     /// in `directory`; inside `namespace` when given.
     init(
         _ arguments: [String], in directory: URL, environment: [String: String] = [:], namespace: NetworkNamespace? = nil,
-        executable: URL = BuildProducts.switchyard, softFileLimit: Int? = nil
+        executable: URL = BuildProducts.switchyard, fileLimit: (soft: Int, hard: Int?)? = nil
     ) throws {
-        if let softFileLimit {
-            // prlimit sets the soft limit alone ("N:") and runs the router in its place.
+        if let fileLimit {
+            // prlimit sets the soft limit alone ("N:") or both ("N:M") and runs the router in its place.
             process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
-            process.arguments = ["--nofile=\(softFileLimit):", "--", executable.path] + arguments
+            process.arguments = ["--nofile=\(fileLimit.soft):\(fileLimit.hard.map(String.init) ?? "")", "--", executable.path] + arguments
         } else if let namespace {
             // `ip netns exec` runs the command in place of itself: the pid is the router's.
             (process.executableURL, process.arguments) = namespace.wrap([executable.path] + arguments)
@@ -74,12 +74,12 @@ final class RouterProcess {
 
     /// Starts `switchyard run` on the sandbox with the admin port on a free port and waits until
     /// it listens; returns the router and the admin `host:port`.
-    static func startWithAdmin(_ sandbox: Sandbox, extra: [String] = [], environment: [String: String] = [:]) async throws -> (
-        RouterProcess, String
-    ) {
+    static func startWithAdmin(
+        _ sandbox: Sandbox, extra: [String] = [], environment: [String: String] = [:], fileLimit: (soft: Int, hard: Int?)? = nil
+    ) async throws -> (RouterProcess, String) {
         let router = try RouterProcess(
             ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path, "--admin", "127.0.0.1:0"] + extra, in: sandbox.root,
-            environment: environment)
+            environment: environment, fileLimit: fileLimit)
         await router.waitUntil("the admin port to listen") { router.adminAddress != nil }
         return (router, router.adminAddress ?? "")
     }

@@ -9,7 +9,7 @@ import NIOSSL
 import PushMessage
 import PushTokens
 import SwitchyardCore
-import SwitchyardHTTPGuard
+import SwitchyardConnectionGuard
 import SwitchyardPluginHTTP
 import SwitchyardPluginKit
 import Synchronization

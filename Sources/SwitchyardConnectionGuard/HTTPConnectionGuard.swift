@@ -1,53 +1,15 @@
 import HTTPTypes
 public import NIOCore
 public import NIOHTTPTypes
-import Synchronization
 
-/// Where a guard's log lines and metrics go: a plugin's server reports as its instance, the
-/// admin port as the router.
-public protocol ConnectionGuardReporter: Sendable {
-    /// Logs a warning.
-    func warning(_ line: String)
-    /// Adds one to the counter `name`.
-    func count(_ name: String)
-    /// Sets the gauge `name`.
-    func gauge(_ name: String, _ value: Double)
-}
-
-/// The limits every connection of one HTTP server shares: how many may be open, how
-/// many from one address, how long a client may take to send a request's head and its body.
-///
-/// At the cap, a new connection takes the place of the oldest one that is waiting for a
-/// request head (a slow or idle client), which is closed; only when every open connection is in
-/// the middle of a request is the new one refused. So clients that trickle heads cannot hold
-/// every slot, and the per-address cap keeps one address from taking most of them.
+/// The limits every connection of one HTTP server shares: its ``ConnectionSlots`` (how many
+/// may be open, how many from one address, who makes room at the cap), and how long a client
+/// may take to send a request's head and its body.
 public final class HTTPConnectionLimits: Sendable {
-    let maximumConnections: Int
-    let maximumPerPeer: Int
+    /// The server's connection slots.
+    public let slots: ConnectionSlots
     let headerTimeout: TimeAmount
     let bodyTimeout: TimeAmount
-    /// Where its log lines and metrics go (the plugin instance's, or the router's own).
-    let reporter: any ConnectionGuardReporter
-    /// What the server is called in logs and metric names (`webhook`, `enroll`).
-    let name: String
-    /// Connections open now (any event loop adds and subtracts).
-    let open = Atomic<Int>(0)
-    /// The gauges' names, made once rather than per connection.
-    let openMetric: String
-    let waitingMetric: String
-
-    /// The connections waiting for a request head, by arrival, and the open ones per address.
-    private struct Registry {
-        var next: UInt64 = 0
-        var waiting: [UInt64: any Channel] = [:]
-        var perPeer: [String: Int] = [:]
-    }
-
-    private let registry = Mutex(Registry())
-    /// Refusals and evictions are logged at most ``logBurst`` a second, then counted: the next
-    /// line says how many were not logged.
-    private let logGate = Mutex<(window: ContinuousClock.Instant, logged: Int, unlogged: Int)>((.now, 0, 0))
-    static let logBurst = 5
 
     /// Limits for the server `name`, reporting to `reporter`. `maximumPerPeer` defaults to an
     /// eighth of `maximumConnections` (at least 1).
@@ -55,75 +17,14 @@ public final class HTTPConnectionLimits: Sendable {
         name: String, maximumConnections: Int, maximumPerPeer: Int? = nil, headerTimeout: Duration, bodyTimeout: Duration,
         reporter: any ConnectionGuardReporter
     ) {
-        self.name = name
-        self.maximumConnections = maximumConnections
-        self.maximumPerPeer = maximumPerPeer ?? Self.defaultPerPeer(of: maximumConnections)
+        slots = ConnectionSlots(
+            name: name, unit: "request head", maximumConnections: maximumConnections, maximumPerPeer: maximumPerPeer, reporter: reporter)
         self.headerTimeout = TimeAmount(headerTimeout)
         self.bodyTimeout = TimeAmount(bodyTimeout)
-        self.reporter = reporter
-        openMetric = "\(name)_connections_open"
-        waitingMetric = "\(name)_connections_waiting"
     }
 
     /// The per-address cap when none is configured: an eighth of the connection cap.
-    public static func defaultPerPeer(of maximumConnections: Int) -> Int { max(1, maximumConnections / 8) }
-
-    /// A new connection from `peer`: its id, and whether that address is over its cap.
-    func register(peer: String) -> (id: UInt64, overPeerCap: Bool) {
-        registry.withLock { registry in
-            registry.next += 1
-            let count = registry.perPeer[peer, default: 0] + 1
-            registry.perPeer[peer] = count
-            return (registry.next, count > maximumPerPeer)
-        }
-    }
-
-    func unregister(id: UInt64, peer: String) {
-        let waiting = registry.withLock { registry in
-            registry.waiting.removeValue(forKey: id)
-            let count = registry.perPeer[peer, default: 1] - 1
-            registry.perPeer[peer] = count > 0 ? count : nil
-            return registry.waiting.count
-        }
-        reporter.gauge(waitingMetric, Double(waiting))
-    }
-
-    /// The connection `id` waits for a request head (`true`) or is in a request.
-    func setWaiting(_ waiting: Bool, id: UInt64, channel: any Channel) {
-        let count = registry.withLock { registry in
-            if waiting { registry.waiting[id] = channel } else { registry.waiting.removeValue(forKey: id) }
-            return registry.waiting.count
-        }
-        // How many connections wait for a request head now: slow or idle clients.
-        reporter.gauge(waitingMetric, Double(count))
-    }
-
-    /// Takes the oldest connection waiting for a head (not `id`) out of the waiting set, to be
-    /// closed; nil when every other connection is in a request.
-    func evictOldestWaiting(besides id: UInt64) -> (any Channel)? {
-        registry.withLock { registry in
-            guard let oldest = registry.waiting.keys.lazy.filter({ $0 != id }).min() else { return nil }
-            return registry.waiting.removeValue(forKey: oldest)
-        }
-    }
-
-    /// Logs `line` unless ``logBurst`` lines were logged in the last second (then it is counted,
-    /// and the next line logged says how many were not).
-    func logBounded(_ line: String) {
-        let unlogged: Int? = logGate.withLock { gate in
-            let now = ContinuousClock.now
-            if now - gate.window >= .seconds(1) { (gate.window, gate.logged) = (now, 0) }
-            guard gate.logged < Self.logBurst else {
-                gate.unlogged += 1
-                return nil
-            }
-            gate.logged += 1
-            defer { gate.unlogged = 0 }
-            return gate.unlogged
-        }
-        guard let unlogged else { return }
-        reporter.warning(unlogged > 0 ? "\(line) (and \(unlogged) more in the last second, not logged)" : line)
-    }
+    public static func defaultPerPeer(of maximumConnections: Int) -> Int { ConnectionSlots.defaultPerPeer(of: maximumConnections) }
 }
 
 /// Sits behind the HTTP codec of each connection of an HTTP server (a plugin's, the admin port) and keeps a client
@@ -147,9 +48,8 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
     static let linger = TimeAmount.seconds(1)
 
     private let limits: HTTPConnectionLimits
-    private var counted = false
-    /// The connection's id in the limits' registry, and its peer's address.
-    private var registered: (id: UInt64, peer: String)?
+    /// The connection's place among the server's, until it closes.
+    private var slot: ConnectionSlots.Slot?
     /// Over the connection cap, or a response ended the exchange early: nothing more is read.
     private var closing = false
     /// A request head arrived and its end has not.
@@ -168,39 +68,14 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
     public init(limits: HTTPConnectionLimits) { self.limits = limits }
 
     public func channelActive(context: ChannelHandlerContext) {
-        counted = true
-        let peer = context.remoteAddress?.ipAddress ?? "unknown"
-        let (id, overPeerCap) = limits.register(peer: peer)
-        registered = (id, peer)
-        let open = limits.open.add(1, ordering: .relaxed).newValue
-        limits.reporter.gauge(limits.openMetric, Double(open))
+        let (slot, refusal) = limits.slots.admit(context.channel)
+        self.slot = slot
         context.fireChannelActive()
-        if overPeerCap {
-            return refuseAtOnce(
-                context, "connection refused: \(limits.maximumPerPeer) connections from this address are open (max_connections_per_peer)")
+        if let refusal {
+            closing = true
+            return respond(.serviceUnavailable, retryAfter: true, context: context)
         }
-        if open > limits.maximumConnections {
-            // A slow or idle client's slot goes to the new one; only when all are busy is it refused.
-            guard let victim = limits.evictOldestWaiting(besides: id) else {
-                return refuseAtOnce(context, "connection refused: \(limits.maximumConnections) connections are open (max_connections)")
-            }
-            limits.reporter.count("\(limits.name)_connections_evicted_total")
-            let victimPeer = victim.remoteAddress.map { "\($0)" } ?? "a client"
-            limits.logBounded(
-                "\(limits.name) connection from \(victimPeer) closed: it had sent no complete request head, and \(limits.maximumConnections) connections were open (max_connections)"
-            )
-            victim.close(promise: nil)
-        }
-        limits.setWaiting(true, id: id, channel: context.channel)
         arm(limits.headerTimeout, context: context)
-    }
-
-    /// Answers 503 with Retry-After and closes, counting and logging the refusal.
-    private func refuseAtOnce(_ context: ChannelHandlerContext, _ reason: String) {
-        closing = true
-        refuse(context, reason)
-        limits.reporter.count("\(limits.name)_connections_refused_total")
-        respond(.serviceUnavailable, retryAfter: true, context: context)
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
@@ -215,7 +90,7 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
         switch unwrapInboundIn(data) {
         case .head:
             requestOpen = true
-            if let registered { limits.setWaiting(false, id: registered.id, channel: context.channel) }
+            if let slot { limits.slots.setWaiting(false, slot: slot, channel: context.channel) }
             arm(limits.bodyTimeout, context: context)
         case .body:
             break
@@ -233,7 +108,7 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
             // The exchange is over: the next request's head gets its own time, and the connection
             // may give its place to a new one while it waits.
             if !closing {
-                if let registered { limits.setWaiting(true, id: registered.id, channel: context.channel) }
+                if let slot { limits.slots.setWaiting(true, slot: slot, channel: context.channel) }
                 arm(limits.headerTimeout, context: context)
             }
             return
@@ -253,12 +128,8 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
 
     private func release() {
         disarm()
-        guard counted else { return }
-        counted = false
-        let open = limits.open.subtract(1, ordering: .relaxed).newValue
-        limits.reporter.gauge(limits.openMetric, Double(open))
-        if let registered { limits.unregister(id: registered.id, peer: registered.peer) }
-        registered = nil
+        if let slot { limits.slots.release(slot) }
+        slot = nil
     }
 
     /// Starts the head stage (`header_timeout`) or, with a request open, the body stage.
@@ -297,7 +168,7 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
     private func timedOut(headStage: Bool, context: ChannelHandlerContext) {
         deadline = nil
         closing = true
-        limits.reporter.count("\(limits.name)_timeouts_total")
+        limits.slots.reporter.count("\(limits.slots.name)_timeouts_total")
         if headStage {
             refuse(context, "closed: no complete request head within \(limits.headerTimeout.seconds)s (header_timeout)")
             respond(.requestTimeout, retryAfter: false, context: context)
@@ -317,8 +188,8 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
     }
 
     private func refuse(_ context: ChannelHandlerContext, _ reason: String) {
-        let peer = context.remoteAddress.map { "\($0)" } ?? "a client"
-        limits.logBounded("\(limits.name) connection from \(peer) \(reason)")
+        let peer = ConnectionSlots.describe(context.remoteAddress)
+        limits.slots.logBounded("\(limits.slots.name) connection from \(peer) \(reason)")
     }
 }
 
