@@ -1,3 +1,4 @@
+import Dispatch
 public import NIOCore
 import Synchronization
 
@@ -156,20 +157,34 @@ public final class ConnectionSlots: Sendable {
     }
 
     /// Logs `line` unless ``logBurst`` lines were logged in the last second (then it is counted,
-    /// and the next line logged says how many were not).
+    /// and the next line logged says how many were not; when no line comes within a second, a
+    /// line of its own says it, so every event is in the log or in such a count).
     public func logBounded(_ line: String) {
-        let unlogged: Int? = logGate.withLock { gate in
+        let (unlogged, startsSuppressing): (Int?, Bool) = logGate.withLock { gate in
             let now = ContinuousClock.now
             if now - gate.window >= .seconds(1) { (gate.window, gate.logged) = (now, 0) }
             guard gate.logged < Self.logBurst else {
                 gate.unlogged += 1
-                return nil
+                return (nil, gate.unlogged == 1)
             }
             gate.logged += 1
             defer { gate.unlogged = 0 }
-            return gate.unlogged
+            return (gate.unlogged, false)
+        }
+        if startsSuppressing {
+            DispatchQueue.global().asyncAfter(deadline: .now() + 1.1) { [self] in flushUnlogged() }
         }
         guard let unlogged else { return }
         reporter.warning(unlogged > 0 ? "\(line) (and \(unlogged) more in the last second, not logged)" : line)
+    }
+
+    /// Logs how many lines were held back, when no later line said it.
+    private func flushUnlogged() {
+        let unlogged = logGate.withLock { gate in
+            defer { gate.unlogged = 0 }
+            return gate.unlogged
+        }
+        guard unlogged > 0 else { return }
+        reporter.warning("\(name) listener: \(unlogged) more refused, evicted or timed-out connections in the last second, not logged")
     }
 }
