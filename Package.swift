@@ -133,7 +133,8 @@ let package = Package(
         .target(
             name: "SwitchyardAdmin",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardStore", "SwitchyardCore", "SwitchyardAdminClient", "SwitchyardConnectionGuard",
+                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardStore", "SwitchyardCore", "SwitchyardAdminClient",
+                "SwitchyardConnectionGuard",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict

@@ -7,8 +7,8 @@ import NIOCore
 public import Prometheus
 import ServiceLifecycle
 public import SwitchyardAdminClient
-import SwitchyardCore
 import SwitchyardConnectionGuard
+import SwitchyardCore
 public import SwitchyardRuntime
 public import SwitchyardSpool
 import Synchronization

@@ -123,7 +123,8 @@ extension ConfigLoader {
                 }
             case "header_timeout":
                 guard let nanoseconds = DurationText.nanoseconds(value), nanoseconds >= 1_000_000, nanoseconds <= 3_600_000_000_000 else {
-                    diagnostics.append(Diagnostic("admin.header_timeout must be a duration from 1ms to 1h, such as 10s", at: member.value.location))
+                    diagnostics.append(
+                        Diagnostic("admin.header_timeout must be a duration from 1ms to 1h, such as 10s", at: member.value.location))
                     continue
                 }
                 config.adminConnections.headerTimeout = .nanoseconds(Int64(nanoseconds))

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 public import NIOCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Sits on a listening socket and tells when accepting fails for want of descriptors or
 /// memory (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`): the first failure of a run is logged with
@@ -33,7 +34,8 @@ public final class AcceptFailureMonitor: ChannelInboundHandler {
                 var limit = rlimit()
                 let figure = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 ? " (the open-file limit is \(limit.rlim_cur))" : ""
                 slots.reporter.warning(
-                    "\(slots.name) listener cannot accept connections: \(Self.reason(error.errnoCode))\(figure); it tries again every second")
+                    "\(slots.name) listener cannot accept connections: \(Self.reason(error.errnoCode))\(figure); it tries again every second"
+                )
             }
         }
         context.fireErrorCaught(error)

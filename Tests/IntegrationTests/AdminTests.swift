@@ -165,7 +165,9 @@ struct AdminTests {
         #expect(third.readToEnd().hasPrefix("HTTP/1.1 503"), "a third connection from one address was not refused")
         // The held ones sent nothing: each is answered 408 once its head is 400 ms late.
         for connection in held { #expect(connection.readToEnd().hasPrefix("HTTP/1.1 408")) }
-        await router.waitUntil("the timeouts logged") { router.standardError.contains("no complete request head within 0.4s (header_timeout)") }
+        await router.waitUntil("the timeouts logged") {
+            router.standardError.contains("no complete request head within 0.4s (header_timeout)")
+        }
         #expect(try Self.request(base + "/healthz") == (200, "ok\n"))
         #expect(router.stop() == 0)
     }

@@ -76,7 +76,8 @@ struct SIPLimitsTests {
     /// new one; when every connection has, the new one is closed. Silent ones time out.
     @Test func atTheCapAWaitingConnectionMakesRoomAndIdleOnesTimeOut() async throws {
         let sandbox = try Sandbox()
-        let (router, admin, port) = try await Self.startRouter(sandbox, limits: "{ max_connections: 2, max_connections_per_peer: 4, idle_timeout: 4s }")
+        let (router, admin, port) = try await Self.startRouter(
+            sandbox, limits: "{ max_connections: 2, max_connections_per_peer: 4, idle_timeout: 4s }")
         let silent = try TCPConnection(port: port)
         let second = try TCPConnection(port: port)
         try second.send(Self.message("second", port: port))
@@ -91,7 +92,9 @@ struct SIPLimitsTests {
         let fourth = try TCPConnection(port: port)
         #expect(fourth.waitForClose(timeout: .seconds(5)), "the fourth connection was not closed")
         #expect(Self.metric("tcp_connections_refused_total", admin) == 1)
-        await router.waitUntil("the refusal logged") { router.standardError.contains("connection refused: 2 connections are open (max_connections)") }
+        await router.waitUntil("the refusal logged") {
+            router.standardError.contains("connection refused: 2 connections are open (max_connections)")
+        }
         // Silent since their messages: closed after the idle timeout, and their slots free again.
         let start = ContinuousClock.now
         #expect(second.waitForClose(timeout: .seconds(15)) && third.waitForClose(timeout: .seconds(15)))
@@ -117,7 +120,9 @@ struct SIPLimitsTests {
         #expect(slow.waitForClose(timeout: .seconds(10)), "the half-sent message kept its connection")
         await router.waitUntil("the timeout counted") { Self.metric("message_timeouts_total", admin) == 1 }
         #expect(Self.metric("connections_idle_closed_total", admin) == 0)
-        await router.waitUntil("the timeout logged") { router.standardError.contains("a message was not complete within 0.5 seconds (limits.message_timeout)") }
+        await router.waitUntil("the timeout logged") {
+            router.standardError.contains("a message was not complete within 0.5 seconds (limits.message_timeout)")
+        }
         try steady.send(Self.message("steady-again", port: port))
         #expect(steady.receive(timeout: .seconds(5)).hasPrefix("SIP/2.0 200 OK"), "the quiet connection was closed")
         #expect(router.stop() == 0)
@@ -132,7 +137,8 @@ struct SIPLimitsTests {
         #expect(refused.readToEnd().isEmpty, "the third connection from one address got an answer")
         #expect(Self.metric("tcp_connections_refused_total", admin) == 1)
         await router.waitUntil("the refusal logged") {
-            router.standardError.contains("tcp connection from 127.0.0.2:") && router.standardError.contains("connection refused: 2 connections from this address are open (max_connections_per_peer)")
+            router.standardError.contains("tcp connection from 127.0.0.2:")
+                && router.standardError.contains("connection refused: 2 connections from this address are open (max_connections_per_peer)")
         }
         let other = try RawSocket(port: Int(port), from: "127.0.0.3")
         other.write(Self.message("other", port: port))
@@ -180,7 +186,8 @@ struct SIPLimitsTests {
         var flood: [TCPConnection] = []
         for _ in 0..<200 { flood.append(try TCPConnection(port: port)) }
         await router.waitUntil("the accept failure logged") {
-            router.standardError.contains("tcp listener cannot accept connections: the router has no file descriptor left (the open-file limit is 160)")
+            router.standardError.contains(
+                "tcp listener cannot accept connections: the router has no file descriptor left (the open-file limit is 160)")
         }
         flood.removeAll()
         await router.waitUntil("accepting again") { router.standardError.contains("tcp listener accepts connections again") }

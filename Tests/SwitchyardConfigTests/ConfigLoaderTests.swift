@@ -143,10 +143,11 @@ private func diagnostic(_ diagnostics: [Diagnostic], containing fragment: String
         #expect(config.adminConnections.maximumPerPeer == 8)
         #expect(config.adminConnections.headerTimeout == .seconds(2))
         let (_, wrong) = load("admin:\n  max_connections: 0\n  header_timeout: forever\n")
-        #expect(wrong.map(\.message) == [
-            "admin.max_connections must be a whole number from 1 to 65536",
-            "admin.header_timeout must be a duration from 1ms to 1h, such as 10s",
-        ])
+        #expect(
+            wrong.map(\.message) == [
+                "admin.max_connections must be a whole number from 1 to 65536",
+                "admin.header_timeout must be a duration from 1ms to 1h, such as 10s",
+            ])
         #expect(wrong.first?.location == at("r.yaml", 2, 20))
     }
 

@@ -109,7 +109,8 @@ extension SIPAgent: SIPTransportDelegate {
         switch event {
         case .messageTimeout(let timeout):
             context.metric(.counter, "message_timeouts_total", 1)
-            context.log(.warning, "closed the connection from \(peer): a message was not complete within \(timeout) (limits.message_timeout)")
+            context.log(
+                .warning, "closed the connection from \(peer): a message was not complete within \(timeout) (limits.message_timeout)")
         case .idle(let timeout):
             context.metric(.counter, "connections_idle_closed_total", 1)
             context.log(.info, "closed the connection from \(peer): nothing received for \(timeout) (limits.idle_timeout)")
@@ -119,4 +120,3 @@ extension SIPAgent: SIPTransportDelegate {
         }
     }
 }
-

@@ -47,7 +47,8 @@ struct SIPResourceLimits: Sendable {
             tlsHandshakeTimeout = try container.decode(.tlsHandshakeTimeout, default: .seconds(10), atLeast: .nanoseconds(1))
         }
 
-        private enum CodingKeys: CodingKey { case maxMessageBytes, maxServerTransactions, maxConnections, maxConnectionsPerPeer, idleTimeout, messageTimeout
+        private enum CodingKeys: CodingKey {
+            case maxMessageBytes, maxServerTransactions, maxConnections, maxConnectionsPerPeer, idleTimeout, messageTimeout
             case tlsHandshakeTimeout
         }
     }

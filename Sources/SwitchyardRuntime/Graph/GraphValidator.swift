@@ -44,13 +44,13 @@ public struct GraphValidator: Sendable {
         guard diagnostics.isEmpty else { return (nil, diagnostics.map { $0.redacting(config.secrets) }) }
         let guarantees = guaranteeRemarks(routes, instances: instances)
         var plan = GraphPlan(
-                instances: instances, routes: routes, types: registry, spoolPath: config.spoolPath?.value,
-                spoolSync: config.spoolSync?.value ?? .full,
-                adminListen: config.adminListen?.value, adminToken: config.adminToken?.value,
-                adminAllowedHosts: config.adminAllowedHosts, tracing: config.tracing, iiideas: iiideas,
-                iiideaTemplates: config.iiideaTemplates,
-                iiideaHistory: config.iiideaHistory, oauth: config.oauth,
-                notes: guarantees.notes.map { $0.redacting(config.secrets) },
+            instances: instances, routes: routes, types: registry, spoolPath: config.spoolPath?.value,
+            spoolSync: config.spoolSync?.value ?? .full,
+            adminListen: config.adminListen?.value, adminToken: config.adminToken?.value,
+            adminAllowedHosts: config.adminAllowedHosts, tracing: config.tracing, iiideas: iiideas,
+            iiideaTemplates: config.iiideaTemplates,
+            iiideaHistory: config.iiideaHistory, oauth: config.oauth,
+            notes: guarantees.notes.map { $0.redacting(config.secrets) },
             warnings: guarantees.warnings.map { $0.redacting(config.secrets) })
         plan.adminConnections = config.adminConnections
         return (plan, [])

@@ -8,8 +8,8 @@ import NIOCore
 import NIOSSL
 import PushMessage
 import PushTokens
-import SwitchyardCore
 import SwitchyardConnectionGuard
+import SwitchyardCore
 import SwitchyardPluginHTTP
 import SwitchyardPluginKit
 import Synchronization
