@@ -311,7 +311,10 @@ let package = Package(
                 "SDBus", "SwitchyardPostgres", "SwitchyardSpool", "SwitchyardSQLite", "SwitchyardStore",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
-            exclude: ["Support/fcm_endpoint.py", "Support/otlp_receiver.py", "Support/bluez_slate.py", "Support/ABIv1"],
+            exclude: [
+                "Support/fcm_endpoint.py", "Support/otlp_receiver.py", "Support/bluez_slate.py", "Support/oauth_provider.py", "Support/ABIv1",
+                "Support/qeo_state_peer.c", "Support/ChatParticipant.idl",
+            ],
             swiftSettings: strict
         ),
     ]

@@ -141,7 +141,7 @@ extension Condition {
 
     /// The value as a number: numbers as they are, strings only if written as a JSON-style
     /// number (`-12`, `3.5`, `1e3`; no spaces, no `+`, no hexadecimal, `nan` or `inf`).
-    private static func number(_ value: JSONValue) -> JSONValue? {
+    static func number(_ value: JSONValue) -> JSONValue? {
         switch value {
         case .int, .double: return value
         case .string(let text): return numberLiteral(text)

@@ -23,7 +23,7 @@ public import SwitchyardCore
 public struct Condition: Sendable {
     /// The expression text as written.
     public let source: String
-    private let root: Node
+    let root: Node
     private let reads: [(field: EnvelopeField, offset: Int)]
 
     /// The deepest nesting of parentheses, `not`, unary minus and function calls accepted;

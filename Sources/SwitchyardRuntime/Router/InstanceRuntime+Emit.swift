@@ -15,17 +15,14 @@ extension InstanceRuntime {
             reportInvalid("emit on unknown source port '\(portBytes.string)'")
             return SY_ERR_UNKNOWN_PORT
         }
-        let routes = port.routes
-        guard !routes.isEmpty else { return unrouted(settleToken: settleToken) }
+        let wiring = port.wiring
+        guard !wiring.routes.isEmpty else { return unrouted(settleToken: settleToken) }
         // With several routes, check every blocking queue first so an emit is all or nothing;
-        // a single route checks and pushes under one lock below.
-        if routes.count > 1 {
-            for route in routes where route.queue.policy != .dropOldest {
-                guard route.queue.reserveRoom(orWake: (self, port.name)) else {
-                    counters.refusedFull.add(1, ordering: .relaxed)
-                    return SY_ERR_FULL
-                }
-            }
+        // a single route checks and pushes under one lock below. With a condition index, the
+        // envelope is read first: only the routes it picks are checked.
+        if wiring.index == nil, !reserveRoom(on: wiring.routes, for: port) {
+            counters.refusedFull.add(1, ordering: .relaxed)
+            return SY_ERR_FULL
         }
         guard var envelope = read() else {
             reportInvalid("envelope emitted on \(port.qualifiedName) has a struct_size smaller than ABI version 2's")
@@ -39,13 +36,31 @@ extension InstanceRuntime {
         if envelope.id.isEmpty { envelope.id = ULID.next(unixNanos: envelope.time) }
         envelope.source = port.qualifiedName
         envelope.trace.append(name)
+        var routes = wiring.routes
+        if wiring.index != nil {
+            routes = wiring.candidates(for: envelope)
+            if !reserveRoom(on: routes, for: port) {
+                counters.refusedFull.add(1, ordering: .relaxed)
+                return SY_ERR_FULL
+            }
+        }
         if let tracing {
             let span = tracing.received(&envelope, on: port.qualifiedName)
-            let status = hand(envelope, from: port, to: routes, settleToken: settleToken)
+            let status = hand(envelope, from: port, to: routes, indexed: wiring.index != nil, settleToken: settleToken)
             tracing.emitted(span, status: status)
             return status
         }
-        return hand(envelope, from: port, to: routes, settleToken: settleToken)
+        return hand(envelope, from: port, to: routes, indexed: wiring.index != nil, settleToken: settleToken)
+    }
+
+    /// Reserves room on every blocking queue of `routes` when there are several (one route
+    /// checks and pushes under one lock); false when one is full (its waiter is set).
+    private func reserveRoom(on routes: [RouteRuntime], for port: SourcePort) -> Bool {
+        guard routes.count > 1 else { return true }
+        for route in routes where route.queue.policy != .dropOldest {
+            guard route.queue.reserveRoom(orWake: (self, port.name)) else { return false }
+        }
+        return true
     }
 
     /// The rest of ``emit(port:settleToken:read:)``: queues the stamped envelope on every route
@@ -56,11 +71,15 @@ extension InstanceRuntime {
     /// reload wired to the port instead. A refused emit leaves its settlement unsettled (the
     /// emitter's own share is never completed): the source hears the status and keeps it.
     @inline(__always)
-    private func hand(_ envelope: Envelope, from port: SourcePort, to routes: [RouteRuntime], settleToken: UInt64) -> Int32 {
+    private func hand(_ envelope: Envelope, from port: SourcePort, to routes: [RouteRuntime], indexed: Bool, settleToken: UInt64)
+        -> Int32
+    {
         let settlement =
             settleToken != 0 && plugin.table.api.settled != nil
             ? Settlement(instance: self, token: settleToken, afterDelivery: port.settlesAfterDelivery) : nil
         var routes = routes
+        var indexed = indexed
+        if indexed, routes.isEmpty { return pickedNone(envelope, from: port, settlement: settlement) }
         // A reload wires the new routes before it closes the old, so one more look finds them.
         for attempt in 0..<3 {
             let taken: Bool
@@ -104,6 +123,10 @@ extension InstanceRuntime {
                 }
             }
             if taken {
+                if indexed {
+                    port.indexedDispatches.add(1, ordering: .relaxed)
+                    for route in routes { route.counters.indexSelected.add(1, ordering: .relaxed) }
+                }
                 counters.emitted.add(1, ordering: .relaxed)
                 port.emitted.add(1, ordering: .relaxed)
                 if port.tap.isActive { port.tap.publish(envelope) }
@@ -112,10 +135,24 @@ extension InstanceRuntime {
             }
             // Every route was closed: stopped during a shutdown, else the routes wired now.
             guard attempt < 2, !router.isDraining else { return SY_ERR_STOPPED }
-            routes = port.routes
-            guard !routes.isEmpty else { return unrouted(settleToken: settleToken) }
+            let rewired = port.wiring
+            guard !rewired.routes.isEmpty else { return unrouted(settleToken: settleToken) }
+            routes = rewired.candidates(for: envelope)
+            indexed = rewired.index != nil
+            if indexed, routes.isEmpty { return pickedNone(envelope, from: port, settlement: settlement) }
         }
         return SY_ERR_STOPPED
+    }
+
+    /// An envelope the condition index picked no route for: every route's condition is false
+    /// for it, as if each had evaluated it (they count it received and filtered).
+    private func pickedNone(_ envelope: Envelope, from port: SourcePort, settlement: Settlement?) -> Int32 {
+        port.indexedDispatches.add(1, ordering: .relaxed)
+        counters.emitted.add(1, ordering: .relaxed)
+        port.emitted.add(1, ordering: .relaxed)
+        if port.tap.isActive { port.tap.publish(envelope) }
+        settlement?.complete(SY_OUTCOME_OK)
+        return SY_OK
     }
 
     /// An emit on a port no route reads from: nothing to deliver, so it is settled at once.

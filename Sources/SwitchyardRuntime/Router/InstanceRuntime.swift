@@ -11,35 +11,6 @@ import Synchronization
     import Musl
 #endif
 
-/// A source port at run time: the routes fed from it.
-final class SourcePort: Sendable {
-    let name: String
-    let nameBytes: [UInt8]
-    let qualifiedName: String
-    /// Taps of what the port emits (`switchyard tap INSTANCE.PORT`).
-    let tap: TapPoint
-    /// Envelopes emitted on the port that routes took.
-    let emitted = Atomic<Int>(0)
-    /// Whether an at-least-once route settles what the port emits only once its first
-    /// deliveries have ended (the description's `redelivers`).
-    let settlesAfterDelivery: Bool
-    private let wiredRoutes = Mutex<[RouteRuntime]>([])
-
-    /// The routes reading from the port; a reload replaces them in one step.
-    var routes: [RouteRuntime] {
-        get { wiredRoutes.withLock { $0 } }
-        set { wiredRoutes.withLock { $0 = newValue } }
-    }
-
-    init(name: String, instance: String, tap: TapPoint, settlesAfterDelivery: Bool = false) {
-        self.name = name
-        self.settlesAfterDelivery = settlesAfterDelivery
-        nameBytes = Array(name.utf8)
-        qualifiedName = instance + "." + name
-        self.tap = tap
-    }
-}
-
 /// Counters of one instance, readable while it runs.
 final class InstanceCounters: Sendable {
     let emitted = Atomic<Int>(0)

@@ -5,6 +5,8 @@ import Synchronization
 final class RouteCounters: Sendable {
     let received = Atomic<Int>(0)
     let filtered = Atomic<Int>(0)
+    /// Envelopes its port's condition index picked this route for (and it took).
+    let indexSelected = Atomic<Int>(0)
     /// Deliveries a sink took (its `deliver` returned ok); their outcome comes later.
     let sent = Atomic<Int>(0)
     let droppedFull = Atomic<Int>(0)

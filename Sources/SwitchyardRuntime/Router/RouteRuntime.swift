@@ -39,6 +39,9 @@ final class RouteRuntime: @unchecked Sendable {
     let tap: TapPoint
     /// The route's script, when it has one.
     let scriptStage: RouteScriptStage?
+    /// The source port whose condition index may leave this route out, and how many envelopes
+    /// it had dispatched through its index when the route was wired to it.
+    private let indexWatch = Mutex<(port: SourcePort, baseline: Int)?>(nil)
 
     init(plan: PlannedRoute, index: Int, sinks: [SinkPort], router: Router, spool: Spool?, iiidea: IiideaRunner? = nil) {
         self.plan = plan
@@ -61,11 +64,26 @@ final class RouteRuntime: @unchecked Sendable {
 
     var isAtLeastOnce: Bool { spooled != nil }
 
+    /// Notes the port whose index dispatches to this route (once: a route reads one port).
+    func watchIndex(of port: SourcePort) {
+        indexWatch.withLock { watch in
+            if watch == nil || watch?.port !== port { watch = (port, port.indexedDispatches.load(ordering: .relaxed)) }
+        }
+    }
+
+    /// Envelopes the port's condition index left this route out of: its condition could not
+    /// hold for them. They count as received and filtered, as if the route had evaluated them.
+    var skippedByIndex: Int {
+        guard let (port, baseline) = indexWatch.withLock({ $0 }) else { return 0 }
+        let dispatched = port.indexedDispatches.load(ordering: .relaxed) - baseline
+        return max(0, dispatched - counters.indexSelected.load(ordering: .relaxed))
+    }
+
     /// The value of `metric`: its atomic, or the queue's depth.
     func value(of metric: RouteMetric) -> Int {
         switch metric {
-        case .received: counters.received.load(ordering: .relaxed)
-        case .filtered: counters.filtered.load(ordering: .relaxed)
+        case .received: counters.received.load(ordering: .relaxed) + skippedByIndex
+        case .filtered: counters.filtered.load(ordering: .relaxed) + skippedByIndex
         case .sent: counters.sent.load(ordering: .relaxed)
         case .delivered: counters.delivered.load(ordering: .relaxed)
         case .failed: counters.failed.load(ordering: .relaxed)
