@@ -312,7 +312,8 @@ let package = Package(
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             exclude: [
-                "Support/fcm_endpoint.py", "Support/otlp_receiver.py", "Support/bluez_slate.py", "Support/oauth_provider.py", "Support/ABIv1",
+                "Support/fcm_endpoint.py", "Support/otlp_receiver.py", "Support/bluez_slate.py", "Support/oauth_provider.py",
+                "Support/ABIv1",
                 "Support/qeo_state_peer.c", "Support/ChatParticipant.idl",
             ],
             swiftSettings: strict

@@ -7,13 +7,18 @@ public import NIOCore
 /// Sits on a listening socket and tells when accepting fails for want of descriptors or
 /// memory (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`): the first failure of a run is logged with
 /// the open-file limit, each one is counted (`<name>_accept_failures_total`), and the first
-/// connection accepted after it is logged too. Accepting resumes by itself: NIO's server
+/// connection accepted after it is logged too. Runs that start within a minute of a logged one
+/// are counted, not logged: a listener at the edge of its descriptors flaps. Accepting resumes by itself: NIO's server
 /// bootstrap stops reading the socket for a second after such a failure, then tries again.
 public final class AcceptFailureMonitor: ChannelInboundHandler {
     public typealias InboundIn = NIOAny
     private let slots: ConnectionSlots
     /// Accepting failed, and no connection was accepted since.
     private var failing = false
+    /// When a run of failures was last logged, and whether the current run was.
+    private var lastLogged: NIODeadline?
+    private var runLogged = false
+    static let quietPeriod = TimeAmount.minutes(1)
 
     /// A monitor that reports as the listener of `slots`.
     public init(slots: ConnectionSlots) { self.slots = slots }
@@ -21,7 +26,7 @@ public final class AcceptFailureMonitor: ChannelInboundHandler {
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if failing {
             failing = false
-            slots.reporter.warning("\(slots.name) listener accepts connections again")
+            if runLogged { slots.reporter.warning("\(slots.name) listener accepts connections again") }
         }
         context.fireChannelRead(data)
     }
@@ -31,6 +36,10 @@ public final class AcceptFailureMonitor: ChannelInboundHandler {
             slots.reporter.count("\(slots.name)_accept_failures_total")
             if !failing {
                 failing = true
+                let now = NIODeadline.now()
+                runLogged = lastLogged.map { now - $0 >= Self.quietPeriod } ?? true
+                guard runLogged else { return context.fireErrorCaught(error) }
+                lastLogged = now
                 var limit = rlimit()
                 let figure = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 ? " (the open-file limit is \(limit.rlim_cur))" : ""
                 slots.reporter.warning(

@@ -12,7 +12,7 @@ let batchTimeoutNanos: UInt64 = 120_000_000_000
 
 /// Emits `count` envelopes from the benchsource instance created last, on this thread, and
 /// waits until the sink has acknowledged them all. Returns why not, or `nil` on success.
-func pumpThroughSink(_ count: Int) -> String? {
+func pumpThroughSink(_ count: Int = batch) -> String? {
     let target = bench_sink_count() + UInt64(count)
     let emitted = bench_source_emit(UInt64(count))
     guard emitted == UInt64(count) else { return "the source emitted only \(emitted) of \(count) envelopes" }
@@ -38,7 +38,13 @@ final class RouterFixture: @unchecked Sendable {
 
     /// `route` is the YAML of one list entry under `routes:` (without the leading dash);
     /// `settings` is YAML added at the top level (such as `spool: { sync: normal }`).
-    init(route: String, settings: String = "") throws(FixtureError) {
+    convenience init(route: String, settings: String = "") throws(FixtureError) {
+        try self.init(routes: [route], settings: settings)
+    }
+
+    /// `routes` are the YAML of list entries under `routes:` (without the leading dash), all
+    /// between the same two instances.
+    init(routes: [String], settings: String = "") throws(FixtureError) {
         // Loading again (also when an earlier benchmark of this process did) re-negotiates,
         // so the plugins hand the router's host table to the instances created next.
         let source: LoadedPlugin
@@ -58,7 +64,7 @@ final class RouterFixture: @unchecked Sendable {
               src:  { plugin: benchsource }
               sink: { plugin: benchsink }
             routes:
-              - \(route.split(separator: "\n").joined(separator: "\n    "))
+            \(routes.map { "  - " + $0.split(separator: "\n").joined(separator: "\n    ") }.joined(separator: "\n"))
             """
         let (config, configProblems) = ConfigLoader(environment: [:]).load(sources: [(file: "bench.yaml", text: text)])
         guard configProblems.isEmpty else {
@@ -95,10 +101,10 @@ final class RouterFixture: @unchecked Sendable {
     func check(expected: Int) -> String? {
         let statistics = router.statistics
         guard let route = statistics.routes.first else { return "no route" }
-        let counts = (route.received, route.filtered, route.dispatched, route.droppedFull, route.droppedLoop, route.refused)
+        let counts = (route.received, route.filtered, route.sent, route.droppedFull, route.droppedLoop, route.refused)
         guard counts == (expected, 0, expected, 0, 0, 0) else {
             return "route counters after \(expected) envelopes: received \(route.received), filtered \(route.filtered), "
-                + "dispatched \(route.dispatched), dropped_full \(route.droppedFull), dropped_loop \(route.droppedLoop), refused \(route.refused)"
+                + "sent \(route.sent), dropped_full \(route.droppedFull), dropped_loop \(route.droppedLoop), refused \(route.refused)"
         }
         return nil
     }

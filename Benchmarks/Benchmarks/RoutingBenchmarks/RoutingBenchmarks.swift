@@ -13,8 +13,8 @@ enum RoutingMetric {
     static let mallocsPerThousand = BenchmarkMetric.custom("Mallocs per 1000 envelopes", polarity: .prefersSmaller, useScalingFactor: false)
 }
 
-/// Runs one batch and records the custom metrics for it.
-func measureBatch(_ benchmark: Benchmark, _ work: () -> String?) {
+/// Runs one batch (`count` envelopes) and records the custom metrics for it.
+func measureBatch(_ benchmark: Benchmark, count: Int = batch, _ work: () -> String?) {
     let mallocsBefore = MallocInterposerSwift.getStatistics().mallocCount
     let start = ContinuousClock.now
     if let failure = work() {
@@ -24,8 +24,8 @@ func measureBatch(_ benchmark: Benchmark, _ work: () -> String?) {
     let elapsed = start.duration(to: ContinuousClock.now)
     let mallocs = MallocInterposerSwift.getStatistics().mallocCount - mallocsBefore
     let nanoseconds = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
-    benchmark.measurement(RoutingMetric.envelopesPerSecond, Int((Double(batch) * 1e9 / nanoseconds).rounded()))
-    benchmark.measurement(RoutingMetric.mallocsPerThousand, Int((Double(mallocs) * 1000 / Double(batch)).rounded()))
+    benchmark.measurement(RoutingMetric.envelopesPerSecond, Int((Double(count) * 1e9 / nanoseconds).rounded()))
+    benchmark.measurement(RoutingMetric.mallocsPerThousand, Int((Double(mallocs) * 1000 / Double(count)).rounded()))
 }
 
 /// Holds what a benchmark's setup built until its teardown.
@@ -185,22 +185,9 @@ let benchmarks: @Sendable () -> Void = {
         if let problem { throw FixtureError(description: problem) }
     }
 
+    routeScalingBenchmarks()
+
     for (name, yaml) in measuredRoutes {
-        let slot = Slot<RouterFixture>()
-        let emitted = Slot<Int>()
-        Benchmark(name) { benchmark in
-            guard slot.value != nil else { return benchmark.error("no fixture") }
-            measureBatch(benchmark) { pumpThroughSink(batch) }
-            emitted.value = (emitted.value ?? 0) + batch
-        } setup: {
-            emitted.value = 0
-            slot.value = try RouterFixture(route: yaml, settings: settings(forRoute: name))
-        } teardown: {
-            guard let fixture = slot.value else { return }
-            slot.value = nil
-            let problem = fixture.check(expected: emitted.value ?? 0)
-            fixture.shutdown()
-            if let problem { throw FixtureError(description: problem) }
-        }
+        routerBenchmark(name) { try RouterFixture(route: yaml, settings: settings(forRoute: name)) }
     }
 }
