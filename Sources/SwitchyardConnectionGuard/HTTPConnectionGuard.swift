@@ -22,9 +22,6 @@ public final class HTTPConnectionLimits: Sendable {
         self.headerTimeout = TimeAmount(headerTimeout)
         self.bodyTimeout = TimeAmount(bodyTimeout)
     }
-
-    /// The per-address cap when none is configured: an eighth of the connection cap.
-    public static func defaultPerPeer(of maximumConnections: Int) -> Int { ConnectionSlots.defaultPerPeer(of: maximumConnections) }
 }
 
 /// Sits behind the HTTP codec of each connection of an HTTP server (a plugin's, the admin port) and keeps a client

@@ -1,4 +1,5 @@
 import SIPCodec
+import SwitchyardConnectionGuard
 import SwitchyardCore
 import SwitchyardPluginKit
 
@@ -58,7 +59,7 @@ struct SIPResourceLimits: Sendable {
         parser = SIPLimits(bodyBytes: bodyBytes, messageBytes: section.maxMessageBytes)
         serverTransactions = section.maxServerTransactions
         connectionsPerListener = section.maxConnections
-        connectionsPerPeer = section.maxConnectionsPerPeer ?? max(1, section.maxConnections / 8)
+        connectionsPerPeer = section.maxConnectionsPerPeer ?? ConnectionSlots.defaultPerPeer(of: section.maxConnections)
         messageTimeout = section.messageTimeout
         idleTimeout = section.idleTimeout
         tlsHandshakeTimeout = section.tlsHandshakeTimeout
