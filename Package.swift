@@ -102,6 +102,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // `switchyard test`: route files run offline against stand-ins of their plugins.
+        .target(
+            name: "SwitchyardGraphTest",
+            dependencies: [
+                "SwitchyardRuntime", "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardConfig", "SwitchyardRouting",
+                "SwitchyardScript", "SwitchyardSpool",
+            ],
+            swiftSettings: strict
+        ),
         // Envelope <-> C envelope conversion, shared by the router and the SDK.
         .target(name: "SwitchyardBridge", dependencies: ["SwitchyardABI", "SwitchyardCore"], swiftSettings: strict),
         // The Swift SDK for plugin authors: hides the C ABI.
@@ -144,8 +153,8 @@ let package = Package(
         .executableTarget(
             name: "switchyard",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardAdmin", "SwitchyardAdminClient", "SwitchyardPostgres", "SwitchyardStore",
-                .product(name: "SwitchyardDependencies", package: "Dependencies"),
+                "SwitchyardRuntime", "SwitchyardGraphTest", "SwitchyardSpool", "SwitchyardAdmin", "SwitchyardAdminClient", "SwitchyardPostgres",
+                "SwitchyardStore", .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
         ),
@@ -290,6 +299,9 @@ let package = Package(
         .testTarget(name: "SwitchyardScriptTests", dependencies: ["SwitchyardScript", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchyardConfigTests", dependencies: ["SwitchyardConfig"], swiftSettings: strict),
         .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime"], swiftSettings: strict),
+        // Which module may import which (reads the sources; depends on nothing).
+        .testTarget(name: "ArchitectureTests", swiftSettings: strict),
+        .testTarget(name: "SwitchyardGraphTestTests", dependencies: ["SwitchyardGraphTest", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchyardPluginKitTests", dependencies: ["SwitchyardPluginKit", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchyardAdminTests", dependencies: ["SwitchyardAdmin", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(

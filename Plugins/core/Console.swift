@@ -3,10 +3,10 @@ import SwitchyardCore
 import SwitchyardPluginKit
 
 /// Standard input as a source of `core.Line` envelopes, standard output as a sink.
-final class Console: @unchecked Sendable {
-    // Serialises stdout writes.
-    private let lock = NSLock()
-    private let gate: SourceGate
+final class Console: Sendable {
+    /// Serialises stdout writes.
+    private let writing = Locked(())
+    private let gate: SourceGate<Void>
     private let printsEnvelopes: Bool
 
     init(context: PluginContext, printsEnvelopes: Bool) {
@@ -39,7 +39,7 @@ final class Console: @unchecked Sendable {
     func print(_ envelope: Envelope) {
         var line = printsEnvelopes ? envelope.jsonObject().serializedBytes() : envelope.body
         line.append(0x0A)
-        lock.withLock {
+        writing.withLock { _ in
             line.withUnsafeBytes { bytes in
                 var offset = 0
                 while offset < bytes.count {

@@ -4,10 +4,9 @@ import SwitchyardPluginKit
 
 /// Appends one JSON line per envelope to a file; a line is flushed (and optionally fsynced)
 /// before the delivery is acknowledged.
-final class JSONLinesFile: @unchecked Sendable {
-    // `handle` is only used under `lock`.
-    private let lock = NSLock()
-    private var handle: UnsafeMutablePointer<FILE>?
+final class JSONLinesFile: Sendable {
+    /// The open file; nil once closed.
+    private let file: Locked<UnsafeMutablePointer<FILE>?>
     private let path: String
     private let writesEnvelopes: Bool
     private let syncs: Bool
@@ -16,7 +15,7 @@ final class JSONLinesFile: @unchecked Sendable {
         guard let handle = fopen(path, "a") else {
             throw PluginError("cannot open \(path) for appending: \(String(cString: strerror(errno)))")
         }
-        self.handle = handle
+        file = Locked(handle)
         self.path = path
         self.writesEnvelopes = writesEnvelopes
         self.syncs = syncs
@@ -25,7 +24,7 @@ final class JSONLinesFile: @unchecked Sendable {
     func append(_ envelope: Envelope) throws {
         var line = writesEnvelopes ? envelope.jsonObject().serializedBytes() : Self.bodyLine(envelope)
         line.append(0x0A)
-        try lock.withLock {
+        try file.withLock { handle throws(PluginError) in
             guard let handle else { throw PluginError("\(path) is closed") }
             let written = line.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, handle) }
             guard written == line.count, fflush(handle) == 0 else {
@@ -46,7 +45,7 @@ final class JSONLinesFile: @unchecked Sendable {
     }
 
     func close() {
-        lock.withLock {
+        file.withLock { handle in
             if let handle { fclose(handle) }
             handle = nil
         }

@@ -5,35 +5,40 @@ import SwitchyardPluginKit
 /// The stop and resume handshake of a core source that runs on its own thread: it sleeps until
 /// a deadline, waits for room when a blocking route is full (instead of dropping or spinning),
 /// and every wait ends at once when the instance stops.
-final class SourceGate: @unchecked Sendable {
-    // `stopped` and `resumed` are guarded by `condition`.
-    private let condition = NSCondition()
-    private var stopped = false
-    private var resumed = false
+///
+/// `Owned` is state of the source's own that must change atomically with a stop (a subprocess's
+/// child): ``withLock(_:)`` hands it out under the gate's lock.
+final class SourceGate<Owned>: Sendable {
+    private struct State {
+        var stopped = false
+        var resumed = false
+        var owned: Owned
+    }
+
+    private let state: Locked<State>
     private let context: PluginContext
     private let port: String
 
-    init(context: PluginContext, port: String) {
+    init(context: PluginContext, port: String, owned: Owned) {
         self.context = context
         self.port = port
+        state = Locked(State(owned: owned))
     }
 
     /// Runs `body` under the gate's lock (for state that must not race a stop).
-    func withLock<Result>(_ body: (_ stopped: Bool) -> Result) -> Result {
-        condition.lock()
-        defer { condition.unlock() }
-        return body(stopped)
+    func withLock<Result>(_ body: (_ stopped: Bool, _ owned: inout Owned) -> Result) -> Result {
+        state.withLock { body($0.stopped, &$0.owned) }
     }
 
-    var isStopped: Bool { withLock { $0 } }
+    var isStopped: Bool { state.withLock { $0.stopped } }
 
     /// Ends every wait; `then` runs under the lock once stopped is set.
-    func stop(then: () -> Void = {}) {
-        condition.lock()
-        stopped = true
-        then()
-        condition.broadcast()
-        condition.unlock()
+    func stop(then: (_ owned: inout Owned) -> Void = { _ in }) {
+        state.withLock { state in
+            state.stopped = true
+            then(&state.owned)
+            self.state.broadcast()
+        }
     }
 
     /// The port will emit nothing more (ABI section 11): `run --exit-when-done` counts on it.
@@ -41,39 +46,37 @@ final class SourceGate: @unchecked Sendable {
 
     /// The router has room on the port again.
     func resume() {
-        condition.lock()
-        resumed = true
-        condition.broadcast()
-        condition.unlock()
+        state.withLock { state in
+            state.resumed = true
+            self.state.broadcast()
+        }
     }
 
     /// Sleeps until `deadline`; false when stopped.
-    func sleep(until deadline: Date) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        while !stopped, Date() < deadline { _ = condition.wait(until: deadline) }
-        return !stopped
+    func sleep(until deadline: ContinuousClock.Instant) -> Bool {
+        state.withLock(waitingUntil: { $0.stopped }, deadline: deadline) { _, stopped in !stopped }
     }
 
     /// Emits on the port, waiting for `resume` while the route is full; false once stopped.
     func emit(_ envelope: Envelope) -> Bool {
         while true {
-            condition.lock()
-            resumed = false
-            condition.unlock()
+            state.withLock { $0.resumed = false }
             switch context.emit(envelope, on: port) {
             case .ok: return true
             case .full:
-                condition.lock()
-                while !stopped, !resumed { condition.wait() }
-                let isStopped = stopped
-                condition.unlock()
-                if isStopped { return false }
+                let stopped = state.withLock(waitingUntil: { $0.stopped || $0.resumed }) { state, _ in state.stopped }
+                if stopped { return false }
             case .stopped: return false
             case let other:
                 context.log(.error, "\(port) envelope was not taken: \(other)")
                 return true
             }
         }
+    }
+}
+
+extension SourceGate where Owned == Void {
+    convenience init(context: PluginContext, port: String) {
+        self.init(context: context, port: port, owned: ())
     }
 }

@@ -10,19 +10,18 @@ import SwitchyardPluginKit
 /// json codec), restarted after it exits. While a route is full the program's output is not
 /// read, so its pipe fills and it blocks: backpressure. Like Benthos' `subprocess` input: the program owns the
 /// schedule (`while sleep 5; do …; done`), the router owns delivery.
-final class Subprocess: @unchecked Sendable {
+final class Subprocess: Sendable {
     /// How output lines become envelopes.
     enum Codec: String {
         case lines, json
     }
 
-    private let gate: SourceGate
-    // Guarded by the gate's lock, so a stop never misses a program being started.
-    private var child: pid_t = 0
+    /// Owns the running program's pid (0: none), so a stop never misses a program being started.
+    private let gate: SourceGate<pid_t>
     /// Signalled once when the reader thread has returned: stop() waits for it, so the thread
     /// makes no host call after stop() (ABI section 4). Set by start() and cleared by stop(),
     /// both on the router's control thread.
-    private var readerFinished: DispatchSemaphore?
+    private let readerFinished = Locked<DispatchSemaphore?>(nil)
     /// Written to by stop(): wakes a reader blocked on the program's output (a program that
     /// left a child holding the pipe open would otherwise keep it there). Both ends are
     /// close-on-exec and non-blocking; closed in deinit.
@@ -40,7 +39,7 @@ final class Subprocess: @unchecked Sendable {
         self.directory = directory
         self.codec = codec
         self.restartDelay = restartDelay
-        gate = SourceGate(context: context, port: "stdout")
+        gate = SourceGate(context: context, port: "stdout", owned: 0)
         var ends: [Int32] = [-1, -1]
         if pipe(&ends) == 0 {
             for end in ends {
@@ -58,7 +57,7 @@ final class Subprocess: @unchecked Sendable {
 
     func start() {
         let finished = DispatchSemaphore(value: 0)
-        readerFinished = finished
+        readerFinished.withLock { $0 = finished }
         let thread = Thread { [self] in
             defer { finished.signal() }
             run()
@@ -71,7 +70,7 @@ final class Subprocess: @unchecked Sendable {
     /// ``killGrace``) and waits for the reader thread to return.
     func stop() {
         var pid: pid_t = 0
-        gate.stop {
+        gate.stop { child in
             pid = child
             if pid > 0 { kill(-pid, SIGTERM) }
         }
@@ -80,13 +79,15 @@ final class Subprocess: @unchecked Sendable {
             // A program that ignores SIGTERM does not outlive the router (nor hold up stop).
             let stoppedPid = pid
             DispatchQueue.global().asyncAfter(deadline: .now() + Self.killGrace) { [self] in
-                gate.withLock { _ in
+                gate.withLock { _, child in
                     if child == stoppedPid { kill(-stoppedPid, SIGKILL) }
                 }
             }
         }
-        readerFinished?.wait()
-        readerFinished = nil
+        readerFinished.withLock { finished in
+            finished?.wait()
+            finished = nil
+        }
     }
 
     /// Held from creating a pipe to spawning, so no two subprocess sources interleave there.
@@ -111,7 +112,7 @@ final class Subprocess: @unchecked Sendable {
                 context.log(.error, "subprocess '\(display)': \(error); retrying in \(restartDelay) s")
             }
             context.metric(.counter, "subprocess_restarts_total", 1)
-            guard gate.sleep(until: Date(timeIntervalSinceNow: restartDelay)) else { return }
+            guard gate.sleep(until: .now + .milliseconds(Int64(restartDelay * 1000))) else { return }
         }
     }
 
@@ -125,7 +126,7 @@ final class Subprocess: @unchecked Sendable {
         // not signal a process group that a new process may have taken over.
         var info = siginfo_t()
         while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0, errno == EINTR {}
-        gate.withLock { _ in child = 0 }
+        gate.withLock { _, child in child = 0 }
         var status: Int32 = 0
         var reaped: pid_t
         repeat { reaped = waitpid(pid, &status, 0) } while reaped < 0 && errno == EINTR
@@ -172,7 +173,7 @@ final class Subprocess: @unchecked Sendable {
         let arguments = command.map { strdup($0) } + [nil]
         defer { arguments.forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned = gate.withLock { stopped in
+        let spawned = gate.withLock { stopped, child in
             let result = stopped ? ECANCELED : posix_spawnp(&pid, command[0], &actions, &attributes, arguments, environ)
             if result == 0 { child = pid }
             return result

@@ -5,7 +5,7 @@ import SwitchyardPluginKit
 /// Emits `core.Tick` envelopes at a fixed interval on its own thread. When a blocking route is
 /// full it waits for `resume` instead of dropping or spinning.
 final class Ticker: Sendable {
-    private let gate: SourceGate
+    private let gate: SourceGate<Void>
     private let context: PluginContext
     private let interval: UInt64
     private let limit: Int
@@ -29,7 +29,8 @@ final class Ticker: Sendable {
 
     private func run() {
         var count = 0
-        var deadline = Date(timeIntervalSinceNow: Double(interval) / 1e9)
+        let period = Duration.nanoseconds(Int64(clamping: interval))
+        var deadline = ContinuousClock.now + period
         while limit == 0 || count < limit {
             guard gate.sleep(until: deadline) else { return }
             count += 1
@@ -37,7 +38,7 @@ final class Ticker: Sendable {
             let body: JSONValue = ["count": .int(count), "time": .string(Clock.rfc3339(unixNanos: now))]
             let envelope = Envelope(type: "core.Tick", time: now, body: body.serializedBytes())
             guard gate.emit(envelope) else { return }
-            deadline = max(deadline.addingTimeInterval(Double(interval) / 1e9), Date())
+            deadline = max(deadline + period, ContinuousClock.now)
         }
         context.log(.info, "timer finished after \(count) ticks")
         gate.finished()

@@ -45,14 +45,15 @@ extension PostgresStore: ListenerHolds {
 /// While it waits, a lost connection is opened again (after a second, then up to 30 s apart);
 /// once it holds, it asks the server something every ``keepAliveInterval``, and a connection
 /// that fails or does not answer is the end of the hold (`lost`).
-final class PostgresListenerHold: ListenerHold, @unchecked Sendable {
-    // `connection`, `keepAlive`, `released`, `holding` and `retryDelay` are only touched on
-    // `eventLoop`.
-    private var connection: PostgresConnection?
-    private var keepAlive: RepeatedTask?
-    private var released = false
-    private var holding = false
-    private var retryDelay = ReconnectDelay()
+final class PostgresListenerHold: ListenerHold, Sendable {
+    /// The connection asking for or holding the lock (`ended`: released or lost), and whether
+    /// it holds it; confined to `eventLoop` (checked at each access).
+    private struct Claim {
+        var kept = KeptConnection()
+        var holding = false
+    }
+
+    private let claim: NIOLoopBoundBox<Claim>
     private let name: String
     private let key: Int64
     private let configuration: PostgresConnection.Configuration
@@ -77,19 +78,16 @@ final class PostgresListenerHold: ListenerHold, @unchecked Sendable {
         self.location = location
         self.granted = granted
         self.lost = lost
+        claim = .makeBoxSendingValue(Claim(), as: Claim.self, eventLoop: eventLoop)
     }
 
     func release() {
-        eventLoop.execute {
-            self.released = true
-            self.keepAlive?.cancel()
-            _ = self.connection?.closeConnection()
-        }
+        eventLoop.execute { self.claim.value.kept.end() }
     }
 
     func connect() {
         eventLoop.execute {
-            guard !self.released else { return }
+            guard !self.claim.value.kept.ended else { return }
             PostgresConnection.connect(on: self.eventLoop, configuration: self.configuration, id: 0, logger: self.logger).whenComplete {
                 result in
                 switch result {
@@ -109,21 +107,21 @@ final class PostgresListenerHold: ListenerHold, @unchecked Sendable {
 
     /// On `eventLoop`: asks for the lock; the answer comes when this router holds it.
     private func waitForLock(on connection: PostgresConnection) {
-        guard !released else {
+        guard !claim.value.kept.ended else {
             _ = connection.closeConnection()
             return
         }
-        self.connection = connection
+        claim.value.kept.connection = connection
         connection.closeFuture.whenComplete { _ in self.closed(connection) }
         connection.query("SELECT pg_advisory_lock(\(key))", logger: logger).whenComplete { result in
             guard case .success = result else {
                 _ = connection.closeConnection()  // closed() waits again on a new one
                 return
             }
-            guard !self.released, self.connection === connection else { return }
-            self.holding = true
-            self.retryDelay.reset()
-            self.keepAlive = connection.keepAlive(
+            guard !self.claim.value.kept.ended, self.claim.value.kept.connection === connection else { return }
+            self.claim.value.holding = true
+            self.claim.value.kept.retryDelay.reset()
+            self.claim.value.kept.keepAlive = connection.keepAlive(
                 every: Self.keepAliveInterval, answerWithin: Self.keepAliveInterval, on: self.eventLoop, logger: self.logger)
             self.granted()
         }
@@ -131,14 +129,14 @@ final class PostgresListenerHold: ListenerHold, @unchecked Sendable {
 
     /// On `eventLoop`: the connection ended. A held lock may now be another router's.
     private func closed(_ connection: PostgresConnection) {
-        guard self.connection === connection else { return }
-        self.connection = nil
-        keepAlive?.cancel()
-        keepAlive = nil
-        guard !released else { return }
-        if holding {
-            holding = false
-            released = true
+        guard claim.value.kept.connection === connection else { return }
+        claim.value.kept.connection = nil
+        claim.value.kept.keepAlive?.cancel()
+        claim.value.kept.keepAlive = nil
+        guard !claim.value.kept.ended else { return }
+        if claim.value.holding {
+            claim.value.holding = false
+            claim.value.kept.ended = true
             logger.error(
                 "hold: the connection holding the lock is gone", metadata: ["instance": .string(name), "store": .string(location)])
             lost()
@@ -149,6 +147,24 @@ final class PostgresListenerHold: ListenerHold, @unchecked Sendable {
 
     /// On `eventLoop`: the next attempt, later.
     private func retry() {
-        eventLoop.scheduleTask(in: retryDelay.take()) { self.connect() }
+        eventLoop.scheduleTask(in: claim.value.kept.retryDelay.take()) { self.connect() }
+    }
+}
+
+/// A store connection a watch or a hold keeps open, opened again after losses, until its owner
+/// ends it. Confined to the owner's event loop (in a `NIOLoopBoundBox`).
+struct KeptConnection {
+    var connection: PostgresConnection?
+    /// The periodic question that notices a connection dropped in silence.
+    var keepAlive: RepeatedTask?
+    /// Set once the owner is done (stopped, released, or the hold lost): nothing reconnects.
+    var ended = false
+    var retryDelay = ReconnectDelay()
+
+    /// Ends it: the keep-alive stops and the connection closes.
+    mutating func end() {
+        ended = true
+        keepAlive?.cancel()
+        _ = connection?.closeConnection()
     }
 }

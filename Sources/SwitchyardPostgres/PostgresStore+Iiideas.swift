@@ -65,12 +65,9 @@ extension PostgresStore: IiideaSwitchStore {
 /// is read again, since notices may have been missed. It asks the server something every
 /// ``keepAliveInterval``: a connection a firewall or NAT dropped in silence would otherwise
 /// never be noticed, and the router would stop following without a word.
-public final class IiideaSwitchWatch: @unchecked Sendable {
-    // `connection`, `keepAlive`, `stopped` and `retryDelay` are only touched on `eventLoop`.
-    private var connection: PostgresConnection?
-    private var keepAlive: RepeatedTask?
-    private var stopped = false
-    private var retryDelay = ReconnectDelay()
+public final class IiideaSwitchWatch: Sendable {
+    /// The listening connection, confined to `eventLoop` (checked at each access).
+    private let listening: NIOLoopBoundBox<KeptConnection>
     private let configuration: PostgresConnection.Configuration
     private let eventLoop: any EventLoop
     private let logger: Logger
@@ -93,20 +90,17 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
         self.logger = logger
         self.location = location
         self.onChange = onChange
+        listening = .makeBoxSendingValue(KeptConnection(), as: KeptConnection.self, eventLoop: eventLoop)
     }
 
     /// Ends the watch and closes its connection.
     public func stop() {
-        eventLoop.execute {
-            self.stopped = true
-            self.keepAlive?.cancel()
-            _ = self.connection?.closeConnection()
-        }
+        eventLoop.execute { self.listening.value.end() }
     }
 
     func connect() {
         eventLoop.execute {
-            guard !self.stopped else { return }
+            guard !self.listening.value.ended else { return }
             PostgresConnection.connect(on: self.eventLoop, configuration: self.configuration, id: 0, logger: self.logger)
                 .flatMap { connection -> EventLoopFuture<PostgresConnection> in
                     connection.addListener(channel: PostgresStore.iiideaChannel) { _, notification in
@@ -127,7 +121,7 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
                 }
                 .whenComplete { result in
                     switch result {
-                    case .success(let connection): self.listening(on: connection)
+                    case .success(let connection): self.listen(on: connection)
                     case .failure(let error):
                         self.logger.warning(
                             "store watch: cannot listen; trying again",
@@ -139,13 +133,13 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
     }
 
     /// On `eventLoop`: the connection listens.
-    private func listening(on connection: PostgresConnection) {
-        guard !stopped else {
+    private func listen(on connection: PostgresConnection) {
+        guard !listening.value.ended else {
             _ = connection.closeConnection()
             return
         }
-        self.connection = connection
-        retryDelay.reset()
+        listening.value.connection = connection
+        listening.value.retryDelay.reset()
         // What changed before this connection listened (while the router started, or while
         // no connection was open) is read again.
         // Also on the first: the router loaded its graph and tokens before this connection
@@ -154,13 +148,13 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
         onChange(nil)
         onCatalogChange()
         onOAuthChange(nil)
-        keepAlive = connection.keepAlive(
+        listening.value.keepAlive = connection.keepAlive(
             every: Self.keepAliveInterval, answerWithin: PostgresStore.timeout, on: eventLoop, logger: logger)
         connection.closeFuture.whenComplete { _ in
-            self.keepAlive?.cancel()
-            self.keepAlive = nil
-            self.connection = nil
-            guard !self.stopped else { return }
+            self.listening.value.keepAlive?.cancel()
+            self.listening.value.keepAlive = nil
+            self.listening.value.connection = nil
+            guard !self.listening.value.ended else { return }
             self.logger.warning(
                 "store watch: the listening connection was lost; listening again", metadata: ["store": .string(self.location)])
             self.retry()
@@ -169,6 +163,6 @@ public final class IiideaSwitchWatch: @unchecked Sendable {
 
     /// On `eventLoop`: the next attempt, later.
     private func retry() {
-        eventLoop.scheduleTask(in: retryDelay.take()) { self.connect() }
+        eventLoop.scheduleTask(in: listening.value.retryDelay.take()) { self.connect() }
     }
 }

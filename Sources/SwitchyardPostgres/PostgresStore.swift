@@ -3,6 +3,7 @@ public import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+internal import SwitchyardCore
 public import SwitchyardStore
 
 /// A store in a PostgreSQL database (`store.url`), which several routers share.
@@ -12,18 +13,22 @@ public import SwitchyardStore
 /// they come from plugin threads, control threads and the admin port's worker threads, as the
 /// SQLite store's do, never from an event loop of this store. (An OAuth refresh, a task, also
 /// reads and writes its tokens here: it may hold a cooperative thread for that long.)
-public final class PostgresStore: @unchecked Sendable {
-    // `connection` is only read or written with `lock` held; a call holds it for its whole
-    // exchange, so statements of one call (a transaction) never interleave with another's.
-    private let lock = NSLock()
-    private var connection: PostgresConnection?
+public final class PostgresStore: Sendable {
+    /// The connection (nil until opened, or after it was dropped) and the id the next one gets.
+    /// A call holds the lock for its whole exchange, so statements of one call (a transaction)
+    /// never interleave with another's.
+    private struct Session {
+        var connection: PostgresConnection?
+        var nextConnectionID = 0
+    }
+
+    private let session = Locked(Session())
 
     /// The database, its password left out.
     public let address: PostgresAddress
     let connectionConfiguration: PostgresConnection.Configuration
     private let eventLoop: any EventLoop
     let logger: Logger
-    private var nextConnectionID = 0
 
     /// The longest one exchange (connecting, a statement, a transaction's statement) may take
     /// before the connection is closed and the call fails.
@@ -71,7 +76,7 @@ public final class PostgresStore: @unchecked Sendable {
     /// never deadlock or trip NIO's check. Lives as long as the process.
     static let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
-    deinit { try? connection?.closeConnection().wait() }
+    deinit { try? session.withLock { $0.connection }?.closeConnection().wait() }
 
     /// Where the state lives, for logs and errors.
     public var location: String { address.redacted }
@@ -82,25 +87,25 @@ public final class PostgresStore: @unchecked Sendable {
     /// connection's transaction was rolled back by the server) — unless the first try used
     /// up ``timeout``, so that no call holds the store much longer than that.
     func exchange<Result>(_ body: (_ run: (PostgresQuery) throws -> PostgresQueryResult) throws -> Result) throws(StoreError) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        let started = NIODeadline.now()
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                let connection = try connected()
-                return try body { query in try self.wait(connection.query(query, logger: self.logger), closing: connection) }
-            } catch {
-                // postgres-nio fails the pending query before it closes the channel, so a
-                // connection-level error says "dropped" before `isClosed` may.
-                let dropped = Self.isConnectionLevel(error) || connection.map(\.isClosed) ?? true
-                if dropped {
-                    try? connection?.closeConnection().wait()
-                    connection = nil
+        try session.withLock { session throws(StoreError) in
+            let started = NIODeadline.now()
+            var attempt = 0
+            while true {
+                attempt += 1
+                do {
+                    let connection = try connected(&session)
+                    return try body { query in try self.wait(connection.query(query, logger: self.logger), closing: connection) }
+                } catch {
+                    // postgres-nio fails the pending query before it closes the channel, so a
+                    // connection-level error says "dropped" before `isClosed` may.
+                    let dropped = Self.isConnectionLevel(error) || session.connection.map(\.isClosed) ?? true
+                    if dropped {
+                        try? session.connection?.closeConnection().wait()
+                        session.connection = nil
+                    }
+                    if dropped, attempt < 2, NIODeadline.now() - started < Self.timeout { continue }
+                    throw StoreError(location: location, detail: Self.describe(error))
                 }
-                if dropped, attempt < 2, NIODeadline.now() - started < Self.timeout { continue }
-                throw StoreError(location: location, detail: Self.describe(error))
             }
         }
     }
@@ -140,13 +145,13 @@ public final class PostgresStore: @unchecked Sendable {
     }
 
     /// The open connection, or a new one.
-    private func connected() throws -> PostgresConnection {
-        if let connection, !connection.isClosed { return connection }
-        nextConnectionID += 1
+    private func connected(_ session: inout Session) throws -> PostgresConnection {
+        if let connection = session.connection, !connection.isClosed { return connection }
+        session.nextConnectionID += 1
         let opened = try wait(
-            PostgresConnection.connect(on: eventLoop, configuration: connectionConfiguration, id: nextConnectionID, logger: logger),
+            PostgresConnection.connect(on: eventLoop, configuration: connectionConfiguration, id: session.nextConnectionID, logger: logger),
             closing: nil)
-        connection = opened
+        session.connection = opened
         return opened
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SwitchyardConfig
 import SwitchyardCore
+import SwitchyardGraphTest
 import SwitchyardRuntime
 
 /// `switchyard test`: YAML test cases for the whole graph, run offline against stand-ins of

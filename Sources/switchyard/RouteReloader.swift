@@ -11,15 +11,17 @@ import Synchronization
 
 /// Re-reads the route files and applies them to the running router: what SIGHUP, `run --watch`
 /// and the admin port's `POST /reload` do. One reload at a time.
-final class RouteReloader: @unchecked Sendable {
-    // `lock` guards `spool` and `attached` and serialises reloads; `options` (a parsed command line) and the
-    // other fields are immutable.
-    private let lock = NSLock()
+final class RouteReloader: Sendable {
+    /// The spool a reload opened, and whether it is the router's (attached). Its lock also
+    /// serialises reloads.
+    private struct OpenedSpool {
+        var spool: Spool?
+        var attached: Bool
+    }
+
+    private let opened: Locked<OpenedSpool>
     private let options: GraphOptions
     private let spoolPath: String?
-    private var spool: Spool?
-    /// Whether `spool` is the router's (attached); `lock` guards it too.
-    private var attached: Bool
     private let router: Router
     private let logger: Logger
     private let drainTimeout: Duration
@@ -39,8 +41,7 @@ final class RouteReloader: @unchecked Sendable {
         self.startedStoreURL = startedStoreURL
         self.options = options
         self.spoolPath = spoolPath
-        self.spool = spool
-        attached = spool != nil
+        opened = Locked(OpenedSpool(spool: spool, attached: spool != nil))
         self.router = router
         self.logger = logger
         self.drainTimeout = drainTimeout
@@ -50,7 +51,7 @@ final class RouteReloader: @unchecked Sendable {
     /// (see ``Router/reload(to:drainTimeout:)``). Invalid files change nothing; the summary
     /// then carries their problems.
     @Sendable func reload() -> Router.ReloadSummary {
-        lock.withLock { reloadLocked() }
+        opened.withLock { reloadLocked(&$0) }
     }
 
     /// ``reload()`` on a thread of its own, for a change made to the shared store's iiideas
@@ -78,12 +79,13 @@ final class RouteReloader: @unchecked Sendable {
     /// ``reload()`` unless one is already running (then nil): an admin request does not queue
     /// behind another, so requests cannot pile up threads.
     @Sendable func reloadUnlessBusy() -> Router.ReloadSummary? {
-        guard lock.try() else { return nil }
-        defer { lock.unlock() }
-        return reloadLocked()
+        opened.withLockIfAvailable { reloadLocked(&$0) }
     }
 
-    private func reloadLocked() -> Router.ReloadSummary {
+    private func reloadLocked(_ opened: inout OpenedSpool) -> Router.ReloadSummary {
+        // A local copy: the store closure below escapes (formally), so it cannot capture `opened`.
+        var spool = opened.spool
+        defer { opened.spool = spool }
         logger.notice("reloading routes", metadata: ["routes": .string(options.routes)])
         var problems: [String] = []
         var skipped: [String: String] = [:]
@@ -93,16 +95,16 @@ final class RouteReloader: @unchecked Sendable {
             logger: logger, reportingProblemsTo: { problems.append($0) },
             store: { config in
                 storeURL = config.storeURL?.value
-                guard config.wantsStore else { return self.router.iiideaCatalogStore ?? self.spool }
-                if self.spool == nil {
+                guard config.wantsStore else { return self.router.iiideaCatalogStore ?? spool }
+                if spool == nil {
                     do {
-                        self.spool = try self.openSpool(configured: config.spoolPath?.value, sync: config.spoolSync?.value ?? .full)
+                        spool = try self.openSpool(configured: config.spoolPath?.value, sync: config.spoolSync?.value ?? .full)
                     } catch {
                         storeFailure = "\(error)"
                     }
                 }
                 // The shared store's obtained iiideas, when there is one.
-                return self.router.iiideaCatalogStore ?? self.spool
+                return self.router.iiideaCatalogStore ?? spool
             },
             skipped: { skipped[$0] = $1 }, reloading: true)
         guard let plan else {
@@ -120,9 +122,9 @@ final class RouteReloader: @unchecked Sendable {
             logger.error("reload rejected: \(storeFailure); the running graph is unchanged")
             return .rejected(storeFailure)
         }
-        if let spool, !attached {
+        if let spool, !opened.attached {
             router.attach(spool: spool)
-            attached = true
+            opened.attached = true
         }
         if plan.tracing != startedTracing {
             // The tracer is wired into the router and every instance at start.

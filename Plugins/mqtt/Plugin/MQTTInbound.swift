@@ -9,10 +9,10 @@ import SwitchyardPluginKit
 /// at-least-once route whose spool cannot write, a sink that is down on an at-most-once route).
 /// Nothing is confirmed to the broker that the router did not take.
 ///
-/// Every mutable field is only touched on the link's event loop (as the link's own); the
-/// entry points for the router's threads hop onto it, and settlements come through a
-/// ``Handoff`` (which locks itself).
-final class MQTTInbound: @unchecked Sendable {
+/// Every mutable field is confined to the link's event loop (a `NIOLoopBoundBox`, checked at
+/// each access); the entry points for the router's threads hop onto it, and settlements come
+/// through a ``Handoff`` (which locks itself).
+final class MQTTInbound: Sendable {
     /// An inbound publish waiting for room in the router, or for its settlement.
     struct Inbound {
         var publish: MQTTPublish
@@ -29,39 +29,107 @@ final class MQTTInbound: @unchecked Sendable {
     static let redeliveryBackoff = TimeAmount.milliseconds(100)...TimeAmount.seconds(5)
 
     unowned let link: MQTTLink
+    /// The fields confined to the event loop (checked at each access: `NIOLoopBoundBox`).
+    private struct LoopState {
+        /// Inbound publishes the router could not take yet (`on_full: block`).
+        var blockedInbound: Deque<Inbound> = []
+        /// Settle tokens of inbound QoS ≥ 1 publishes → the publish, kept until the router
+        /// settles it: confirmed then, or offered again when the router answers retry. Kept
+        /// across reconnects, so a late settlement still finds its publish (the router holds at
+        /// most its queues' worth, and the broker's receive maximum bounds what it sends unconfirmed).
+        var nextSettleToken: UInt64 = 0
+        var unsettled: [UInt64: Inbound] = [:]
+        /// Numbers inbound publishes in arrival order.
+        var inboundSequence: UInt64 = 0
+        /// Offers the oldest handed-back publish to the router again.
+        var redeliveryTimer: Scheduled<Void>?
+        /// The pause before the next offer: doubles from ``redeliveryBackoff`` up to its ceiling.
+        var redeliveryDelay: TimeAmount = MQTTInbound.redeliveryBackoff.lowerBound
+        /// The token of a handed-back publish offered again alone, as a probe: when it is
+        /// taken, the others follow.
+        var probeToken: UInt64?
+        /// QoS 2 packet ids received and acknowledged with PUBREC, awaiting PUBREL.
+        var receivedQoS2: Set<UInt16> = []
+        /// Packet ids of QoS ≥ 1 publishes received on this connection and not yet confirmed
+        /// (PUBACK, or PUBCOMP for QoS 2): what counts against the Receive Maximum announced.
+        var unconfirmedFromBroker: Set<UInt16> = []
+        /// MQTT 3.1.1 has no no-local: what this link published lately, so the broker's echo of
+        /// it through the link's own subscriptions can be recognised and dropped.
+        var recentPublishes: EchoMemory = EchoMemory()
+        /// The batch taken from `settledTokens`, kept so its storage is reused.
+        var settledBatch: [(token: UInt64, outcome: DeliveryOutcome)] = []
+    }
+
+    private let loopState: NIOLoopBoundBox<LoopState>
+
     /// Inbound publishes the router could not take yet (`on_full: block`).
-    var blockedInbound: Deque<Inbound> = []
+    var blockedInbound: Deque<Inbound> {
+        get { loopState.value.blockedInbound }
+        _modify { yield &loopState.value.blockedInbound }
+    }
     /// Settle tokens of inbound QoS ≥ 1 publishes → the publish, kept until the router
     /// settles it: confirmed then, or offered again when the router answers retry. Kept
     /// across reconnects, so a late settlement still finds its publish (the router holds at
     /// most its queues' worth, and the broker's receive maximum bounds what it sends unconfirmed).
-    private var nextSettleToken: UInt64 = 0
-    private var unsettled: [UInt64: Inbound] = [:]
+    private var nextSettleToken: UInt64 {
+        get { loopState.value.nextSettleToken }
+        _modify { yield &loopState.value.nextSettleToken }
+    }
+    private var unsettled: [UInt64: Inbound] {
+        get { loopState.value.unsettled }
+        _modify { yield &loopState.value.unsettled }
+    }
     /// Numbers inbound publishes in arrival order.
-    private var inboundSequence: UInt64 = 0
+    private var inboundSequence: UInt64 {
+        get { loopState.value.inboundSequence }
+        _modify { yield &loopState.value.inboundSequence }
+    }
     /// Offers the oldest handed-back publish to the router again.
-    private var redeliveryTimer: Scheduled<Void>?
+    private var redeliveryTimer: Scheduled<Void>? {
+        get { loopState.value.redeliveryTimer }
+        _modify { yield &loopState.value.redeliveryTimer }
+    }
     /// The pause before the next offer: doubles from ``redeliveryBackoff`` up to its ceiling.
-    private var redeliveryDelay = MQTTInbound.redeliveryBackoff.lowerBound
+    private var redeliveryDelay: TimeAmount {
+        get { loopState.value.redeliveryDelay }
+        _modify { yield &loopState.value.redeliveryDelay }
+    }
     /// The token of a handed-back publish offered again alone, as a probe: when it is
     /// taken, the others follow.
-    private var probeToken: UInt64?
+    private var probeToken: UInt64? {
+        get { loopState.value.probeToken }
+        _modify { yield &loopState.value.probeToken }
+    }
     /// QoS 2 packet ids received and acknowledged with PUBREC, awaiting PUBREL.
-    private var receivedQoS2: Set<UInt16> = []
+    private var receivedQoS2: Set<UInt16> {
+        get { loopState.value.receivedQoS2 }
+        _modify { yield &loopState.value.receivedQoS2 }
+    }
     /// Packet ids of QoS ≥ 1 publishes received on this connection and not yet confirmed
     /// (PUBACK, or PUBCOMP for QoS 2): what counts against the Receive Maximum announced.
-    private var unconfirmedFromBroker: Set<UInt16> = []
+    private var unconfirmedFromBroker: Set<UInt16> {
+        get { loopState.value.unconfirmedFromBroker }
+        _modify { yield &loopState.value.unconfirmedFromBroker }
+    }
     /// MQTT 3.1.1 has no no-local: what this link published lately, so the broker's echo of
     /// it through the link's own subscriptions can be recognised and dropped.
-    private var recentPublishes = EchoMemory()
+    private var recentPublishes: EchoMemory {
+        get { loopState.value.recentPublishes }
+        _modify { yield &loopState.value.recentPublishes }
+    }
+    /// The batch taken from `settledTokens`, kept so its storage is reused.
+    private var settledBatch: [(token: UInt64, outcome: DeliveryOutcome)] {
+        get { loopState.value.settledBatch }
+        _modify { yield &loopState.value.settledBatch }
+    }
     /// Settle tokens of inbound publishes the router has finished with, waiting for the event loop.
     private let settledTokens = Handoff<(token: UInt64, outcome: DeliveryOutcome)>()
-    /// The batch taken from `settledTokens`, kept so its storage is reused.
-    private var settledBatch: [(token: UInt64, outcome: DeliveryOutcome)] = []
 
     init(link: MQTTLink) {
         self.link = link
-        nextSettleToken = link.settleTokenBase
+        var state = LoopState()
+        state.nextSettleToken = link.settleTokenBase
+        loopState = .makeBoxSendingValue(state, as: LoopState.self, eventLoop: link.eventLoop)
     }
 
     // MARK: Entry points (any thread)

@@ -9,43 +9,111 @@ import Synchronization
 /// One broker connection: connects, subscribes, dispatches the broker's packets, pings, and
 /// reconnects with exponential backoff and jitter.
 ///
-/// Every mutable field (the connection state, the reconnect and ping tasks) is only touched on
-/// `eventLoop`, which serialises them as a lock would; the entry points for the router's
+/// Every mutable field (the connection state, the reconnect and ping tasks) is confined to
+/// `eventLoop` (a `NIOLoopBoundBox`, checked at each access); the entry points for the router's
 /// threads hop onto it. Publishes to the broker are ``MQTTPublisher``'s, inbound publishes
 /// ``MQTTInbound``'s, the socket writes ``MQTTOutput``'s.
 final class MQTTLink: @unchecked Sendable {
+    // `@unchecked` for `inbound` and `publisher` alone: they refer back to the link, so they
+    // are set once, at the end of `init`, before the link is shared.
     let configuration: MQTTLinkConfiguration
     let context: PluginContext
     let instance: String
     let eventLoop: any EventLoop
 
-    var channel: (any Channel)?
-    var connected = false
-    private(set) var stopped = false
-    var reading = true
-    private var reconnectDelay: UInt64
-    private var reconnectTask: Scheduled<Void>?
-    private var pingTask: RepeatedTask?
-    private var awaitingPong = false
+    /// The fields confined to the event loop (checked at each access: `NIOLoopBoundBox`).
+    private struct LoopState {
+        var channel: (any Channel)?
+        var connected: Bool = false
+        var stopped: Bool = false
+        var reading: Bool = true
+        var reconnectDelay: UInt64
+        var reconnectTask: Scheduled<Void>?
+        var pingTask: RepeatedTask?
+        var awaitingPong: Bool = false
+        /// Why the last attempt to connect failed, until one succeeds (logged once per reason).
+        var lastConnectFailure: String?
+        /// Counts accepted connections (CONNACK), so a packet id is confirmed only on its own.
+        var connectionNumber: UInt64 = 0
+        /// Whether the broker kept the session (CONNACK session present).
+        var sessionResumed: Bool = false
+        /// The client id and clean start the next CONNECT carries: the configuration's, until a
+        /// member whose session another router took over moves on to a fresh id (MQTTMembership).
+        var connectAs: (clientID: String, cleanStart: Bool)
+        /// With session takeover (MQTTMembership), the client id to reconnect under once an
+        /// accepted connection is lost: a fresh one each time, so no id is used again after its
+        /// session may have passed to another router. Set before start.
+        var clientIDAfterDisconnect: (@Sendable () -> String)?
+    }
+
+    private let loopState: NIOLoopBoundBox<LoopState>
+
+    var channel: (any Channel)? {
+        get { loopState.value.channel }
+        _modify { yield &loopState.value.channel }
+    }
+    var connected: Bool {
+        get { loopState.value.connected }
+        _modify { yield &loopState.value.connected }
+    }
+    private(set) var stopped: Bool {
+        get { loopState.value.stopped }
+        _modify { yield &loopState.value.stopped }
+    }
+    var reading: Bool {
+        get { loopState.value.reading }
+        _modify { yield &loopState.value.reading }
+    }
+    private var reconnectDelay: UInt64 {
+        get { loopState.value.reconnectDelay }
+        _modify { yield &loopState.value.reconnectDelay }
+    }
+    private var reconnectTask: Scheduled<Void>? {
+        get { loopState.value.reconnectTask }
+        _modify { yield &loopState.value.reconnectTask }
+    }
+    private var pingTask: RepeatedTask? {
+        get { loopState.value.pingTask }
+        _modify { yield &loopState.value.pingTask }
+    }
+    private var awaitingPong: Bool {
+        get { loopState.value.awaitingPong }
+        _modify { yield &loopState.value.awaitingPong }
+    }
     /// Why the last attempt to connect failed, until one succeeds (logged once per reason).
-    private var lastConnectFailure: String?
+    private var lastConnectFailure: String? {
+        get { loopState.value.lastConnectFailure }
+        _modify { yield &loopState.value.lastConnectFailure }
+    }
     /// Counts accepted connections (CONNACK), so a packet id is confirmed only on its own.
-    var connectionNumber: UInt64 = 0
+    var connectionNumber: UInt64 {
+        get { loopState.value.connectionNumber }
+        _modify { yield &loopState.value.connectionNumber }
+    }
     /// Whether the broker kept the session (CONNACK session present).
-    var sessionResumed = false
+    var sessionResumed: Bool {
+        get { loopState.value.sessionResumed }
+        _modify { yield &loopState.value.sessionResumed }
+    }
+    /// The client id and clean start the next CONNECT carries: the configuration's, until a
+    /// member whose session another router took over moves on to a fresh id (MQTTMembership).
+    var connectAs: (clientID: String, cleanStart: Bool) {
+        get { loopState.value.connectAs }
+        _modify { yield &loopState.value.connectAs }
+    }
+    /// With session takeover (MQTTMembership), the client id to reconnect under once an
+    /// accepted connection is lost: a fresh one each time, so no id is used again after its
+    /// session may have passed to another router. Set before start.
+    var clientIDAfterDisconnect: (@Sendable () -> String)? {
+        get { loopState.value.clientIDAfterDisconnect }
+        _modify { yield &loopState.value.clientIDAfterDisconnect }
+    }
     /// Encodes and writes packets to the connection.
     let output: MQTTOutput
     /// Publishes from the broker to the router (set at the end of `init`: it refers back).
     private(set) var inbound: MQTTInbound!
     /// Publishes from the router to the broker (set at the end of `init`: it refers back).
     private(set) var publisher: MQTTPublisher!
-    /// The client id and clean start the next CONNECT carries: the configuration's, until a
-    /// member whose session another router took over moves on to a fresh id (MQTTMembership).
-    var connectAs: (clientID: String, cleanStart: Bool)
-    /// With session takeover (MQTTMembership), the client id to reconnect under once an
-    /// accepted connection is lost: a fresh one each time, so no id is used again after its
-    /// session may have passed to another router. Set before start.
-    var clientIDAfterDisconnect: (() -> String)?
     /// Set on a link that drains a lapsed member's session; nil on the instance's own link.
     let adoption: MQTTSessionAdoption?
     /// The first settle token of this link's inbound publishes: each link of an instance
@@ -61,15 +129,23 @@ final class MQTTLink: @unchecked Sendable {
         self.instance = instance
         self.adoption = adoption
         self.settleTokenBase = settleTokenBase
-        connectAs = (configuration.clientID, configuration.cleanStart)
         eventLoop = Self.sharedEventLoop
-        reconnectDelay = configuration.initialReconnectDelay
+        loopState = .makeBoxSendingValue(
+            LoopState(reconnectDelay: configuration.initialReconnectDelay, connectAs: (configuration.clientID, configuration.cleanStart)),
+            as: LoopState.self, eventLoop: eventLoop)
         output = MQTTOutput(version: configuration.version, context: context, eventLoop: eventLoop)
         inbound = MQTTInbound(link: self)
         publisher = MQTTPublisher(link: self)
     }
 
     // MARK: Entry points (any thread)
+
+    /// With session takeover (MQTTMembership): where the client id to reconnect under comes
+    /// from once an accepted connection is lost. Call it before ``start()``: both hop onto the
+    /// event loop, in order, so no connection runs without it.
+    func reconnect(as clientID: @escaping @Sendable () -> String) {
+        eventLoop.execute { self.clientIDAfterDisconnect = clientID }
+    }
 
     func start() {
         // Not ready (the router's /readyz) until the broker accepted the connection.

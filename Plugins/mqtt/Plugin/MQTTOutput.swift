@@ -6,10 +6,10 @@ import Synchronization
 /// The link's way to the socket: encodes packets into one buffer per event-loop turn, hands it
 /// to the channel, and tracks whether the socket keeps up (the send buffer's water marks).
 ///
-/// Every mutable field is only touched on the link's event loop (as the link's own); the
-/// writability flag and the stall count are atomics, so the router's threads can ask whether
-/// another publish fits.
-final class MQTTOutput: @unchecked Sendable {
+/// The buffer and its bookkeeping are confined to the link's event loop (checked at each
+/// access); the writability flag and the stall count are atomics, so the router's threads can
+/// ask whether another publish fits.
+final class MQTTOutput: Sendable {
     /// How many bytes may wait unsent before the link stops taking publishes, and how few
     /// before it takes them again.
     static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 256 * 1024, high: 1024 * 1024)
@@ -26,18 +26,24 @@ final class MQTTOutput: @unchecked Sendable {
     private let socketWritable = Atomic<Bool>(true)
     /// Times the socket stopped being writable (for the log; the metric is the counter).
     private let writeStalls = Atomic<Int>(0)
-    private var flushScheduled = false
-    /// Packets encoded for the current channel and not yet handed to it.
-    private var outgoing = ByteBuffer()
-    /// Writes handed to the channel that the socket has not taken completely yet.
-    private var unfinishedFlushes = 0
-    /// The channel the buffer is for: a flush scheduled for a lost one is dropped.
-    private var channel: (any Channel)?
+    /// What the event loop keeps between writes.
+    private struct Buffered {
+        var flushScheduled = false
+        /// Packets encoded for the current channel and not yet handed to it.
+        var outgoing = ByteBuffer()
+        /// Writes handed to the channel that the socket has not taken completely yet.
+        var unfinishedFlushes = 0
+        /// The channel the buffer is for: a flush scheduled for a lost one is dropped.
+        var channel: (any Channel)?
+    }
+
+    private let buffered: NIOLoopBoundBox<Buffered>
 
     init(version: MQTTVersion, context: PluginContext, eventLoop: any EventLoop) {
         self.version = version
         self.context = context
         self.eventLoop = eventLoop
+        buffered = .makeBoxSendingValue(Buffered(), as: Buffered.self, eventLoop: eventLoop)
     }
 
     /// Whether the socket's send buffer is below its high water mark (any thread).
@@ -45,16 +51,16 @@ final class MQTTOutput: @unchecked Sendable {
 
     /// A new connection: packets are encoded for `channel` from now on.
     func connected(_ channel: any Channel) {
-        self.channel = channel
-        outgoing = channel.allocator.buffer(capacity: Self.outgoingCapacity)
+        buffered.value.channel = channel
+        buffered.value.outgoing = channel.allocator.buffer(capacity: Self.outgoingCapacity)
     }
 
     /// The connection is gone: what was encoded for it is dropped (what matters is resent from
     /// the inflight window), and publishes wait in the window until reconnected.
     func connectionLost() {
         socketWritable.store(true, ordering: .relaxed)
-        channel = nil
-        outgoing = ByteBuffer()
+        buffered.value.channel = nil
+        buffered.value.outgoing = ByteBuffer()
     }
 
     /// Encodes a packet into the connection's output buffer. With `flush: false` the buffer
@@ -63,18 +69,18 @@ final class MQTTOutput: @unchecked Sendable {
     /// channel, and the link's `channelInactive()` deals with what the broker had not confirmed.
     func write(_ packet: MQTTPacket, on channel: any Channel, flush: Bool = true) {
         do {
-            try MQTTCodec.encode(packet, version: version, into: &outgoing)
+            try MQTTCodec.encode(packet, version: version, into: &buffered.value.outgoing)
         } catch {
             context.log(.error, "cannot encode \(packet.name): \(error)")
             return
         }
         if flush {
             _ = self.flush(on: channel)
-        } else if !flushScheduled {
-            flushScheduled = true
+        } else if !buffered.value.flushScheduled {
+            buffered.value.flushScheduled = true
             eventLoop.execute {
-                self.flushScheduled = false
-                guard self.channel === channel else { return }
+                self.buffered.value.flushScheduled = false
+                guard self.buffered.value.channel === channel else { return }
                 _ = self.flush(on: channel)
             }
         }
@@ -82,23 +88,23 @@ final class MQTTOutput: @unchecked Sendable {
 
     /// Hands what the output buffer holds to the socket; the future completes when it is written.
     func flush(on channel: any Channel) -> EventLoopFuture<Void> {
-        guard outgoing.readableBytes > 0 else { return eventLoop.makeSucceededVoidFuture() }
+        guard buffered.value.outgoing.readableBytes > 0 else { return eventLoop.makeSucceededVoidFuture() }
         let written: EventLoopFuture<Void>
-        if unfinishedFlushes == 0 {
+        if buffered.value.unfinishedFlushes == 0 {
             // Usually the socket takes it all at once, the channel lets go of the storage, and
             // clear() below reuses it.
-            written = channel.writeAndFlush(outgoing)
+            written = channel.writeAndFlush(buffered.value.outgoing)
         } else {
             // The socket is behind: this write will wait too, so it gets storage of its own
             // size rather than holding on to the whole output buffer (the water mark counts
             // bytes, not capacity).
-            var compact = channel.allocator.buffer(capacity: outgoing.readableBytes)
-            compact.writeImmutableBuffer(outgoing)
+            var compact = channel.allocator.buffer(capacity: buffered.value.outgoing.readableBytes)
+            compact.writeImmutableBuffer(buffered.value.outgoing)
             written = channel.writeAndFlush(compact)
         }
-        unfinishedFlushes += 1
-        written.whenComplete { _ in self.unfinishedFlushes -= 1 }
-        outgoing.clear()
+        buffered.value.unfinishedFlushes += 1
+        written.whenComplete { _ in self.buffered.value.unfinishedFlushes -= 1 }
+        buffered.value.outgoing.clear()
         return written
     }
 

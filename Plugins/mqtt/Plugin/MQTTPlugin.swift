@@ -68,8 +68,8 @@ final class MQTTPlugin: SwitchyardPlugin {
         membership = configuration.takesOverSessions && context.offersHolds ? MQTTMembership(link: link, instance: name) : nil
         // Before the link starts, so no connection runs without it. Weak: the membership holds
         // the link, and a reload drops both.
-        link.clientIDAfterDisconnect = membership.map { membership in
-            { [weak membership] in membership?.nextClientID() ?? MQTTLinkConfiguration.freshClientID(instance: name) }
+        if let membership {
+            link.reconnect { [weak membership] in membership?.nextClientID() ?? MQTTLinkConfiguration.freshClientID(instance: name) }
         }
     }
 

@@ -1,4 +1,5 @@
 import CCycloneDDS
+import SwitchyardCore
 
 #if canImport(Glibc)
     import Glibc
@@ -27,44 +28,35 @@ public final class DDSFlusher: Sendable {
 
     deinit { core.stop() }
 
-    /// The state the thread shares with writers. `@unchecked Sendable`: `mutex` guards `dirty`,
-    /// `waiting`, `thread` and `stopping`; `wake` is signalled under it.
-    private final class Core: @unchecked Sendable {
-        private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        private let wake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-        /// Writers with unsent samples (a handful: one per topic written).
-        private var dirty: [dds_entity_t] = []
-        private var waiting = false
-        private var stopping = false
-        private var thread: pthread_t?
-
-        init() {
-            pthread_mutex_init(mutex, nil)
-            pthread_cond_init(wake, nil)
+    /// The state the thread shares with writers.
+    private final class Core: Sendable {
+        private struct Pending {
+            /// Writers with unsent samples (a handful: one per topic written).
+            var dirty: [dds_entity_t] = []
+            var stopping = false
+            var thread: pthread_t?
         }
 
-        deinit {
-            pthread_cond_destroy(wake)
-            pthread_mutex_destroy(mutex)
-            wake.deallocate()
-            mutex.deallocate()
-        }
+        private let pending = Locked(Pending())
 
         func noteWritten(_ writer: dds_entity_t) {
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
-            if !dirty.contains(writer) { dirty.append(writer) }
-            if thread == nil, !stopping, !startThread() {
-                // No thread (out of resources): send now rather than never.
-                dirty.removeAll { $0 == writer }
-                dds_write_flush(writer)
-                return
+            pending.withLock { pending in
+                if !pending.dirty.contains(writer) { pending.dirty.append(writer) }
+                if pending.thread == nil, !pending.stopping {
+                    guard let thread = startThread() else {
+                        // No thread (out of resources): send now rather than never.
+                        pending.dirty.removeAll { $0 == writer }
+                        dds_write_flush(writer)
+                        return
+                    }
+                    pending.thread = thread
+                }
+                if pending.dirty.count == 1 { self.pending.signal() }
             }
-            if waiting { pthread_cond_signal(wake) }
         }
 
-        /// Starts the thread; called with `mutex` held.
-        private func startThread() -> Bool {
+        /// Starts the thread (lock held); nil when the system has none to give.
+        private func startThread() -> pthread_t? {
             var created = pthread_t()
             let argument = Unmanaged.passRetained(self).toOpaque()
             let status = pthread_create(
@@ -77,39 +69,32 @@ public final class DDSFlusher: Sendable {
                 }, argument)
             guard status == 0 else {
                 Unmanaged<Core>.fromOpaque(argument).release()
-                return false
+                return nil
             }
             qeo_name_thread(created, "qeo-flush")  // named here, so it has its name once this returns
-            thread = created
-            return true
+            return created
         }
 
         private func run() {
-            pthread_mutex_lock(mutex)
             while true {
-                while dirty.isEmpty, !stopping {
-                    waiting = true
-                    pthread_cond_wait(wake, mutex)
-                    waiting = false
+                let writers: [dds_entity_t]? = pending.withLock(waitingUntil: { !$0.dirty.isEmpty || $0.stopping }) { pending, _ in
+                    if pending.dirty.isEmpty { return nil }  // stopping, and everything sent
+                    defer { pending.dirty.removeAll(keepingCapacity: true) }
+                    return pending.dirty
                 }
-                if dirty.isEmpty { break }  // stopping, and everything sent
-                let writers = dirty
-                dirty.removeAll(keepingCapacity: true)
-                pthread_mutex_unlock(mutex)
+                guard let writers else { return }
                 // A writer deleted meanwhile fails its own lookup in Cyclone: nothing is sent.
                 for writer in writers { dds_write_flush(writer) }
-                pthread_mutex_lock(mutex)
             }
-            pthread_mutex_unlock(mutex)
         }
 
         /// Sends what is left and ends the thread.
         func stop() {
-            pthread_mutex_lock(mutex)
-            stopping = true
-            let running = thread
-            pthread_cond_signal(wake)
-            pthread_mutex_unlock(mutex)
+            let running = pending.withLock { pending in
+                pending.stopping = true
+                self.pending.signal()
+                return pending.thread
+            }
             if let running { pthread_join(running, nil) }
         }
     }

@@ -9,7 +9,7 @@ extension SIPAgent {
 
     /// Opens the history from the router's store (`start()`); a router without a store refuses
     /// the instance with the reason.
-    func openHistory() throws(PluginError) {
+    func openHistory(_ configuration: SIPConfiguration) throws(PluginError) {
         guard let settings = configuration.history, history == nil else { return }
         let history = try SIPHistory(context: context, identity: configuration.identity.impu, settings: settings)
         historyBox.withLock { $0 = history }

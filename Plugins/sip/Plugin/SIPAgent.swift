@@ -11,8 +11,9 @@ import Synchronization
 /// digest authentication, registration (``SIPAgent+Registration``) and pager-mode messaging
 /// (``SIPAgent+Messages``).
 ///
-/// Every mutable field is only touched on `eventLoop`; the entry points hop onto it.
-final class SIPAgent: @unchecked Sendable {
+/// Every mutable field is confined to `eventLoop` (a `NIOLoopBoundBox`, checked at each
+/// access); the entry points hop onto it.
+final class SIPAgent: Sendable {
     /// How a client request ended, after any authentication round.
     enum RequestOutcome {
         /// A final response (2xx-6xx).
@@ -50,38 +51,106 @@ final class SIPAgent: @unchecked Sendable {
         var count: UInt32
     }
 
-    /// Replaced by a reconfigure (``adopt(_:registrationChanged:)``), on `eventLoop` like the
-    /// rest; `start()` reads it before any reconfigure can run.
-    var configuration: SIPConfiguration
+    /// The fields confined to the event loop (checked at each access: `NIOLoopBoundBox`).
+    private struct LoopState {
+        /// Replaced by a reconfigure (``adopt(_:registrationChanged:)``), on `eventLoop` like the rest.
+        var configuration: SIPConfiguration
+        var clients: [String: ClientTransaction] = [:]
+        var servers: [String: ServerTransaction] = [:]
+        /// The last challenges (by ``challengeKey(_:_:)``): answered up front on later requests,
+        /// saving the 401/407 round trip while the nonce lasts.
+        var challenges: [String: CachedChallenge] = [:]
+        var stopped: Bool = false
+        var sweepTask: RepeatedTask?
+        var registration: RegistrationState = RegistrationState()
+        var incoming: [UInt64: IncomingMessage] = [:]
+        /// The settle token of each MESSAGE waiting for the router, by ``dialogKey(_:)``.
+        var waiting: [String: UInt64] = [:]
+        var answered: [String: AnsweredMessage] = [:]
+        /// Answered keys in the order they expire (one window for all): the sweep pops the front.
+        var answeredOrder: Deque<(key: String, expiry: NIODeadline)> = []
+        var nextSettleToken: UInt64 = 0
+        /// MESSAGEs sent per envelope id while the router may still retry it (its `sip.Outcome`'s
+        /// `attempts`), oldest forgotten first past ``maximumRememberedAttempts``.
+        var sendAttempts: [String: Int] = [:]
+        var sendAttemptsOrder: Deque<String> = []
+    }
+
+    private let loopState: NIOLoopBoundBox<LoopState>
+
+    /// Replaced by a reconfigure (``adopt(_:registrationChanged:)``), on `eventLoop` like the rest.
+    var configuration: SIPConfiguration {
+        get { loopState.value.configuration }
+        _modify { yield &loopState.value.configuration }
+    }
+    var clients: [String: ClientTransaction] {
+        get { loopState.value.clients }
+        _modify { yield &loopState.value.clients }
+    }
+    var servers: [String: ServerTransaction] {
+        get { loopState.value.servers }
+        _modify { yield &loopState.value.servers }
+    }
+    /// The last challenges (by ``challengeKey(_:_:)``): answered up front on later requests,
+    /// saving the 401/407 round trip while the nonce lasts.
+    var challenges: [String: CachedChallenge] {
+        get { loopState.value.challenges }
+        _modify { yield &loopState.value.challenges }
+    }
+    var stopped: Bool {
+        get { loopState.value.stopped }
+        _modify { yield &loopState.value.stopped }
+    }
+    var sweepTask: RepeatedTask? {
+        get { loopState.value.sweepTask }
+        _modify { yield &loopState.value.sweepTask }
+    }
+    var registration: RegistrationState {
+        get { loopState.value.registration }
+        _modify { yield &loopState.value.registration }
+    }
+    var incoming: [UInt64: IncomingMessage] {
+        get { loopState.value.incoming }
+        _modify { yield &loopState.value.incoming }
+    }
+    /// The settle token of each MESSAGE waiting for the router, by ``dialogKey(_:)``.
+    var waiting: [String: UInt64] {
+        get { loopState.value.waiting }
+        _modify { yield &loopState.value.waiting }
+    }
+    var answered: [String: AnsweredMessage] {
+        get { loopState.value.answered }
+        _modify { yield &loopState.value.answered }
+    }
+    /// Answered keys in the order they expire (one window for all): the sweep pops the front.
+    var answeredOrder: Deque<(key: String, expiry: NIODeadline)> {
+        get { loopState.value.answeredOrder }
+        _modify { yield &loopState.value.answeredOrder }
+    }
+    var nextSettleToken: UInt64 {
+        get { loopState.value.nextSettleToken }
+        _modify { yield &loopState.value.nextSettleToken }
+    }
+    /// MESSAGEs sent per envelope id while the router may still retry it (its `sip.Outcome`'s
+    /// `attempts`), oldest forgotten first past ``maximumRememberedAttempts``.
+    var sendAttempts: [String: Int] {
+        get { loopState.value.sendAttempts }
+        _modify { yield &loopState.value.sendAttempts }
+    }
+    var sendAttemptsOrder: Deque<String> {
+        get { loopState.value.sendAttemptsOrder }
+        _modify { yield &loopState.value.sendAttemptsOrder }
+    }
     let context: PluginContext
     let eventLoop: any EventLoop
     let transport: SIPTransport
 
-    var clients: [String: ClientTransaction] = [:]
-    var servers: [String: ServerTransaction] = [:]
-    /// The last challenges (by ``challengeKey(_:_:)``): answered up front on later requests,
-    /// saving the 401/407 round trip while the nonce lasts.
-    var challenges: [String: CachedChallenge] = [:]
     /// How many far ends' challenges are kept; past it the cache starts again.
     static let maximumCachedChallenges = 64
-    var stopped = false
-    var sweepTask: RepeatedTask?
 
     // Registration (SIPAgent+Registration).
-    var registration = RegistrationState()
 
     // Messaging (SIPAgent+Messages).
-    var incoming: [UInt64: IncomingMessage] = [:]
-    /// The settle token of each MESSAGE waiting for the router, by ``dialogKey(_:)``.
-    var waiting: [String: UInt64] = [:]
-    var answered: [String: AnsweredMessage] = [:]
-    /// Answered keys in the order they expire (one window for all): the sweep pops the front.
-    var answeredOrder: Deque<(key: String, expiry: NIODeadline)> = []
-    var nextSettleToken: UInt64 = 0
-    /// MESSAGEs sent per envelope id while the router may still retry it (its `sip.Outcome`'s
-    /// `attempts`), oldest forgotten first past ``maximumRememberedAttempts``.
-    var sendAttempts: [String: Int] = [:]
-    var sendAttemptsOrder: Deque<String> = []
     static let maximumRememberedAttempts = 10_000
     /// Deliveries taken from the router and not yet acknowledged (read from any thread).
     let outstanding = Atomic<Int>(0)
@@ -89,11 +158,10 @@ final class SIPAgent: @unchecked Sendable {
     let historyBox = Mutex<SIPHistory?>(nil)
 
     init(configuration: SIPConfiguration, context: PluginContext) {
-        self.configuration = configuration
         self.context = context
         eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        loopState = .makeBoxSendingValue(LoopState(configuration: configuration), as: LoopState.self, eventLoop: eventLoop)
         transport = SIPTransport(configuration: configuration, eventLoop: eventLoop, reporter: PluginGuardReporter(context: context))
-        transport.delegate = self
     }
 
     // MARK: Entry points (any thread)
@@ -102,8 +170,10 @@ final class SIPAgent: @unchecked Sendable {
     func start() throws {
         context.metric(.gauge, "ready", 0)
         context.metric(.gauge, "registered", 0)
-        try openHistory()
-        let bound = eventLoop.flatSubmit { self.transport.start() }
+        // Read on the loop, where it lives (no reconfigure can run before start returns).
+        let configuration = try eventLoop.submit { self.configuration }.wait()
+        try openHistory(configuration)
+        let bound = eventLoop.flatSubmit { self.transport.start(reportingTo: self) }
         do {
             try bound.wait()
         } catch {

@@ -20,15 +20,9 @@ struct SIPHistorySettings: Sendable, Equatable {
 /// `added`, `updated`, `removed`, `reset` — emitted on the `history` port.
 ///
 /// Store calls write to disk, so they run on a queue of their own, never on the SIP event
-/// loop. Every field below `queue` is only touched on it.
-final class SIPHistory: @unchecked Sendable {
-    /// What the index keeps of an entry: enough to prune and filter without reading the store.
-    private struct Indexed {
-        var id: UInt64
-        var time: Date
-        var peer: String
-    }
-
+/// loop. The ``SIPHistoryBook`` they work on is reached only there, through a lock that is
+/// never contended but lets the compiler check that nothing else touches it.
+final class SIPHistory: Sendable {
     private let queue = DispatchQueue(label: "switchyard.sip.history")
     private let context: PluginContext
     /// The records handed to `queue` and not yet written (any thread): past
@@ -36,61 +30,32 @@ final class SIPHistory: @unchecked Sendable {
     private let backlog = Atomic<Int>(0)
     /// The most records waiting for the store.
     static let maximumBacklog = 1_000
-    /// The identity and settings as the last reconfigure left them (read by any thread to cut
-    /// bodies before they are queued; the queue's copies below are what it writes with).
-    private let adopted: Mutex<(identity: String, settings: SIPHistorySettings)>
-    private var identity: String
-    private var settings: SIPHistorySettings
-    /// Every stored entry, oldest first.
-    private var index: Deque<Indexed> = []
-    private var nextID: UInt64 = 1
-    /// The entry of each envelope `send` is still working on, so its outcome updates it.
-    private var pending: [String: UInt64] = [:]
-    private var pendingOrder: Deque<String> = []
-    /// How many envelopes' entries are remembered for their outcome.
-    static let maximumPending = 10_000
     /// The most entries a query answers.
     static let maximumQueryLimit = 1_000
     /// The most bytes of entries one query answers (the admin client reads at most 4 MiB).
     static let maximumQueryBytes = 1 << 20
+    /// The identity and settings as the last reconfigure left them (read by any thread to cut
+    /// bodies before they are queued; the book's copies are what it writes with).
+    private let adopted: Mutex<(identity: String, settings: SIPHistorySettings)>
+    /// The index and what `send` still works on; used on `queue` only.
+    private let book: Locked<SIPHistoryBook>
 
     /// Reads the index from the store; throws when the router has no store to keep it in.
     init(context: PluginContext, identity: String, settings: SIPHistorySettings) throws(PluginError) {
         self.context = context
-        self.identity = identity
-        self.settings = settings
         adopted = Mutex((identity, settings))
-        var unreadable: [String] = []
-        var loaded: [Indexed] = []
-        do {
-            // One entry in memory at a time: the index keeps its id, time and peer only.
-            try context.state.forEach(withPrefix: SIPHistoryEntry.keyPrefix) { key, value in
-                // Never trusted: an entry that does not read, or whose key is not its id, goes.
-                guard let id = SIPHistoryEntry.id(ofKey: key), let entry = SIPHistoryEntry(stored: value), entry.id == id else {
-                    unreadable.append(key)
-                    return true
-                }
-                loaded.append(Indexed(id: entry.id, time: entry.time, peer: entry.peer))
-                return true
-            }
-        } catch {
-            throw PluginError("history: the router's store cannot be read (\(error)); history needs it")
-        }
-        for key in unreadable {
-            context.log(.warning, "history: dropped unreadable entry \(key)")
-            try? context.state.removeValue(forKey: key)
-        }
-        index = Deque(loaded)
-        nextID = (loaded.last?.id ?? 0) + 1
-        queue.async { self.prune() }
+        book = Locked(try SIPHistoryBook(context: context, identity: identity, settings: settings))
+        queue.async { self.book.withLock { $0.prune() } }
     }
 
     /// Adopts changed settings or identity (a reload); a smaller `keep` or `max_age` prunes at once.
     func adopt(_ settings: SIPHistorySettings, identity: String) {
         adopted.withLock { $0 = (identity, settings) }
         queue.async {
-            (self.settings, self.identity) = (settings, identity)
-            self.prune()
+            self.book.withLock { book in
+                (book.settings, book.identity) = (settings, identity)
+                book.prune()
+            }
         }
     }
 
@@ -98,7 +63,7 @@ final class SIPHistory: @unchecked Sendable {
     func flush() { queue.sync {} }
 
     /// Hands `record` to the queue, unless too many wait already (counted, logged once per burst).
-    private func enqueue(_ record: @escaping @Sendable () -> Void) {
+    private func enqueue(_ record: @escaping @Sendable (inout SIPHistoryBook) -> Void) {
         guard backlog.wrappingAdd(1, ordering: .relaxed).newValue <= Self.maximumBacklog else {
             if backlog.wrappingSubtract(1, ordering: .relaxed).newValue == Self.maximumBacklog {
                 context.log(
@@ -108,7 +73,7 @@ final class SIPHistory: @unchecked Sendable {
             return
         }
         queue.async {
-            record()
+            self.book.withLock(record)
             self.backlog.wrappingSubtract(1, ordering: .relaxed)
         }
     }
@@ -122,12 +87,12 @@ final class SIPHistory: @unchecked Sendable {
     func recordIncoming(peer: String, contentType: String, body: [UInt8], callID: String, status: Int) {
         let time = Date()
         let (body, length) = kept(body)
-        enqueue {
+        enqueue { book in
             var entry = SIPHistoryEntry(
-                id: self.takeID(), time: time, direction: .incoming, peer: peer, contentType: contentType, body: body,
-                maximumBody: self.settings.maximumBody, callID: callID, status: status, reason: SIPAgent.reasonPhrase(status))
+                id: book.takeID(), time: time, direction: .incoming, peer: peer, contentType: contentType, body: body,
+                maximumBody: book.settings.maximumBody, callID: callID, status: status, reason: SIPAgent.reasonPhrase(status))
             entry.bodyBytes = max(entry.bodyBytes, length)
-            self.add(entry)
+            book.add(entry)
         }
     }
 
@@ -137,32 +102,28 @@ final class SIPHistory: @unchecked Sendable {
         let time = Date()
         let (body, length) = kept(outgoing.body)
         let (to, contentType, envelopeID) = (outgoing.to, outgoing.contentType, outgoing.envelopeID)
-        enqueue {
-            if let id = self.pending[envelopeID], var entry = self.entry(id) {
+        enqueue { book in
+            if let id = book.pending[envelopeID], var entry = book.entry(id) {
                 (entry.attempts, entry.callID, entry.outcome, entry.status, entry.reason) = (attempts, callID, "pending", 0, "")
-                return self.update(entry)
+                return book.update(entry)
             }
             var entry = SIPHistoryEntry(
-                id: self.takeID(), time: time, direction: .outgoing, peer: to, contentType: contentType, body: body,
-                maximumBody: self.settings.maximumBody, callID: callID, status: 0, reason: "", outcome: "pending", attempts: attempts,
+                id: book.takeID(), time: time, direction: .outgoing, peer: to, contentType: contentType, body: body,
+                maximumBody: book.settings.maximumBody, callID: callID, status: 0, reason: "", outcome: "pending", attempts: attempts,
                 envelopeID: envelopeID)
             entry.bodyBytes = max(entry.bodyBytes, length)
-            self.pending[envelopeID] = entry.id
-            self.pendingOrder.append(envelopeID)
-            while self.pendingOrder.count > Self.maximumPending, let oldest = self.pendingOrder.popFirst() {
-                self.pending[oldest] = nil
-            }
-            self.add(entry)
+            book.remember(pending: envelopeID, entry: entry.id)
+            book.add(entry)
         }
     }
 
     /// Records how the MESSAGE sent for `envelopeID` ended.
     func recordOutcome(envelopeID: String, status: Int, reason: String, outcome: String) {
-        enqueue {
-            guard let id = self.pending[envelopeID], var entry = self.entry(id) else { return }
-            if outcome != "retry" { self.pending[envelopeID] = nil }
+        enqueue { book in
+            guard let id = book.pending[envelopeID], var entry = book.entry(id) else { return }
+            if outcome != "retry" { book.pending[envelopeID] = nil }
             (entry.status, entry.reason, entry.outcome) = (status, reason, outcome)
-            self.update(entry)
+            book.update(entry)
         }
     }
 
@@ -171,26 +132,29 @@ final class SIPHistory: @unchecked Sendable {
     /// `{identity, total, entries, more}`; with `more`, ask again with `before` the last id.
     func query(peer: String?, since: Date?, before: UInt64?, limit: Int) -> JSONValue {
         queue.sync {
-            prune()
-            var entries: [JSONValue] = []
-            var bytes = 0
-            var more = false
-            for indexed in index.reversed() {
-                if let before, indexed.id >= before { continue }
-                if let since, indexed.time < since { break }
-                if let peer, !Self.samePeer(indexed.peer, peer) { continue }
-                guard entries.count < limit, bytes < Self.maximumQueryBytes else {
-                    more = true
-                    break
+            book.withLock { book in
+                book.prune()
+                var entries: [JSONValue] = []
+                var bytes = 0
+                var more = false
+                for indexed in book.index.reversed() {
+                    if let before, indexed.id >= before { continue }
+                    if let since, indexed.time < since { break }
+                    if let peer, !Self.samePeer(indexed.peer, peer) { continue }
+                    guard entries.count < limit, bytes < Self.maximumQueryBytes else {
+                        more = true
+                        break
+                    }
+                    guard let entry = book.entry(indexed.id) else { continue }
+                    let json = entry.json
+                    bytes += json.serializedBytes().count
+                    entries.append(json)
                 }
-                guard let entry = entry(indexed.id) else { continue }
-                let json = entry.json
-                bytes += json.serializedBytes().count
-                entries.append(json)
+                return [
+                    "identity": .string(book.identity), "total": .int(book.index.count), "entries": .array(entries),
+                    "more": .bool(more),
+                ]
             }
-            return [
-                "identity": .string(identity), "total": .int(index.count), "entries": .array(entries), "more": .bool(more),
-            ]
         }
     }
 
@@ -198,9 +162,11 @@ final class SIPHistory: @unchecked Sendable {
     /// how many went.
     func clear(peer: String?) -> Int {
         queue.sync {
-            let going = index.filter { indexed in peer.map { Self.samePeer(indexed.peer, $0) } ?? true }
-            remove(going.map(\.id), reset: peer == nil)
-            return going.count
+            book.withLock { book in
+                let going = book.index.filter { indexed in peer.map { Self.samePeer(indexed.peer, $0) } ?? true }
+                book.remove(going.map(\.id), reset: peer == nil)
+                return going.count
+            }
         }
     }
 
@@ -218,87 +184,5 @@ final class SIPHistory: @unchecked Sendable {
         }
         let (left, right) = (plain(stored), plain(asked))
         return left.user == right.user && left.host == right.host
-    }
-
-    // MARK: On the queue
-
-    private func takeID() -> UInt64 {
-        defer { nextID += 1 }
-        return nextID
-    }
-
-    private func entry(_ id: UInt64) -> SIPHistoryEntry? {
-        (try? context.state.value(forKey: SIPHistoryEntry.key(id))).flatMap { $0.flatMap(SIPHistoryEntry.init(stored:)) }
-    }
-
-    private func add(_ entry: SIPHistoryEntry) {
-        guard store(entry) else { return }
-        index.append(Indexed(id: entry.id, time: entry.time, peer: entry.peer))
-        emit("added", entry: entry)
-        prune()
-    }
-
-    private func update(_ entry: SIPHistoryEntry) {
-        // An entry pruned meanwhile stays gone.
-        guard index.contains(where: { $0.id == entry.id }), store(entry) else { return }
-        emit("updated", entry: entry)
-    }
-
-    private func store(_ entry: SIPHistoryEntry) -> Bool {
-        do {
-            try context.state.setValue(entry.json.serializedBytes(), forKey: SIPHistoryEntry.key(entry.id))
-            return true
-        } catch {
-            // Counted and logged: history is a record, a MESSAGE never waits on (or fails for) it.
-            context.metric(.counter, "history_failures_total", 1)
-            context.log(.warning, "history: could not store entry \(entry.id): \(error)")
-            return false
-        }
-    }
-
-    /// Drops the entries past `keep` and older than `max_age` (event `removed`).
-    private func prune() {
-        let oldest = Date().addingTimeInterval(-Double(settings.maximumAge.components.seconds))
-        var going: [UInt64] = []
-        var kept = index.count
-        for indexed in index {
-            guard kept > settings.keep || indexed.time < oldest else { break }
-            going.append(indexed.id)
-            kept -= 1
-        }
-        if !going.isEmpty { remove(going, reset: false) }
-    }
-
-    private func remove(_ ids: [UInt64], reset: Bool) {
-        guard !ids.isEmpty || reset else { return }
-        var removed: [UInt64] = []
-        for id in ids {
-            do {
-                try context.state.removeValue(forKey: SIPHistoryEntry.key(id))
-                removed.append(id)
-            } catch {
-                context.metric(.counter, "history_failures_total", 1)
-                context.log(.warning, "history: could not remove entry \(id): \(error)")
-            }
-        }
-        let gone = Set(removed)
-        index.removeAll { gone.contains($0.id) }
-        context.metric(.counter, "history_removed_total", Double(removed.count))
-        if reset {
-            emit("reset", entry: nil)
-        } else if !removed.isEmpty {
-            emit("removed", entry: nil, ids: removed)
-        }
-    }
-
-    private func emit(_ event: String, entry: SIPHistoryEntry?, ids: [UInt64] = []) {
-        var body: [String: JSONValue] = ["event": .string(event), "identity": .string(identity)]
-        if let entry { body["entry"] = entry.json }
-        if !ids.isEmpty { body["ids"] = .array(ids.map { .int(Int(clamping: $0)) }) }
-        let envelope = Envelope(
-            type: SIPEnvelopes.historyEventType, subject: entry?.peer ?? identity, contentType: "application/json",
-            body: JSONValue.object(body).serializedBytes())
-        // Nobody may route the port; an event nobody takes is not an error.
-        context.emit(envelope, on: SIPPlugin.historyPort)
     }
 }

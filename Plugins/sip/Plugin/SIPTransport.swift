@@ -8,10 +8,10 @@ import SwitchyardPluginKit
 
 /// Where a message came from, and so where its answer goes (RFC 3261 §18.2.2): over a stream,
 /// back on the connection it arrived on; over UDP, to its source address (`rport`, RFC 3581).
-struct SIPPeer: @unchecked Sendable {
+struct SIPPeer: Sendable {
     var transport: SIPTransportKind
     var address: SocketAddress
-    /// The connection of a stream transport. Only touched on the transport's event loop.
+    /// The connection of a stream transport (written to on the transport's event loop).
     var connection: (any Channel)?
 
     var addressText: String { "\(transport.rawValue):\(address.ipAddress ?? "?"):\(address.port ?? 0)" }
@@ -42,35 +42,93 @@ enum SIPTransportLimit: Sendable {
 
 /// The sockets of one sip instance: a UDP socket, a TCP listener on the same port, an optional
 /// TLS listener, and outgoing TCP/TLS connections kept per target. Everything runs on one event
-/// loop, the owner's.
-final class SIPTransport: @unchecked Sendable {
+/// loop, the owner's: its state is confined there (a `NIOLoopBoundBox`, checked at each access).
+final class SIPTransport: Sendable {
     let eventLoop: any EventLoop
-    /// On `eventLoop` only, like every other field; replaced by ``adopt(_:)``.
-    private var configuration: SIPConfiguration
-    weak var delegate: (any SIPTransportDelegate)?
+    /// The fields confined to the event loop (checked at each access: `NIOLoopBoundBox`).
+    private struct LoopState {
+        /// Replaced by ``adopt(_:)``.
+        var configuration: SIPConfiguration
+        /// Who hears what arrives: the owner, given at ``start(reportingTo:)``.
+        weak var delegate: (any SIPTransportDelegate)?
+        var udp: (any Channel)?
+        var listeners: [any Channel] = []
+        /// Stream connections by ``key(_:_:_:)``: outgoing ones by target, accepted ones by peer address.
+        var connections: [String: EventLoopFuture<any Channel>] = [:]
+        var resolved: [String: SocketAddress] = [:]
+        var clientTLS: NIOSSLContext?
+        var serverTLS: NIOSSLContext?
+        /// The connection slots of each listener (`tcp`, `tls`): `limits.max_connections` and
+        /// `max_connections_per_peer`, where a connection in the middle of a message makes room.
+        var slots: [SIPTransportKind: ConnectionSlots] = [:]
+        /// The UDP/TCP port in use (the configured one, or the one the system chose for port 0).
+        var port: Int = 0
+        /// The TLS listener's port, when there is one.
+        var tlsPort: Int?
+    }
 
-    private var udp: (any Channel)?
-    private var listeners: [any Channel] = []
+    private let loopState: NIOLoopBoundBox<LoopState>
+
+    /// Replaced by ``adopt(_:)``.
+    private var configuration: SIPConfiguration {
+        get { loopState.value.configuration }
+        _modify { yield &loopState.value.configuration }
+    }
+    /// Who hears what arrives: the owner, given at ``start(reportingTo:)``.
+    private var delegate: (any SIPTransportDelegate)? {
+        get { loopState.value.delegate }
+        _modify { yield &loopState.value.delegate }
+    }
+    private var udp: (any Channel)? {
+        get { loopState.value.udp }
+        _modify { yield &loopState.value.udp }
+    }
+    private var listeners: [any Channel] {
+        get { loopState.value.listeners }
+        _modify { yield &loopState.value.listeners }
+    }
     /// Stream connections by ``key(_:_:_:)``: outgoing ones by target, accepted ones by peer address.
-    private var connections: [String: EventLoopFuture<any Channel>] = [:]
-    private var resolved: [String: SocketAddress] = [:]
-    private var clientTLS: NIOSSLContext?
-    private var serverTLS: NIOSSLContext?
+    private var connections: [String: EventLoopFuture<any Channel>] {
+        get { loopState.value.connections }
+        _modify { yield &loopState.value.connections }
+    }
+    private var resolved: [String: SocketAddress] {
+        get { loopState.value.resolved }
+        _modify { yield &loopState.value.resolved }
+    }
+    private var clientTLS: NIOSSLContext? {
+        get { loopState.value.clientTLS }
+        _modify { yield &loopState.value.clientTLS }
+    }
+    private var serverTLS: NIOSSLContext? {
+        get { loopState.value.serverTLS }
+        _modify { yield &loopState.value.serverTLS }
+    }
     /// The connection slots of each listener (`tcp`, `tls`): `limits.max_connections` and
     /// `max_connections_per_peer`, where a connection in the middle of a message makes room.
-    private var slots: [SIPTransportKind: ConnectionSlots] = [:]
+    private var slots: [SIPTransportKind: ConnectionSlots] {
+        get { loopState.value.slots }
+        _modify { yield &loopState.value.slots }
+    }
+    /// The UDP/TCP port in use (the configured one, or the one the system chose for port 0).
+    private(set) var port: Int {
+        get { loopState.value.port }
+        _modify { yield &loopState.value.port }
+    }
+    /// The TLS listener's port, when there is one.
+    private(set) var tlsPort: Int? {
+        get { loopState.value.tlsPort }
+        _modify { yield &loopState.value.tlsPort }
+    }
+
     /// Where the listeners' refusals, evictions and accept failures are logged and counted.
     private let reporter: any ConnectionGuardReporter
 
-    /// The UDP/TCP port in use (the configured one, or the one the system chose for port 0).
-    private(set) var port = 0
-    /// The TLS listener's port, when there is one.
-    private(set) var tlsPort: Int?
 
     init(configuration: SIPConfiguration, eventLoop: any EventLoop, reporter: any ConnectionGuardReporter) {
-        self.configuration = configuration
         self.eventLoop = eventLoop
         self.reporter = reporter
+        loopState = .makeBoxSendingValue(LoopState(configuration: configuration), as: LoopState.self, eventLoop: eventLoop)
     }
 
     /// Takes a configuration with the same sockets (listen, TLS, limits); it applies to what comes next.
@@ -79,9 +137,11 @@ final class SIPTransport: @unchecked Sendable {
         self.configuration = configuration
     }
 
-    /// Binds the sockets. Port 0 binds UDP on a free port and TCP on the same number.
-    func start() -> EventLoopFuture<Void> {
+    /// Binds the sockets, reporting what arrives to `delegate`. Port 0 binds UDP on a free
+    /// port and TCP on the same number.
+    func start(reportingTo delegate: any SIPTransportDelegate) -> EventLoopFuture<Void> {
         eventLoop.assertInEventLoop()
+        self.delegate = delegate
         do {
             if let tls = configuration.tls {
                 var client = TLSConfiguration.makeClientConfiguration()

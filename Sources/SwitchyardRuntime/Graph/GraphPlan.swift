@@ -100,6 +100,22 @@ public struct PlannedInstance: Sendable {
     public var location: SourceLocation
 }
 
+extension PlannedInstance {
+    /// An instance of `plugin` with `config`, its `ports` enabled (of `declaredPorts`),
+    /// declared at `location`; nothing settles, confirms or is exclusive.
+    package init(
+        name: String, plugin: LoadedPlugin, config: JSONValue, ports: [PortDeclaration], declaredPorts: [PortDeclaration],
+        location: SourceLocation
+    ) {
+        self.name = name
+        self.plugin = plugin
+        self.config = config
+        self.ports = ports
+        self.declaredPorts = declaredPorts
+        self.location = location
+    }
+}
+
 /// A route with everything compiled.
 public struct PlannedRoute: Sendable {
     /// The declaration as written.

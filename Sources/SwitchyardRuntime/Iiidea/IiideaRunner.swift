@@ -62,25 +62,36 @@ public final class IiideaState: Sendable {
     func isManualRun(_ envelopeID: String) -> Bool { manualRuns.withLock { $0.remove(envelopeID) != nil } }
 }
 
-/// The worker of an iiidea route: runs trigger → service → action for each envelope, in order,
-/// and records every run (start, end, the piece that ended it, output or error).
-final class IiideaRunner {
+/// What an iiidea route runs: its iiidea, whose switch, and where runs are recorded.
+struct IiideaChain: Sendable {
     let planned: PlannedIiidea
     let state: IiideaState
+    /// Whether this is the chain's remote half (a trigger another router's instance emits).
     let remote: Bool
     let store: any IiideaRunStore
+    /// How many runs each iiidea keeps in its history.
     let keep: Int
-    unowned var route: RouteRuntime!
+}
+
+/// The worker of an iiidea route: runs trigger → service → action for each envelope, in order,
+/// and records every run (start, end, the piece that ended it, output or error). The route's
+/// worker thread makes it and is the only one to touch it (it is not `Sendable`).
+final class IiideaRunner {
+    let chain: IiideaChain
+    unowned let route: RouteRuntime
     /// Runs whose action has not acknowledged yet: delivery id → run id and output.
     private var pending: [UInt64: (run: String, output: String)] = [:]
 
-    init(planned: PlannedIiidea, state: IiideaState, remote: Bool, store: any IiideaRunStore, keep: Int) {
-        self.planned = planned
-        self.state = state
-        self.remote = remote
-        self.store = store
-        self.keep = keep
+    init(chain: IiideaChain, route: RouteRuntime) {
+        self.chain = chain
+        self.route = route
     }
+
+    var planned: PlannedIiidea { chain.planned }
+    var state: IiideaState { chain.state }
+    var remote: Bool { chain.remote }
+    var store: any IiideaRunStore { chain.store }
+    var keep: Int { chain.keep }
 
     private var logger: Logger { route.router.logger }
 

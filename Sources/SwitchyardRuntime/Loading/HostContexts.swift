@@ -173,8 +173,8 @@ struct SlotWord: ~Copyable {
     private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
 }
 
-final class LateCallRecord: @unchecked Sendable {
-    // `name`, `metrics` and `logger` are immutable; `calls` is atomic. The record holds the
+final class LateCallRecord: Sendable {
+    // The record holds the
     // router's metrics registry and logger, not the router: a weak reference to the router
     // would give it a side table, and every retain and release of the router on the envelope
     // path (through the instances' and routes' `unowned` references) would take the slow path.

@@ -1,11 +1,11 @@
 internal import Logging
-internal import SwitchyardABI
+package import SwitchyardABI
 internal import SwitchyardBridge
 
 /// The host side of the ABI: the host tables (version 2, and version 1 for older plugins) and
 /// the offer made to every plugin. All are allocated once and never freed — plugins may keep
 /// pointers to them.
-enum HostTable {
+package enum HostTable {
     struct Offer: @unchecked Sendable {
         // Immutable, process-lifetime allocations.
         let pointer: UnsafeMutablePointer<sy_offer>
@@ -162,6 +162,17 @@ enum HostTable {
         case SY_LOG_WARNING: .warning
         case SY_LOG_ERROR: .error
         default: .critical
+        }
+    }
+}
+
+extension HostTable {
+    /// The version 2 host table every plugin is offered: what `switchyard test`'s stand-in
+    /// plugin calls, as a real plugin would. Plain C function pointers, never changed.
+    package static var versionTwo: sy_host_api_v2 {
+        // The offer lists version 2 first (see `offer`), always present.
+        offer.withOffer { offer in
+            offer.pointee.host_tables[0].map { $0.assumingMemoryBound(to: sy_host_api_v2.self).pointee } ?? sy_host_api_v2()
         }
     }
 }

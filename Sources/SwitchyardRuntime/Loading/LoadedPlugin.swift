@@ -1,4 +1,4 @@
-internal import SwitchyardABI
+package import SwitchyardABI
 internal import SwitchyardBridge
 public import SwitchyardCore
 
@@ -16,7 +16,8 @@ public final class LoadedPlugin: Sendable {
     public let manifestJSON: JSONValue
     let table: PluginTable
 
-    init(path: String, abiVersion: UInt32, manifest: PluginManifest, configSchema: Schema, table: PluginTable) {
+    /// A plugin whose entry points are `table` (the loader's, or `switchyard test`'s stand-in).
+    package init(path: String, abiVersion: UInt32, manifest: PluginManifest, configSchema: Schema, table: PluginTable) {
         self.path = path
         self.abiVersion = abiVersion
         self.manifest = manifest
@@ -29,11 +30,17 @@ public final class LoadedPlugin: Sendable {
 /// The plugin's function table, copied out of the negotiation buffer. The function pointers
 /// point into a shared object that is never unloaded. A version 1 plugin filled the first
 /// part of the same layout (its entries beyond version 1 are nil).
-struct PluginTable: @unchecked Sendable {
+package struct PluginTable: @unchecked Sendable {
     // Immutable after negotiation: plain C function pointers and a version number.
     let api: sy_plugin_api_v2
     /// The negotiated ABI version: which envelope layout `deliver` takes.
     let version: UInt32
+
+    /// The entry points `api` of a plugin speaking ABI `version`.
+    package init(api: sy_plugin_api_v2, version: UInt32) {
+        self.api = api
+        self.version = version
+    }
 
     /// The envelope as this plugin reads it: a version 1 plugin gets the same memory without
     /// the leading `struct_size` (the layouts are otherwise identical).

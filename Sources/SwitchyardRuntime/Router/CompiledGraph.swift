@@ -1,4 +1,5 @@
 import Foundation
+internal import SwitchyardCore
 
 /// The running graph: the validated plan and the instances and routes compiled from it.
 ///
@@ -30,26 +31,23 @@ final class CompiledGraph: Sendable {
 /// here by the index its delivery id carries, also for a route a reload retired or one a reload
 /// started before its graph was swapped in. Append-only, so it is not part of a
 /// ``CompiledGraph``.
-final class RouteTable: @unchecked Sendable {
-    // `routes` is guarded by `lock`: an NSLock (a pthread mutex), which ThreadSanitizer sees.
-    // Synchronization's Mutex waits on a futex it does not, and a reload appending while an
+final class RouteTable: Sendable {
+    // A pthread lock (``Locked``), which ThreadSanitizer sees: it does not see
+    // Synchronization's Mutex wait on its futex, and a reload appending while an
     // acknowledgement reads was reported as a race.
-    private let lock = NSLock()
-    private var routes: [RouteRuntime] = []
+    private let routes = Locked<[RouteRuntime]>([])
 
     /// Makes a route with the next index and keeps it.
     func append(_ make: (_ index: Int) -> RouteRuntime) -> RouteRuntime {
-        lock.lock()
-        defer { lock.unlock() }
-        let route = make(routes.count)
-        routes.append(route)
-        return route
+        routes.withLock { routes in
+            let route = make(routes.count)
+            routes.append(route)
+            return route
+        }
     }
 
     /// The route with `index`, if there is one.
     subscript(index: Int) -> RouteRuntime? {
-        lock.lock()
-        defer { lock.unlock() }
-        return index >= 0 && index < routes.count ? routes[index] : nil
+        routes.withLock { index >= 0 && index < $0.count ? $0[index] : nil }
     }
 }

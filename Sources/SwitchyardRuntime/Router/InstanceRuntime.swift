@@ -212,8 +212,7 @@ final class SinkPortCounter: Sendable {
 }
 
 /// A sink port a route delivers to.
-struct SinkPort: @unchecked Sendable {
-    // The instance is a Sendable-by-discipline class (see InstanceRuntime).
+struct SinkPort: Sendable {
     let instance: InstanceRuntime
     let name: String
     let nameBytes: [UInt8]
@@ -232,35 +231,29 @@ struct SinkPort: @unchecked Sendable {
 
 /// Lets deliveries that bypass the routes into an instance until it stops, and makes the stop
 /// wait for the ones in progress: the plugin never sees `deliver` after `stop`.
-final class DirectDeliveryGate: @unchecked Sendable {
-    // `closed` and `running` are read and written with `condition` held.
-    private let condition = NSCondition()
-    private var closed = false
-    private var running = 0
+final class DirectDeliveryGate: Sendable {
+    private let state = Locked((closed: false, running: 0))
 
     /// Runs `body` unless the gate is closed (then nil).
     func pass<Result>(_ body: () -> Result) -> Result? {
-        condition.lock()
-        guard !closed else {
-            condition.unlock()
-            return nil
+        let entered = state.withLock { state in
+            guard !state.closed else { return false }
+            state.running += 1
+            return true
         }
-        running += 1
-        condition.unlock()
+        guard entered else { return nil }
         defer {
-            condition.lock()
-            running -= 1
-            if running == 0 { condition.broadcast() }
-            condition.unlock()
+            state.withLock { state in
+                state.running -= 1
+                if state.running == 0 { self.state.broadcast() }
+            }
         }
         return body()
     }
 
     /// Lets nothing more in and waits for what is inside.
     func close() {
-        condition.lock()
-        closed = true
-        while running > 0 { condition.wait() }
-        condition.unlock()
+        state.withLock { $0.closed = true }
+        state.withLock(waitingUntil: { $0.running == 0 }) { _, _ in }
     }
 }

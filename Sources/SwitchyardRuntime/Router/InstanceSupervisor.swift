@@ -129,33 +129,23 @@ struct InstanceSupervisor: Sendable {
 /// place that lowers a count it waits on (an acknowledgement that empties an instance, a
 /// worker's batch, a worker ending) calls ``signal()``, which only takes the lock while someone
 /// waits.
-final class DrainSignal: @unchecked Sendable {
-    // `condition` guards nothing but the sleep and wake-up; `waiters` is atomic. The waiter
+final class DrainSignal: Sendable {
+    // The lock guards nothing but the sleep and wake-up; `waiters` is atomic. The waiter
     // counts itself before it checks the count and the acknowledgement brings the count to zero
     // before it reads `waiters` (both sequentially consistent), so one of them sees the other.
-    private let condition = NSCondition()
+    private let sleep = Locked(())
     private let waiters = Atomic<Int>(0)
 
     /// Wakes the waiters, if any.
     func signal() {
         guard waiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
-        condition.lock()
-        condition.broadcast()
-        condition.unlock()
+        sleep.withLock { _ in sleep.broadcast() }
     }
 
     /// Waits while `busy()` holds, at most until `deadline`; true when it stopped holding.
     func wait(until deadline: ContinuousClock.Instant, while busy: () -> Bool) -> Bool {
         waiters.add(1, ordering: .sequentiallyConsistent)
         defer { waiters.subtract(1, ordering: .sequentiallyConsistent) }
-        condition.lock()
-        defer { condition.unlock() }
-        while busy() {
-            let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .zero else { return false }
-            let (seconds, attoseconds) = left.components
-            _ = condition.wait(until: Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) * 1e-18))
-        }
-        return true
+        return sleep.withLock(waitingUntil: { _ in !busy() }, deadline: deadline) { _, stopped in stopped }
     }
 }

@@ -1,4 +1,3 @@
-import Foundation
 internal import SwitchyardConfig
 internal import SwitchyardCore
 
@@ -34,19 +33,54 @@ struct RouteAck: Sendable {
 /// `block` (and `spool`, whose worker moves the backlog to disk): a full queue refuses the
 /// envelope and remembers who to resume when room frees up.
 /// `drop_oldest`: a full queue drops its oldest envelope to take the new one.
-final class RouteQueue: @unchecked Sendable {
-    // Everything below is guarded by `condition`.
-    private let condition = NSCondition()
-    private var buffer: [QueuedEnvelope?]
-    private var head = 0
-    private var count = 0
-    private var closed = false
-    private var waiters: [(instance: InstanceRuntime, port: String)] = []
-    private var acks: [RouteAck] = []
-    /// While set, every emit is answered "full" (the spool cannot write): the sources wait.
-    private var paused = false
-    /// Pooled routes: whether the route is on the pool's lists or running a slice.
-    private var scheduled = false
+final class RouteQueue: Sendable {
+    /// What the emitting threads and the worker share: the ring and who waits on it.
+    private struct Ring {
+        var buffer: [QueuedEnvelope?]
+        var head = 0
+        var count = 0
+        var closed = false
+        var waiters: [(instance: InstanceRuntime, port: String)] = []
+        var acks: [RouteAck] = []
+        /// While set, every emit is answered "full" (the spool cannot write): the sources wait.
+        var paused = false
+        /// Pooled routes: whether the route is on the pool's lists or running a slice.
+        var scheduled = false
+
+        /// Whether an emit would be taken now.
+        func hasRoom(_ queue: RouteQueue) -> Bool { !paused && (queue.policy == .dropOldest || count < queue.capacity) }
+
+        /// Remembers `waiter` to resume once there is room (once each).
+        mutating func remember(_ waiter: (instance: InstanceRuntime, port: String)) {
+            if !waiters.contains(where: { $0.instance === waiter.instance && $0.port == waiter.port }) { waiters.append(waiter) }
+        }
+
+        /// Moves up to `limit` envelopes from the head into `batch`.
+        mutating func move(_ limit: Int, into batch: inout [QueuedEnvelope]) {
+            let taken = min(limit, count)
+            for _ in 0..<taken {
+                if let item = buffer[head].take() { batch.append(item) }
+                head = (head + 1) % buffer.count
+            }
+            count -= taken
+        }
+
+        /// The sources waiting for room, once there is room (they are resumed once each).
+        mutating func takeWaitersIfRoom(_ queue: RouteQueue) -> [(instance: InstanceRuntime, port: String)] {
+            guard hasRoom(queue), !waiters.isEmpty else { return [] }
+            defer { waiters.removeAll() }
+            return waiters
+        }
+
+        mutating func grow() {
+            var larger: [QueuedEnvelope?] = Array(repeating: nil, count: buffer.count * 2)
+            for index in 0..<count { larger[index] = buffer[(head + index) % buffer.count] }
+            buffer = larger
+            head = 0
+        }
+    }
+
+    private let ring: Locked<Ring>
 
     let capacity: Int
     let policy: OnFull
@@ -57,16 +91,16 @@ final class RouteQueue: @unchecked Sendable {
         self.capacity = capacity
         self.policy = policy
         self.pooled = pooled
-        buffer = Array(repeating: nil, count: capacity)
+        ring = Locked(Ring(buffer: Array(repeating: nil, count: capacity)))
     }
 
     /// Whether a blocking push would succeed now; if not, `waiter` is resumed once it would.
     func reserveRoom(orWake waiter: (instance: InstanceRuntime, port: String)) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        if hasRoom { return true }
-        if !waiters.contains(where: { $0.instance === waiter.instance && $0.port == waiter.port }) { waiters.append(waiter) }
-        return false
+        ring.withLock { ring in
+            if ring.hasRoom(self) { return true }
+            ring.remember(waiter)
+            return false
+        }
     }
 
     /// What a push did.
@@ -88,53 +122,53 @@ final class RouteQueue: @unchecked Sendable {
     func push(_ item: QueuedEnvelope, orWake waiter: (instance: InstanceRuntime, port: String)) -> PushResult {
         // One lock for the check and the push: the worker takes the same lock, and a second
         // acquisition per envelope doubled the contention between them (futex calls).
-        condition.lock()
-        defer { condition.unlock() }
-        if closed { return Self.refusedClosed }
-        if !hasRoom {
-            if !waiters.contains(where: { $0.instance === waiter.instance && $0.port == waiter.port }) { waiters.append(waiter) }
-            return PushResult(queued: false, dropped: nil, schedule: false)
+        ring.withLock { ring in
+            if ring.closed { return Self.refusedClosed }
+            if !ring.hasRoom(self) {
+                ring.remember(waiter)
+                return PushResult(queued: false, dropped: nil, schedule: false)
+            }
+            return insert(item, into: &ring)
         }
-        return insert(item)
     }
 
     /// Appends, dropping the oldest to make room (`drop_oldest` only). A `block` queue may go
     /// past capacity by the few envelopes of concurrent emitters that all checked
     /// ``reserveRoom(orWake:)`` at once; that keeps a fan-out emit all-or-nothing.
     func push(_ item: QueuedEnvelope) -> PushResult {
-        condition.lock()
-        defer { condition.unlock() }
-        if closed { return Self.refusedClosed }
-        return insert(item)
+        ring.withLock { ring in
+            if ring.closed { return Self.refusedClosed }
+            return insert(item, into: &ring)
+        }
     }
 
-    /// The push itself. Called with `condition` held.
-    private func insert(_ item: QueuedEnvelope) -> PushResult {
+    /// The push itself, lock held.
+    private func insert(_ item: QueuedEnvelope, into ring: inout Ring) -> PushResult {
         var dropped: QueuedEnvelope?
-        if count == buffer.count {
+        if ring.count == ring.buffer.count {
             if policy == .dropOldest {
-                dropped = buffer[head]
-                buffer[head] = nil
-                head = (head + 1) % buffer.count
-                count -= 1
+                dropped = ring.buffer[ring.head]
+                ring.buffer[ring.head] = nil
+                ring.head = (ring.head + 1) % ring.buffer.count
+                ring.count -= 1
             } else {
-                grow()
+                ring.grow()
             }
         }
-        buffer[(head + count) % buffer.count] = item
-        count += 1
-        return PushResult(queued: true, dropped: dropped, schedule: wakeWorker())
+        ring.buffer[(ring.head + ring.count) % ring.buffer.count] = item
+        ring.count += 1
+        return PushResult(queued: true, dropped: dropped, schedule: wakeWorker(&ring))
     }
 
-    /// After a push or a close: wakes the route's own thread, or schedules a pooled route
-    /// (returns true: the caller hands it to the pool). Called with `condition` held.
-    private func wakeWorker() -> Bool {
+    /// After a push or a close, lock held: wakes the route's own thread, or schedules a pooled
+    /// route (returns true: the caller hands it to the pool).
+    private func wakeWorker(_ ring: inout Ring) -> Bool {
         guard pooled else {
-            if count == 1 || closed { condition.broadcast() }
+            if ring.count == 1 || ring.closed { self.ring.broadcast() }
             return false
         }
-        if scheduled { return false }
-        scheduled = true
+        if ring.scheduled { return false }
+        ring.scheduled = true
         return true
     }
 
@@ -152,28 +186,20 @@ final class RouteQueue: @unchecked Sendable {
     /// pool. The route stays scheduled either way (see ``unscheduleIfEmpty()``). Also returns
     /// the sources to resume (room freed up).
     func take(into batch: inout [QueuedEnvelope], limit: Int, spins: Int) -> (Take, resume: [(instance: InstanceRuntime, port: String)]) {
-        condition.lock()
-        defer { condition.unlock() }
-        for _ in 0..<spins where count == 0 && !closed {
-            condition.unlock()
+        var spun = 0
+        while true {
+            let outcome: (Take, resume: [(instance: InstanceRuntime, port: String)])? = ring.withLock { ring in
+                if ring.count == 0 {
+                    if !ring.closed, spun < spins { return nil }
+                    return (ring.closed ? .closed : .empty, ring.closed ? [] : ring.takeWaitersIfRoom(self))
+                }
+                ring.move(limit, into: &batch)
+                return (.taken, ring.takeWaitersIfRoom(self))
+            }
+            if let outcome { return outcome }
+            spun += 1
             sched_yield()
-            condition.lock()
         }
-        if count == 0 { return (closed ? .closed : .empty, closed ? [] : takeWaitersIfRoom()) }
-        let taken = min(limit, count)
-        for _ in 0..<taken {
-            if let item = buffer[head].take() { batch.append(item) }
-            head = (head + 1) % buffer.count
-        }
-        count -= taken
-        return (.taken, takeWaitersIfRoom())
-    }
-
-    private func grow() {
-        var larger: [QueuedEnvelope?] = Array(repeating: nil, count: buffer.count * 2)
-        for index in 0..<count { larger[index] = buffer[(head + index) % buffer.count] }
-        buffer = larger
-        head = 0
     }
 
     /// Ends a pooled route's turn on the pool when its queue is still empty and open: from then
@@ -181,19 +207,19 @@ final class RouteQueue: @unchecked Sendable {
     /// the slice calls this last, after it has put its state back. False when envelopes came
     /// in (or the queue closed) since the take: the route stays scheduled and runs again.
     func unscheduleIfEmpty() -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        guard count == 0, !closed else { return false }
-        scheduled = false
-        return true
+        ring.withLock { ring in
+            guard ring.count == 0, !ring.closed else { return false }
+            ring.scheduled = false
+            return true
+        }
     }
 
     /// Hands an acknowledgement to the worker, waking it.
     func post(_ ack: RouteAck) {
-        condition.lock()
-        acks.append(ack)
-        if acks.count == 1 { condition.signal() }
-        condition.unlock()
+        ring.withLock { ring in
+            ring.acks.append(ack)
+            if ring.acks.count == 1 { self.ring.signal() }
+        }
     }
 
     /// The at-least-once worker's wait: returns once there are acknowledgements, or envelopes
@@ -203,67 +229,35 @@ final class RouteQueue: @unchecked Sendable {
     func takeWork(
         into batch: inout [QueuedEnvelope], limit: Int, acks taken: inout [RouteAck], until deadline: ContinuousClock.Instant?
     ) -> (closed: Bool, resume: [(instance: InstanceRuntime, port: String)]) {
-        condition.lock()
-        defer { condition.unlock() }
-        while acks.isEmpty, count == 0 || limit == 0, !closed {
-            guard let deadline else {
-                condition.wait()
-                continue
-            }
-            let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .zero else { break }
-            let (seconds, attoseconds) = left.components
-            _ = condition.wait(until: Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) * 1e-18))
+        ring.withLock(waitingUntil: { !$0.acks.isEmpty || ($0.count > 0 && limit > 0) || $0.closed }, deadline: deadline) { ring, _ in
+            if !ring.acks.isEmpty { swap(&taken, &ring.acks) }
+            ring.move(ring.closed ? ring.count : limit, into: &batch)
+            return (ring.closed, ring.takeWaitersIfRoom(self))
         }
-        if !acks.isEmpty { swap(&taken, &acks) }
-        let taking = closed ? count : min(limit, count)
-        for _ in 0..<taking {
-            if let item = buffer[head].take() { batch.append(item) }
-            head = (head + 1) % buffer.count
-        }
-        count -= taking
-        return (closed, takeWaitersIfRoom())
     }
 
     /// Answers every emit "full" until ``unpause()``; what is queued stays queued.
     func pause() {
-        condition.lock()
-        paused = true
-        condition.unlock()
+        ring.withLock { $0.paused = true }
     }
 
     /// Takes emits again; returns the sources to resume.
     func unpause() -> [(instance: InstanceRuntime, port: String)] {
-        condition.lock()
-        defer { condition.unlock() }
-        paused = false
-        return takeWaitersIfRoom()
-    }
-
-    /// Whether an emit would be taken now. Called with `condition` held.
-    private var hasRoom: Bool { !paused && (policy == .dropOldest || count < capacity) }
-
-    /// The sources waiting for room, once there is room (they are resumed once each).
-    /// Called with `condition` held.
-    private func takeWaitersIfRoom() -> [(instance: InstanceRuntime, port: String)] {
-        guard hasRoom, !waiters.isEmpty else { return [] }
-        defer { waiters.removeAll() }
-        return waiters
+        ring.withLock { ring in
+            ring.paused = false
+            return ring.takeWaitersIfRoom(self)
+        }
     }
 
     /// Number of queued envelopes.
-    var depth: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return count
-    }
+    var depth: Int { ring.withLock { $0.count } }
 
     /// Lets the worker finish once the queue is empty; true when that scheduled a pooled route
     /// (the caller hands it to the pool).
     func close() -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        closed = true
-        return wakeWorker()
+        ring.withLock { ring in
+            ring.closed = true
+            return wakeWorker(&ring)
+        }
     }
 }

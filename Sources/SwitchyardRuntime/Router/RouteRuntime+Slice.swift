@@ -36,12 +36,14 @@ extension RouteRuntime {
     /// One slice of a plain route's work on the pool: finishes the batch in hand, then takes
     /// and dispatches up to ``batchesPerSlice`` more.
     func runSlice() -> RouteSliceOutcome {
-        // Worked on as a local and put back at the end: one access to the stored property per
-        // slice instead of an exclusivity check at each step.
-        var work = slice
-        slice = PlainRouteSlice()
+        // Worked on as a local and put back at the end: two uncontended lock operations per
+        // slice, none per envelope.
+        var work = slice.withLock { slice in
+            defer { slice = PlainRouteSlice() }
+            return slice
+        }
         let outcome = runSlice(&work)
-        slice = work
+        slice.withLock { $0 = work }
         switch outcome {
         case .idle:
             // Last: once unscheduled, another pool thread may run this route at once, so

@@ -9,11 +9,7 @@ import Synchronization
 /// A route at run time: its queue and the worker that applies `when` and the transform and
 /// delivers to each sink — the router's ``RouteWorkerPool`` for a plain route, a thread of its
 /// own for an at-least-once or iiidea route.
-final class RouteRuntime: @unchecked Sendable {
-    // No lock of its own: everything is immutable after wiring except the counters and
-    // `loopWarned` (atomics) and the queue (guarded by its own condition). `spooled`, `iiidea`
-    // and `slice` are not Sendable: only the route's worker touches them (a pooled route runs
-    // on one pool thread at a time; the queue's `scheduled` flag, under its lock, orders them).
+final class RouteRuntime: Sendable {
     let plan: PlannedRoute
     let queue: RouteQueue
     let sinks: [SinkPort]
@@ -25,13 +21,15 @@ final class RouteRuntime: @unchecked Sendable {
     /// rather than load the unowned router first.
     let tracing: RouterTracing?
     private let loopWarned = Atomic<Bool>(false)
-    /// The durable side of an at-least-once route; touched by the worker thread only.
-    private let spooled: SpooledDelivery?
+    /// The spool of an at-least-once route: its worker thread makes a ``SpooledDelivery`` on it.
+    private let spool: Spool?
 
-    /// The runner of an iiidea route; touched by the worker thread only.
-    let iiidea: IiideaRunner?
-    /// A plain route's place in its work between slices on the pool.
-    var slice = PlainRouteSlice()
+    /// The chain of an iiidea route: its worker thread makes an ``IiideaRunner`` for it.
+    let iiidea: IiideaChain?
+    /// A plain route's place in its work between slices on the pool. A pooled route runs on
+    /// one pool thread at a time (the queue's `scheduled` flag orders them), so the lock is
+    /// never contended; it hands the slice from one thread to the next.
+    let slice = Locked(PlainRouteSlice())
     /// Emit → acknowledgement timing of one envelope at a time; nil for an iiidea route (its
     /// runs have their own durations).
     let latency: LatencyProbe?
@@ -43,7 +41,7 @@ final class RouteRuntime: @unchecked Sendable {
     /// it had dispatched through its index when the route was wired to it.
     private let indexWatch = Mutex<(port: SourcePort, baseline: Int)?>(nil)
 
-    init(plan: PlannedRoute, index: Int, sinks: [SinkPort], router: Router, spool: Spool?, iiidea: IiideaRunner? = nil) {
+    init(plan: PlannedRoute, index: Int, sinks: [SinkPort], router: Router, spool: Spool?, iiidea: IiideaChain? = nil) {
         self.plan = plan
         counters = RouteCounters()
         self.index = index
@@ -54,15 +52,13 @@ final class RouteRuntime: @unchecked Sendable {
         tap = router.taps.point(.route(plan.name))
         latency = iiidea == nil ? LatencyProbe(histogram: router.metrics.routeLatency(route: plan.name)) : nil
         queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull, pooled: spool == nil && iiidea == nil)
-        spooled = spool.map { SpooledDelivery(spool: $0) }
+        self.spool = spool
         scriptStage = RouteScriptStage(
             plan: plan, counters: counters, logger: router.logger, store: router.stateStore,
             failureOutcome: iiidea != nil ? "the run ends at the service" : spool != nil ? "dead letter" : "dropped")
-        spooled?.route = self
-        iiidea?.route = self
     }
 
-    var isAtLeastOnce: Bool { spooled != nil }
+    var isAtLeastOnce: Bool { spool != nil }
 
     /// Notes the port whose index dispatches to this route (once: a route reads one port).
     func watchIndex(of port: SourcePort) {
@@ -186,7 +182,11 @@ final class RouteRuntime: @unchecked Sendable {
     func startWorker() {
         guard !queue.pooled else { return }
         let thread = Thread { [self] in
-            if let spooled { spooled.run() } else { iiidea?.run() }
+            if let spool {
+                SpooledDelivery(spool: spool, route: self).run()
+            } else if let iiidea {
+                IiideaRunner(chain: iiidea, route: self).run()
+            }
             workerDone()
         }
         thread.name = "route " + name

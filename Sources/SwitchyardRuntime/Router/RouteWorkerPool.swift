@@ -1,4 +1,5 @@
 import Foundation
+internal import SwitchyardCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -20,23 +21,53 @@ import Synchronization
 ///
 /// Routes whose work blocks for long — at-least-once routes (SQLite transactions, fsync) and
 /// iiideas (service calls over HTTP) — keep a thread of their own and never come here.
-final class RouteWorkerPool: @unchecked Sendable {
-    // Everything below is guarded by `condition`.
-    private let condition = NSCondition()
-    /// Routes with work, in the order they got it.
-    private var ready: [RouteRuntime] = []
-    private var readyHead = 0
-    /// Routes waiting to retry a full sink, with the time to retry.
-    private var retries: [(due: ContinuousClock.Instant, route: RouteRuntime)] = []
-    private var threads = 0
-    private var sleeping = 0
-    /// Threads spinning for work: at most one, so idle threads do not take the processor from
-    /// the event loops that feed the routes.
-    private var spinning = 0
-    private var stopping = false
-    /// Threads that have not returned yet; ``stop()`` waits for them.
-    private var running = 0
-    /// The length of the ready list, written under `condition`: an idle thread spins on it
+final class RouteWorkerPool: Sendable {
+    /// The lists and the threads' bookkeeping, under one lock the pushing threads share.
+    private struct Lists {
+        /// Routes with work, in the order they got it.
+        var ready: [RouteRuntime] = []
+        var readyHead = 0
+        /// Routes waiting to retry a full sink, with the time to retry.
+        var retries: [(due: ContinuousClock.Instant, route: RouteRuntime)] = []
+        var threads = 0
+        var sleeping = 0
+        /// Threads spinning for work: at most one, so idle threads do not take the processor
+        /// from the event loops that feed the routes.
+        var spinning = 0
+        var stopping = false
+        /// Threads that have not returned yet; ``stop()`` waits for them.
+        var running = 0
+
+        var readyIsEmpty: Bool { readyHead == ready.count }
+
+        /// Takes the route at the head of the ready list.
+        mutating func popReady() -> RouteRuntime? {
+            guard !readyIsEmpty else { return nil }
+            let route = ready[readyHead]
+            readyHead += 1
+            if readyIsEmpty {
+                ready.removeAll(keepingCapacity: true)
+                readyHead = 0
+            }
+            return route
+        }
+
+        /// Moves the routes whose retry time has come to the ready list.
+        mutating func moveDueRetries() {
+            guard !retries.isEmpty else { return }
+            let now = ContinuousClock.now
+            var due: [RouteRuntime] = []
+            retries.removeAll { entry in
+                guard entry.due <= now else { return false }
+                due.append(entry.route)
+                return true
+            }
+            ready += due
+        }
+    }
+
+    private let lists = Locked(Lists())
+    /// The length of the ready list, written under the lock: an idle thread spins on it
     /// without taking the lock the pushing threads need.
     private let readyCount = Atomic<Int>(0)
 
@@ -52,38 +83,38 @@ final class RouteWorkerPool: @unchecked Sendable {
     }
 
     /// How many threads it has started.
-    var threadCount: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return threads
-    }
+    var threadCount: Int { lists.withLock { $0.threads } }
 
     /// Whether some route waits for a thread (without the lock: a hint).
     var hasReadyRoutes: Bool { readyCount.load(ordering: .relaxed) > 0 }
 
-    /// Whether the ready list is empty. Called with `condition` held.
-    private var readyIsEmpty: Bool { readyHead == ready.count }
+    /// Publishes the ready list's length, lock held.
+    private func countReady(_ lists: borrowing Lists) {
+        readyCount.store(lists.ready.count - lists.readyHead, ordering: .relaxed)
+    }
 
     /// Puts `route`, which has just become scheduled, on the ready list.
     func schedule(_ route: RouteRuntime) {
-        condition.lock()
-        defer { condition.unlock() }
-        ready.append(route)
-        readyCount.store(ready.count - readyHead, ordering: .relaxed)
-        if spinning > 0 {
-            // The spinning thread takes it.
-        } else if sleeping > 0 {
-            condition.signal()
-        } else if threads < limit, !stopping {
-            startThread()
+        let start: Int? = lists.withLock { lists in
+            lists.ready.append(route)
+            countReady(lists)
+            if lists.spinning > 0 {
+                // The spinning thread takes it.
+            } else if lists.sleeping > 0 {
+                self.lists.signal()
+            } else if lists.threads < limit, !lists.stopping {
+                lists.threads += 1
+                lists.running += 1
+                return lists.threads
+            }
+            return nil
         }
+        if let start { startThread(number: start) }
     }
 
-    /// Starts one more thread. Called with `condition` held.
-    private func startThread() {
-        threads += 1
-        running += 1
-        let name = "route worker \(threads)"
+    /// Starts the pool's thread number `number`, already counted.
+    private func startThread(number: Int) {
+        let name = "route worker \(number)"
         let thread = Thread { [self] in
             // Named from inside: Foundation on Linux leaves a thread the name of its creator
             // (an event loop's, which made `top -H` and the footprint harness misleading).
@@ -108,82 +139,75 @@ final class RouteWorkerPool: @unchecked Sendable {
     /// Stops the threads once they are idle, and waits for them. Routes still scheduled are not
     /// run again (the router closes and drains every route before it stops the pool).
     func stop() {
-        condition.lock()
-        stopping = true
-        condition.broadcast()
-        while running > 0 { condition.wait() }
-        condition.unlock()
+        lists.withLock { lists in
+            lists.stopping = true
+            self.lists.broadcast()
+        }
+        lists.withLock(waitingUntil: { $0.running == 0 }) { _, _ in }
     }
 
     private func work() {
-        condition.lock()
-        defer {
-            running -= 1
-            condition.broadcast()
-            condition.unlock()
-        }
         while let route = next() {
-            condition.unlock()
             let outcome = route.runSlice()
-            condition.lock()
             switch outcome {
             case .more:
-                ready.append(route)
-                readyCount.store(ready.count - readyHead, ordering: .relaxed)
+                lists.withLock { lists in
+                    lists.ready.append(route)
+                    countReady(lists)
+                }
             case .idle, .finished: break
-            case .retry(let after): retries.append((ContinuousClock.now + after, route))
+            case .retry(let after):
+                lists.withLock { $0.retries.append((ContinuousClock.now + after, route)) }
             }
         }
+        lists.withLock { lists in
+            lists.running -= 1
+            self.lists.broadcast()
+        }
+    }
+
+    /// What a look at the lists found.
+    private enum Turn {
+        case run(RouteRuntime)
+        case spin
+        case sleep(until: ContinuousClock.Instant?)
+        case stop
     }
 
     /// The next route to run, waiting (spinning a little first) while there is none; `nil` once
-    /// the pool stops. Called and returns with `condition` held.
+    /// the pool stops.
     private func next() -> RouteRuntime? {
         var spun = false
-        while !stopping {
-            moveDueRetries()
-            if !readyIsEmpty {
-                let route = ready[readyHead]
-                readyHead += 1
-                if readyIsEmpty {
-                    ready.removeAll(keepingCapacity: true)
-                    readyHead = 0
+        while true {
+            let turn: Turn = lists.withLock { lists in
+                if lists.stopping { return .stop }
+                lists.moveDueRetries()
+                if let route = lists.popReady() {
+                    countReady(lists)
+                    return .run(route)
                 }
-                readyCount.store(ready.count - readyHead, ordering: .relaxed)
-                return route
+                countReady(lists)
+                if !spun, lists.spinning == 0 {
+                    lists.spinning += 1
+                    return .spin
+                }
+                lists.sleeping += 1
+                return .sleep(until: lists.retries.map(\.due).min())
             }
-            if !spun, spinning == 0 {
+            switch turn {
+            case .run(let route): return route
+            case .stop: return nil
+            case .spin:
                 spun = true
-                spinning += 1
-                condition.unlock()
                 for _ in 0..<Self.spinsBeforeSleeping where readyCount.load(ordering: .relaxed) == 0 { sched_yield() }
-                condition.lock()
-                spinning -= 1
-                continue
+                lists.withLock { $0.spinning -= 1 }
+            case .sleep(let due):
+                // Sleeps until a route is ready, the pool stops or the first retry is due (the
+                // ready list is empty now; a schedule signals a sleeper).
+                lists.withLock(waitingUntil: { $0.stopping || !$0.readyIsEmpty }, deadline: due) { lists, _ in lists.sleeping -= 1 }
+                spun = false
             }
-            sleeping += 1
-            if let due = retries.map(\.due).min() {
-                let (seconds, attoseconds) = max(ContinuousClock.now.duration(to: due), .zero).components
-                _ = condition.wait(until: Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) * 1e-18))
-            } else {
-                condition.wait()
-            }
-            sleeping -= 1
-            spun = false
         }
-        return nil
-    }
-
-    /// Moves the routes whose retry time has come to the ready list. Called with `condition` held.
-    private func moveDueRetries() {
-        guard !retries.isEmpty else { return }
-        let now = ContinuousClock.now
-        retries.removeAll { entry in
-            guard entry.due <= now else { return false }
-            ready.append(entry.route)
-            return true
-        }
-        readyCount.store(ready.count - readyHead, ordering: .relaxed)
     }
 }
 

@@ -11,4 +11,24 @@ extension Router {
         }
         return parts.isEmpty ? "nothing (finishing)" : parts.joined(separator: "; ")
     }
+
+    /// Waits until nothing is queued, in flight, spooled or waiting for a retry; false at
+    /// `deadline` (`switchyard test` between a case's inputs and its verdict). Every worker
+    /// turn signals the drain signal, an at-least-once route's included (its acknowledgements
+    /// and retries are worker turns); the spool counters read here are relaxed atomics, so a
+    /// wake-up could in principle be missed: the wait is cut into slices of 100 ms as a
+    /// backstop, never as the way to see progress.
+    package func waitUntilQuiet(until deadline: ContinuousClock.Instant) -> Bool {
+        func busy() -> Bool {
+            outstanding > 0
+                || routes.contains {
+                    $0.isAtLeastOnce
+                        && ($0.counters.spoolBytes.load(ordering: .relaxed) > 0 || $0.counters.inFlight.load(ordering: .relaxed) > 0)
+                }
+        }
+        while ContinuousClock.now < deadline {
+            if drainProgress.wait(until: min(deadline, ContinuousClock.now + .milliseconds(100)), while: busy) { return true }
+        }
+        return !busy()
+    }
 }

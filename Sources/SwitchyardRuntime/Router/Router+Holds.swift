@@ -1,4 +1,5 @@
 import Foundation
+internal import SwitchyardCore
 internal import Logging
 public import SwitchyardStore
 
@@ -47,7 +48,7 @@ extension Router {
             guard holds.withLock({ $0[name] == nil }) else { continue }
             // The grant needs the request it answers, which exists only once hold() returns:
             // it waits for the reload lock, which the caller holds until the entry is in.
-            let box = RequestBox()
+            let box = RequestBox(nil)
             let hold = sharedStore.hold(
                 name,
                 granted: { [weak self] in
@@ -60,7 +61,7 @@ extension Router {
                     Thread.detachNewThread { router.lostHold(name, box) }
                 })
             let request = HoldRequest(hold)
-            box.request = request
+            box.withLock { $0 = request }
             holds.withLock { $0[name] = (request, false) }
             logger.info("exclusive instance standing by for its hold", metadata: ["instance": .string(name)])
         }
@@ -88,8 +89,9 @@ extension Router {
     /// This router got the hold of `name`: it starts the instance.
     private func takeOver(_ name: String, _ box: RequestBox) {
         reloadLock.withLock {
-            guard let request = box.request, holds.withLock({ $0[name]?.request === request }), !isDraining else {
-                box.request?.hold.release()  // a stale grant: let another router have it
+            let request = box.withLock { $0 }
+            guard let request, holds.withLock({ $0[name]?.request === request }), !isDraining else {
+                request?.hold.release()  // a stale grant: let another router have it
                 return
             }
             holds.withLock { $0[name]?.held = true }
@@ -120,7 +122,7 @@ extension Router {
     /// start it any moment), then the router is told.
     private func lostHold(_ name: String, _ box: RequestBox) {
         let current = reloadLock.withLock { () -> Bool in
-            guard let request = box.request, holds.withLock({ $0[name]?.request === request }) else { return false }
+            guard let request = box.withLock({ $0 }), holds.withLock({ $0[name]?.request === request }) else { return false }
             holds.withLock { _ = $0.removeValue(forKey: name) }
             for instance in graph.instances where instance.name == name && !instance.standingBy.load(ordering: .relaxed) {
                 instance.stopPlugin()
@@ -135,11 +137,9 @@ extension Router {
     }
 }
 
-/// Where a hold's callbacks find the request they answer, set once `hold()` returned (read
-/// and written under the router's reload lock, which the callbacks take first).
-final class RequestBox: @unchecked Sendable {
-    var request: Router.HoldRequest?
-}
+/// Where a hold's callbacks find the request they answer, set once `hold()` returned (the
+/// callbacks take the router's reload lock first, which the asker holds until it is set).
+typealias RequestBox = Locked<Router.HoldRequest?>
 
 /// The place of a hold this router gave up after its instance failed to start: it keeps the
 /// instance from asking again until a reload replaces it.

@@ -194,9 +194,9 @@ public final class Router: Sendable {
         for iiidea in plan.iiideas {
             let state = iiideaController.state(of: iiidea, saved: saved)
             for (planned, remote) in [(iiidea.route, false)] + (iiidea.remoteRoute.map { [($0, true)] } ?? []) {
-                let runner = IiideaRunner(
+                let chain = IiideaChain(
                     planned: iiidea, state: state, remote: remote, store: iiideaRunStore ?? store, keep: plan.iiideaHistory)
-                routes.append(try makeRoute(planned, instances: instances, iiidea: runner))
+                routes.append(try makeRoute(planned, instances: instances, iiidea: chain))
             }
         }
         return routes
@@ -207,7 +207,7 @@ public final class Router: Sendable {
         iiideaController.pieceDone(token: token, status: status, output: output)
     }
 
-    func makeRoute(_ planned: PlannedRoute, instances: [InstanceRuntime], iiidea: IiideaRunner? = nil) throws(RouterError) -> RouteRuntime {
+    func makeRoute(_ planned: PlannedRoute, instances: [InstanceRuntime], iiidea: IiideaChain? = nil) throws(RouterError) -> RouteRuntime {
         let declaration = planned.declaration
         let sinks = declaration.to.compactMap { target -> SinkPort? in
             // The validator guarantees every instance and port exists.

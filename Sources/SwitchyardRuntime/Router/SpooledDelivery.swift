@@ -17,11 +17,11 @@ internal import SwitchyardSpool
 ///
 /// Delivering, acknowledgements, retries and their order are the ``RedeliveryScheduler``'s.
 ///
-/// Everything here runs on the route's worker thread; acknowledgements reach it through the
-/// route queue's mailbox.
+/// The route's worker thread makes it and is the only one to touch it (it is not `Sendable`);
+/// acknowledgements reach it through the route queue's mailbox.
 final class SpooledDelivery {
     let spool: Spool
-    unowned var route: RouteRuntime!
+    unowned let route: RouteRuntime
 
     /// Made when the worker starts (it needs the route).
     private var scheduler: RedeliveryScheduler!
@@ -40,8 +40,9 @@ final class SpooledDelivery {
     /// Set while the spool cannot write: the route takes nothing and its sources wait.
     private var spoolOutage: (since: ContinuousClock.Instant, nextProbe: ContinuousClock.Instant, pause: Duration)?
 
-    init(spool: Spool) {
+    init(spool: Spool, route: RouteRuntime) {
         self.spool = spool
+        self.route = route
     }
 
     private var declaration: RouteDeclaration { route.plan.declaration }

@@ -1,7 +1,7 @@
 import Testing
 
 @testable import SwitchyardCore
-@testable import SwitchyardRuntime
+@testable import SwitchyardGraphTest
 
 /// Test files of `switchyard test`: what they read into, where their mistakes are, how
 /// expectations compare JSON.

@@ -3,6 +3,7 @@ internal import SwitchyardBridge
 internal import SwitchyardConfig
 internal import SwitchyardCore
 import Synchronization
+internal import SwitchyardRuntime
 
 /// The plugin every instance of a graph under `switchyard test` runs as: a C ABI table written
 /// in Swift that exposes the real plugin's manifest (the ``LoadedPlugin`` keeps its manifest,
@@ -51,18 +52,7 @@ enum FakePlugin {
     static func config(session: UInt64) -> JSONValue { ["switchyard_test_session": .int(Int(truncatingIfNeeded: session))] }
 
     /// The host's version 2 table: what a real plugin calls.
-    static var host: sy_host_api_v2 { hostTable.api }
-
-    /// A copy of the host's table; plain C function pointers, never changed after it is made.
-    private struct HostFunctions: @unchecked Sendable {
-        let api: sy_host_api_v2
-    }
-
-    private static let hostTable = HostTable.offer.withOffer { offer in
-        // The offer lists version 2 first (see HostTable.offer), always present.
-        guard let versionTwo = offer.pointee.host_tables[0] else { return HostFunctions(api: sy_host_api_v2()) }
-        return HostFunctions(api: versionTwo.assumingMemoryBound(to: sy_host_api_v2.self).pointee)
-    }
+    static var host: sy_host_api_v2 { HostTable.versionTwo }
 
     static let table: PluginTable = {
         var api = sy_plugin_api_v2()

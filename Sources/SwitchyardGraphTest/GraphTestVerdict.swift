@@ -1,3 +1,4 @@
+internal import SwitchyardRuntime
 internal import SwitchyardCore
 internal import SwitchyardRouting
 

@@ -1,4 +1,5 @@
 import Foundation
+public import SwitchyardRuntime
 public import Logging
 internal import SwitchyardConfig
 public import SwitchyardCore
@@ -166,32 +167,13 @@ public struct GraphTestRunner: Sendable {
         let deadline = ContinuousClock.now + timeout
         var status = instance.emit(envelope, port: port.name)
         // A full queue (`on_full: block`) takes the envelope once the graph has moved on.
-        while status == 3 /* SY_ERR_FULL */, settle(router, until: deadline) {
+        while status == 3 /* SY_ERR_FULL */, router.waitUntilQuiet(until: deadline) {
             status = instance.emit(envelope, port: port.name)
         }
         guard status == 0 else { return "the router refused the emit on \(input.port) (status \(status))" }
-        guard settle(router, until: deadline) else {
+        guard router.waitUntilQuiet(until: deadline) else {
             return "the graph did not settle within \(timeout) (still queued, in flight or waiting to retry)"
         }
         return nil
-    }
-
-    /// Waits until nothing is queued, in flight, spooled or waiting for a retry; false at
-    /// `deadline`. Every worker turn signals the router's drain signal, an at-least-once
-    /// route's included (its acknowledgements and retries are worker turns); the spool
-    /// counters it reads here are relaxed atomics, so a wake-up could in principle be missed:
-    /// the wait is cut into slices of 100 ms as a backstop, never as the way to see progress.
-    private func settle(_ router: Router, until deadline: ContinuousClock.Instant) -> Bool {
-        func busy() -> Bool {
-            router.outstanding > 0
-                || router.routes.contains {
-                    $0.isAtLeastOnce
-                        && ($0.counters.spoolBytes.load(ordering: .relaxed) > 0 || $0.counters.inFlight.load(ordering: .relaxed) > 0)
-                }
-        }
-        while ContinuousClock.now < deadline {
-            if router.drainProgress.wait(until: min(deadline, ContinuousClock.now + .milliseconds(100)), while: busy) { return true }
-        }
-        return !busy()
     }
 }

@@ -1,6 +1,7 @@
 internal import SwitchyardConfig
 internal import SwitchyardCore
 import Synchronization
+public import SwitchyardRuntime
 
 /// A delivery one stand-in sink saw.
 struct CapturedDelivery: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+internal import SwitchyardRuntime
 internal import SwitchyardConfig
 internal import SwitchyardCore
 internal import SwitchyardRouting

@@ -1,3 +1,4 @@
+internal import SwitchyardRuntime
 public import SwitchyardConfig
 public import SwitchyardCore
 public import SwitchyardRouting
