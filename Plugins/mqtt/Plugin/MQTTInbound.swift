@@ -29,107 +29,96 @@ final class MQTTInbound: Sendable {
     static let redeliveryBackoff = TimeAmount.milliseconds(100)...TimeAmount.seconds(5)
 
     unowned let link: MQTTLink
-    /// The fields confined to the event loop (checked at each access: `NIOLoopBoundBox`).
-    private struct LoopState {
-        /// Inbound publishes the router could not take yet (`on_full: block`).
-        var blockedInbound: Deque<Inbound> = []
-        /// Settle tokens of inbound QoS ≥ 1 publishes → the publish, kept until the router
-        /// settles it: confirmed then, or offered again when the router answers retry. Kept
-        /// across reconnects, so a late settlement still finds its publish (the router holds at
-        /// most its queues' worth, and the broker's receive maximum bounds what it sends unconfirmed).
-        var nextSettleToken: UInt64 = 0
-        var unsettled: [UInt64: Inbound] = [:]
-        /// Numbers inbound publishes in arrival order.
-        var inboundSequence: UInt64 = 0
-        /// Offers the oldest handed-back publish to the router again.
-        var redeliveryTimer: Scheduled<Void>?
-        /// The pause before the next offer: doubles from ``redeliveryBackoff`` up to its ceiling.
-        var redeliveryDelay: TimeAmount = MQTTInbound.redeliveryBackoff.lowerBound
-        /// The token of a handed-back publish offered again alone, as a probe: when it is
-        /// taken, the others follow.
-        var probeToken: UInt64?
-        /// QoS 2 packet ids received and acknowledged with PUBREC, awaiting PUBREL.
-        var receivedQoS2: Set<UInt16> = []
-        /// Packet ids of QoS ≥ 1 publishes received on this connection and not yet confirmed
-        /// (PUBACK, or PUBCOMP for QoS 2): what counts against the Receive Maximum announced.
-        var unconfirmedFromBroker: Set<UInt16> = []
-        /// MQTT 3.1.1 has no no-local: what this link published lately, so the broker's echo of
-        /// it through the link's own subscriptions can be recognised and dropped.
-        var recentPublishes: EchoMemory = EchoMemory()
-        /// The batch taken from `settledTokens`, kept so its storage is reused.
-        var settledBatch: [(token: UInt64, outcome: DeliveryOutcome)] = []
-    }
-
-    private let loopState: NIOLoopBoundBox<LoopState>
+    // Each field confined to the event loop has a box of its own (`NIOLoopBoundBox`, checked
+    // at each access): one box for all would make any two overlapping accesses conflict.
+    private let _blockedInbound: NIOLoopBoundBox<Deque<Inbound>>
+    private let _nextSettleToken: NIOLoopBoundBox<UInt64>
+    private let _unsettled: NIOLoopBoundBox<[UInt64: Inbound]>
+    private let _inboundSequence: NIOLoopBoundBox<UInt64>
+    private let _redeliveryTimer: NIOLoopBoundBox<Scheduled<Void>?>
+    private let _redeliveryDelay: NIOLoopBoundBox<TimeAmount>
+    private let _probeToken: NIOLoopBoundBox<UInt64?>
+    private let _receivedQoS2: NIOLoopBoundBox<Set<UInt16>>
+    private let _unconfirmedFromBroker: NIOLoopBoundBox<Set<UInt16>>
+    private let _recentPublishes: NIOLoopBoundBox<EchoMemory>
+    private let _settledBatch: NIOLoopBoundBox<[(token: UInt64, outcome: DeliveryOutcome)]>
 
     /// Inbound publishes the router could not take yet (`on_full: block`).
     var blockedInbound: Deque<Inbound> {
-        get { loopState.value.blockedInbound }
-        _modify { yield &loopState.value.blockedInbound }
+        get { _blockedInbound.value }
+        _modify { yield &_blockedInbound.value }
     }
     /// Settle tokens of inbound QoS ≥ 1 publishes → the publish, kept until the router
     /// settles it: confirmed then, or offered again when the router answers retry. Kept
     /// across reconnects, so a late settlement still finds its publish (the router holds at
     /// most its queues' worth, and the broker's receive maximum bounds what it sends unconfirmed).
     private var nextSettleToken: UInt64 {
-        get { loopState.value.nextSettleToken }
-        _modify { yield &loopState.value.nextSettleToken }
+        get { _nextSettleToken.value }
+        _modify { yield &_nextSettleToken.value }
     }
     private var unsettled: [UInt64: Inbound] {
-        get { loopState.value.unsettled }
-        _modify { yield &loopState.value.unsettled }
+        get { _unsettled.value }
+        _modify { yield &_unsettled.value }
     }
     /// Numbers inbound publishes in arrival order.
     private var inboundSequence: UInt64 {
-        get { loopState.value.inboundSequence }
-        _modify { yield &loopState.value.inboundSequence }
+        get { _inboundSequence.value }
+        _modify { yield &_inboundSequence.value }
     }
     /// Offers the oldest handed-back publish to the router again.
     private var redeliveryTimer: Scheduled<Void>? {
-        get { loopState.value.redeliveryTimer }
-        _modify { yield &loopState.value.redeliveryTimer }
+        get { _redeliveryTimer.value }
+        _modify { yield &_redeliveryTimer.value }
     }
     /// The pause before the next offer: doubles from ``redeliveryBackoff`` up to its ceiling.
     private var redeliveryDelay: TimeAmount {
-        get { loopState.value.redeliveryDelay }
-        _modify { yield &loopState.value.redeliveryDelay }
+        get { _redeliveryDelay.value }
+        _modify { yield &_redeliveryDelay.value }
     }
     /// The token of a handed-back publish offered again alone, as a probe: when it is
     /// taken, the others follow.
     private var probeToken: UInt64? {
-        get { loopState.value.probeToken }
-        _modify { yield &loopState.value.probeToken }
+        get { _probeToken.value }
+        _modify { yield &_probeToken.value }
     }
     /// QoS 2 packet ids received and acknowledged with PUBREC, awaiting PUBREL.
     private var receivedQoS2: Set<UInt16> {
-        get { loopState.value.receivedQoS2 }
-        _modify { yield &loopState.value.receivedQoS2 }
+        get { _receivedQoS2.value }
+        _modify { yield &_receivedQoS2.value }
     }
     /// Packet ids of QoS ≥ 1 publishes received on this connection and not yet confirmed
     /// (PUBACK, or PUBCOMP for QoS 2): what counts against the Receive Maximum announced.
     private var unconfirmedFromBroker: Set<UInt16> {
-        get { loopState.value.unconfirmedFromBroker }
-        _modify { yield &loopState.value.unconfirmedFromBroker }
+        get { _unconfirmedFromBroker.value }
+        _modify { yield &_unconfirmedFromBroker.value }
     }
     /// MQTT 3.1.1 has no no-local: what this link published lately, so the broker's echo of
     /// it through the link's own subscriptions can be recognised and dropped.
     private var recentPublishes: EchoMemory {
-        get { loopState.value.recentPublishes }
-        _modify { yield &loopState.value.recentPublishes }
+        get { _recentPublishes.value }
+        _modify { yield &_recentPublishes.value }
     }
     /// The batch taken from `settledTokens`, kept so its storage is reused.
     private var settledBatch: [(token: UInt64, outcome: DeliveryOutcome)] {
-        get { loopState.value.settledBatch }
-        _modify { yield &loopState.value.settledBatch }
+        get { _settledBatch.value }
+        _modify { yield &_settledBatch.value }
     }
     /// Settle tokens of inbound publishes the router has finished with, waiting for the event loop.
     private let settledTokens = Handoff<(token: UInt64, outcome: DeliveryOutcome)>()
 
     init(link: MQTTLink) {
         self.link = link
-        var state = LoopState()
-        state.nextSettleToken = link.settleTokenBase
-        loopState = .makeBoxSendingValue(state, as: LoopState.self, eventLoop: link.eventLoop)
+        _blockedInbound = .makeBoxSendingValue([], as: Deque<Inbound>.self, eventLoop: link.eventLoop)
+        _nextSettleToken = .makeBoxSendingValue(link.settleTokenBase, as: UInt64.self, eventLoop: link.eventLoop)
+        _unsettled = .makeBoxSendingValue([:], as: [UInt64: Inbound].self, eventLoop: link.eventLoop)
+        _inboundSequence = .makeBoxSendingValue(0, as: UInt64.self, eventLoop: link.eventLoop)
+        _redeliveryTimer = .makeBoxSendingValue(nil, as: Scheduled<Void>?.self, eventLoop: link.eventLoop)
+        _redeliveryDelay = .makeBoxSendingValue(MQTTInbound.redeliveryBackoff.lowerBound, as: TimeAmount.self, eventLoop: link.eventLoop)
+        _probeToken = .makeBoxSendingValue(nil, as: UInt64?.self, eventLoop: link.eventLoop)
+        _receivedQoS2 = .makeBoxSendingValue([], as: Set<UInt16>.self, eventLoop: link.eventLoop)
+        _unconfirmedFromBroker = .makeBoxSendingValue([], as: Set<UInt16>.self, eventLoop: link.eventLoop)
+        _recentPublishes = .makeBoxSendingValue(EchoMemory(), as: EchoMemory.self, eventLoop: link.eventLoop)
+        _settledBatch = .makeBoxSendingValue([], as: [(token: UInt64, outcome: DeliveryOutcome)].self, eventLoop: link.eventLoop)
     }
 
     // MARK: Entry points (any thread)

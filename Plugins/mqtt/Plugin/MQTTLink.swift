@@ -21,92 +21,81 @@ final class MQTTLink: @unchecked Sendable {
     let instance: String
     let eventLoop: any EventLoop
 
-    /// The fields confined to the event loop (checked at each access: `NIOLoopBoundBox`).
-    private struct LoopState {
-        var channel: (any Channel)?
-        var connected: Bool = false
-        var stopped: Bool = false
-        var reading: Bool = true
-        var reconnectDelay: UInt64
-        var reconnectTask: Scheduled<Void>?
-        var pingTask: RepeatedTask?
-        var awaitingPong: Bool = false
-        /// Why the last attempt to connect failed, until one succeeds (logged once per reason).
-        var lastConnectFailure: String?
-        /// Counts accepted connections (CONNACK), so a packet id is confirmed only on its own.
-        var connectionNumber: UInt64 = 0
-        /// Whether the broker kept the session (CONNACK session present).
-        var sessionResumed: Bool = false
-        /// The client id and clean start the next CONNECT carries: the configuration's, until a
-        /// member whose session another router took over moves on to a fresh id (MQTTMembership).
-        var connectAs: (clientID: String, cleanStart: Bool)
-        /// With session takeover (MQTTMembership), the client id to reconnect under once an
-        /// accepted connection is lost: a fresh one each time, so no id is used again after its
-        /// session may have passed to another router. Set before start.
-        var clientIDAfterDisconnect: (@Sendable () -> String)?
-    }
-
-    private let loopState: NIOLoopBoundBox<LoopState>
+    // Each field confined to the event loop has a box of its own (`NIOLoopBoundBox`, checked
+    // at each access): one box for all would make any two overlapping accesses conflict.
+    private let _channel: NIOLoopBoundBox<(any Channel)?>
+    private let _connected: NIOLoopBoundBox<Bool>
+    private let _stopped: NIOLoopBoundBox<Bool>
+    private let _reading: NIOLoopBoundBox<Bool>
+    private let _reconnectDelay: NIOLoopBoundBox<UInt64>
+    private let _reconnectTask: NIOLoopBoundBox<Scheduled<Void>?>
+    private let _pingTask: NIOLoopBoundBox<RepeatedTask?>
+    private let _awaitingPong: NIOLoopBoundBox<Bool>
+    private let _lastConnectFailure: NIOLoopBoundBox<String?>
+    private let _connectionNumber: NIOLoopBoundBox<UInt64>
+    private let _sessionResumed: NIOLoopBoundBox<Bool>
+    private let _connectAs: NIOLoopBoundBox<(clientID: String, cleanStart: Bool)>
+    private let _clientIDAfterDisconnect: NIOLoopBoundBox<(@Sendable () -> String)?>
 
     var channel: (any Channel)? {
-        get { loopState.value.channel }
-        _modify { yield &loopState.value.channel }
+        get { _channel.value }
+        _modify { yield &_channel.value }
     }
     var connected: Bool {
-        get { loopState.value.connected }
-        _modify { yield &loopState.value.connected }
+        get { _connected.value }
+        _modify { yield &_connected.value }
     }
     private(set) var stopped: Bool {
-        get { loopState.value.stopped }
-        _modify { yield &loopState.value.stopped }
+        get { _stopped.value }
+        _modify { yield &_stopped.value }
     }
     var reading: Bool {
-        get { loopState.value.reading }
-        _modify { yield &loopState.value.reading }
+        get { _reading.value }
+        _modify { yield &_reading.value }
     }
     private var reconnectDelay: UInt64 {
-        get { loopState.value.reconnectDelay }
-        _modify { yield &loopState.value.reconnectDelay }
+        get { _reconnectDelay.value }
+        _modify { yield &_reconnectDelay.value }
     }
     private var reconnectTask: Scheduled<Void>? {
-        get { loopState.value.reconnectTask }
-        _modify { yield &loopState.value.reconnectTask }
+        get { _reconnectTask.value }
+        _modify { yield &_reconnectTask.value }
     }
     private var pingTask: RepeatedTask? {
-        get { loopState.value.pingTask }
-        _modify { yield &loopState.value.pingTask }
+        get { _pingTask.value }
+        _modify { yield &_pingTask.value }
     }
     private var awaitingPong: Bool {
-        get { loopState.value.awaitingPong }
-        _modify { yield &loopState.value.awaitingPong }
+        get { _awaitingPong.value }
+        _modify { yield &_awaitingPong.value }
     }
     /// Why the last attempt to connect failed, until one succeeds (logged once per reason).
     private var lastConnectFailure: String? {
-        get { loopState.value.lastConnectFailure }
-        _modify { yield &loopState.value.lastConnectFailure }
+        get { _lastConnectFailure.value }
+        _modify { yield &_lastConnectFailure.value }
     }
     /// Counts accepted connections (CONNACK), so a packet id is confirmed only on its own.
     var connectionNumber: UInt64 {
-        get { loopState.value.connectionNumber }
-        _modify { yield &loopState.value.connectionNumber }
+        get { _connectionNumber.value }
+        _modify { yield &_connectionNumber.value }
     }
     /// Whether the broker kept the session (CONNACK session present).
     var sessionResumed: Bool {
-        get { loopState.value.sessionResumed }
-        _modify { yield &loopState.value.sessionResumed }
+        get { _sessionResumed.value }
+        _modify { yield &_sessionResumed.value }
     }
     /// The client id and clean start the next CONNECT carries: the configuration's, until a
     /// member whose session another router took over moves on to a fresh id (MQTTMembership).
     var connectAs: (clientID: String, cleanStart: Bool) {
-        get { loopState.value.connectAs }
-        _modify { yield &loopState.value.connectAs }
+        get { _connectAs.value }
+        _modify { yield &_connectAs.value }
     }
     /// With session takeover (MQTTMembership), the client id to reconnect under once an
     /// accepted connection is lost: a fresh one each time, so no id is used again after its
     /// session may have passed to another router. Set before start.
     var clientIDAfterDisconnect: (@Sendable () -> String)? {
-        get { loopState.value.clientIDAfterDisconnect }
-        _modify { yield &loopState.value.clientIDAfterDisconnect }
+        get { _clientIDAfterDisconnect.value }
+        _modify { yield &_clientIDAfterDisconnect.value }
     }
     /// Encodes and writes packets to the connection.
     let output: MQTTOutput
@@ -130,9 +119,19 @@ final class MQTTLink: @unchecked Sendable {
         self.adoption = adoption
         self.settleTokenBase = settleTokenBase
         eventLoop = Self.sharedEventLoop
-        loopState = .makeBoxSendingValue(
-            LoopState(reconnectDelay: configuration.initialReconnectDelay, connectAs: (configuration.clientID, configuration.cleanStart)),
-            as: LoopState.self, eventLoop: eventLoop)
+        _channel = .makeBoxSendingValue(nil, as: (any Channel)?.self, eventLoop: eventLoop)
+        _connected = .makeBoxSendingValue(false, as: Bool.self, eventLoop: eventLoop)
+        _stopped = .makeBoxSendingValue(false, as: Bool.self, eventLoop: eventLoop)
+        _reading = .makeBoxSendingValue(true, as: Bool.self, eventLoop: eventLoop)
+        _reconnectDelay = .makeBoxSendingValue(configuration.initialReconnectDelay, as: UInt64.self, eventLoop: eventLoop)
+        _reconnectTask = .makeBoxSendingValue(nil, as: Scheduled<Void>?.self, eventLoop: eventLoop)
+        _pingTask = .makeBoxSendingValue(nil, as: RepeatedTask?.self, eventLoop: eventLoop)
+        _awaitingPong = .makeBoxSendingValue(false, as: Bool.self, eventLoop: eventLoop)
+        _lastConnectFailure = .makeBoxSendingValue(nil, as: String?.self, eventLoop: eventLoop)
+        _connectionNumber = .makeBoxSendingValue(0, as: UInt64.self, eventLoop: eventLoop)
+        _sessionResumed = .makeBoxSendingValue(false, as: Bool.self, eventLoop: eventLoop)
+        _connectAs = .makeBoxSendingValue((configuration.clientID, configuration.cleanStart), as: (clientID: String, cleanStart: Bool).self, eventLoop: eventLoop)
+        _clientIDAfterDisconnect = .makeBoxSendingValue(nil, as: (@Sendable () -> String)?.self, eventLoop: eventLoop)
         output = MQTTOutput(version: configuration.version, context: context, eventLoop: eventLoop)
         inbound = MQTTInbound(link: self)
         publisher = MQTTPublisher(link: self)

@@ -51,95 +51,85 @@ final class SIPAgent: Sendable {
         var count: UInt32
     }
 
-    /// The fields confined to the event loop (checked at each access: `NIOLoopBoundBox`).
-    private struct LoopState {
-        /// Replaced by a reconfigure (``adopt(_:registrationChanged:)``), on `eventLoop` like the rest.
-        var configuration: SIPConfiguration
-        var clients: [String: ClientTransaction] = [:]
-        var servers: [String: ServerTransaction] = [:]
-        /// The last challenges (by ``challengeKey(_:_:)``): answered up front on later requests,
-        /// saving the 401/407 round trip while the nonce lasts.
-        var challenges: [String: CachedChallenge] = [:]
-        var stopped: Bool = false
-        var sweepTask: RepeatedTask?
-        var registration: RegistrationState = RegistrationState()
-        var incoming: [UInt64: IncomingMessage] = [:]
-        /// The settle token of each MESSAGE waiting for the router, by ``dialogKey(_:)``.
-        var waiting: [String: UInt64] = [:]
-        var answered: [String: AnsweredMessage] = [:]
-        /// Answered keys in the order they expire (one window for all): the sweep pops the front.
-        var answeredOrder: Deque<(key: String, expiry: NIODeadline)> = []
-        var nextSettleToken: UInt64 = 0
-        /// MESSAGEs sent per envelope id while the router may still retry it (its `sip.Outcome`'s
-        /// `attempts`), oldest forgotten first past ``maximumRememberedAttempts``.
-        var sendAttempts: [String: Int] = [:]
-        var sendAttemptsOrder: Deque<String> = []
-    }
-
-    private let loopState: NIOLoopBoundBox<LoopState>
+    // Each field confined to the event loop has a box of its own (`NIOLoopBoundBox`, checked
+    // at each access): one box for all would make any two overlapping accesses conflict.
+    private let _configuration: NIOLoopBoundBox<SIPConfiguration>
+    private let _clients: NIOLoopBoundBox<[String: ClientTransaction]>
+    private let _servers: NIOLoopBoundBox<[String: ServerTransaction]>
+    private let _challenges: NIOLoopBoundBox<[String: CachedChallenge]>
+    private let _stopped: NIOLoopBoundBox<Bool>
+    private let _sweepTask: NIOLoopBoundBox<RepeatedTask?>
+    private let _registration: NIOLoopBoundBox<RegistrationState>
+    private let _incoming: NIOLoopBoundBox<[UInt64: IncomingMessage]>
+    private let _waiting: NIOLoopBoundBox<[String: UInt64]>
+    private let _answered: NIOLoopBoundBox<[String: AnsweredMessage]>
+    private let _answeredOrder: NIOLoopBoundBox<Deque<(key: String, expiry: NIODeadline)>>
+    private let _nextSettleToken: NIOLoopBoundBox<UInt64>
+    private let _sendAttempts: NIOLoopBoundBox<[String: Int]>
+    private let _sendAttemptsOrder: NIOLoopBoundBox<Deque<String>>
 
     /// Replaced by a reconfigure (``adopt(_:registrationChanged:)``), on `eventLoop` like the rest.
     var configuration: SIPConfiguration {
-        get { loopState.value.configuration }
-        _modify { yield &loopState.value.configuration }
+        get { _configuration.value }
+        _modify { yield &_configuration.value }
     }
     var clients: [String: ClientTransaction] {
-        get { loopState.value.clients }
-        _modify { yield &loopState.value.clients }
+        get { _clients.value }
+        _modify { yield &_clients.value }
     }
     var servers: [String: ServerTransaction] {
-        get { loopState.value.servers }
-        _modify { yield &loopState.value.servers }
+        get { _servers.value }
+        _modify { yield &_servers.value }
     }
     /// The last challenges (by ``challengeKey(_:_:)``): answered up front on later requests,
     /// saving the 401/407 round trip while the nonce lasts.
     var challenges: [String: CachedChallenge] {
-        get { loopState.value.challenges }
-        _modify { yield &loopState.value.challenges }
+        get { _challenges.value }
+        _modify { yield &_challenges.value }
     }
     var stopped: Bool {
-        get { loopState.value.stopped }
-        _modify { yield &loopState.value.stopped }
+        get { _stopped.value }
+        _modify { yield &_stopped.value }
     }
     var sweepTask: RepeatedTask? {
-        get { loopState.value.sweepTask }
-        _modify { yield &loopState.value.sweepTask }
+        get { _sweepTask.value }
+        _modify { yield &_sweepTask.value }
     }
     var registration: RegistrationState {
-        get { loopState.value.registration }
-        _modify { yield &loopState.value.registration }
+        get { _registration.value }
+        _modify { yield &_registration.value }
     }
     var incoming: [UInt64: IncomingMessage] {
-        get { loopState.value.incoming }
-        _modify { yield &loopState.value.incoming }
+        get { _incoming.value }
+        _modify { yield &_incoming.value }
     }
     /// The settle token of each MESSAGE waiting for the router, by ``dialogKey(_:)``.
     var waiting: [String: UInt64] {
-        get { loopState.value.waiting }
-        _modify { yield &loopState.value.waiting }
+        get { _waiting.value }
+        _modify { yield &_waiting.value }
     }
     var answered: [String: AnsweredMessage] {
-        get { loopState.value.answered }
-        _modify { yield &loopState.value.answered }
+        get { _answered.value }
+        _modify { yield &_answered.value }
     }
     /// Answered keys in the order they expire (one window for all): the sweep pops the front.
     var answeredOrder: Deque<(key: String, expiry: NIODeadline)> {
-        get { loopState.value.answeredOrder }
-        _modify { yield &loopState.value.answeredOrder }
+        get { _answeredOrder.value }
+        _modify { yield &_answeredOrder.value }
     }
     var nextSettleToken: UInt64 {
-        get { loopState.value.nextSettleToken }
-        _modify { yield &loopState.value.nextSettleToken }
+        get { _nextSettleToken.value }
+        _modify { yield &_nextSettleToken.value }
     }
     /// MESSAGEs sent per envelope id while the router may still retry it (its `sip.Outcome`'s
     /// `attempts`), oldest forgotten first past ``maximumRememberedAttempts``.
     var sendAttempts: [String: Int] {
-        get { loopState.value.sendAttempts }
-        _modify { yield &loopState.value.sendAttempts }
+        get { _sendAttempts.value }
+        _modify { yield &_sendAttempts.value }
     }
     var sendAttemptsOrder: Deque<String> {
-        get { loopState.value.sendAttemptsOrder }
-        _modify { yield &loopState.value.sendAttemptsOrder }
+        get { _sendAttemptsOrder.value }
+        _modify { yield &_sendAttemptsOrder.value }
     }
     let context: PluginContext
     let eventLoop: any EventLoop
@@ -160,7 +150,20 @@ final class SIPAgent: Sendable {
     init(configuration: SIPConfiguration, context: PluginContext) {
         self.context = context
         eventLoop = MultiThreadedEventLoopGroup.singleton.next()
-        loopState = .makeBoxSendingValue(LoopState(configuration: configuration), as: LoopState.self, eventLoop: eventLoop)
+        _configuration = .makeBoxSendingValue(configuration, as: SIPConfiguration.self, eventLoop: eventLoop)
+        _clients = .makeBoxSendingValue([:], as: [String: ClientTransaction].self, eventLoop: eventLoop)
+        _servers = .makeBoxSendingValue([:], as: [String: ServerTransaction].self, eventLoop: eventLoop)
+        _challenges = .makeBoxSendingValue([:], as: [String: CachedChallenge].self, eventLoop: eventLoop)
+        _stopped = .makeBoxSendingValue(false, as: Bool.self, eventLoop: eventLoop)
+        _sweepTask = .makeBoxSendingValue(nil, as: RepeatedTask?.self, eventLoop: eventLoop)
+        _registration = .makeBoxSendingValue(RegistrationState(), as: RegistrationState.self, eventLoop: eventLoop)
+        _incoming = .makeBoxSendingValue([:], as: [UInt64: IncomingMessage].self, eventLoop: eventLoop)
+        _waiting = .makeBoxSendingValue([:], as: [String: UInt64].self, eventLoop: eventLoop)
+        _answered = .makeBoxSendingValue([:], as: [String: AnsweredMessage].self, eventLoop: eventLoop)
+        _answeredOrder = .makeBoxSendingValue([], as: Deque<(key: String, expiry: NIODeadline)>.self, eventLoop: eventLoop)
+        _nextSettleToken = .makeBoxSendingValue(0, as: UInt64.self, eventLoop: eventLoop)
+        _sendAttempts = .makeBoxSendingValue([:], as: [String: Int].self, eventLoop: eventLoop)
+        _sendAttemptsOrder = .makeBoxSendingValue([], as: Deque<String>.self, eventLoop: eventLoop)
         transport = SIPTransport(configuration: configuration, eventLoop: eventLoop, reporter: PluginGuardReporter(context: context))
     }
 

@@ -17,6 +17,11 @@ struct SIPPeer: Sendable {
     var addressText: String { "\(transport.rawValue):\(address.ipAddress ?? "?"):\(address.port ?? 0)" }
 }
 
+/// The transport's owner, held weakly (the owner holds the transport).
+struct WeakTransportDelegate {
+    weak var delegate: (any SIPTransportDelegate)?
+}
+
 /// What the transport reports to its owner, always on its event loop.
 protocol SIPTransportDelegate: AnyObject {
     /// A message arrived.
@@ -45,80 +50,70 @@ enum SIPTransportLimit: Sendable {
 /// loop, the owner's: its state is confined there (a `NIOLoopBoundBox`, checked at each access).
 final class SIPTransport: Sendable {
     let eventLoop: any EventLoop
-    /// The fields confined to the event loop (checked at each access: `NIOLoopBoundBox`).
-    private struct LoopState {
-        /// Replaced by ``adopt(_:)``.
-        var configuration: SIPConfiguration
-        /// Who hears what arrives: the owner, given at ``start(reportingTo:)``.
-        weak var delegate: (any SIPTransportDelegate)?
-        var udp: (any Channel)?
-        var listeners: [any Channel] = []
-        /// Stream connections by ``key(_:_:_:)``: outgoing ones by target, accepted ones by peer address.
-        var connections: [String: EventLoopFuture<any Channel>] = [:]
-        var resolved: [String: SocketAddress] = [:]
-        var clientTLS: NIOSSLContext?
-        var serverTLS: NIOSSLContext?
-        /// The connection slots of each listener (`tcp`, `tls`): `limits.max_connections` and
-        /// `max_connections_per_peer`, where a connection in the middle of a message makes room.
-        var slots: [SIPTransportKind: ConnectionSlots] = [:]
-        /// The UDP/TCP port in use (the configured one, or the one the system chose for port 0).
-        var port: Int = 0
-        /// The TLS listener's port, when there is one.
-        var tlsPort: Int?
-    }
-
-    private let loopState: NIOLoopBoundBox<LoopState>
+    // Each field confined to the event loop has a box of its own (`NIOLoopBoundBox`, checked
+    // at each access): one box for all would make any two overlapping accesses conflict.
+    private let _configuration: NIOLoopBoundBox<SIPConfiguration>
+    private let _delegate: NIOLoopBoundBox<WeakTransportDelegate>
+    private let _udp: NIOLoopBoundBox<(any Channel)?>
+    private let _listeners: NIOLoopBoundBox<[any Channel]>
+    private let _connections: NIOLoopBoundBox<[String: EventLoopFuture<any Channel>]>
+    private let _resolved: NIOLoopBoundBox<[String: SocketAddress]>
+    private let _clientTLS: NIOLoopBoundBox<NIOSSLContext?>
+    private let _serverTLS: NIOLoopBoundBox<NIOSSLContext?>
+    private let _slots: NIOLoopBoundBox<[SIPTransportKind: ConnectionSlots]>
+    private let _port: NIOLoopBoundBox<Int>
+    private let _tlsPort: NIOLoopBoundBox<Int?>
 
     /// Replaced by ``adopt(_:)``.
     private var configuration: SIPConfiguration {
-        get { loopState.value.configuration }
-        _modify { yield &loopState.value.configuration }
+        get { _configuration.value }
+        _modify { yield &_configuration.value }
     }
     /// Who hears what arrives: the owner, given at ``start(reportingTo:)``.
     private var delegate: (any SIPTransportDelegate)? {
-        get { loopState.value.delegate }
-        _modify { yield &loopState.value.delegate }
+        get { _delegate.value.delegate }
+        set { _delegate.value.delegate = newValue }
     }
     private var udp: (any Channel)? {
-        get { loopState.value.udp }
-        _modify { yield &loopState.value.udp }
+        get { _udp.value }
+        _modify { yield &_udp.value }
     }
     private var listeners: [any Channel] {
-        get { loopState.value.listeners }
-        _modify { yield &loopState.value.listeners }
+        get { _listeners.value }
+        _modify { yield &_listeners.value }
     }
     /// Stream connections by ``key(_:_:_:)``: outgoing ones by target, accepted ones by peer address.
     private var connections: [String: EventLoopFuture<any Channel>] {
-        get { loopState.value.connections }
-        _modify { yield &loopState.value.connections }
+        get { _connections.value }
+        _modify { yield &_connections.value }
     }
     private var resolved: [String: SocketAddress] {
-        get { loopState.value.resolved }
-        _modify { yield &loopState.value.resolved }
+        get { _resolved.value }
+        _modify { yield &_resolved.value }
     }
     private var clientTLS: NIOSSLContext? {
-        get { loopState.value.clientTLS }
-        _modify { yield &loopState.value.clientTLS }
+        get { _clientTLS.value }
+        _modify { yield &_clientTLS.value }
     }
     private var serverTLS: NIOSSLContext? {
-        get { loopState.value.serverTLS }
-        _modify { yield &loopState.value.serverTLS }
+        get { _serverTLS.value }
+        _modify { yield &_serverTLS.value }
     }
     /// The connection slots of each listener (`tcp`, `tls`): `limits.max_connections` and
     /// `max_connections_per_peer`, where a connection in the middle of a message makes room.
     private var slots: [SIPTransportKind: ConnectionSlots] {
-        get { loopState.value.slots }
-        _modify { yield &loopState.value.slots }
+        get { _slots.value }
+        _modify { yield &_slots.value }
     }
     /// The UDP/TCP port in use (the configured one, or the one the system chose for port 0).
     private(set) var port: Int {
-        get { loopState.value.port }
-        _modify { yield &loopState.value.port }
+        get { _port.value }
+        _modify { yield &_port.value }
     }
     /// The TLS listener's port, when there is one.
     private(set) var tlsPort: Int? {
-        get { loopState.value.tlsPort }
-        _modify { yield &loopState.value.tlsPort }
+        get { _tlsPort.value }
+        _modify { yield &_tlsPort.value }
     }
 
     /// Where the listeners' refusals, evictions and accept failures are logged and counted.
@@ -128,7 +123,17 @@ final class SIPTransport: Sendable {
     init(configuration: SIPConfiguration, eventLoop: any EventLoop, reporter: any ConnectionGuardReporter) {
         self.eventLoop = eventLoop
         self.reporter = reporter
-        loopState = .makeBoxSendingValue(LoopState(configuration: configuration), as: LoopState.self, eventLoop: eventLoop)
+        _configuration = .makeBoxSendingValue(configuration, as: SIPConfiguration.self, eventLoop: eventLoop)
+        _delegate = .makeBoxSendingValue(WeakTransportDelegate(), as: WeakTransportDelegate.self, eventLoop: eventLoop)
+        _udp = .makeBoxSendingValue(nil, as: (any Channel)?.self, eventLoop: eventLoop)
+        _listeners = .makeBoxSendingValue([], as: [any Channel].self, eventLoop: eventLoop)
+        _connections = .makeBoxSendingValue([:], as: [String: EventLoopFuture<any Channel>].self, eventLoop: eventLoop)
+        _resolved = .makeBoxSendingValue([:], as: [String: SocketAddress].self, eventLoop: eventLoop)
+        _clientTLS = .makeBoxSendingValue(nil, as: NIOSSLContext?.self, eventLoop: eventLoop)
+        _serverTLS = .makeBoxSendingValue(nil, as: NIOSSLContext?.self, eventLoop: eventLoop)
+        _slots = .makeBoxSendingValue([:], as: [SIPTransportKind: ConnectionSlots].self, eventLoop: eventLoop)
+        _port = .makeBoxSendingValue(0, as: Int.self, eventLoop: eventLoop)
+        _tlsPort = .makeBoxSendingValue(nil, as: Int?.self, eventLoop: eventLoop)
     }
 
     /// Takes a configuration with the same sockets (listen, TLS, limits); it applies to what comes next.
