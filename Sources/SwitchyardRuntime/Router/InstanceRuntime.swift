@@ -26,17 +26,26 @@ final class InstanceCounters: Sendable {
 
 /// One plugin instance at run time. The plugin names it on host calls with a generation-checked
 /// handle (``hostContext``), never its address.
-final class InstanceRuntime: @unchecked Sendable {
-    // `handle` and `sources` are set before start and read-only afterwards; the plugin table
-    // is immutable; counters are atomic.
+final class InstanceRuntime: Sendable {
     let name: String
     let plugin: LoadedPlugin
     /// The configuration it runs with; a reload that the plugin's reconfigure() adopted
-    /// replaces it (on the control thread, under the router's reload lock, which is also the
-    /// only reader).
-    var config: JSONValue
-    var handle: UnsafeMutableRawPointer?
-    var sources: [SourcePort] = []
+    /// replaces it.
+    var config: JSONValue {
+        get { adoptedConfig.withLock { $0 } }
+        set { adoptedConfig.withLock { $0 = newValue } }
+    }
+    private let adoptedConfig: Mutex<JSONValue>
+    /// The plugin's instance, from its create() until destroy(): read on every delivery, so an
+    /// atomic (a plain load on x86) rather than a lock. Kept as its address, which is
+    /// `Sendable`; the plugin owns what it points to.
+    var handle: UnsafeMutableRawPointer? {
+        get { UnsafeMutableRawPointer(bitPattern: instanceHandle.load(ordering: .acquiring)) }
+        set { instanceHandle.store(UInt(bitPattern: newValue), ordering: .releasing) }
+    }
+    private let instanceHandle = Atomic<UInt>(0)
+    /// Its source ports, each with the routes that read from it.
+    let sources: [SourcePort]
     let counters = InstanceCounters()
     let accepting = Atomic<Bool>(true)
     /// Whether, with a shared store, one router at a time runs it (`exclusive: true`).
@@ -61,12 +70,14 @@ final class InstanceRuntime: @unchecked Sendable {
     let tracing: RouterTracing?
 
     init(
-        name: String, plugin: LoadedPlugin, config: JSONValue, logLevel: String?, exclusive: Bool = false, router: Router, logger: Logger
+        name: String, plugin: LoadedPlugin, config: JSONValue, logLevel: String?, exclusive: Bool = false, sources: [SourcePort] = [],
+        router: Router, logger: Logger
     ) {
         self.name = name
         self.exclusive = exclusive
         self.plugin = plugin
-        self.config = config
+        adoptedConfig = Mutex(config)
+        self.sources = sources
         self.router = router
         tracing = router.tracing
         var logger = logger
@@ -77,14 +88,16 @@ final class InstanceRuntime: @unchecked Sendable {
 
     /// The handle the plugin passes back on host calls (see ``HostContextTable``); set by
     /// ``openHostContext()`` before create and read-only afterwards.
-    private(set) var hostContext: OpaquePointer?
+    var hostContext: OpaquePointer? { OpaquePointer(bitPattern: registeredContext.load(ordering: .acquiring)) }
+    private let registeredContext = Atomic<UInt>(0)
 
     /// Registers the instance for host calls; the handle to give the plugin's create(), or
     /// nil when the table of live instances is full.
     func openHostContext() -> OpaquePointer? {
         if let hostContext { return hostContext }
-        hostContext = HostContextTable.shared.register(self, record: LateCallRecord(name: name, router: router))
-        return hostContext
+        let registered = HostContextTable.shared.register(self, record: LateCallRecord(name: name, router: router))
+        registeredContext.store(UInt(bitPattern: registered), ordering: .releasing)
+        return registered
     }
 
     /// Refuses every later host call of the plugin for this instance (they return

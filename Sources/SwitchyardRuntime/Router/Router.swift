@@ -159,16 +159,16 @@ public final class Router: Sendable {
     }
 
     func makeInstance(_ planned: PlannedInstance) -> InstanceRuntime {
-        let instance = InstanceRuntime(
-            name: planned.name, plugin: planned.plugin, config: planned.config, logLevel: planned.logLevel, exclusive: planned.exclusive,
-            router: self, logger: logger)
-        // From the start, before any route worker can deliver to it.
-        instance.standingBy.store(mustStandBy(instance), ordering: .relaxed)
-        instance.sources = planned.ports.filter { $0.direction == .source }.map {
+        let sources = planned.ports.filter { $0.direction == .source }.map {
             SourcePort(
                 name: $0.name, instance: planned.name, tap: taps.point(.port(planned.name + "." + $0.name)),
                 settlesAfterDelivery: planned.redelivers.contains($0.name))
         }
+        let instance = InstanceRuntime(
+            name: planned.name, plugin: planned.plugin, config: planned.config, logLevel: planned.logLevel, exclusive: planned.exclusive,
+            sources: sources, router: self, logger: logger)
+        // From the start, before any route worker can deliver to it.
+        instance.standingBy.store(mustStandBy(instance), ordering: .relaxed)
         return instance
     }
 
