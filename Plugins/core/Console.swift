@@ -4,8 +4,8 @@ import SwitchyardPluginKit
 
 /// Standard input as a source of `core.Line` envelopes, standard output as a sink.
 final class Console: Sendable {
-    /// Serialises stdout writes.
-    private let writing = Locked(())
+    /// Serialises stdout writes; counts the lines written.
+    private let written = Locked<Int>(0)
     private let gate: SourceGate<Void>
     private let printsEnvelopes: Bool
 
@@ -39,7 +39,8 @@ final class Console: Sendable {
     func print(_ envelope: Envelope) {
         var line = printsEnvelopes ? envelope.jsonObject().serializedBytes() : envelope.body
         line.append(0x0A)
-        writing.withLock { _ in
+        written.withLock { written in
+            written &+= 1
             line.withUnsafeBytes { bytes in
                 var offset = 0
                 while offset < bytes.count {

@@ -130,22 +130,26 @@ struct InstanceSupervisor: Sendable {
 /// worker's batch, a worker ending) calls ``signal()``, which only takes the lock while someone
 /// waits.
 final class DrainSignal: Sendable {
-    // The lock guards nothing but the sleep and wake-up; `waiters` is atomic. The waiter
-    // counts itself before it checks the count and the acknowledgement brings the count to zero
-    // before it reads `waiters` (both sequentially consistent), so one of them sees the other.
-    private let sleep = Locked(())
+    // The lock guards the sleep and wake-up, and counts the wake-ups (a sized value: an empty
+    // one confuses ThreadSanitizer's access tracking); `waiters` is atomic. The waiter counts
+    // itself before it checks the count and the acknowledgement brings the count to zero before
+    // it reads `waiters` (both sequentially consistent), so one of them sees the other.
+    private let wakeUps = Locked<UInt64>(0)
     private let waiters = Atomic<Int>(0)
 
     /// Wakes the waiters, if any.
     func signal() {
         guard waiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
-        sleep.withLock { _ in sleep.broadcast() }
+        wakeUps.withLock { wakeUps in
+            wakeUps &+= 1
+            self.wakeUps.broadcast()
+        }
     }
 
     /// Waits while `busy()` holds, at most until `deadline`; true when it stopped holding.
     func wait(until deadline: ContinuousClock.Instant, while busy: () -> Bool) -> Bool {
         waiters.add(1, ordering: .sequentiallyConsistent)
         defer { waiters.subtract(1, ordering: .sequentiallyConsistent) }
-        return sleep.withLock(waitingUntil: { _ in !busy() }, deadline: deadline) { _, stopped in stopped }
+        return wakeUps.withLock(waitingUntil: { _ in !busy() }, deadline: deadline) { _, stopped in stopped }
     }
 }
