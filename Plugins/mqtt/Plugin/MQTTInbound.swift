@@ -30,95 +30,53 @@ final class MQTTInbound: Sendable {
 
     unowned let link: MQTTLink
     // Each field confined to the event loop has a box of its own (`NIOLoopBoundBox`, checked
-    // at each access): one box for all would make any two overlapping accesses conflict.
-    private let _blockedInbound: NIOLoopBoundBox<Deque<Inbound>>
-    private let _nextSettleToken: NIOLoopBoundBox<UInt64>
-    private let _unsettled: NIOLoopBoundBox<[UInt64: Inbound]>
-    private let _inboundSequence: NIOLoopBoundBox<UInt64>
-    private let _redeliveryTimer: NIOLoopBoundBox<Scheduled<Void>?>
-    private let _redeliveryDelay: NIOLoopBoundBox<TimeAmount>
-    private let _probeToken: NIOLoopBoundBox<UInt64?>
-    private let _receivedQoS2: NIOLoopBoundBox<Set<UInt16>>
-    private let _unconfirmedFromBroker: NIOLoopBoundBox<Set<UInt16>>
-    private let _recentPublishes: NIOLoopBoundBox<EchoMemory>
-    private let _settledBatch: NIOLoopBoundBox<[(token: UInt64, outcome: DeliveryOutcome)]>
-
+    // at each access): one box for all would make any two overlapping accesses conflict. They
+    // are used as `field.value` directly: a forwarding property would nest two accessor
+    // coroutines, which a debug build allocates for on every envelope.
     /// Inbound publishes the router could not take yet (`on_full: block`).
-    var blockedInbound: Deque<Inbound> {
-        get { _blockedInbound.value }
-        _modify { yield &_blockedInbound.value }
-    }
+    private let blockedInbound: NIOLoopBoundBox<Deque<Inbound>>
     /// Settle tokens of inbound QoS ≥ 1 publishes → the publish, kept until the router
     /// settles it: confirmed then, or offered again when the router answers retry. Kept
     /// across reconnects, so a late settlement still finds its publish (the router holds at
     /// most its queues' worth, and the broker's receive maximum bounds what it sends unconfirmed).
-    private var nextSettleToken: UInt64 {
-        get { _nextSettleToken.value }
-        _modify { yield &_nextSettleToken.value }
-    }
-    private var unsettled: [UInt64: Inbound] {
-        get { _unsettled.value }
-        _modify { yield &_unsettled.value }
-    }
+    private let nextSettleToken: NIOLoopBoundBox<UInt64>
+    private let unsettled: NIOLoopBoundBox<[UInt64: Inbound]>
     /// Numbers inbound publishes in arrival order.
-    private var inboundSequence: UInt64 {
-        get { _inboundSequence.value }
-        _modify { yield &_inboundSequence.value }
-    }
+    private let inboundSequence: NIOLoopBoundBox<UInt64>
     /// Offers the oldest handed-back publish to the router again.
-    private var redeliveryTimer: Scheduled<Void>? {
-        get { _redeliveryTimer.value }
-        _modify { yield &_redeliveryTimer.value }
-    }
+    private let redeliveryTimer: NIOLoopBoundBox<Scheduled<Void>?>
     /// The pause before the next offer: doubles from ``redeliveryBackoff`` up to its ceiling.
-    private var redeliveryDelay: TimeAmount {
-        get { _redeliveryDelay.value }
-        _modify { yield &_redeliveryDelay.value }
-    }
+    private let redeliveryDelay: NIOLoopBoundBox<TimeAmount>
     /// The token of a handed-back publish offered again alone, as a probe: when it is
     /// taken, the others follow.
-    private var probeToken: UInt64? {
-        get { _probeToken.value }
-        _modify { yield &_probeToken.value }
-    }
+    private let probeToken: NIOLoopBoundBox<UInt64?>
     /// QoS 2 packet ids received and acknowledged with PUBREC, awaiting PUBREL.
-    private var receivedQoS2: Set<UInt16> {
-        get { _receivedQoS2.value }
-        _modify { yield &_receivedQoS2.value }
-    }
+    private let receivedQoS2: NIOLoopBoundBox<Set<UInt16>>
     /// Packet ids of QoS ≥ 1 publishes received on this connection and not yet confirmed
     /// (PUBACK, or PUBCOMP for QoS 2): what counts against the Receive Maximum announced.
-    private var unconfirmedFromBroker: Set<UInt16> {
-        get { _unconfirmedFromBroker.value }
-        _modify { yield &_unconfirmedFromBroker.value }
-    }
+    private let unconfirmedFromBroker: NIOLoopBoundBox<Set<UInt16>>
     /// MQTT 3.1.1 has no no-local: what this link published lately, so the broker's echo of
     /// it through the link's own subscriptions can be recognised and dropped.
-    private var recentPublishes: EchoMemory {
-        get { _recentPublishes.value }
-        _modify { yield &_recentPublishes.value }
-    }
+    private let recentPublishes: NIOLoopBoundBox<EchoMemory>
     /// The batch taken from `settledTokens`, kept so its storage is reused.
-    private var settledBatch: [(token: UInt64, outcome: DeliveryOutcome)] {
-        get { _settledBatch.value }
-        _modify { yield &_settledBatch.value }
-    }
+    private let settledBatch: NIOLoopBoundBox<[(token: UInt64, outcome: DeliveryOutcome)]>
+
     /// Settle tokens of inbound publishes the router has finished with, waiting for the event loop.
     private let settledTokens = Handoff<(token: UInt64, outcome: DeliveryOutcome)>()
 
     init(link: MQTTLink) {
         self.link = link
-        _blockedInbound = .makeBoxSendingValue([], as: Deque<Inbound>.self, eventLoop: link.eventLoop)
-        _nextSettleToken = .makeBoxSendingValue(link.settleTokenBase, as: UInt64.self, eventLoop: link.eventLoop)
-        _unsettled = .makeBoxSendingValue([:], as: [UInt64: Inbound].self, eventLoop: link.eventLoop)
-        _inboundSequence = .makeBoxSendingValue(0, as: UInt64.self, eventLoop: link.eventLoop)
-        _redeliveryTimer = .makeBoxSendingValue(nil, as: Scheduled<Void>?.self, eventLoop: link.eventLoop)
-        _redeliveryDelay = .makeBoxSendingValue(MQTTInbound.redeliveryBackoff.lowerBound, as: TimeAmount.self, eventLoop: link.eventLoop)
-        _probeToken = .makeBoxSendingValue(nil, as: UInt64?.self, eventLoop: link.eventLoop)
-        _receivedQoS2 = .makeBoxSendingValue([], as: Set<UInt16>.self, eventLoop: link.eventLoop)
-        _unconfirmedFromBroker = .makeBoxSendingValue([], as: Set<UInt16>.self, eventLoop: link.eventLoop)
-        _recentPublishes = .makeBoxSendingValue(EchoMemory(), as: EchoMemory.self, eventLoop: link.eventLoop)
-        _settledBatch = .makeBoxSendingValue([], as: [(token: UInt64, outcome: DeliveryOutcome)].self, eventLoop: link.eventLoop)
+        blockedInbound = .makeBoxSendingValue([], as: Deque<Inbound>.self, eventLoop: link.eventLoop)
+        nextSettleToken = .makeBoxSendingValue(link.settleTokenBase, as: UInt64.self, eventLoop: link.eventLoop)
+        unsettled = .makeBoxSendingValue([:], as: [UInt64: Inbound].self, eventLoop: link.eventLoop)
+        inboundSequence = .makeBoxSendingValue(0, as: UInt64.self, eventLoop: link.eventLoop)
+        redeliveryTimer = .makeBoxSendingValue(nil, as: Scheduled<Void>?.self, eventLoop: link.eventLoop)
+        redeliveryDelay = .makeBoxSendingValue(MQTTInbound.redeliveryBackoff.lowerBound, as: TimeAmount.self, eventLoop: link.eventLoop)
+        probeToken = .makeBoxSendingValue(nil, as: UInt64?.self, eventLoop: link.eventLoop)
+        receivedQoS2 = .makeBoxSendingValue([], as: Set<UInt16>.self, eventLoop: link.eventLoop)
+        unconfirmedFromBroker = .makeBoxSendingValue([], as: Set<UInt16>.self, eventLoop: link.eventLoop)
+        recentPublishes = .makeBoxSendingValue(EchoMemory(), as: EchoMemory.self, eventLoop: link.eventLoop)
+        settledBatch = .makeBoxSendingValue([], as: [(token: UInt64, outcome: DeliveryOutcome)].self, eventLoop: link.eventLoop)
     }
 
     // MARK: Entry points (any thread)
@@ -126,8 +84,8 @@ final class MQTTInbound: Sendable {
     /// The router has room again on the `messages` port: everything held is offered again.
     func resume() {
         link.eventLoop.execute {
-            self.redeliveryTimer?.cancel()
-            self.redeliveryTimer = nil
+            self.redeliveryTimer.value?.cancel()
+            self.redeliveryTimer.value = nil
             self.offerHeld(probing: false)
         }
     }
@@ -144,33 +102,33 @@ final class MQTTInbound: Sendable {
 
     /// Shutting down: what is held stays unconfirmed, the broker's (kept for the session).
     func quiesce() {
-        blockedInbound.removeAll()
-        redeliveryTimer?.cancel()
-        redeliveryTimer = nil
+        blockedInbound.value.removeAll()
+        redeliveryTimer.value?.cancel()
+        redeliveryTimer.value = nil
     }
 
     func stop() {
-        redeliveryTimer?.cancel()
+        redeliveryTimer.value?.cancel()
     }
 
     /// The connection is gone: QoS 2 packet ids awaiting PUBREL mean nothing on the next one.
     func connectionLost() {
-        receivedQoS2.removeAll()
-        unconfirmedFromBroker.removeAll()
+        receivedQoS2.value.removeAll()
+        unconfirmedFromBroker.value.removeAll()
     }
 
     /// PUBREL: the QoS 2 exchange of `packetID` is over (the link answers PUBCOMP).
     func released(_ packetID: UInt16) {
-        receivedQoS2.remove(packetID)
-        unconfirmedFromBroker.remove(packetID)
+        receivedQoS2.value.remove(packetID)
+        unconfirmedFromBroker.value.remove(packetID)
     }
 
     /// Counts a QoS ≥ 1 publish against the Receive Maximum; false when the broker sent more
     /// unconfirmed publishes than it was allowed (MQTT 5 §4.9: a protocol error, 0x93).
     func admit(_ publish: MQTTPublish) -> Bool {
         guard link.configuration.version == .v5, publish.qos != .atMostOnce, let id = publish.packetID else { return true }
-        unconfirmedFromBroker.insert(id)
-        return unconfirmedFromBroker.count <= link.configuration.receiveMaximum
+        unconfirmedFromBroker.value.insert(id)
+        return unconfirmedFromBroker.value.count <= link.configuration.receiveMaximum
     }
 
     var suppressesEchoes: Bool {
@@ -180,38 +138,38 @@ final class MQTTInbound: Sendable {
     /// Remembers a publish the link sends, to recognise the broker's echo of it.
     func remember(_ publish: MQTTPublish) {
         guard suppressesEchoes else { return }
-        recentPublishes.insert(topic: publish.topic, payload: publish.payload, at: .now())
+        recentPublishes.value.insert(topic: publish.topic, payload: publish.payload, at: .now())
     }
 
     /// Whether nothing waits for room in the router and nothing taken waits for its settlement.
-    var isIdle: Bool { unsettled.isEmpty && blockedInbound.isEmpty && probeToken == nil }
+    var isIdle: Bool { unsettled.value.isEmpty && blockedInbound.value.isEmpty && probeToken.value == nil }
 
     /// Whether inbound publishes wait in the link (the socket is not read meanwhile).
-    var holdingInbound: Bool { !blockedInbound.isEmpty || probeToken != nil }
+    var holdingInbound: Bool { !blockedInbound.value.isEmpty || probeToken.value != nil }
 
     func receivedPublish(_ publish: MQTTPublish, on channel: any Channel) {
         // After quiesce nothing more is taken: unacknowledged, the broker keeps it for the
         // session (or drops it with a clean start), and nothing accepted is lost.
         guard link.reading else { return }
-        if suppressesEchoes, recentPublishes.remove(topic: publish.topic, payload: publish.payload, now: .now()) {
+        if suppressesEchoes, recentPublishes.value.remove(topic: publish.topic, payload: publish.payload, now: .now()) {
             link.context.metric(.counter, "mqtt_echoes_dropped_total", 1)
             confirmWithoutTaking(publish, on: channel)
             return
         }
-        if publish.qos == .exactlyOnce, let id = publish.packetID, receivedQoS2.contains(id) {
+        if publish.qos == .exactlyOnce, let id = publish.packetID, receivedQoS2.value.contains(id) {
             // A resend before PUBREL: already taken once, only acknowledge again.
             link.output.write(.pubrec(MQTTAck(packetID: id)), on: channel)
             return
         }
-        inboundSequence &+= 1
-        let inbound = Inbound(publish: publish, sequence: inboundSequence, connection: link.connectionNumber)
+        inboundSequence.value &+= 1
+        let inbound = Inbound(publish: publish, sequence: inboundSequence.value, connection: link.connectionNumber)
         // Later publishes wait behind held ones, so the router sees them in arrival order.
         if holdingInbound {
-            blockedInbound.append(inbound)
+            blockedInbound.value.append(inbound)
             return
         }
         if emit(inbound) == nil {
-            blockedInbound.append(inbound)
+            blockedInbound.value.append(inbound)
             _ = channel.setOption(ChannelOptions.autoRead, value: false)
         }
     }
@@ -224,10 +182,10 @@ final class MQTTInbound: Sendable {
         let confirmable = publish.qos != .atMostOnce && publish.packetID != nil && inbound.connection == link.connectionNumber
         var token: UInt64 = 0
         if confirmable, let id = publish.packetID {
-            nextSettleToken &+= 1
-            token = nextSettleToken
-            unsettled[token] = inbound
-            if publish.qos == .exactlyOnce { receivedQoS2.insert(id) }
+            nextSettleToken.value &+= 1
+            token = nextSettleToken.value
+            unsettled.value[token] = inbound
+            if publish.qos == .exactlyOnce { receivedQoS2.value.insert(id) }
         }
         // MQTT Connect hook: the profile types a phone's payload and takes its session object.
         let envelope = MQTTEnvelopes.envelope(for: publish, version: link.configuration.version, connect: link.configuration.connect)
@@ -238,8 +196,8 @@ final class MQTTInbound: Sendable {
         if result != .ok, token != 0 {
             // Not taken: unconfirmed, so the broker sends it again (a QoS 2 resend must then
             // be taken, not only answered).
-            unsettled.removeValue(forKey: token)
-            if let id = publish.packetID { receivedQoS2.remove(id) }
+            unsettled.value.removeValue(forKey: token)
+            if let id = publish.packetID { receivedQoS2.value.remove(id) }
         }
         switch result {
         case .ok:
@@ -267,7 +225,7 @@ final class MQTTInbound: Sendable {
     private func confirmWithoutTaking(_ publish: MQTTPublish, on channel: any Channel) {
         guard let id = publish.packetID, publish.qos != .atMostOnce else { return }
         let ack = MQTTAck(packetID: id)
-        if publish.qos == .exactlyOnce { receivedQoS2.insert(id) } else { unconfirmedFromBroker.remove(id) }
+        if publish.qos == .exactlyOnce { receivedQoS2.value.insert(id) } else { unconfirmedFromBroker.value.remove(id) }
         link.output.write(publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
     }
 
@@ -275,32 +233,32 @@ final class MQTTInbound: Sendable {
     /// only the oldest when it was handed back: while it is not taken for good, neither would
     /// the others be, and offering them all every time would only churn.
     private func offerHeld(probing: Bool) {
-        while let first = blockedInbound.first {
+        while let first = blockedInbound.value.first {
             guard let token = emit(first) else { return }  // full: the router calls resume()
-            blockedInbound.removeFirst()
+            blockedInbound.value.removeFirst()
             if probing, first.handedBack, token != 0 {
-                probeToken = token
+                probeToken.value = token
                 return
             }
         }
-        guard probeToken == nil else { return }
+        guard probeToken.value == nil else { return }
         _ = link.channel?.setOption(ChannelOptions.autoRead, value: true)
         link.channel?.read()
     }
 
     private func takeSettlements() {
-        settledTokens.takeAll(into: &settledBatch)
-        defer { settledBatch.removeAll(keepingCapacity: true) }
-        for (token, outcome) in settledBatch {
-            guard let inbound = unsettled.removeValue(forKey: token) else { continue }
-            let probe = token == probeToken
-            if probe { probeToken = nil }
+        settledTokens.takeAll(into: &settledBatch.value)
+        defer { settledBatch.value.removeAll(keepingCapacity: true) }
+        for (token, outcome) in settledBatch.value {
+            guard let inbound = unsettled.value.removeValue(forKey: token) else { continue }
+            let probe = token == probeToken.value
+            if probe { probeToken.value = nil }
             if outcome == .retry {
                 handBack(inbound)
                 continue
             }
             if outcome == .ok {
-                redeliveryDelay = Self.redeliveryBackoff.lowerBound
+                redeliveryDelay.value = Self.redeliveryBackoff.lowerBound
             } else {
                 link.context.metric(.counter, "mqtt_unconfirmed_deliveries_total", 1)
                 link.context.log(
@@ -319,7 +277,7 @@ final class MQTTInbound: Sendable {
         guard link.connected, inbound.connection == link.connectionNumber, let channel = link.channel, let id = inbound.publish.packetID
         else { return }
         let ack = MQTTAck(packetID: id)
-        if inbound.publish.qos == .atLeastOnce { unconfirmedFromBroker.remove(id) }
+        if inbound.publish.qos == .atLeastOnce { unconfirmedFromBroker.value.remove(id) }
         link.output.write(inbound.publish.qos == .exactlyOnce ? .pubrec(ack) : .puback(ack), on: channel, flush: false)
     }
 
@@ -328,20 +286,20 @@ final class MQTTInbound: Sendable {
     /// router calls resume()).
     private func handBack(_ inbound: Inbound) {
         let current = inbound.connection == link.connectionNumber
-        if current, inbound.publish.qos == .exactlyOnce, let id = inbound.publish.packetID { receivedQoS2.remove(id) }
+        if current, inbound.publish.qos == .exactlyOnce, let id = inbound.publish.packetID { receivedQoS2.value.remove(id) }
         // Shutting down: unconfirmed, it stays the broker's.
         guard link.reading else { return }
         // From an earlier connection into a resumed session: the broker sends it again itself.
         if !current, link.connected, link.sessionResumed { return }
         var held = inbound
         held.handedBack = true
-        let index = blockedInbound.firstIndex { $0.sequence > held.sequence } ?? blockedInbound.endIndex
-        blockedInbound.insert(held, at: index)
+        let index = blockedInbound.value.firstIndex { $0.sequence > held.sequence } ?? blockedInbound.value.endIndex
+        blockedInbound.value.insert(held, at: index)
         _ = link.channel?.setOption(ChannelOptions.autoRead, value: false)
         link.context.metric(.counter, "mqtt_handed_back_total", 1)
-        if redeliveryTimer == nil, probeToken == nil {
-            let delay = redeliveryDelay
-            redeliveryDelay = min(Self.redeliveryBackoff.upperBound, redeliveryDelay * 2)
+        if redeliveryTimer.value == nil, probeToken.value == nil {
+            let delay = redeliveryDelay.value
+            redeliveryDelay.value = min(Self.redeliveryBackoff.upperBound, redeliveryDelay.value * 2)
             // Jitter over the upper half, as for reconnects.
             let jittered = TimeAmount.nanoseconds(delay.nanoseconds / 2 + Int64.random(in: 0...(delay.nanoseconds / 2)))
             if delay == Self.redeliveryBackoff.lowerBound {
@@ -350,8 +308,8 @@ final class MQTTInbound: Sendable {
                     "the router could not take a publish on \(inbound.publish.topic) yet (retry): held unconfirmed, offered again with backoff"
                 )
             }
-            redeliveryTimer = link.eventLoop.scheduleTask(in: jittered) {
-                self.redeliveryTimer = nil
+            redeliveryTimer.value = link.eventLoop.scheduleTask(in: jittered) {
+                self.redeliveryTimer.value = nil
                 self.offerHeld(probing: true)
             }
         }
@@ -362,10 +320,10 @@ final class MQTTInbound: Sendable {
     /// confirmation (the broker forgot them; they are the only copy).
     func heldAcrossReconnect(on channel: any Channel) {
         if link.sessionResumed {
-            blockedInbound.removeAll { $0.connection != link.connectionNumber && $0.publish.qos != .atMostOnce }
+            blockedInbound.value.removeAll { $0.connection != link.connectionNumber && $0.publish.qos != .atMostOnce }
         }
-        guard !blockedInbound.isEmpty else { return }
+        guard !blockedInbound.value.isEmpty else { return }
         _ = channel.setOption(ChannelOptions.autoRead, value: false)
-        if redeliveryTimer == nil { offerHeld(probing: false) }
+        if redeliveryTimer.value == nil { offerHeld(probing: false) }
     }
 }

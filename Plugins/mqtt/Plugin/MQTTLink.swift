@@ -39,63 +39,63 @@ final class MQTTLink: @unchecked Sendable {
 
     var channel: (any Channel)? {
         get { _channel.value }
-        _modify { yield &_channel.value }
+        set { _channel.value = newValue }
     }
     var connected: Bool {
         get { _connected.value }
-        _modify { yield &_connected.value }
+        set { _connected.value = newValue }
     }
     private(set) var stopped: Bool {
         get { _stopped.value }
-        _modify { yield &_stopped.value }
+        set { _stopped.value = newValue }
     }
     var reading: Bool {
         get { _reading.value }
-        _modify { yield &_reading.value }
+        set { _reading.value = newValue }
     }
     private var reconnectDelay: UInt64 {
         get { _reconnectDelay.value }
-        _modify { yield &_reconnectDelay.value }
+        set { _reconnectDelay.value = newValue }
     }
     private var reconnectTask: Scheduled<Void>? {
         get { _reconnectTask.value }
-        _modify { yield &_reconnectTask.value }
+        set { _reconnectTask.value = newValue }
     }
     private var pingTask: RepeatedTask? {
         get { _pingTask.value }
-        _modify { yield &_pingTask.value }
+        set { _pingTask.value = newValue }
     }
     private var awaitingPong: Bool {
         get { _awaitingPong.value }
-        _modify { yield &_awaitingPong.value }
+        set { _awaitingPong.value = newValue }
     }
     /// Why the last attempt to connect failed, until one succeeds (logged once per reason).
     private var lastConnectFailure: String? {
         get { _lastConnectFailure.value }
-        _modify { yield &_lastConnectFailure.value }
+        set { _lastConnectFailure.value = newValue }
     }
     /// Counts accepted connections (CONNACK), so a packet id is confirmed only on its own.
     var connectionNumber: UInt64 {
         get { _connectionNumber.value }
-        _modify { yield &_connectionNumber.value }
+        set { _connectionNumber.value = newValue }
     }
     /// Whether the broker kept the session (CONNACK session present).
     var sessionResumed: Bool {
         get { _sessionResumed.value }
-        _modify { yield &_sessionResumed.value }
+        set { _sessionResumed.value = newValue }
     }
     /// The client id and clean start the next CONNECT carries: the configuration's, until a
     /// member whose session another router took over moves on to a fresh id (MQTTMembership).
     var connectAs: (clientID: String, cleanStart: Bool) {
         get { _connectAs.value }
-        _modify { yield &_connectAs.value }
+        set { _connectAs.value = newValue }
     }
     /// With session takeover (MQTTMembership), the client id to reconnect under once an
     /// accepted connection is lost: a fresh one each time, so no id is used again after its
     /// session may have passed to another router. Set before start.
     var clientIDAfterDisconnect: (@Sendable () -> String)? {
         get { _clientIDAfterDisconnect.value }
-        _modify { yield &_clientIDAfterDisconnect.value }
+        set { _clientIDAfterDisconnect.value = newValue }
     }
     /// Encodes and writes packets to the connection.
     let output: MQTTOutput
