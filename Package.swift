@@ -153,7 +153,8 @@ let package = Package(
         .executableTarget(
             name: "switchyard",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardGraphTest", "SwitchyardSpool", "SwitchyardAdmin", "SwitchyardAdminClient", "SwitchyardPostgres",
+                "SwitchyardRuntime", "SwitchyardGraphTest", "SwitchyardSpool", "SwitchyardAdmin", "SwitchyardAdminClient",
+                "SwitchyardPostgres",
                 "SwitchyardStore", .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -317,10 +318,23 @@ let package = Package(
         .testTarget(name: "QeoRealmTests", dependencies: ["QeoRealm"], swiftSettings: strict),
         .testTarget(name: "QeoWakeTests", dependencies: ["QeoWake", "QeoEnrollment"], swiftSettings: strict),
         .testTarget(name: "PushMessageTests", dependencies: ["PushMessage", "SwitchyardCore"], swiftSettings: strict),
+        // What the integration tests share: sandboxes, the router as a process, real peers
+        // (Mosquitto, Kamailio, PostgreSQL, the Python doubles), sockets and HTTP by hand.
+        .target(
+            name: "IntegrationSupport",
+            dependencies: [
+                "SwitchyardPostgres", "SwitchyardSpool", .product(name: "SwitchyardDependencies", package: "Dependencies"),
+            ],
+            path: "Tests/IntegrationSupport",
+            swiftSettings: strict
+        ),
+        // The plugin ABI end to end: plugins in C (v1 and v2), in Swift outside the package,
+        // reloads. scripts/sanitize runs these under both sanitizers.
+        .testTarget(name: "PluginABITests", dependencies: ["IntegrationSupport"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "SDBus", "SwitchyardPostgres", "SwitchyardSpool", "SwitchyardSQLite", "SwitchyardStore",
+                "IntegrationSupport", "SDBus", "SwitchyardPostgres", "SwitchyardSpool", "SwitchyardSQLite", "SwitchyardStore",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             exclude: [
@@ -339,7 +353,18 @@ let package = Package(
 /// build in the same scratch path reuses them and recompiles only this package (most of a
 /// from-scratch build is the dependencies). What the sanitizer checks is our code, and every
 /// call it makes into theirs; races and overflows wholly inside a dependency are out of scope.
+///
+/// Only what the sanitized suites build and load is in that build (half its time): the router
+/// and its libraries, the plugins those suites run (core, mqtt, testkit, shout) and their test
+/// targets. scripts/sanitize's suite list and `sanitizedTestTargets` go together.
 if let sanitizer = Context.environment["SWITCHYARD_SANITIZE"] {
+    let sanitizedTestTargets: Set<String> = ["SwitchyardRuntimeTests", "SwitchyardScriptTests", "SwitchyardSpoolTests", "PluginABITests"]
+    let notLoaded: Set<String> = [
+        "PushMessage", "PushTokens", "PushPlugin", "CSDBus", "SDBus", "BLEPlugin", "SIPCodec", "SIPPlugin", "QeoQDM", "CCycloneDDS",
+        "QeoDDS", "CRealmCrypto", "QeoRealm", "QeoEnrollment", "QeoWake", "CQRencode", "QeoPlugin", "FuzzingSupport",
+    ]
+    package.targets.removeAll { ($0.type == .test && !sanitizedTestTargets.contains($0.name)) || notLoaded.contains($0.name) }
+    package.products.removeAll { product in (product as? Product.Library)?.targets.contains(where: notLoaded.contains) ?? false }
     for target in package.targets where target.type != .system {
         target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=\(sanitizer)"])]
         target.cSettings = (target.cSettings ?? []) + [.unsafeFlags(["-fsanitize=\(sanitizer)"])]

@@ -2,8 +2,8 @@ internal import SwitchyardABI
 internal import SwitchyardBridge
 internal import SwitchyardConfig
 internal import SwitchyardCore
-import Synchronization
 internal import SwitchyardRuntime
+import Synchronization
 
 /// The plugin every instance of a graph under `switchyard test` runs as: a C ABI table written
 /// in Swift that exposes the real plugin's manifest (the ``LoadedPlugin`` keeps its manifest,

@@ -1,7 +1,7 @@
-internal import SwitchyardRuntime
 public import SwitchyardConfig
 public import SwitchyardCore
 public import SwitchyardRouting
+internal import SwitchyardRuntime
 
 /// One test file of `switchyard test`: cases for one graph (see README, "Testing a graph
 /// offline").

@@ -1,8 +1,8 @@
 import Foundation
-internal import SwitchyardRuntime
 internal import SwitchyardConfig
 internal import SwitchyardCore
 internal import SwitchyardRouting
+internal import SwitchyardRuntime
 
 /// Reads the YAML of a test file into ``GraphTestFile``, collecting every problem with its
 /// file:line:column rather than stopping at the first.

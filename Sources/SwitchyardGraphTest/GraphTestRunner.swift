@@ -1,8 +1,8 @@
 import Foundation
-public import SwitchyardRuntime
 public import Logging
 internal import SwitchyardConfig
 public import SwitchyardCore
+public import SwitchyardRuntime
 internal import SwitchyardScript
 internal import SwitchyardSpool
 

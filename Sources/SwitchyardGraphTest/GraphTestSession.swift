@@ -1,7 +1,7 @@
 internal import SwitchyardConfig
 internal import SwitchyardCore
-import Synchronization
 public import SwitchyardRuntime
+import Synchronization
 
 /// A delivery one stand-in sink saw.
 struct CapturedDelivery: Sendable {

@@ -1,6 +1,6 @@
-internal import SwitchyardRuntime
 internal import SwitchyardCore
 internal import SwitchyardRouting
+internal import SwitchyardRuntime
 
 /// Compares what the stand-in sinks received with a case's `expect:` and says, line by line,
 /// what differs: the diff `switchyard test` prints.

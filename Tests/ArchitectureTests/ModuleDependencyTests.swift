@@ -104,7 +104,9 @@ struct ModuleDependencyTests {
     /// Every import under `Sources/`, by module (the folder under `Sources/`).
     static func sourceImports() throws -> [String: [Import]] {
         let sources = root.appendingPathComponent("Sources")
-        let pattern = try Regex(#"^\s*(?:@\w+\s+)*(?:(?:public|package|internal|private|fileprivate)\s+)?import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)"#)
+        let pattern = try Regex(
+            #"^\s*(?:@\w+\s+)*(?:(?:public|package|internal|private|fileprivate)\s+)?import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)"#
+        )
         var imports: [String: [Import]] = [:]
         let modules = try FileManager.default.contentsOfDirectory(atPath: sources.path)
         for module in modules {
@@ -115,7 +117,8 @@ struct ModuleDependencyTests {
                 let text = try String(contentsOf: folder.appendingPathComponent(relative), encoding: .utf8)
                 for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                     guard let match = try pattern.firstMatch(in: String(line)), let name = match.output[1].substring else { continue }
-                    imports[module, default: []].append(Import(module: String(name), file: "Sources/\(module)/\(relative)", line: index + 1))
+                    imports[module, default: []].append(
+                        Import(module: String(name), file: "Sources/\(module)/\(relative)", line: index + 1))
                 }
             }
         }

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The admin HTTP port of a running router.
 @Suite(.timeLimit(.minutes(2)))
 struct AdminTests {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The ble plugin through the router binary against the BlueZ double on a private bus: a press
 /// runs an iiidea whose result is written to the display, a board without the service, a
 /// dropped link, and the adapter switched off and on.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// Every error path of the command line a new user is likely to hit, run once: each one fails,
 /// says what went wrong in a sentence that names the file, address or setting, and carries no
 /// library's type dump (Foundation's `Error Domain=…`, NIO's error types, Swift enum cases,

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The command line: version, `validate` diagnostics, `graph` and `plugins list` (plugin commands:
 /// PluginCommandLineTests).
 @Suite(.timeLimit(.minutes(2)))

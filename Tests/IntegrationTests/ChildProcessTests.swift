@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// Every peer a test starts dies with the test run, even when the runner is killed with
 /// SIGKILL: a stand-in runner starts peers with `ChildProcess.command` (what every harness
 /// uses), is killed, and the peers — a single process, and a process that forked workers —

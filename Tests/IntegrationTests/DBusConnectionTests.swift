@@ -1,6 +1,8 @@
 import SDBus
 import Testing
 
+@testable import IntegrationSupport
+
 /// The sd-bus connection against the BlueZ double on a private bus: calls, typed replies,
 /// D-Bus error names, and signals.
 @Suite(.timeLimit(.minutes(1)))

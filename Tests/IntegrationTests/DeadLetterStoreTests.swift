@@ -5,6 +5,8 @@ import SwitchyardSpool
 import SwitchyardStore
 import Testing
 
+@testable import IntegrationSupport
+
 /// The two engines of dead letters, held to one contract: the spool itself, and a real
 /// PostgreSQL 15 server the spool hands its dead letters to.
 @Suite(.timeLimit(.minutes(2)))

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// At-least-once routes through the binary, with the testkit plugin's durable numbered source
 /// and scriptable sink.
 @Suite(.timeLimit(.minutes(3)))

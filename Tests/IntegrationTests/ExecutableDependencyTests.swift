@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The `switchyard` executable knows no protocol: no target of its dependency closure lies under
 /// `Plugins/` (so it links neither a plugin's code nor what a plugin links, libcrypto among
 /// them). Plugin commands reach it through the ABI at run time.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// `switchyard explain`: each step for one sample envelope, without starting anything.
 @Suite(.timeLimit(.minutes(1)))
 struct ExplainTests {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// One route with several sinks: every sink gets every envelope, in emission order.
 @Suite(.timeLimit(.minutes(2)))
 struct FanOutTests {

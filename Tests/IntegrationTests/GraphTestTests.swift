@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// `switchyard test`: YAML cases run against the real router with stand-ins for every plugin
 /// instance — passing, failing on purpose with the expected diff, and wrong test files.
 @Suite(.timeLimit(.minutes(1)))

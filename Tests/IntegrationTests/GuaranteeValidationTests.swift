@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// What the first-party plugins promise (ABI section 6: `settles`, `confirms`,
 /// `at_most_once`, from each instance's configuration), as `switchyard validate` holds it
 /// against at-least-once routes.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The `http` service piece cannot be turned against the network the router runs in: loopback
 /// (as a literal, an IPv4-mapped literal or a name resolving to it) and other schemes are
 /// refused unless allowed, redirects are not followed unless allowed, and values rendered

@@ -2,6 +2,8 @@ import Foundation
 import SwitchyardStore
 import Testing
 
+@testable import IntegrationSupport
+
 /// The two engines of obtained iiideas and preference overrides, held to one contract.
 @Suite(.timeLimit(.minutes(2)))
 struct IiideaCatalogStoreTests {

@@ -2,6 +2,8 @@ import Foundation
 import SwitchyardStore
 import Testing
 
+@testable import IntegrationSupport
+
 /// The two engines of iiideas' run history, held to one contract.
 @Suite(.timeLimit(.minutes(2)))
 struct IiideaRunStoreTests {

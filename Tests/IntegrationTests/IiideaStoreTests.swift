@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The iiidea store through the binary: templates, obtaining and deleting iiideas, preference
 /// overrides and their schemas, stored iiideas that no longer validate, run now, and the run
 /// history's outcome filter, all through `switchyard iiidea` and across restarts.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// iiideas through the binary: trigger → service → action, run history, enable/disable over
 /// the admin port and across restarts, the http piece against a local server, remote runs.
 @Suite(.timeLimit(.minutes(2)))

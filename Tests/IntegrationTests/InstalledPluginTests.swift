@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// What the build and `scripts/install-plugins` make of a plugin: a shared object that exports
 /// exactly its entry symbol (switchyard_plugin.h), installed without its symbol table and DWARF,
 /// which go to a debug file beside it that the installed file names (`.gnu_debuglink`).

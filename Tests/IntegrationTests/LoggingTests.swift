@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// `--log-format json` and per-instance `log_level:`.
 @Suite(.timeLimit(.minutes(1)))
 struct LoggingTests {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The loop guard: an envelope is not delivered to an instance already in its trace unless
 /// the route says `loop: allow`, and a cycle made only of `loop: allow` routes is refused.
 @Suite(.timeLimit(.minutes(2)))

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// Two real brokers bridged both ways through one router: every message crosses exactly once
 /// and nothing echoes back — MQTT 5 by no-local on the router's own subscriptions, MQTT 3.1.1
 /// by the link's memory of what it published.

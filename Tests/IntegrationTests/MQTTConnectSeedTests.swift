@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The MQTT Connect profile against the app's own documentation (cedalo/ios-docs, README.md at
 /// f06f13e): its Settings, QR-code and dialog messages exactly as the seed prints them, the
 /// settings receipt, QR and NFC content kept as JSON or text, camera pictures in base64, and

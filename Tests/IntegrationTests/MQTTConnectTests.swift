@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The MQTT Connect profile of the `mqtt` plugin end to end: the built `switchyard` with the
 /// real plugins against a real Mosquitto per test, `mosquitto_pub` and `MosquittoSubscriber`
 /// playing the phone running the app. Every wait is bounded.

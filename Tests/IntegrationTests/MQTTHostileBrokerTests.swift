@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// A broker that sends values at or past the protocol's limits: the link closes the connection
 /// with the reason code MQTT 5 prescribes, counts it, names the broker in the log, emits
 /// nothing it cannot stand behind, and reconnects; the router keeps running.

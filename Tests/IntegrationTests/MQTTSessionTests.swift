@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// A router killed and restarted loses nothing on an at-least-once MQTT → MQTT bridge with
 /// the mqtt plugin's default session settings (issue 36): an instance with a QoS 1 subscription
 /// keeps its broker session under its stable default id, so what the broker had sent and not

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// What the `mqtt` plugin's subscriptions receive, end to end against a real Mosquitto per
 /// test: wildcard filters with their QoS, MQTT 5 shared subscriptions split between two links,
 /// retained messages in both directions, and per-topic ordering of QoS 1 publishes through a

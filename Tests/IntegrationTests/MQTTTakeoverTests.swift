@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// Session takeover (issue 36): two routers share an MQTT subscription (`share: true`) and one
 /// PostgreSQL store, and bridge broker A → at-least-once → broker B with nothing else set. One
 /// is killed mid-stream and never comes back; the other takes its session over and every

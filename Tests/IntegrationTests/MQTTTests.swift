@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 #if canImport(Glibc)
     import Glibc
 #endif

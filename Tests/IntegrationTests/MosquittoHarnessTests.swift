@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The Mosquitto harness itself, with Mosquitto's own clients only: if these fail, the MQTT
 /// plugin tests cannot be trusted.
 @Suite(.timeLimit(.minutes(2)))

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// OAuth 2.0 connections for iiidea pieces, against a strict provider in Python
 /// (`oauth_provider.py`: authorization endpoint, token endpoint checking PKCE, refresh with
 /// rotation, a protected resource): an `http` piece that needs a connection nobody connected

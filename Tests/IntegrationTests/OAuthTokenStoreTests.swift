@@ -2,6 +2,8 @@ import Foundation
 import SwitchyardStore
 import Testing
 
+@testable import IntegrationSupport
+
 /// The two engines of OAuth connections' sealed tokens, held to one contract.
 @Suite(.timeLimit(.minutes(2)))
 struct OAuthTokenStoreTests {

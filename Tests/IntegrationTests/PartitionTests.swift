@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// Partitions, for real (issue 36): the router runs in a network namespace of its own, joined
 /// to broker A and broker B by veth pairs the test creates, and the test cuts those links while
 /// messages flow: router ↔ A, router ↔ B, then both. With the mqtt plugin's default sessions,

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// `switchyard PLUGIN COMMAND ARGS…`: commands the plugins bring, found in the plugin directory
 /// and run through the ABI — the qeo plugin's `realm`, the push plugin's `tokens` and the C
 /// example's `shout` — with their help, output and exit status passed through.
@@ -8,7 +10,7 @@ import Testing
 struct PluginCommandLineTests {
     /// A sandbox with core, push, qeo and the C example compiled with `cc`.
     static func sandbox() throws -> Sandbox {
-        let sandbox = try CPluginTests.sandboxWithUpper()
+        let sandbox = try Sandbox.withUpperPlugin()
         try sandbox.installPlugin("push")
         try sandbox.installPlugin("qeo")
         return sandbox

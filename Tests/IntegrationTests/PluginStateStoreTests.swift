@@ -5,6 +5,8 @@ import SwitchyardSpool
 import SwitchyardStore
 import Testing
 
+@testable import IntegrationSupport
+
 /// The two engines of plugin state, held to one contract: the SQLite spool database and a
 /// real PostgreSQL 15 server.
 @Suite(.timeLimit(.minutes(2)))

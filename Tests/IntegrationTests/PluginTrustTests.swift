@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The loader refuses plugin files and directories other users could have written, and
 /// shared objects that are not plugins; a refused plugin is then unknown to the graph.
 @Suite(.timeLimit(.minutes(2)))

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The webhook against clients that try to hold it: a connection cap, header and body read
 /// timeouts, the bearer token checked before the body, the body limit checked before and while
 /// reading, and a router that cannot take a message answered 503 with Retry-After.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The push plugin's `send` as an iiidea action: its preferences name whom to send to, and a
 /// user with no registered token makes the piece refuse honestly until one registers.
 @Suite(.timeLimit(.minutes(2)))

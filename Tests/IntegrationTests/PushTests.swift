@@ -2,6 +2,8 @@ import Crypto
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The push plugin through the router binary: the webhook with real HTTP requests (FCM's
 /// request shape, signatures, replays, token registration) and the FCM HTTP v1 sender against
 /// the local FCM endpoint, which verifies the service account's JWT.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// A realm's lifecycle through the router's enrollment endpoint: a device (Python, with the
 /// cryptography package) enrolls with a one-time code, a router running on its credentials
 /// joins the secured realm for real, codes are refused once used, expired or unknown, revoked

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The qeo plugin's pieces refuse honestly: an iiidea whose action writes a topic the realm's
 /// policy lets the instance's member only read is inactive, naming the member and the topic,
 /// and becomes active when it is enabled again under a policy that grants writing.

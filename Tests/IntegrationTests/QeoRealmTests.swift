@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// Secured realms: routers with certificates from `switchyard qeo realm` exchange Qeo data over DDS
 /// Security; a router of another realm hears nothing and is not heard; the policy decides who
 /// may write. (Python's cyclonedds wheel has no DDS Security, so every peer here is a router.)

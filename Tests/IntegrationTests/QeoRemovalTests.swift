@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// How the qeo plugin reports the ways a Qeo state instance goes (issue 40), against an
 /// independent secured peer: `Support/qeo_state_peer.c`, plain C on Cyclone DDS with the types
 /// from Cyclone's own `idlc` (`Support/ChatParticipant.idl`), compiled in the test's sandbox and

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The qeo plugin through the router binary, against Python `cyclonedds` peers (each test on a DDS domain of its own)
 /// (the QSimpleChat types): events both ways, state changes and removal, late-joining state,
 /// and the errors for bad QDM and wrong-typed bodies.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// Reloads that change running instances, against the real listeners: a plugin that can adopt
 /// the change keeps its socket (reconfigure); an instance that cannot start rolls the reload
 /// back and the previous instances serve again; `POST /reload` and `switchyard reload` report

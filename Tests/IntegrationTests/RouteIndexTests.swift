@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// Routes from one source whose conditions the router looks up (`subject == "s3"`,
 /// `startsWith`) rather than evaluates one by one: each envelope reaches exactly the routes
 /// whose condition holds, and every route's totals read as if it had evaluated every envelope.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// End-to-end routing through the built `switchyard` binary and the real `libcore.so`.
 @Suite(.timeLimit(.minutes(2)))
 struct RoutingTests {

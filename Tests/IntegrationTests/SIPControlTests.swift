@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// iDoubs' registration control and message outcomes, against Kamailio and SIPp: an instance
 /// that starts unregistered registers, refreshes and unregisters on `sip.Control` envelopes,
 /// and every MESSAGE `send` finished comes out of `sent` as a `sip.Outcome`.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// iDoubs' message history, against Kamailio and SIPp: every MESSAGE received and sent is
 /// recorded in the router's store with its outcome, comes out of `history` as an event, is
 /// read through the admin API and `switchyard sip history`, kept within its bounds, survives a

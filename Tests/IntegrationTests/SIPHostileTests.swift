@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The sip plugin against peers that lie: integers at their limits, challenges from strangers,
 /// envelopes that try to redirect or inject, floods of transactions and connections. Each test
 /// checks the router is still alive and another route (console → file) still delivers.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The sip plugin's resource limits (`limits:`), each with small values so the tests are quick:
 /// the refusal the protocol has for it, its counter, and the router still routing.
 @Suite(.serialized, .timeLimit(.minutes(2)))

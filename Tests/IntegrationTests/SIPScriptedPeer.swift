@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// A SIP peer on a loopback UDP socket that answers what a real one (Kamailio) cannot be made
 /// to send: each distinct request (by its top Via branch) gets the answer `script` gives for
 /// its index; retransmissions get the same bytes again; nil leaves it unanswered.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The sip plugin through the router binary against real peers: Kamailio as registrar and
 /// relay (digest MD5 or SHA-256), SIPp as the far user agent.
 @Suite(.serialized, .timeLimit(.minutes(2)))

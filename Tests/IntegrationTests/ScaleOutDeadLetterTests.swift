@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// With `store.url`, each router hands its dead letters from its spool to PostgreSQL, so the
 /// dead letters of every router are listed, replayed and dropped from any of them: through the
 /// admin API, and with `switchyard dlq` given the store.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// With `store.url`, an `exclusive: true` instance runs on one router at a time (a PostgreSQL
 /// advisory lock); the others stand by and one takes over within seconds when the holder dies
 /// or stops. What an at-least-once route sends a standing-by instance waits in that router's

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// With `store.url`, iiideas obtained from a template and the preferences people chose live in
 /// PostgreSQL: a change made on one router is announced (NOTIFY) and every other router reloads,
 /// so they all run the same iiideas.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// With `store.url`, OAuth connections live in PostgreSQL, sealed with the key every router
 /// shares (`SWITCHYARD_OAUTH_KEY`): a connection made on one router serves the others, a
 /// refresh by one reaches the others (the provider rotates refresh tokens, so a second refresh

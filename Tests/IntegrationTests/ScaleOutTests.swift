@@ -2,6 +2,8 @@ import Foundation
 import SwitchyardSQLite
 import Testing
 
+@testable import IntegrationSupport
+
 /// Several routers running the same routes act as one (issue 25, first part): with `share:`,
 /// an mqtt instance's subscriptions join one shared group (`$share/switchyard-<instance>/…`,
 /// MQTT 5) and each router takes a client id of its own, so Mosquitto hands every message to

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// Scripts between real peers: an MQTT JSON sensor stream through a script to SIPp as a SIP
 /// MESSAGE of plain text, and a BLE board's bytes (the BlueZ double) through the
 /// transformations example's script to Mosquitto as numbers.

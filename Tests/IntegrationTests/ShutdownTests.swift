@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// SIGTERM stops the sources, drains what the routes accepted and exits cleanly.
 @Suite(.timeLimit(.minutes(2)))
 struct ShutdownTests {

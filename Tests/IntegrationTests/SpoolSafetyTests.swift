@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The spool under faults: a full file system, a second router, a damaged file; and the modes
 /// of the files it creates.
 @Suite(.timeLimit(.minutes(3)))

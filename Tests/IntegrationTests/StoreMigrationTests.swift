@@ -6,6 +6,8 @@ import SwitchyardSpool
 import SwitchyardStore
 import Testing
 
+@testable import IntegrationSupport
+
 /// Versioned schema migrations of both stores, and `switchyard store check|migrate`.
 @Suite(.timeLimit(.minutes(2)))
 struct StoreMigrationTests {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The core plugin's `subprocess:` source: a program's output lines as envelopes, restarts,
 /// bad lines named and counted, the program's process group ended with the router.
 @Suite(.timeLimit(.minutes(1)))

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// `run` under a `Type=notify` unit: the datagrams systemd would read from `NOTIFY_SOCKET`.
 @Suite(.timeLimit(.minutes(1)))
 struct SystemdNotifyTests {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// `switchyard tap` against a running router: it sees what the sink receives.
 @Suite(.timeLimit(.minutes(2)))
 struct TapTests {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// `switchyard top` against a running router: the tables it prints when not on a terminal.
 @Suite(.timeLimit(.minutes(2)))
 struct TopTests {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// Tracing (issue 23) through the router binary: a W3C `traceparent` user property on an MQTT 5
 /// publish reaches the FCM request of the push sender as its `traceparent` header, and the
 /// router's spans, exported over OTLP/HTTP to `otlp_receiver.py` (which checks the protobuf

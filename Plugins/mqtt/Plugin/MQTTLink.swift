@@ -130,7 +130,8 @@ final class MQTTLink: @unchecked Sendable {
         _lastConnectFailure = .makeBoxSendingValue(nil, as: String?.self, eventLoop: eventLoop)
         _connectionNumber = .makeBoxSendingValue(0, as: UInt64.self, eventLoop: eventLoop)
         _sessionResumed = .makeBoxSendingValue(false, as: Bool.self, eventLoop: eventLoop)
-        _connectAs = .makeBoxSendingValue((configuration.clientID, configuration.cleanStart), as: (clientID: String, cleanStart: Bool).self, eventLoop: eventLoop)
+        _connectAs = .makeBoxSendingValue(
+            (configuration.clientID, configuration.cleanStart), as: (clientID: String, cleanStart: Bool).self, eventLoop: eventLoop)
         _clientIDAfterDisconnect = .makeBoxSendingValue(nil, as: (@Sendable () -> String)?.self, eventLoop: eventLoop)
         output = MQTTOutput(version: configuration.version, context: context, eventLoop: eventLoop)
         inbound = MQTTInbound(link: self)

@@ -119,7 +119,6 @@ final class SIPTransport: Sendable {
     /// Where the listeners' refusals, evictions and accept failures are logged and counted.
     private let reporter: any ConnectionGuardReporter
 
-
     init(configuration: SIPConfiguration, eventLoop: any EventLoop, reporter: any ConnectionGuardReporter) {
         self.eventLoop = eventLoop
         self.reporter = reporter

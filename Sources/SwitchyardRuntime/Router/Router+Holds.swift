@@ -1,6 +1,6 @@
 import Foundation
-internal import SwitchyardCore
 internal import Logging
+internal import SwitchyardCore
 public import SwitchyardStore
 
 /// Exclusive instances (`exclusive: true`): with a shared store, one router at a time runs

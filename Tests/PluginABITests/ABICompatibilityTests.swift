@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// ABI version 1 plugins keep loading beside version 2 ones: `Support/ABIv1/upper_v1.c` is the C
 /// example as it was written against the version 1 header (a copy of that header beside it),
 /// compiled with `cc` here; `examples/c-plugin/upper.c` is the same plugin on version 2. One
@@ -15,7 +17,7 @@ struct ABICompatibilityTests {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
         try CCompiler.compilePlugin(Self.versionOneSource, to: sandbox.plugins.appendingPathComponent("libupper1.so"))
-        try CCompiler.compilePlugin(CPluginTests.upperSource, to: sandbox.plugins.appendingPathComponent("libupper.so"))
+        try CCompiler.compilePlugin(Sandbox.upperSource, to: sandbox.plugins.appendingPathComponent("libupper.so"))
         try sandbox.writeRoutes(
             """
             instances:

@@ -1,22 +1,14 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The plugin ABI is language-neutral: `examples/c-plugin/upper.c`, plain C compiled with `cc`
 /// against the header alone, loads and routes like the Swift `core` plugin.
 @Suite(.timeLimit(.minutes(2)))
 struct CPluginTests {
-    static var upperSource: URL { BuildProducts.packageRoot.appendingPathComponent("examples/c-plugin/upper.c") }
-
-    /// A sandbox with `core` and a freshly compiled `libupper.so`.
-    static func sandboxWithUpper() throws -> Sandbox {
-        let sandbox = try Sandbox()
-        try sandbox.installPlugin("core")
-        try CCompiler.compilePlugin(upperSource, to: sandbox.plugins.appendingPathComponent("libupper.so"))
-        return sandbox
-    }
-
     @Test func upperUppercasesPrefixesAndKeepsTheTrace() async throws {
-        let sandbox = try Self.sandboxWithUpper()
+        let sandbox = try Sandbox.withUpperPlugin()
         try sandbox.writeRoutes(
             """
             instances:
@@ -50,7 +42,7 @@ struct CPluginTests {
     }
 
     @Test func inspectPrintsTheManifestOfTheCPlugin() throws {
-        let sandbox = try Self.sandboxWithUpper()
+        let sandbox = try Sandbox.withUpperPlugin()
         let library = sandbox.plugins.appendingPathComponent("libupper.so").path
         let result = try RouterProcess.runToExit(["plugins", "inspect", library], in: sandbox.root)
         #expect(result.status == 0, "\(result.errors)")
@@ -69,7 +61,7 @@ struct CPluginTests {
     }
 
     @Test func configOfTheCPluginIsCheckedAgainstItsSchema() throws {
-        let sandbox = try Self.sandboxWithUpper()
+        let sandbox = try Sandbox.withUpperPlugin()
         let yaml = """
             instances:
               clock: { plugin: core, timer: { interval: 1s } }
@@ -92,7 +84,7 @@ struct CPluginTests {
     /// `validate` knows it before anything runs, accepts a route that builds it, refuses one that
     /// names a type nobody declares, and points a refused `type` at its line and column.
     @Test func aTypeFromTheConfigurationIsDeclaredThroughDescribe() throws {
-        let sandbox = try Self.sandboxWithUpper()
+        let sandbox = try Sandbox.withUpperPlugin()
         let file = sandbox.routes.appendingPathComponent("main.yaml").path
         func validate(_ yaml: String) throws -> (status: Int32, errors: [String]) {
             try sandbox.writeRoutes(yaml)
@@ -136,7 +128,7 @@ struct CPluginTests {
 
     /// What `out` emits at run time carries the configured type.
     @Test func theConfiguredTypeIsWhatOutEmits() async throws {
-        let sandbox = try Self.sandboxWithUpper()
+        let sandbox = try Sandbox.withUpperPlugin()
         try sandbox.writeRoutes(
             """
             instances:

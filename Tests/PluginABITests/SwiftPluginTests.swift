@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// The Swift SDK end to end: the example plugin `libshout.so`, built by this package, loaded
 /// from a plugin folder and routed through.
 @Suite(.timeLimit(.minutes(2)))

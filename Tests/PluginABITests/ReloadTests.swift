@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import IntegrationSupport
+
 /// SIGHUP and `run --watch`: a valid new graph replaces the running one without touching
 /// unchanged instances; an invalid one is rejected and the old graph keeps running.
 @Suite(.timeLimit(.minutes(2)))

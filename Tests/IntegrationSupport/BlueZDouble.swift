@@ -39,7 +39,7 @@ final class BlueZDouble {
         address = Self.address(in: directory)
         try Self.waitFor("the bus socket") { FileManager.default.fileExists(atPath: socket) }
 
-        let template = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("bluez_slate.py").path
+        let template = BuildProducts.packageRoot.appendingPathComponent("Tests/IntegrationTests/Support/bluez_slate.py").path
         mock = Process()
         // Debian's interpreter: a pyenv python does not see python3-dbusmock.
         mock.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
