@@ -28,7 +28,7 @@ final class MQTTInbound: Sendable {
     /// First pause before a handed-back publish is offered again, and the ceiling it doubles to.
     static let redeliveryBackoff = TimeAmount.milliseconds(100)...TimeAmount.seconds(5)
 
-    unowned let link: MQTTLink
+    unowned let link: MQTTConnectionState
     // Each field confined to the event loop has a box of its own (`NIOLoopBoundBox`, checked
     // at each access): one box for all would make any two overlapping accesses conflict. They
     // are used as `field.value` directly: a forwarding property would nest two accessor
@@ -64,7 +64,7 @@ final class MQTTInbound: Sendable {
     /// Settle tokens of inbound publishes the router has finished with, waiting for the event loop.
     private let settledTokens = Handoff<(token: UInt64, outcome: DeliveryOutcome)>()
 
-    init(link: MQTTLink) {
+    init(link: MQTTConnectionState) {
         self.link = link
         blockedInbound = .makeBoxSendingValue([], as: Deque<Inbound>.self, eventLoop: link.eventLoop)
         nextSettleToken = .makeBoxSendingValue(link.settleTokenBase, as: UInt64.self, eventLoop: link.eventLoop)

@@ -13,46 +13,48 @@ import Synchronization
 /// `eventLoop` (a `NIOLoopBoundBox`, checked at each access); the entry points for the router's
 /// threads hop onto it. Publishes to the broker are ``MQTTPublisher``'s, inbound publishes
 /// ``MQTTInbound``'s, the socket writes ``MQTTOutput``'s.
-final class MQTTLink: @unchecked Sendable {
-    // `@unchecked` for `inbound` and `publisher` alone: they refer back to the link, so they
-    // are set once, at the end of `init`, before the link is shared.
-    let configuration: MQTTLinkConfiguration
-    let context: PluginContext
-    let instance: String
-    let eventLoop: any EventLoop
+final class MQTTLink: Sendable {
+    /// The connection's state that the inbound side and the publisher share with the link.
+    let shared: MQTTConnectionState
+    var configuration: MQTTLinkConfiguration { shared.configuration }
+    var context: PluginContext { shared.context }
+    var instance: String { shared.instance }
+    var eventLoop: any EventLoop { shared.eventLoop }
+    var output: MQTTOutput { shared.output }
+    var adoption: MQTTSessionAdoption? { shared.adoption }
+    var settleTokenBase: UInt64 { shared.settleTokenBase }
+    var channel: (any Channel)? {
+        get { shared.channel }
+        set { shared.channel = newValue }
+    }
+    var connected: Bool {
+        get { shared.connected }
+        set { shared.connected = newValue }
+    }
+    var stopped: Bool { shared.stopped }
+    var reading: Bool {
+        get { shared.reading }
+        set { shared.reading = newValue }
+    }
+    var connectionNumber: UInt64 {
+        get { shared.connectionNumber }
+        set { shared.connectionNumber = newValue }
+    }
+    var sessionResumed: Bool {
+        get { shared.sessionResumed }
+        set { shared.sessionResumed = newValue }
+    }
 
     // Each field confined to the event loop has a box of its own (`NIOLoopBoundBox`, checked
     // at each access): one box for all would make any two overlapping accesses conflict.
-    private let _channel: NIOLoopBoundBox<(any Channel)?>
-    private let _connected: NIOLoopBoundBox<Bool>
-    private let _stopped: NIOLoopBoundBox<Bool>
-    private let _reading: NIOLoopBoundBox<Bool>
     private let _reconnectDelay: NIOLoopBoundBox<UInt64>
     private let _reconnectTask: NIOLoopBoundBox<Scheduled<Void>?>
     private let _pingTask: NIOLoopBoundBox<RepeatedTask?>
     private let _awaitingPong: NIOLoopBoundBox<Bool>
     private let _lastConnectFailure: NIOLoopBoundBox<String?>
-    private let _connectionNumber: NIOLoopBoundBox<UInt64>
-    private let _sessionResumed: NIOLoopBoundBox<Bool>
     private let _connectAs: NIOLoopBoundBox<(clientID: String, cleanStart: Bool)>
     private let _clientIDAfterDisconnect: NIOLoopBoundBox<(@Sendable () -> String)?>
 
-    var channel: (any Channel)? {
-        get { _channel.value }
-        set { _channel.value = newValue }
-    }
-    var connected: Bool {
-        get { _connected.value }
-        set { _connected.value = newValue }
-    }
-    private(set) var stopped: Bool {
-        get { _stopped.value }
-        set { _stopped.value = newValue }
-    }
-    var reading: Bool {
-        get { _reading.value }
-        set { _reading.value = newValue }
-    }
     private var reconnectDelay: UInt64 {
         get { _reconnectDelay.value }
         set { _reconnectDelay.value = newValue }
@@ -75,15 +77,7 @@ final class MQTTLink: @unchecked Sendable {
         set { _lastConnectFailure.value = newValue }
     }
     /// Counts accepted connections (CONNACK), so a packet id is confirmed only on its own.
-    var connectionNumber: UInt64 {
-        get { _connectionNumber.value }
-        set { _connectionNumber.value = newValue }
-    }
     /// Whether the broker kept the session (CONNACK session present).
-    var sessionResumed: Bool {
-        get { _sessionResumed.value }
-        set { _sessionResumed.value = newValue }
-    }
     /// The client id and clean start the next CONNECT carries: the configuration's, until a
     /// member whose session another router took over moves on to a fresh id (MQTTMembership).
     var connectAs: (clientID: String, cleanStart: Bool) {
@@ -97,45 +91,29 @@ final class MQTTLink: @unchecked Sendable {
         get { _clientIDAfterDisconnect.value }
         set { _clientIDAfterDisconnect.value = newValue }
     }
-    /// Encodes and writes packets to the connection.
-    let output: MQTTOutput
-    /// Publishes from the broker to the router (set at the end of `init`: it refers back).
-    private(set) var inbound: MQTTInbound!
-    /// Publishes from the router to the broker (set at the end of `init`: it refers back).
-    private(set) var publisher: MQTTPublisher!
-    /// Set on a link that drains a lapsed member's session; nil on the instance's own link.
-    let adoption: MQTTSessionAdoption?
-    /// The first settle token of this link's inbound publishes: each link of an instance
-    /// numbers its own (the top 16 bits tell them apart).
-    let settleTokenBase: UInt64
+    /// Publishes from the broker to the router.
+    let inbound: MQTTInbound
+    /// Publishes from the router to the broker.
+    let publisher: MQTTPublisher
 
     init(
         configuration: MQTTLinkConfiguration, context: PluginContext, instance: String, adoption: MQTTSessionAdoption? = nil,
         settleTokenBase: UInt64 = 0
     ) {
-        self.configuration = configuration
-        self.context = context
-        self.instance = instance
-        self.adoption = adoption
-        self.settleTokenBase = settleTokenBase
-        eventLoop = Self.sharedEventLoop
-        _channel = .makeBoxSendingValue(nil, as: (any Channel)?.self, eventLoop: eventLoop)
-        _connected = .makeBoxSendingValue(false, as: Bool.self, eventLoop: eventLoop)
-        _stopped = .makeBoxSendingValue(false, as: Bool.self, eventLoop: eventLoop)
-        _reading = .makeBoxSendingValue(true, as: Bool.self, eventLoop: eventLoop)
+        let eventLoop = Self.sharedEventLoop
+        shared = MQTTConnectionState(
+            configuration: configuration, context: context, instance: instance, eventLoop: eventLoop, adoption: adoption,
+            settleTokenBase: settleTokenBase)
         _reconnectDelay = .makeBoxSendingValue(configuration.initialReconnectDelay, as: UInt64.self, eventLoop: eventLoop)
         _reconnectTask = .makeBoxSendingValue(nil, as: Scheduled<Void>?.self, eventLoop: eventLoop)
         _pingTask = .makeBoxSendingValue(nil, as: RepeatedTask?.self, eventLoop: eventLoop)
         _awaitingPong = .makeBoxSendingValue(false, as: Bool.self, eventLoop: eventLoop)
         _lastConnectFailure = .makeBoxSendingValue(nil, as: String?.self, eventLoop: eventLoop)
-        _connectionNumber = .makeBoxSendingValue(0, as: UInt64.self, eventLoop: eventLoop)
-        _sessionResumed = .makeBoxSendingValue(false, as: Bool.self, eventLoop: eventLoop)
         _connectAs = .makeBoxSendingValue(
             (configuration.clientID, configuration.cleanStart), as: (clientID: String, cleanStart: Bool).self, eventLoop: eventLoop)
         _clientIDAfterDisconnect = .makeBoxSendingValue(nil, as: (@Sendable () -> String)?.self, eventLoop: eventLoop)
-        output = MQTTOutput(version: configuration.version, context: context, eventLoop: eventLoop)
-        inbound = MQTTInbound(link: self)
-        publisher = MQTTPublisher(link: self)
+        inbound = MQTTInbound(link: shared)
+        publisher = MQTTPublisher(link: shared, inbound: inbound)
     }
 
     // MARK: Entry points (any thread)
@@ -174,7 +152,7 @@ final class MQTTLink: @unchecked Sendable {
     /// Disconnects cleanly and fails what is still waiting, so the router can account for it.
     func stop() {
         let done = eventLoop.submit {
-            self.stopped = true
+            self.shared.stopped = true
             self.reconnectTask?.cancel()
             self.pingTask?.cancel()
             self.inbound.stop()

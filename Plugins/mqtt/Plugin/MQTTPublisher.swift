@@ -15,14 +15,17 @@ final class MQTTPublisher: Sendable {
         var inboxBatch: [(MQTTPublish, Delivery)] = []
     }
 
-    unowned let link: MQTTLink
+    unowned let link: MQTTConnectionState
+    /// The link's inbound side: it remembers what is published, to recognise echoes.
+    let inbound: MQTTInbound
     private let state: NIOLoopBoundBox<State>
     /// Publishes taken from the router and not yet acknowledged to it (any thread reads it).
     private let outstanding = Atomic<Int>(0)
     /// Publishes handed over by the router, waiting for the event loop.
     private let inbox = Handoff<(MQTTPublish, Delivery)>()
 
-    init(link: MQTTLink) {
+    init(link: MQTTConnectionState, inbound: MQTTInbound) {
+        self.inbound = inbound
         self.link = link
         state = .makeBoxSendingValue(State(window: MQTTOutboundWindow(limit: link.configuration.inflightWindow)), eventLoop: link.eventLoop)
     }
@@ -93,7 +96,7 @@ final class MQTTPublisher: Sendable {
     private func sendPending() {
         guard link.connected, let channel = link.channel else { return }
         while let publish = state.value.window.nextToSend(sessionResumed: link.sessionResumed) {
-            link.inbound.remember(publish)
+            inbound.remember(publish)
             link.output.write(.publish(publish), on: channel, flush: false)
         }
     }
@@ -114,7 +117,7 @@ final class MQTTPublisher: Sendable {
         guard link.connected, let channel = link.channel else {
             return finish(delivery, .retry, reason: "not connected to the broker (QoS 0 is not kept)")
         }
-        link.inbound.remember(publish)
+        inbound.remember(publish)
         // QoS 0 is at most once: handed to the socket in order is as delivered as it gets, and
         // a future per message would cost more than the message.
         link.output.write(.publish(publish), on: channel, flush: false)
