@@ -57,7 +57,7 @@ import Testing
 }
 
 /// The stream decoder however a peer cuts its bytes: the same messages, in time linear in the bytes.
-@Suite struct SIPStreamDecoderLimitsTests {
+@Suite(.timeLimit(.minutes(2))) struct SIPStreamDecoderLimitsTests {
     static let stream = Array(
         ("\r\n\r\n" + String(decoding: SIPHostileInputTests.message(), as: UTF8.self)
             + "MESSAGE sip:b@c SIP/2.0\nVia: SIP/2.0/TCP h;branch=z9hG4bKb\nFrom: <sip:a@b>;tag=2\nTo: <sip:b@c>\nCall-ID: d\n"
@@ -88,14 +88,14 @@ import Testing
         let text = String(decoding: SIPHostileInputTests.message(extra: filler), as: UTF8.self)
         let bytes = Array(text.utf8)
         #expect(bytes.count > 500_000)
-        let start = ContinuousClock.now
+        // Byte by byte: a decoder that scanned from the start at each byte would take hours on
+        // 500 KB; the suite's time limit is what it would trip (no speed is asserted).
         var messages = 0
         for byte in bytes {
             decoder.append(CollectionOfOne(byte))
             if try decoder.next() != nil { messages += 1 }
         }
         #expect(messages == 1)
-        #expect(ContinuousClock.now - start < .seconds(20))
     }
 
     @Test func aStreamMessageOverTheMessageLimitIsTooLarge() {

@@ -162,7 +162,7 @@ private func only(_ run: ScriptRun, _ comment: Comment? = nil) throws -> Envelop
     }
 }
 
-@Suite struct ScriptSandboxTests {
+@Suite(.timeLimit(.minutes(2))) struct ScriptSandboxTests {
     @Test func nothingOutsideTheSandboxIsReachable() throws {
         let probe = try script(
             """
@@ -205,11 +205,11 @@ private func only(_ run: ScriptRun, _ comment: Comment? = nil) throws -> Envelop
             ("rep", .error), ("pattern", .error), ("recursion", .memoryBudget), ("emit", .error),
         ]
         for (kind, failureKind) in expected {
-            let clock = ContinuousClock.now
+            // Stopped by a budget (counted instructions, bytes): what stops it is not the clock,
+            // so no time is asserted; the suite's time limit is what a script left running trips.
             let run = hostile.run(reading(#"{"kind": "\#(kind)"}"#))
             let failure = try #require(run.failure, "\(kind) must be stopped")
             if let failureKind { #expect(failure.kind == failureKind, "\(kind): \(failure.kind) \(failure.message)") }
-            #expect(ContinuousClock.now - clock < .seconds(5), "\(kind) took \(ContinuousClock.now - clock)")
             #expect(try only(hostile.run(reading(#"{"kind": "fine"}"#))).decodedBody() == ["ok": true], "after \(kind)")
         }
         #expect(hostile.memory <= limits.memory)
