@@ -89,6 +89,12 @@ enum ChildProcess {
         private var jobs: [@Sendable () -> Void] = []
 
         private init() {
+            // No peer or router a test starts leaves a core dump (children inherit the limit):
+            // a crash is reported by the test, not by a file in whichever folder it ran in.
+            var noCores = rlimit()
+            getrlimit(Int32(RLIMIT_CORE.rawValue), &noCores)
+            noCores.rlim_cur = 0
+            setrlimit(Int32(RLIMIT_CORE.rawValue), &noCores)
             let thread = Thread { [self] in
                 var nothing = sigset_t()
                 sigemptyset(&nothing)

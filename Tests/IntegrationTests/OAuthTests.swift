@@ -55,8 +55,14 @@ struct OAuthTests {
         return iiideas.first { $0["id"] as? String == "fetch" } ?? [:]
     }
 
+    /// The first connection `GET /v1/oauth` lists; throws (with the answer) when there is none,
+    /// so a failed or slow request is not read as "not connected".
     static func connection(_ admin: String) throws -> [String: Any] {
-        (try HTTPExchange.send("http://" + admin + "/v1/oauth").json["connections"] as? [[String: Any]])?.first ?? [:]
+        let answer = try HTTPExchange.send("http://" + admin + "/v1/oauth")
+        guard let first = (answer.json["connections"] as? [[String: Any]])?.first else {
+            throw SandboxError("GET /v1/oauth on \(admin) answered \(answer.status) with no connection: \(answer.body)")
+        }
+        return first
     }
 
     static func startRouter(_ sandbox: Sandbox, provider: PythonServer) async throws -> (RouterProcess, String) {

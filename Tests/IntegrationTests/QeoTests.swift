@@ -37,7 +37,15 @@ struct QeoTests {
 
         var text: String { buffer.text }
 
-        func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+        /// Writes a line to the peer; a peer that is gone is a failed test, not a trap (the
+        /// non-throwing `write(_:)` kills the whole test process on a broken pipe).
+        func send(_ line: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            do {
+                try input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
+            } catch {
+                Issue.record("the DDS peer is gone (\(error)); it wrote:\n\(text)", sourceLocation: sourceLocation)
+            }
+        }
 
         /// Closes its standard input: a `participant` peer exits, and its writer leaves.
         func closeInput() { try? input.fileHandleForWriting.close() }

@@ -163,7 +163,7 @@ struct DDSTests {
         if how == "leave" {
             try input.fileHandleForWriting.close()
         } else {
-            input.fileHandleForWriting.write(Data((how + "\n").utf8))
+            try input.fileHandleForWriting.write(contentsOf: Data((how + "\n").utf8))
         }
         let all = received.wait(timeout: 20) { $0.contains(.removed(instance: instance)) }
         #expect(all.contains(.removed(instance: instance)), "\(how): \(all)")
