@@ -16,34 +16,6 @@ import Synchronization
 final class MQTTLink: Sendable {
     /// The connection's state that the inbound side and the publisher share with the link.
     let shared: MQTTConnectionState
-    var configuration: MQTTLinkConfiguration { shared.configuration }
-    var context: PluginContext { shared.context }
-    var instance: String { shared.instance }
-    var eventLoop: any EventLoop { shared.eventLoop }
-    var output: MQTTOutput { shared.output }
-    var adoption: MQTTSessionAdoption? { shared.adoption }
-    var settleTokenBase: UInt64 { shared.settleTokenBase }
-    var channel: (any Channel)? {
-        get { shared.channel }
-        set { shared.channel = newValue }
-    }
-    var connected: Bool {
-        get { shared.connected }
-        set { shared.connected = newValue }
-    }
-    var stopped: Bool { shared.stopped }
-    var reading: Bool {
-        get { shared.reading }
-        set { shared.reading = newValue }
-    }
-    var connectionNumber: UInt64 {
-        get { shared.connectionNumber }
-        set { shared.connectionNumber = newValue }
-    }
-    var sessionResumed: Bool {
-        get { shared.sessionResumed }
-        set { shared.sessionResumed = newValue }
-    }
 
     // Each field confined to the event loop has a box of its own (`NIOLoopBoundBox`, checked
     // at each access): one box for all would make any two overlapping accesses conflict.
