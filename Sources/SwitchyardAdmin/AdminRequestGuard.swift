@@ -30,7 +30,7 @@ struct AdminRequestGuard<Context: RequestContext>: RouterMiddleware {
             return Self.refusal(.forbidden, "cross-site requests may not change the router")
         }
         // The console signs browsers in with a session cookie of its own (ConsoleSessions).
-        if let token, request.uri.path != "/healthz", request.uri.path != AdminServer.oauthCallbackPath, !Self.isConsole(request.uri.path),
+        if let token, request.uri.path != "/healthz", request.uri.path != AdminOAuthAPI.callbackPath, !Self.isConsole(request.uri.path),
             !BearerToken.matches(header: request.headers[.authorization], expected: token)
         {
             var response = Self.refusal(.unauthorized, "a bearer token is required")

@@ -108,16 +108,19 @@ public final class AdminServer: Sendable {
         let routes = Hummingbird.Router()
         routes.add(middleware: AdminRequestGuard(configuration: configuration))
         addHealthRoutes(to: routes, router: router)
-        addDeadLetterRoutes(to: routes, letters: spool.map(router.deadLetters(of:)))
-        addStatusRoutes(to: routes, router: router)
+        // The API and the console share one catalog: one lock orders all their changes.
         let catalog = IiideaCatalog(router: router, spool: spool, reload: reload)
-        addIiideaRoutes(to: routes, catalog: catalog)
-        Console(catalog: catalog, sessions: ConsoleSessions(token: configuration.token)).addRoutes(to: routes)
-        addReloadRoute(to: routes, reload: reload)
-        addTapRoute(to: routes, router: router)
-        addInjectRoute(to: routes, router: router)
-        addPieceRoute(to: routes, router: router)
-        addOAuthRoutes(to: routes, router: router)
+        let groups: [any AdminRouteGroup] = [
+            AdminDeadLetterAPI(store: spool.map(router.deadLetters(of:))),
+            AdminStatusAPI(router: router),
+            AdminIiideaAPI(catalog: catalog),
+            Console(catalog: catalog, sessions: ConsoleSessions(token: configuration.token)),
+            AdminReloadAPI(reload: reload),
+            AdminTapAPI(router: router),
+            AdminInjectAPI(router: router),
+            AdminOAuthAPI(router: router),
+        ]
+        for group in groups { group.addRoutes(to: routes) }
 
         let outcome = StartOutcome()
         // The guard plugins' servers use: without it, slow clients could hold every descriptor.
@@ -209,15 +212,5 @@ private final class StartOutcome: Sendable {
     func wait(seconds: Int) -> Result<String, AdminError>? {
         guard reported.wait(timeout: .now() + .seconds(seconds)) == .success else { return nil }
         return result.withLock { $0 }
-    }
-}
-
-extension Response {
-    static func text(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text)))
-    }
-
-    static func json(_ value: some Collection<UInt8>, status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: value)))
     }
 }

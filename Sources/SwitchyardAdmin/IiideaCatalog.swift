@@ -45,17 +45,17 @@ struct IiideaCatalog: Sendable {
 
     /// The templates, those matching every word of `query` when it is not empty.
     func templates(matching query: String = "") -> [IiideaTemplate] {
-        router.iiideaTemplates.filter { query.isEmpty || $0.matches(query) }
+        router.iiideas.templates.filter { query.isEmpty || $0.matches(query) }
     }
 
     /// The iiidea `id` as planned, with its switch.
     func iiidea(_ id: String) -> (iiidea: PlannedIiidea, enabled: Bool, inactiveReason: String?)? {
-        router.iiideas.first { $0.iiidea.id == id }
+        router.iiideas.list.first { $0.iiidea.id == id }
     }
 
     /// An id for a new iiidea from `template`: the template's id, then `-2`, `-3`…
     func freeID(for template: String) -> String {
-        let taken = Set(router.iiideas.map(\.iiidea.id) + ((try? router.iiideaCatalogStore?.obtainedIiideas()) ?? []).map(\.id))
+        let taken = Set(router.iiideas.list.map(\.iiidea.id) + ((try? router.iiideas.catalogStore?.obtainedIiideas()) ?? []).map(\.id))
         if !taken.contains(template) { return template }
         var number = 2
         while taken.contains("\(template)-\(number)") { number += 1 }
@@ -69,17 +69,18 @@ struct IiideaCatalog: Sendable {
     ) throws(Refusal) -> String {
         changes.lock()
         defer { changes.unlock() }
-        guard let store = router.iiideaCatalogStore else {
+        guard let store = router.iiideas.catalogStore else {
             throw Refusal(kind: .unavailable, description: "the router has no store (spool) open")
         }
-        guard let template = router.iiideaTemplates.first(where: { $0.id == templateID }) else {
+        guard let template = router.iiideas.templates.first(where: { $0.id == templateID }) else {
             throw Refusal(kind: .notFound, description: "no iiidea template '\(templateID)'")
         }
         let id = requested.flatMap { $0.isEmpty ? nil : $0 } ?? freeID(for: templateID)
         guard id.count <= 64, !id.isEmpty, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
             throw .invalid("the id must be 1 to 64 letters, digits, '-' and '_'", fields: ["id": "letters, digits, '-' and '_' only"])
         }
-        if router.iiideas.contains(where: { $0.iiidea.id == id }) || ((try? store.obtainedIiideas()) ?? []).contains(where: { $0.id == id })
+        if router.iiideas.list.contains(where: { $0.iiidea.id == id })
+            || ((try? store.obtainedIiideas()) ?? []).contains(where: { $0.id == id })
         {
             throw Refusal(kind: .conflict, description: "an iiidea '\(id)' exists already", fields: ["id": "taken"])
         }
@@ -112,7 +113,7 @@ struct IiideaCatalog: Sendable {
     func delete(_ id: String) throws(Refusal) {
         changes.lock()
         defer { changes.unlock() }
-        guard let store = router.iiideaCatalogStore else {
+        guard let store = router.iiideas.catalogStore else {
             throw Refusal(kind: .unavailable, description: "the router has no store (spool) open")
         }
         guard let entry = iiidea(id) else { throw Refusal(kind: .notFound, description: "no iiidea '\(id)'") }
@@ -133,7 +134,7 @@ struct IiideaCatalog: Sendable {
     func setPreferences(of id: String, to preferences: PiecePreferences, reset: Bool = false) throws(Refusal) {
         changes.lock()
         defer { changes.unlock() }
-        guard let store = router.iiideaCatalogStore else {
+        guard let store = router.iiideas.catalogStore else {
             throw Refusal(kind: .unavailable, description: "the router has no store (spool) open")
         }
         guard let entry = iiidea(id) else { throw Refusal(kind: .notFound, description: "no iiidea '\(id)'") }
@@ -198,7 +199,7 @@ struct IiideaCatalog: Sendable {
 
     /// Checks `preferences` against the schemas of the pieces of `declaration`.
     func check(_ preferences: PiecePreferences, of declaration: IiideaDeclaration) throws(Refusal) {
-        let schemas = router.preferenceSchemas(of: declaration)
+        let schemas = router.iiideas.preferenceSchemas(of: declaration)
         var fields: [String: String] = [:]
         for (piece, value, schema) in [("service", preferences.service, schemas.service), ("action", preferences.action, schemas.action)] {
             guard let schema, let compiled = try? Schema(json: schema) else { continue }
@@ -271,9 +272,9 @@ extension IiideaCatalog {
 
     private func readSummaries() -> [IiideaSummary] {
         let hourAgo = Clock.nowUnixNanos() - 3_600_000_000_000
-        let runStore = router.iiideaRunStore
+        let runStore = router.iiideas.runStore
         let counts = (try? runStore?.runCounts(since: hourAgo)) ?? [:]
-        return router.iiideas.map { entry in
+        return router.iiideas.list.map { entry in
             IiideaSummary(
                 iiidea: entry.iiidea, enabled: entry.enabled, inactiveReason: entry.inactiveReason,
                 lastRun: (try? runStore?.runs(iiidea: entry.iiidea.id, limit: 1))?.first, runsLastHour: counts[entry.iiidea.id] ?? 0)

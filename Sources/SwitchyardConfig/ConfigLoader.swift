@@ -11,6 +11,10 @@ public import SwitchyardCore
 /// Reads route files (one file, or every `*.yaml`/`*.yml` of a directory, merged) into a
 /// ``GraphConfig``, collecting every problem with its position rather than stopping at the
 /// first.
+///
+/// The loader owns what comes from outside: the files, and the environment that `${VAR}` values
+/// are expanded from. What the YAML means is decided by `RouteFileMerger` (one load's config and
+/// problems), which hands routes and iiideas to `RouteDecoder` and `IiideaDecoder`.
 public struct ConfigLoader: Sendable {
     /// Default queue capacity per route.
     public static let defaultQueueSize = 1024
@@ -85,15 +89,16 @@ public struct ConfigLoader: Sendable {
 
     /// Loads and merges route files given as text (what tests use).
     public func load(sources: [(file: String, text: String)]) -> (GraphConfig, [Diagnostic]) {
-        var config = GraphConfig()
-        var diagnostics: [Diagnostic] = []
+        var merger = RouteFileMerger()
         let reader = YAMLReader(environment: environment)
         for (file, text) in sources {
-            config.files.append(file)
-            guard let root = reader.read(text, file: file, diagnostics: &diagnostics, secrets: &config.secrets) else { continue }
-            merge(root, file: file, into: &config, diagnostics: &diagnostics)
+            merger.config.files.append(file)
+            guard let root = reader.read(text, file: file, diagnostics: &merger.diagnostics, secrets: &merger.config.secrets) else {
+                continue
+            }
+            merger.merge(root, file: file)
         }
-        return (config, diagnostics.map { $0.redacting(config.secrets) })
+        return (merger.config, merger.diagnostics.map { $0.redacting(merger.config.secrets) })
     }
 
     /// The largest `queue.size`: a route queue holds envelopes in memory.
@@ -163,68 +168,9 @@ public struct ConfigLoader: Sendable {
     /// The levels `log_level:` accepts, those of swift-log.
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
-    /// The top-level keys, from ``RouteFileSchema`` (declared once).
-    private static let topLevelKeys = RouteFileSchema.names(RouteFileSchema.topLevel)
-
-    private func merge(_ root: ConfigNode, file: String, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
-        if case .scalar(.null) = root.kind { return }  // an empty file
-        guard let members = root.members else {
-            diagnostics.append(
-                Diagnostic("a route file must be a mapping with \(Self.topLevelKeys.joined(separator: ", "))", at: root.location))
-            return
-        }
-        for member in members {
-            switch member.key {
-            case "plugins":
-                mergePathSetting(
-                    member.value, section: "plugins", key: "dir", example: "Plugins", what: "a directory path", into: \.pluginsDirectory,
-                    config: &config, diagnostics: &diagnostics)
-            case "spool":
-                var pathOnly = member.value
-                if case .mapping(let settings) = member.value.kind {
-                    for setting in settings where setting.key == "sync" {
-                        guard let mode = setting.value.string.flatMap(SpoolSync.init(rawValue:)) else {
-                            diagnostics.append(Diagnostic("spool.sync must be full or normal", at: setting.value.location))
-                            continue
-                        }
-                        config.spoolSync = Located(mode, at: setting.value.location)
-                    }
-                    pathOnly.kind = .mapping(settings.filter { $0.key != "sync" })
-                }
-                mergePathSetting(
-                    pathOnly, section: "spool", key: "path", example: "state/spool.db", what: "a file path", into: \.spoolPath,
-                    config: &config, diagnostics: &diagnostics, otherKeys: ["sync"])
-            case "store": mergeStore(member.value, into: &config, diagnostics: &diagnostics)
-            case "admin": mergeAdmin(member.value, into: &config, diagnostics: &diagnostics)
-            case "tracing": mergeTracing(member.value, into: &config, diagnostics: &diagnostics)
-            case "iiideas": mergeIiideas(member.value, into: &config, diagnostics: &diagnostics)
-            case "oauth": mergeOAuth(member.value, into: &config, diagnostics: &diagnostics)
-            case "iiidea_templates": mergeIiideaTemplates(member.value, into: &config, diagnostics: &diagnostics)
-            case "iiidea_history":
-                if case .scalar(.int(let keep)) = member.value["keep"]?.kind, keep > 0, member.value.members?.count == 1 {
-                    config.iiideaHistory = keep
-                } else {
-                    diagnostics.append(
-                        Diagnostic("iiidea_history must be { keep: N } with N > 0 (runs kept per iiidea)", at: member.value.location))
-                }
-            case "types": mergeTypes(member.value, into: &config, diagnostics: &diagnostics)
-            case "instances": mergeInstances(member.value, into: &config, diagnostics: &diagnostics)
-            case "routes": mergeRoutes(member.value, file: file, into: &config, diagnostics: &diagnostics)
-            default:
-                diagnostics.append(
-                    Diagnostic(
-                        "unknown key '\(member.key)' (expected one of: \(Self.topLevelKeys.joined(separator: ", ")))",
-                        at: member.keyLocation)
-                )
-            }
-        }
-    }
-
+    /// Whether `text` may name an instance or an iiidea: letters, digits, '-' and '_' only, so
+    /// that a port (`instance.port`) splits at its dot.
     static func isName(_ text: String) -> Bool {
         !text.isEmpty && text.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }
-    }
-
-    static func baseName(_ path: String) -> String {
-        String(path.split(separator: "/").last ?? Substring(path))
     }
 }

@@ -40,11 +40,11 @@ public struct OAuthDeclaration: Sendable, Equatable {
     }
 }
 
-extension ConfigLoader {
+extension OAuthDeclaration {
     /// `oauth:`: a mapping of connection names to `{authorize_url, token_url, client_id,
     /// client_secret, scopes, redirect_url, refresh_before}`. The secret must come from the
     /// environment (`"${VAR}"`): a route file is not a place for it.
-    func mergeOAuth(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
+    static func merge(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
         guard let connections = node.members else {
             diagnostics.append(
                 Diagnostic("'oauth' must map connection names to { authorize_url, token_url, client_id, … }", at: node.location))

@@ -23,14 +23,14 @@ public struct TracingSettings: Sendable, Equatable {
     }
 }
 
-extension ConfigLoader {
+extension TracingSettings {
     /// Keys `tracing:` accepts.
-    static let tracingKeys = RouteFileSchema.names(RouteFileSchema.tracingKeys)
+    private static let tracingKeys = RouteFileSchema.names(RouteFileSchema.tracingKeys)
 
     /// `tracing: { otlp_endpoint: http://127.0.0.1:4318, service_name: router, sample: 0.1 }`;
     /// `tracing: {}` turns tracing on with the defaults (and OTEL_* variables). Set in one
     /// route file only.
-    func mergeTracing(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
+    static func merge(_ node: ConfigNode, into config: inout GraphConfig, diagnostics: inout [Diagnostic]) {
         if let previous = config.tracing?.location {
             diagnostics.append(Diagnostic("tracing is already set at \(previous)", at: node.location))
             return

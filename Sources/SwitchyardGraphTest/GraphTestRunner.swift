@@ -116,7 +116,7 @@ public struct GraphTestRunner: Sendable {
         for (ids, enabled) in [(testCase.enable, true), (testCase.disable, false)] {
             for id in ids {
                 do {
-                    try router.setIiidea(id, enabled: enabled)
+                    try router.iiideas.set(id, enabled: enabled)
                 } catch {
                     failures.append("\(enabled ? "enable" : "disable"): \(error)")
                 }

@@ -1,6 +1,6 @@
 internal import SwitchyardConfig
 internal import SwitchyardCore
-public import SwitchyardRuntime
+internal import SwitchyardRuntime
 import Synchronization
 
 /// A delivery one stand-in sink saw.

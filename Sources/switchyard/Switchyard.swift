@@ -149,7 +149,7 @@ struct Run: AsyncParsableCommand {
         // Another router may run an instance whose hold this one lost: stop (exit status 4),
         // and let the service manager start this router again, standing by.
         let holdLost = Atomic<Bool>(false)
-        router.whenHoldLost { _ in
+        router.exclusiveHolds.whenLost { _ in
             holdLost.store(true, ordering: .relaxed)
             kill(getpid(), SIGTERM)
         }
@@ -169,8 +169,8 @@ struct Run: AsyncParsableCommand {
         // Switches set on other routers sharing the store are followed from now on; iiideas
         // they obtained or whose preferences they changed are loaded with a reload.
         let switchWatch = sharedState?.watchIiideas(
-            logger: logger, switched: { id in router.followIiideaSwitch(id) },
-            catalogChanged: { reloader.reloadSoon() }, oauthChanged: { name in router.followOAuthChange(name) })
+            logger: logger, switched: { id in router.iiideas.followSwitch(id) },
+            catalogChanged: { reloader.reloadSoon() }, oauthChanged: { name in router.iiideas.followOAuthChange(name) })
         defer { switchWatch?.stop() }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // First, so shut down last: after the router's drain, its spans are flushed.

@@ -80,12 +80,12 @@ public func fuzzSIPAgent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let steps = bytes.split(separator: 0, omittingEmptySubsequences: true).prefix(32)
     onLoop {
         reset()
-        agent.register()
+        agent.registration.register()
     }
     for step in steps {
         onLoop {
             run(Array(step))
-            for transaction in agent.clients.values {
+            for transaction in agent.clients.transactions.values {
                 do throws(SIPParseError) {
                     _ = try SIPParser.parse(datagram: transaction.bytes)
                 } catch {
@@ -96,7 +96,9 @@ public func fuzzSIPAgent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             }
         }
         if tracing {
-            let state = onLoop { (agent.registration.state, agent.clients.count, agent.servers.count) }
+            let state = onLoop {
+                (agent.registration.binding.state, agent.clients.transactions.count, agent.servers.transactions.count)
+            }
             print(
                 "\(String(decoding: step.prefix(24), as: UTF8.self).debugDescription) → registration \(state.0), clients \(state.1), servers \(state.2)"
             )
@@ -107,25 +109,25 @@ public func fuzzSIPAgent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
 /// Forgets every transaction, message and registration, as a new agent would start.
 private func reset() {
-    for (_, transaction) in agent.clients { for timer in transaction.timers.values { timer.cancel() } }
-    for (_, transaction) in agent.servers { transaction.timer?.cancel() }
-    for (_, message) in agent.incoming { message.deadline?.cancel() }
-    agent.registration.timer?.cancel()
-    agent.clients = [:]
-    agent.servers = [:]
-    agent.incoming = [:]
-    agent.waiting = [:]
-    agent.answered = [:]
-    agent.answeredOrder = []
-    agent.challenges = [:]
-    agent.registration = RegistrationState()
+    for (_, transaction) in agent.clients.transactions { for timer in transaction.timers.values { timer.cancel() } }
+    for (_, transaction) in agent.servers.transactions { transaction.timer?.cancel() }
+    for (_, message) in agent.inbox.incoming { message.deadline?.cancel() }
+    agent.registration.binding.timer?.cancel()
+    agent.clients.transactions = [:]
+    agent.servers.transactions = [:]
+    agent.inbox.incoming = [:]
+    agent.inbox.waiting = [:]
+    agent.inbox.answered = [:]
+    agent.inbox.answeredOrder = []
+    agent.requests.challenges = [:]
+    agent.registration.binding = RegistrationState()
     lastSettleToken = 0
 }
 
 private func run(_ step: [UInt8]) {
     switch step {
-    case Array("!r".utf8): agent.register()
-    case Array("!u".utf8): _ = agent.unregister()
+    case Array("!r".utf8): agent.registration.register()
+    case Array("!u".utf8): _ = agent.registration.unregister()
     case Array("!a".utf8): agent.settled(token: lastSettleToken, outcome: .ok)
     case Array("!x".utf8): agent.settled(token: lastSettleToken, outcome: .reject)
     case Array("!y".utf8): agent.settled(token: lastSettleToken, outcome: .retry)
@@ -135,8 +137,8 @@ private func run(_ step: [UInt8]) {
         guard let outgoing = try? SIPEnvelopes.outgoing(for: envelope, configuration: agent.configuration) else { return }
         agent.send(outgoing, delivery: delivery)
     case Array("!e".utf8):
-        for branch in agent.clients.keys.sorted() {
-            for timer in [SIPTimer.e, .f, .k] { agent.handle(.timer(timer), branch: branch) }
+        for branch in agent.clients.transactions.keys.sorted() {
+            for timer in [SIPTimer.e, .f, .k] { agent.clients.handle(.timer(timer), branch: branch) }
         }
     default:
         let datagram = substituted(step)
@@ -154,7 +156,7 @@ private func substituted(_ datagram: [UInt8]) -> [UInt8] {
     guard datagram.contains(UInt8(ascii: "$")) else { return datagram }
     var text = String(decoding: datagram, as: UTF8.self)
     for (letters, isRegister) in [(("$B", "$C", "$I"), true), (("$b", "$c", "$i"), false)] {
-        let transactions = agent.clients.filter { ($0.value.cseq?.method == "REGISTER") == isRegister }
+        let transactions = agent.clients.transactions.filter { ($0.value.cseq?.method == "REGISTER") == isRegister }
         guard let (branch, transaction) = transactions.max(by: { ($0.value.cseq?.number ?? 0) < ($1.value.cseq?.number ?? 0) })
         else { continue }
         let callID = (try? SIPParser.parse(datagram: transaction.bytes))?.headers["Call-ID"] ?? ""

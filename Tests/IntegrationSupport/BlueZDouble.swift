@@ -35,6 +35,7 @@ final class BlueZDouble {
         daemon.arguments = ["--config-file=\(configFile.path)", "--nofork"]
         // It warns that it cannot raise its fd limit when not root-capable; nothing to act on.
         daemon.standardError = FileHandle.nullDevice
+        daemon.currentDirectoryURL = directory
         try ChildProcess.start(daemon)
         address = Self.address(in: directory)
         try Self.waitFor("the bus socket") { FileManager.default.fileExists(atPath: socket) }
@@ -46,6 +47,7 @@ final class BlueZDouble {
         mock.arguments = ["-m", "dbusmock", "--system", "--template", template]
         mock.environment = ["DBUS_SYSTEM_BUS_ADDRESS": address, "PATH": "/usr/bin:/bin"]
         mock.standardOutput = FileHandle.nullDevice
+        mock.currentDirectoryURL = directory
         try ChildProcess.start(mock)
         try Self.waitFor("org.bluez on the bus") { (try? self.control("org.freedesktop.DBus.Peer.Ping", path: "/")) != nil }
     }

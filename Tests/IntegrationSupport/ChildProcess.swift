@@ -48,7 +48,17 @@ enum ChildProcess {
 
     /// Starts `process` (its executable and arguments as set) tied to the test run; throws
     /// when it cannot be started within `timeout`.
+    ///
+    /// A child never runs in the runner's working directory (the package root), where whatever
+    /// it writes — a pid file, a history, a core dump — would land among the sources: a caller
+    /// sets the test's folder as `currentDirectoryURL`, and a child started without one (or with
+    /// the runner's) runs in a fresh empty folder of its own, removed when it ends.
     static func start(_ process: Process, tie: Tie = .process, user: String? = nil, timeout: Duration = .seconds(10)) throws {
+        // Foundation reports the runner's own directory for a process given none.
+        let runnerDirectory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true).standardizedFileURL.path
+        if process.currentDirectoryURL.map({ $0.standardizedFileURL.path == runnerDirectory }) ?? true {
+            try runInFolderOfItsOwn(process)
+        }
         if let executable = process.executableURL?.path {
             (process.executableURL, process.arguments) = {
                 let tied = command(executable, process.arguments ?? [], tie: tie, user: user)
@@ -62,6 +72,20 @@ enum ChildProcess {
             throw SandboxError("\(process.executableURL?.path ?? "?") did not start within \(timeout)")
         }
         if let error = box.error { throw error }
+    }
+
+    /// Gives `process` a fresh working folder under the temporary directory, removed once the
+    /// process has ended (before any termination handler the caller had set runs).
+    private static func runInFolderOfItsOwn(_ process: Process) throws {
+        var template = Array((NSTemporaryDirectory() + "switchyard-child-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw SandboxError("cannot make a working folder for a child: errno \(errno)") }
+        let folder = URL(fileURLWithPath: String(cString: made), isDirectory: true)
+        process.currentDirectoryURL = folder
+        let earlier = process.terminationHandler
+        process.terminationHandler = { ended in
+            try? FileManager.default.removeItem(at: folder)
+            earlier?(ended)
+        }
     }
 
     /// The process and the outcome of `run()`, handed between two threads.

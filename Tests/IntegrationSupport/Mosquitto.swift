@@ -424,15 +424,17 @@ struct ToolResult {
 
 /// Runs short-lived tools (`mosquitto_pub`, `mosquitto_passwd`, `openssl`) to completion.
 enum Tool {
-    /// Runs `path arguments` with standard output and error combined; kills it and throws when
-    /// it takes longer than `timeout`.
+    /// Runs `path arguments` (in `directory` when given) with standard output and error
+    /// combined; kills it and throws when it takes longer than `timeout`.
     static func run(
         _ path: String, _ arguments: [String], user: String? = nil, environment: [String: String]? = nil,
-        tie: ChildProcess.Tie = .process, timeout: Duration = .seconds(20)
+        directory: String? = nil, tie: ChildProcess.Tie = .process, timeout: Duration = .seconds(20)
     ) throws -> ToolResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
+        // Without a folder, ChildProcess.start gives the tool a fresh one of its own.
+        process.currentDirectoryURL = directory.map { URL(fileURLWithPath: $0, isDirectory: true) }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe

@@ -41,7 +41,7 @@ final class PostgresServer {
             [
                 "-D", directory + "/data", "-U", "switchyard", "--auth=scram-sha-256", "--pwfile=\(directory)/password", "-E", "UTF8",
                 "--no-sync", "--no-instructions",
-            ], user: user, timeout: .seconds(60))
+            ], user: user, directory: directory, timeout: .seconds(60))
         guard initdb.status == 0 else { throw SandboxError("initdb failed:\n\(initdb.output)") }
         if !addresses.isEmpty {
             let hba = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/data/pg_hba.conf"))
@@ -60,6 +60,7 @@ final class PostgresServer {
         process.standardError = pipe
         let log = log
         pipe.fileHandleForReading.readabilityHandler = { handle in log.append(handle.availableData) }
+        process.currentDirectoryURL = URL(fileURLWithPath: directory, isDirectory: true)
         try ChildProcess.start(process, user: user)
         let deadline = ContinuousClock.now + .seconds(30)
         while !log.text.contains("ready to accept connections"), process.isRunning, ContinuousClock.now < deadline {

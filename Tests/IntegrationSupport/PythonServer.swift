@@ -14,6 +14,8 @@ final class PythonServer {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3"] + arguments
         process.standardOutput = FileHandle.nullDevice
+        // It runs in the test's folder, the one its port file is in.
+        process.currentDirectoryURL = URL(fileURLWithPath: portFile).deletingLastPathComponent()
         try ChildProcess.start(process)
         let deadline = ContinuousClock.now + .seconds(10)
         var written: [Int] = []

@@ -108,6 +108,8 @@ struct ChildProcessTests {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/bin/sleep")
             process.arguments = ["600"]
+            // Its own folder (the handler below replaces the one that would remove a fresh one).
+            process.currentDirectoryURL = URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
             try ChildProcess.start(process)
             return process
         }
@@ -119,6 +121,27 @@ struct ChildProcessTests {
         #expect(getpgid(tied.processIdentifier) == tied.processIdentifier)
         kill(tied.processIdentifier, SIGKILL)
         tied.waitUntilExit()
+    }
+
+    /// A child a test starts without a folder never runs in the runner's (the package root),
+    /// where what it writes would land among the sources: it runs in a fresh empty folder of
+    /// its own, which is gone once the child has ended.
+    @Test func aChildStartedWithoutAFolderRunsInAFreshOneRemovedWhenItEnds() async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "pwd; ls -A | wc -l"]
+        let output = Pipe()
+        process.standardOutput = output
+        try ChildProcess.start(process)
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        try #require(printed.count == 2)
+        let folder = String(printed[0])
+        #expect(folder.hasPrefix(NSTemporaryDirectory()) || folder.hasPrefix("/tmp/"))
+        #expect(folder != FileManager.default.currentDirectoryPath)
+        #expect(printed[1] == "0", "the folder was empty")
+        await Self.waitUntil("the child's folder removed") { !FileManager.default.fileExists(atPath: folder) }
     }
 }
 

@@ -49,8 +49,10 @@ struct ExecutableDependencyTests {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-describe-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let text = try output(
-            of: ["swift", "package", "--scratch-path", scratch.path, "describe", "--type", "json"], in: BuildProducts.packageRoot,
-            timeout: .seconds(90))
+            of: [
+                "swift", "package", "--package-path", BuildProducts.packageRoot.path, "--scratch-path", scratch.path, "describe", "--type",
+                "json",
+            ], in: scratch.deletingLastPathComponent(), timeout: .seconds(90))
         guard let package = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
             throw SandboxError("swift package describe printed no JSON object:\n\(text)")
         }

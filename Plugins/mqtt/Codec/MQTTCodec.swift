@@ -14,7 +14,7 @@ public enum MQTTCodec {
     ) throws(MQTTCodecError) {
         let start = buffer.writerIndex
         do throws(MQTTCodecError) {
-            try packet.write(version: version, into: &buffer)
+            try MQTTPacketEncoder(version: version).encode(packet, into: &buffer)
         } catch {
             buffer.moveWriterIndex(to: start)
             throw error.naming(packet.name)
@@ -70,10 +70,10 @@ public enum MQTTCodec {
         }
         guard let body = buffer.getSlice(at: start + headerLength, length: remainingLength) else { return nil }
 
-        var reader = MQTTReader(body)
+        var decoder = MQTTPacketBodyDecoder(body: body, version: version)
         let packet: MQTTPacket
         do throws(MQTTCodecError) {
-            packet = try MQTTPacket.read(type, flags: flags, from: &reader, version: version)
+            packet = try decoder.decode(type, flags: flags)
         } catch {
             throw error.naming(type.name)
         }

@@ -4,6 +4,14 @@ public enum MQTTVersion: UInt8, Sendable {
     case v3_1_1 = 4
     /// MQTT 5.0 (protocol level 5).
     case v5 = 5
+
+    /// "MQTT 3.1.1" or "MQTT 5", for messages.
+    var displayName: String {
+        switch self {
+        case .v3_1_1: "MQTT 3.1.1"
+        case .v5: "MQTT 5"
+        }
+    }
 }
 
 /// The quality of service of a message delivery.
@@ -311,57 +319,22 @@ public enum MQTTPacket: Sendable, Equatable {
     }
 }
 
-/// The control packet type: the high nibble of a packet's first byte.
-enum MQTTPacketType: UInt8, Sendable {
-    case connect = 1
-    case connack = 2
-    case publish = 3
-    case puback = 4
-    case pubrec = 5
-    case pubrel = 6
-    case pubcomp = 7
-    case subscribe = 8
-    case suback = 9
-    case unsubscribe = 10
-    case unsuback = 11
-    case pingreq = 12
-    case pingresp = 13
-    case disconnect = 14
-    case auth = 15
-
-    /// The name the specification gives the type.
-    var name: String {
-        switch self {
-        case .connect: "CONNECT"
-        case .connack: "CONNACK"
-        case .publish: "PUBLISH"
-        case .puback: "PUBACK"
-        case .pubrec: "PUBREC"
-        case .pubrel: "PUBREL"
-        case .pubcomp: "PUBCOMP"
-        case .subscribe: "SUBSCRIBE"
-        case .suback: "SUBACK"
-        case .unsubscribe: "UNSUBSCRIBE"
-        case .unsuback: "UNSUBACK"
-        case .pingreq: "PINGREQ"
-        case .pingresp: "PINGRESP"
-        case .disconnect: "DISCONNECT"
-        case .auth: "AUTH"
-        }
-    }
-
-    /// The fixed-header flags (low nibble) every packet of this type carries; PUBLISH uses them for
-    /// DUP, QoS and RETAIN instead.
-    var fixedFlags: UInt8 {
-        switch self {
-        case .pubrel, .subscribe, .unsubscribe: 0b0010
-        default: 0
-        }
-    }
-}
-
 /// Formats a byte as `0xNN`.
 func hexByte(_ byte: UInt8) -> String {
     let digits = Array("0123456789ABCDEF")
     return "0x" + String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 0x0F)])
+}
+
+/// The return codes of an MQTT 3.1.1 SUBACK: QoS 0, 1, 2 granted, or failure.
+let validSubAckReturnCodes: [UInt8] = [0x00, 0x01, 0x02, 0x80]
+
+/// Whether `filter` is a `$share/GROUP/filter` shared subscription.
+func isSharedFilter(_ filter: String) -> Bool {
+    filter.utf8.starts(with: "$share/".utf8)
+}
+
+/// What is wrong with a PUBLISH's topic name, if anything: MQTT 5 allows an empty name with a Topic Alias.
+func publishTopicProblem(_ topic: String, _ properties: MQTTProperties, version: MQTTVersion) -> String? {
+    if topic.isEmpty, version == .v5, properties.topicAlias != nil { return nil }
+    return MQTTTopic.problem(withTopicName: topic)
 }

@@ -1,40 +1,29 @@
 import MQTTCodec
 import NIOCore
 import NIOPosix
-import NIOSSL
 import SwitchyardCore
 import SwitchyardPluginKit
 import Synchronization
 
-/// One broker connection: connects, subscribes, dispatches the broker's packets, pings, and
-/// reconnects with exponential backoff and jitter.
+/// One broker connection: subscribes, dispatches the broker's packets, pings, and stops cleanly.
 ///
-/// Every mutable field (the connection state, the reconnect and ping tasks) is confined to
-/// `eventLoop` (a `NIOLoopBoundBox`, checked at each access); the entry points for the router's
-/// threads hop onto it. Publishes to the broker are ``MQTTPublisher``'s, inbound publishes
-/// ``MQTTInbound``'s, the socket writes ``MQTTOutput``'s.
+/// Every mutable field (the connection state, the ping task) is confined to `eventLoop` (a
+/// `NIOLoopBoundBox`, checked at each access); the entry points for the router's threads hop
+/// onto it. Connecting and reconnecting with backoff are ``MQTTConnector``'s, publishes to the
+/// broker ``MQTTPublisher``'s, inbound publishes ``MQTTInbound``'s, the socket writes
+/// ``MQTTOutput``'s.
 final class MQTTLink: Sendable {
     /// The connection's state that the inbound side and the publisher share with the link.
     let shared: MQTTConnectionState
 
+    /// Connects to the broker, and again with backoff after a failure or a lost connection.
+    let connector: MQTTConnector
+
     // Each field confined to the event loop has a box of its own (`NIOLoopBoundBox`, checked
     // at each access): one box for all would make any two overlapping accesses conflict.
-    private let _reconnectDelay: NIOLoopBoundBox<UInt64>
-    private let _reconnectTask: NIOLoopBoundBox<Scheduled<Void>?>
     private let _pingTask: NIOLoopBoundBox<RepeatedTask?>
     private let _awaitingPong: NIOLoopBoundBox<Bool>
-    private let _lastConnectFailure: NIOLoopBoundBox<String?>
-    private let _connectAs: NIOLoopBoundBox<(clientID: String, cleanStart: Bool)>
-    private let _clientIDAfterDisconnect: NIOLoopBoundBox<(@Sendable () -> String)?>
 
-    private var reconnectDelay: UInt64 {
-        get { _reconnectDelay.value }
-        set { _reconnectDelay.value = newValue }
-    }
-    private var reconnectTask: Scheduled<Void>? {
-        get { _reconnectTask.value }
-        set { _reconnectTask.value = newValue }
-    }
     private var pingTask: RepeatedTask? {
         get { _pingTask.value }
         set { _pingTask.value = newValue }
@@ -43,25 +32,10 @@ final class MQTTLink: Sendable {
         get { _awaitingPong.value }
         set { _awaitingPong.value = newValue }
     }
-    /// Why the last attempt to connect failed, until one succeeds (logged once per reason).
-    private var lastConnectFailure: String? {
-        get { _lastConnectFailure.value }
-        set { _lastConnectFailure.value = newValue }
-    }
-    /// Counts accepted connections (CONNACK), so a packet id is confirmed only on its own.
-    /// Whether the broker kept the session (CONNACK session present).
-    /// The client id and clean start the next CONNECT carries: the configuration's, until a
-    /// member whose session another router took over moves on to a fresh id (MQTTMembership).
+    /// The client id and clean start the next CONNECT carries (see ``MQTTConnector/connectAs``).
     var connectAs: (clientID: String, cleanStart: Bool) {
-        get { _connectAs.value }
-        set { _connectAs.value = newValue }
-    }
-    /// With session takeover (MQTTMembership), the client id to reconnect under once an
-    /// accepted connection is lost: a fresh one each time, so no id is used again after its
-    /// session may have passed to another router. Set before start.
-    var clientIDAfterDisconnect: (@Sendable () -> String)? {
-        get { _clientIDAfterDisconnect.value }
-        set { _clientIDAfterDisconnect.value = newValue }
+        get { connector.connectAs }
+        set { connector.connectAs = newValue }
     }
     /// Publishes from the broker to the router.
     let inbound: MQTTInbound
@@ -76,14 +50,9 @@ final class MQTTLink: Sendable {
         shared = MQTTConnectionState(
             configuration: configuration, context: context, instance: instance, eventLoop: eventLoop, adoption: adoption,
             settleTokenBase: settleTokenBase)
-        _reconnectDelay = .makeBoxSendingValue(configuration.initialReconnectDelay, as: UInt64.self, eventLoop: eventLoop)
-        _reconnectTask = .makeBoxSendingValue(nil, as: Scheduled<Void>?.self, eventLoop: eventLoop)
+        connector = MQTTConnector(shared: shared)
         _pingTask = .makeBoxSendingValue(nil, as: RepeatedTask?.self, eventLoop: eventLoop)
         _awaitingPong = .makeBoxSendingValue(false, as: Bool.self, eventLoop: eventLoop)
-        _lastConnectFailure = .makeBoxSendingValue(nil, as: String?.self, eventLoop: eventLoop)
-        _connectAs = .makeBoxSendingValue(
-            (configuration.clientID, configuration.cleanStart), as: (clientID: String, cleanStart: Bool).self, eventLoop: eventLoop)
-        _clientIDAfterDisconnect = .makeBoxSendingValue(nil, as: (@Sendable () -> String)?.self, eventLoop: eventLoop)
         inbound = MQTTInbound(link: shared)
         publisher = MQTTPublisher(link: shared, inbound: inbound)
     }
@@ -94,7 +63,7 @@ final class MQTTLink: Sendable {
     /// from once an accepted connection is lost. Call it before ``start()``: both hop onto the
     /// event loop, in order, so no connection runs without it.
     func reconnect(as clientID: @escaping @Sendable () -> String) {
-        eventLoop.execute { self.clientIDAfterDisconnect = clientID }
+        eventLoop.execute { self.connector.clientIDAfterDisconnect = clientID }
     }
 
     func start() {
@@ -125,7 +94,7 @@ final class MQTTLink: Sendable {
     func stop() {
         let done = eventLoop.submit {
             self.shared.stopped = true
-            self.reconnectTask?.cancel()
+            self.connector.stop()
             self.pingTask?.cancel()
             self.inbound.stop()
             self.publisher.failAll()
@@ -163,76 +132,8 @@ final class MQTTLink: Sendable {
 
     // MARK: Connection (event loop)
 
-    func connect() {
-        guard !stopped else { return }
-        let configuration = configuration
-        let sslContext: NIOSSLContext?
-        do {
-            sslContext = try configuration.tls.map(MQTTBrokerText.makeSSLContext)
-        } catch {
-            context.log(.error, "TLS configuration failed: \(error)")
-            return scheduleReconnect()
-        }
-        let bootstrap = MQTTLinkHandler.bootstrap(for: self, sslContext: sslContext)
-        bootstrap.connect(host: configuration.host, port: configuration.port).whenComplete { result in
-            switch result {
-            case .success(let channel):
-                self.channel = channel
-                self.output.connected(channel)
-                self.sendConnect(on: channel)
-            case .failure(let error):
-                // Once per reason until a connection succeeds: a broker that is down for an hour
-                // is one line, not one per attempt.
-                let reason = MQTTBrokerText.connectFailure(error)
-                if reason != self.lastConnectFailure {
-                    self.lastConnectFailure = reason
-                    self.context.log(
-                        .warning, "cannot connect to \(configuration.host):\(configuration.port): \(reason); trying again with backoff")
-                }
-                self.scheduleReconnect()
-            }
-        }
-    }
-
-    private func sendConnect(on channel: any Channel) {
-        var properties = MQTTProperties()
-        if configuration.version == .v5 {
-            properties.sessionExpiryInterval = configuration.sessionExpiry
-            properties.receiveMaximum = UInt16(clamping: configuration.receiveMaximum)
-            properties.maximumPacketSize = UInt32(clamping: configuration.maximumPacketSize)
-        }
-        let connect = MQTTConnect(
-            clientID: connectAs.clientID,
-            cleanStart: connectAs.cleanStart,
-            keepAlive: configuration.keepAlive,
-            username: configuration.username,
-            password: configuration.password,
-            will: configuration.will,
-            properties: properties
-        )
-        output.write(.connect(connect), on: channel)
-        // A broker that accepts TCP but never answers CONNECT must not hold the link forever.
-        eventLoop.scheduleTask(in: .seconds(10)) {
-            guard self.channel === channel, !self.connected else { return }
-            self.context.log(.error, "no CONNACK within 10s: closing the connection")
-            channel.close(promise: nil)
-        }
-    }
-
-    private func scheduleReconnect() {
-        guard !stopped, reconnectTask == nil else { return }
-        // An adoption connects once per step; it decides what comes next.
-        if let adoption { return adoption.connectionEnded() }
-        // Full jitter on the upper half: many routers restarting together do not reconnect in step.
-        let delay = reconnectDelay / 2 + UInt64.random(in: 0...(reconnectDelay / 2))
-        // Doubling cannot overflow: past half the ceiling the ceiling is next.
-        let ceiling = configuration.maximumReconnectDelay
-        reconnectDelay = reconnectDelay > ceiling / 2 ? ceiling : reconnectDelay * 2
-        reconnectTask = eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: delay))) {
-            self.reconnectTask = nil
-            self.connect()
-        }
-    }
+    /// Opens a connection and sends the CONNECT (see ``MQTTConnector/connect(_:)``).
+    func connect() { connector.connect(self) }
 
     /// The channel closed (by either side or after an error).
     func channelInactive() {
@@ -248,13 +149,13 @@ final class MQTTLink: Sendable {
         // Inbound publishes not yet settled stay: the router still holds them, and how a late
         // settlement is handled depends on whether the next connection resumes the session.
         inbound.connectionLost()
-        if wasConnected, !stopped, let clientIDAfterDisconnect { connectAs.clientID = clientIDAfterDisconnect() }
+        connector.connectionLost(wasConnected: wasConnected)
         if adoption == nil {
             if wasConnected, !stopped { context.log(.warning, "connection to \(configuration.host):\(configuration.port) lost") }
             context.metric(.gauge, "mqtt_connected", 0)
             context.metric(.gauge, "ready", 0)
         }
-        scheduleReconnect()
+        connector.scheduleReconnect(self)
     }
 
     /// The socket's send buffer crossed a water mark.
@@ -345,10 +246,9 @@ final class MQTTLink: Sendable {
             return
         }
         connected = true
-        lastConnectFailure = nil
+        connector.connectionAccepted()
         sessionResumed = connack.sessionPresent
         connectionNumber &+= 1
-        reconnectDelay = configuration.initialReconnectDelay
         if let adoption { return adoption.connected(sessionPresent: connack.sessionPresent, on: channel) }
         context.metric(.gauge, "mqtt_connected", 1)
         context.metric(.gauge, "ready", 1)

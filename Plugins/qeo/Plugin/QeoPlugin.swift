@@ -1,7 +1,6 @@
 import QeoDDS
 import QeoEnrollment
 import QeoQDM
-import QeoWake
 import SwitchyardCore
 import SwitchyardPluginKit
 import Synchronization
@@ -83,7 +82,7 @@ final class QeoPlugin: SwitchyardPlugin {
     /// The realm's enrollment endpoint, when `enroll:` is set.
     let enrollment: EnrollmentServer?
     /// Who a watched state change wakes, and their feeds, when `wake:` is set.
-    let wake: WakeWatcher?
+    let wakes: QeoWakes?
     /// The realm policy's say on the instance's iiidea pieces.
     let pieces: QeoPieces
 
@@ -102,9 +101,9 @@ final class QeoPlugin: SwitchyardPlugin {
         self.context = context
         configuration = try QeoConfiguration(config: config)
         pieces = QeoPieces(configuration: configuration, context: context)
-        wake = try Self.makeWake(configuration)
-        enrollment = configuration.enroll.map { [wake] settings in
-            EnrollmentServer(settings: settings, instance: name, context: context, memberRoutes: wake.map { [Self.feedRoute($0)] } ?? [])
+        wakes = try QeoWakes(configuration: configuration, context: context)
+        enrollment = configuration.enroll.map { [wakes] settings in
+            EnrollmentServer(settings: settings, instance: name, context: context, memberRoutes: wakes.map { [$0.feedRoute] } ?? [])
         }
     }
 
@@ -236,13 +235,13 @@ final class QeoPlugin: SwitchyardPlugin {
                 if emit(envelope(item, body: value.serializedBytes()), on: Self.eventsPort) { emitted += 1 }
             case (.state?, .sample(let value, let instance)):
                 state.withLock { $0.instances[item.name, default: [:]][instance] = value }
-                wakeUp(item, key: value, value: value)
+                wakes?.changed(item, key: value, value: value)
                 if emit(envelope(item, body: value.serializedBytes(), instance: instance), on: Self.changesPort) { emitted += 1 }
             case (.state?, .removed(let instance)):
                 guard let last = state.withLock({ $0.instances[item.name]?.removeValue(forKey: instance) }) else { continue }
                 var key: [String: JSONValue] = [:]
                 for member in item.keys { key[member.name] = last[member.name] }
-                wakeUp(item, key: last, value: nil)
+                wakes?.changed(item, key: last, value: nil)
                 let body: JSONValue = ["type": .string(item.name), "key": .object(key)]
                 var removed = Envelope(
                     type: Self.removedType, subject: item.name, contentType: "application/json", body: body.serializedBytes())

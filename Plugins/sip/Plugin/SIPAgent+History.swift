@@ -5,14 +5,14 @@ import SwitchyardPluginKit
 
 extension SIPAgent {
     /// The message history, when the instance keeps one.
-    var history: SIPHistory? { historyBox.withLock { $0 } }
+    var history: SIPHistory? { environment.history }
 
     /// Opens the history from the router's store (`start()`); a router without a store refuses
     /// the instance with the reason.
     func openHistory(_ configuration: SIPConfiguration) throws(PluginError) {
         guard let settings = configuration.history, history == nil else { return }
         let history = try SIPHistory(context: context, identity: configuration.identity.impu, settings: settings)
-        historyBox.withLock { $0 = history }
+        environment.historyBox.withLock { $0 = history }
     }
 
     /// `sip.Control {action: clear_history, peer}`: removes the history, or one peer's part.

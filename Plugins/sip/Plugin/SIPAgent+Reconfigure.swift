@@ -14,14 +14,11 @@ extension SIPAgent {
                 self.take(new)
                 return self.eventLoop.makeSucceededVoidFuture()
             }
-            return self.unregister().map {
-                self.registration.timer?.cancel()
-                // A new Call-ID: a registrar must not take the new identity's REGISTER as a
-                // refresh of the old binding (RFC 3261 §10.2.4).
-                self.registration = RegistrationState()
+            return self.registration.unregister().map {
+                self.registration.forgetBinding()
                 self.take(new)
                 if new.registration != nil {
-                    self.register()
+                    self.registration.register()
                 } else {
                     self.context.metric(.gauge, "registered", 0)
                     self.context.metric(.gauge, "ready", 1)
@@ -34,7 +31,7 @@ extension SIPAgent {
 
     private func take(_ new: SIPConfiguration) {
         eventLoop.assertInEventLoop()
-        configuration = new
+        environment.configuration = new
         transport.adopt(new)
         if let settings = new.history { history?.adopt(settings, identity: new.identity.impu) }
     }

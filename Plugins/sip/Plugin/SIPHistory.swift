@@ -90,7 +90,7 @@ final class SIPHistory: Sendable {
         enqueue { book in
             var entry = SIPHistoryEntry(
                 id: book.takeID(), time: time, direction: .incoming, peer: peer, contentType: contentType, body: body,
-                maximumBody: book.settings.maximumBody, callID: callID, status: status, reason: SIPAgent.reasonPhrase(status))
+                maximumBody: book.settings.maximumBody, callID: callID, status: status, reason: SIPServerTransactions.reasonPhrase(status))
             entry.bodyBytes = max(entry.bodyBytes, length)
             book.add(entry)
         }

@@ -141,7 +141,7 @@ final class SIPPlugin: SwitchyardPlugin {
 
     func canAccept(on port: String) -> Bool {
         guard port == Self.sendPort else { return true }
-        return agent.outstanding.load(ordering: .relaxed) < current.withLock { $0.configuration.maximumInFlight }
+        return agent.environment.outstanding.load(ordering: .relaxed) < current.withLock { $0.configuration.maximumInFlight }
     }
 
     func settled(token: UInt64, outcome: DeliveryOutcome) { agent.settled(token: token, outcome: outcome) }
@@ -169,7 +169,7 @@ final class SIPPlugin: SwitchyardPlugin {
             if action == .clearHistory {
                 return agent.clearHistory(peer: body["peer"]?.stringValue ?? envelope.headers["sip.peer"], delivery: delivery)
             }
-            agent.outstanding.add(1, ordering: .relaxed)
+            agent.environment.outstanding.add(1, ordering: .relaxed)
             return agent.eventLoop.execute { self.agent.control(action, delivery: delivery) }
         }
         let outgoing: SIPEnvelopes.Outgoing
@@ -183,7 +183,7 @@ final class SIPPlugin: SwitchyardPlugin {
             }
             return delivery.ack(.reject, reason: error.message)
         }
-        agent.outstanding.add(1, ordering: .relaxed)
+        agent.environment.outstanding.add(1, ordering: .relaxed)
         agent.eventLoop.execute { self.agent.send(outgoing, delivery: delivery) }
     }
 }

@@ -14,15 +14,29 @@ import SwitchyardStore
 /// one script (``ConsoleAssets``) only feeds the live views from server-sent events. Every
 /// change is a POST form that carries the session's CSRF token and answers with a redirect
 /// (post/redirect/get). Responses forbid inline script (`script-src 'self'`) and framing.
-struct Console: Sendable {
-    let catalog: IiideaCatalog
-    let sessions: ConsoleSessions
-    let streams = ConsoleStreams()
+///
+/// The entry point the ``AdminServer`` registers: it signs browsers in and out and serves the
+/// assets itself, and composes the page groups that own the rest (``ConsoleIiideaPages``,
+/// ``ConsoleStorePages``, ``ConsoleGraphPages``, ``ConsoleConnectionPages``) around one
+/// ``ConsoleFrame``. The responses every group gives (a page's headers, a redirect, a form
+/// read) are its static functions.
+struct Console: AdminRouteGroup {
+    let frame: ConsoleFrame
+    let iiideaPages: ConsoleIiideaPages
+    let storePages: ConsoleStorePages
+    let graphPages: ConsoleGraphPages
+    let connectionPages: ConsoleConnectionPages
 
-    var router: SwitchyardRuntime.Router { catalog.router }
-    var spool: Spool? { catalog.spool }
-    /// Where the dead letters are: the shared store's, or the spool's.
-    var deadLetterStore: (any DeadLetterStore)? { spool.map(router.deadLetters(of:)) }
+    /// The console over `catalog` (its router and spool), signing browsers in with `sessions`.
+    init(catalog: IiideaCatalog, sessions: ConsoleSessions) {
+        let frame = ConsoleFrame(sessions: sessions)
+        let forms = ConsolePreferenceForms(router: catalog.router)
+        self.frame = frame
+        iiideaPages = ConsoleIiideaPages(catalog: catalog, frame: frame, forms: forms)
+        storePages = ConsoleStorePages(catalog: catalog, frame: frame, forms: forms)
+        graphPages = ConsoleGraphPages(router: catalog.router, spool: catalog.spool, frame: frame)
+        connectionPages = ConsoleConnectionPages(router: catalog.router, frame: frame)
+    }
 
     /// What every page's headers say: no inline script or style, no framing, no caching.
     static let securityHeaders: [(HTTPField.Name, String)] = [
@@ -41,30 +55,30 @@ struct Console: Sendable {
         routes.get("console/assets/console.css") { _, _ in Self.asset(ConsoleAssets.css, type: "text/css; charset=utf-8") }
         routes.get("console/assets/console.js") { _, _ in Self.asset(ConsoleAssets.javaScript, type: "text/javascript; charset=utf-8") }
         addLoginRoutes(to: routes)
-        addIiideaPages(to: routes)
-        addStorePages(to: routes)
-        addGraphPages(to: routes)
-        addConnectionPages(to: routes)
+        iiideaPages.addRoutes(to: routes)
+        storePages.addRoutes(to: routes)
+        graphPages.addRoutes(to: routes)
+        connectionPages.addRoutes(to: routes)
     }
 
     // MARK: Sign-in
 
     private func addLoginRoutes(to routes: Hummingbird.Router<BasicRequestContext>) {
         routes.get("console/login") { request, _ -> Response in
-            if !sessions.requiresLogin { return Self.redirect("/console/iiideas") }
+            if !frame.sessions.requiresLogin { return Self.redirect("/console/iiideas") }
             let next = Self.localPath(request.uri.queryParameters.get("next"))
-            return page(title: "Sign in", template: "login", data: ["next": next], session: nil)
+            return frame.page(title: "Sign in", template: "login", data: ["next": next], session: nil)
         }
         routes.post("console/login") { request, _ -> Response in
             let form = try await Self.form(request)
             let next = Self.localPath(form["next"])
-            if sessions.isThrottled {
-                return page(
+            if frame.sessions.isThrottled {
+                return frame.page(
                     title: "Sign in", template: "login", data: ["next": next], session: nil,
                     problem: "Too many wrong tokens in the last minute; wait a minute and try again.", status: .tooManyRequests)
             }
-            guard let value = sessions.logIn(offering: form["token"] ?? "") else {
-                return page(
+            guard let value = frame.sessions.logIn(offering: form["token"] ?? "") else {
+                return frame.page(
                     title: "Sign in", template: "login", data: ["next": next], session: nil, problem: "That token is not this router's.",
                     status: .unauthorized)
             }
@@ -73,54 +87,17 @@ struct Console: Sendable {
             return response
         }
         routes.post("console/logout") { request, _ -> Response in
-            guard let session = sessions.session(of: request) else { return Self.redirect("/console/login") }
+            guard let session = frame.sessions.session(of: request) else { return Self.redirect("/console/login") }
             let form = try await Self.form(request)
             guard ConsoleSessions.csrfMatches(form["csrf"], session) else { return Self.csrfRefusal() }
-            sessions.logOut(request)
+            frame.sessions.logOut(request)
             var response = Self.redirect("/console/login")
             response.setCookie(ConsoleSessions.cookie(nil))
             return response
         }
     }
 
-    /// The answer that sends a browser without a session to sign in, and back here after.
-    func signIn(_ request: Request) -> Response {
-        let target = request.method == .get ? request.uri.path + (request.uri.query.map { "?" + $0 } ?? "") : "/console/iiideas"
-        return Self.redirect("/console/login?next=" + Self.queryEscaped(Self.localPath(target)))
-    }
-
-    /// Runs a state change: the session, the form and its CSRF token checked first.
-    func change(
-        _ request: Request, _ body: @Sendable (ConsoleSessions.Session, [String: String]) async throws -> Response
-    ) async throws -> Response {
-        guard let session = sessions.session(of: request) else { return signIn(request) }
-        let form = try await Self.form(request)
-        guard ConsoleSessions.csrfMatches(form["csrf"], session) else { return Self.csrfRefusal() }
-        return try await body(session, form)
-    }
-
-    // MARK: Rendering
-
-    /// A whole page: `template` rendered with `data` inside the layout.
-    func page(
-        title: String, template: String, data: [String: Any], session: ConsoleSessions.Session?, nav: String? = nil, notice: String? = nil,
-        problem: String? = nil, live: (kind: String, source: String)? = nil, status: HTTPResponse.Status = .ok
-    ) -> Response {
-        var data = data
-        data["csrf"] = session?.csrf
-        let body = ConsoleTemplates.library.render(data, withTemplate: template) ?? ""
-        var layout: [String: Any] = ["title": title, "body": body, "csrf": session?.csrf ?? ""]
-        layout["signed_in"] = session != nil && sessions.requiresLogin
-        if let nav { layout["nav_\(nav)"] = true }
-        layout["notice"] = notice
-        // Errors may quote a configuration value (a URL, a header): secrets are masked, as in the log.
-        layout["problem"] = problem.map(Redaction.redact)
-        if let live {
-            layout["live"] = live.kind
-            layout["live_source"] = live.source
-        }
-        return Self.html(ConsoleTemplates.library.render(layout, withTemplate: "layout") ?? "", status: status)
-    }
+    // MARK: Responses
 
     static func html(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
         var response = Response(status: status, body: .init(byteBuffer: ByteBuffer(string: text)))
@@ -190,5 +167,45 @@ struct Console: Sendable {
     /// A duration as the pages show it.
     static func duration(_ nanos: Int64) -> String {
         nanos < 1_000_000_000 ? String(format: "%.1f ms", Double(nanos) / 1e6) : String(format: "%.2f s", Double(nanos) / 1e9)
+    }
+
+    /// The status a page answers a refused catalog change with.
+    static func status(of refusal: IiideaCatalog.Refusal) -> HTTPResponse.Status {
+        switch refusal.kind {
+        case .notFound: .notFound
+        case .conflict: .conflict
+        case .invalid: .unprocessableContent
+        case .unavailable: .serviceUnavailable
+        }
+    }
+
+    /// The notice a redirect after a change asks for (`?done=…&id=…`): fixed sentences only.
+    static func notice(_ request: Request) -> String? {
+        let query = Self.query(request)
+        // Only an id as ids are written: a crafted link cannot put a sentence in the banner.
+        let given = query["id"] ?? ""
+        let id = given.count <= 64 && given.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) ? given : "it"
+        switch query["done"] {
+        case "enabled": return "Enabled \(id)."
+        case "disabled": return "Disabled \(id)."
+        case "deleted": return "Deleted \(id)."
+        case "obtained": return "Obtained \(id); it runs now."
+        case "saved": return "Saved; the pieces run with the new preferences."
+        case "reset": return "Back to the route file's preferences."
+        case "started": return "Started a test run; it appears below."
+        case "replayed": return "Replayed dead letter \(id)."
+        case "dropped": return "Dropped dead letter \(id)."
+        default: return nil
+        }
+    }
+
+    /// JSON text indented for reading; other text as it is.
+    static func pretty(_ text: String?) -> String {
+        guard let text else { return "" }
+        guard let value = try? JSONValue(parsing: Array(text.utf8)),
+            let object = try? JSONSerialization.jsonObject(with: Data(value.serialized().utf8), options: [.fragmentsAllowed]),
+            let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .fragmentsAllowed])
+        else { return text }
+        return String(decoding: data, as: UTF8.self)
     }
 }

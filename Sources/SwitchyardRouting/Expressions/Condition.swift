@@ -26,10 +26,6 @@ public struct Condition: Sendable {
     let root: Node
     private let reads: [(field: EnvelopeField, offset: Int)]
 
-    /// The deepest nesting of parentheses, `not`, unary minus and function calls accepted;
-    /// deeper input is a syntax error rather than a stack overflow.
-    static let maximumDepth = 64
-
     /// Parses `source`.
     ///
     /// A syntax error throws a ``Diagnostic`` whose location is `location` advanced by the
@@ -43,7 +39,7 @@ public struct Condition: Sendable {
     public init(parsing source: String, at location: SourceLocation?) throws(Diagnostic) {
         self.source = source
         do throws(SyntaxError) {
-            var parser = try Parser(source: source)
+            var parser = try ConditionParser(source: source)
             root = try parser.parseCondition()
             reads = parser.reads
         } catch {

@@ -7,6 +7,10 @@ internal import SwitchyardRouting
 /// start without. Each instance is described by its plugin first (ABI section 6), so its
 /// ports and types are those of its configuration, and every error is found before anything
 /// starts.
+///
+/// The checks live in ``InstanceValidator``, ``RouteValidator``, ``IiideaValidator``,
+/// ``CycleValidator`` and ``GuaranteeValidator``, which share one ``GraphValidationContext``;
+/// this type runs them in a fixed order, so the diagnostics come out in that order.
 public struct GraphValidator: Sendable {
     /// The loaded plugins by name.
     public let plugins: [String: LoadedPlugin]
@@ -18,31 +22,36 @@ public struct GraphValidator: Sendable {
 
     /// Validates; the plan is `nil` when there is any diagnostic.
     public func validate(_ config: GraphConfig) -> (GraphPlan?, [Diagnostic]) {
-        var diagnostics: [Diagnostic] = []
-        var registry = sharedTypes(of: config, diagnostics: &diagnostics)
-        let instances = planInstances(config, registry: &registry, diagnostics: &diagnostics)
+        var context = GraphValidationContext(config: config, plugins: plugins)
+        var instanceValidator = InstanceValidator()
+        instanceValidator.registerSharedTypes(&context)
+        let instances = instanceValidator.planInstances(&context)
+        let registry = instanceValidator.registry
 
+        let routeValidator = RouteValidator(instances: instances, registry: registry)
         var routes: [PlannedRoute] = []
         for route in config.routes {
-            if let planned = check(route, config: config, instances: instances, registry: registry, diagnostics: &diagnostics) {
+            if let planned = routeValidator.check(route, context: &context) {
                 routes.append(planned)
             }
         }
+        let iiideaValidator = IiideaValidator(routeValidator: routeValidator)
         var iiideas: [PlannedIiidea] = []
         for iiidea in config.iiideas {
-            if let planned = check(iiidea, config: config, instances: instances, registry: registry, diagnostics: &diagnostics) {
+            if let planned = iiideaValidator.check(iiidea, context: &context) {
                 iiideas.append(planned)
             }
         }
         // A template is checked as the iiidea it makes with its own preferences, so obtaining
         // it fails only on what a person fills in.
         for template in config.iiideaTemplates {
-            _ = check(template.declaration, config: config, instances: instances, registry: registry, diagnostics: &diagnostics)
+            _ = iiideaValidator.check(template.declaration, context: &context)
         }
-        diagnostics.append(contentsOf: unguardedCycles(in: routes, instances: instances))
-        diagnostics.append(contentsOf: brokenGuarantees(routes, instances: instances))
-        guard diagnostics.isEmpty else { return (nil, diagnostics.map { $0.redacting(config.secrets) }) }
-        let guarantees = guaranteeRemarks(routes, instances: instances)
+        context.diagnostics.append(contentsOf: CycleValidator(routes: routes, instances: instances).unguardedCycles())
+        let guaranteeValidator = GuaranteeValidator(routes: routes, instances: instances)
+        context.diagnostics.append(contentsOf: guaranteeValidator.brokenGuarantees())
+        guard context.diagnostics.isEmpty else { return (nil, context.diagnostics.map { $0.redacting(config.secrets) }) }
+        let guarantees = guaranteeValidator.remarks()
         var plan = GraphPlan(
             instances: instances, routes: routes, types: registry, spoolPath: config.spoolPath?.value,
             spoolSync: config.spoolSync?.value ?? .full,
@@ -54,55 +63,5 @@ public struct GraphValidator: Sendable {
             warnings: guarantees.warnings.map { $0.redacting(config.secrets) })
         plan.adminConnections = config.adminConnections
         return (plan, [])
-    }
-
-    /// Resolves `reference` to a port of `direction`, reporting why not.
-    func resolve(
-        _ reference: Located<PortReference>,
-        direction: PortDirection,
-        config: GraphConfig,
-        instances: [PlannedInstance],
-        diagnostics: inout [Diagnostic]
-    ) -> (PlannedInstance, PortDeclaration)? {
-        let target = reference.value
-        guard let instance = instances.first(where: { $0.name == target.instance }) else {
-            if config.instance(named: target.instance) == nil {
-                let known = config.instances.map(\.name).joined(separator: ", ")
-                diagnostics.append(
-                    Diagnostic(
-                        "unknown instance '\(target.instance)' (instances: \(known.isEmpty ? "none" : known))", at: reference.location)
-                )
-            }
-            return nil  // a known instance whose plugin failed is already reported
-        }
-        guard let port = instance.declaredPorts.first(where: { $0.name == target.port }) else {
-            let names = instance.declaredPorts.map(\.name).joined(separator: ", ")
-            diagnostics.append(
-                Diagnostic(
-                    "instance '\(instance.name)' (plugin \(instance.plugin.manifest.name)) has no port '\(target.port)' (ports: \(names))",
-                    at: reference.location)
-            )
-            return nil
-        }
-        guard port.direction == direction else {
-            let role =
-                switch direction {
-                case .source: "'from' needs a source port"
-                case .sink: "'to' needs a sink port"
-                case .service: "a service piece needs a service port"
-                }
-            diagnostics.append(Diagnostic("\(role); \(target) is a \(port.direction.rawValue)", at: reference.location))
-            return nil
-        }
-        guard instance.ports.contains(where: { $0.name == port.name }) else {
-            diagnostics.append(
-                Diagnostic(
-                    "port \(target) exists only when instance '\(instance.name)' has a '\(port.requires ?? "")' setting",
-                    at: reference.location
-                )
-            )
-            return nil
-        }
-        return (instance, port)
     }
 }

@@ -139,7 +139,7 @@ final class IiideaRunner {
                     input: input.decodedBody().serialized()),
                 keep: keep)
         }
-        route.router.runFeed.publish(iiidea: planned.id, run: runID)
+        route.router.iiideas.runFeed.publish(iiidea: planned.id, run: runID)
         let output: Envelope
         do {
             output = try service(input)
@@ -167,7 +167,7 @@ final class IiideaRunner {
             return
         }
         if route.tap.isActive { route.tap.publish(action) }
-        let deliveryID = route.router.nextSpooledDeliveryID(route: route.index)
+        let deliveryID = route.router.deliveries.nextSpooledID(route: route.index)
         pending[deliveryID] = (runID, output.decodedBody().serialized())
         let status = route.deliverWaitingForRoom(action, to: sink, deliveryID: deliveryID)
         if status == SY_OK {
@@ -209,7 +209,7 @@ final class IiideaRunner {
             var rendered = request.render(&scope)
             if let connection {
                 // The connection's token, never the iiidea's own header of that name.
-                let token = try route.router.oauth.accessToken(connection)
+                let token = try route.router.iiideas.oauth.accessToken(connection)
                 var headers = rendered["headers"]?.objectValue ?? [:]
                 headers = headers.filter { $0.key.lowercased() != "authorization" }
                 headers["Authorization"] = .string("Bearer " + token)
@@ -233,7 +233,7 @@ final class IiideaRunner {
             return output
         case .plugin(let port, let preferences, let timeout):
             var output = input
-            output.body = try route.router.iiideaController.executePiece(
+            output.body = try route.router.iiideas.controller.executePiece(
                 port, iiidea: planned.id, input: input.decodedBody(), preferences: preferences, timeout: timeout, in: route.router.graph
             ).serializedBytes()
             output.type = BuiltinTypes.json
@@ -262,7 +262,7 @@ final class IiideaRunner {
         record { () throws(StoreError) in
             try store.endRun(run, iiidea: planned.id, piece: piece, output: output, error: error, keep: keep)
         }
-        route.router.runFeed.publish(iiidea: planned.id, run: run)
+        route.router.iiideas.runFeed.publish(iiidea: planned.id, run: run)
     }
 
     private func record(_ write: () throws(StoreError) -> Void) {

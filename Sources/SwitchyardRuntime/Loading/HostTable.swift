@@ -33,17 +33,19 @@ package enum HostTable {
                     HostTable.call(context, refused: 0, invalid: 0) { HostTable.isLogging($0, HostTable.logLevel(level)) ? 1 : 0 }
                 },
                 state_get: { context, key, value in
-                    HostTable.call(context, refused: SY_ERR_STOPPED) { $0.stateGet(key: key, into: value) }
+                    HostTable.call(context, refused: SY_ERR_STOPPED) { $0.pluginState.get(key: key, into: value) }
                 },
                 state_put: { context, key, value in
-                    HostTable.call(context, refused: SY_ERR_STOPPED) { $0.statePut(key: key, value: value) }
+                    HostTable.call(context, refused: SY_ERR_STOPPED) { $0.pluginState.put(key: key, value: value) }
                 },
                 state_delete: { context, key in
-                    HostTable.call(context, refused: SY_ERR_STOPPED) { $0.stateDelete(key: key) }
+                    HostTable.call(context, refused: SY_ERR_STOPPED) { $0.pluginState.delete(key: key) }
                 },
                 state_scan: { context, prefix, visit, user in
                     guard let visit else { return SY_ERR_INVALID }
-                    return HostTable.call(context, refused: SY_ERR_STOPPED) { $0.stateScan(prefix: prefix, visit: visit, user: user) }
+                    return HostTable.call(context, refused: SY_ERR_STOPPED) {
+                        $0.pluginState.scan(prefix: prefix, visit: visit, user: user)
+                    }
                 },
                 hold_acquire: { context, name, changed, user, holdID in
                     guard let changed, let holdID else { return SY_ERR_INVALID }
@@ -150,7 +152,7 @@ package enum HostTable {
     }
 
     static func pieceDone(_ context: OpaquePointer?, _ token: UInt64, _ status: Int32, _ output: sy_bytes) {
-        call(context) { $0.router.pieceDone(token: token, status: status, output: output.array) }
+        call(context) { $0.router.iiideas.pieceDone(token: token, status: status, output: output.array) }
     }
 
     static func logLevel(_ level: Int32) -> Logger.Level {

@@ -1,7 +1,6 @@
-import Crypto
 import Foundation
 internal import Logging
-public import SwitchyardConfig
+internal import SwitchyardConfig
 public import SwitchyardCore
 internal import SwitchyardStore
 import Synchronization
@@ -10,29 +9,12 @@ import Synchronization
 /// (authorization code with PKCE, RFC 7636), the tokens are kept sealed in the router's store
 /// (``OAuthVault``) and refreshed before they expire; the `http` piece sends the access token.
 public final class OAuthConnections: Sendable {
-    /// An authorization under way: what the callback needs to finish it.
-    struct Flow {
-        var connection: String
-        var verifier: String
-        var redirect: String
-        /// Where the callback sends the browser after (the console's page), if anywhere.
-        var returnTo: String?
-        var expires: ContinuousClock.Instant
-    }
-
     struct State {
         var declarations: [String: OAuthDeclaration] = [:]
         var tokens: [String: OAuthTokens] = [:]
         /// The sealed value of each connection's tokens as the store holds them (as far as this
         /// router knows): what a refresh expects to replace.
         var sealed: [String: [UInt8]] = [:]
-        /// Flows by their `state` parameter.
-        var flows: [String: Flow] = [:]
-        /// The refresh timer of each connected connection.
-        var refreshes: [String: Task<Void, Never>] = [:]
-        /// The refresh under way per connection: a second caller waits for it rather than sending
-        /// the same (rotating) refresh token twice, which a provider takes for a replay.
-        var inFlight: [String: Task<Result<OAuthTokens, RouterError>, Never>] = [:]
         var lastError: [String: String] = [:]
         /// Bumped by each connect and disconnect: a refresh that began before one keeps nothing
         /// (it would bring back what a person removed, or replace what they just connected).
@@ -51,29 +33,33 @@ public final class OAuthConnections: Sendable {
         }
 
         /// Connection `name` has no tokens any more: what is under way keeps nothing (the
-        /// generation moves on). Returns its refresh timer, to cancel.
-        mutating func drop(_ name: String) -> Task<Void, Never>? {
+        /// generation moves on). Returns its refresh timer, taken from `refresher` at once, to
+        /// cancel.
+        mutating func drop(_ name: String, timers refresher: OAuthRefresher) -> Task<Void, Never>? {
             tokens[name] = nil
             sealed[name] = nil
             generation[name, default: 0] += 1
-            return refreshes.removeValue(forKey: name)
+            return refresher.detachTimer(name)
         }
     }
 
     let state = Mutex(State())
     let logger: Logger
+    /// Refreshes the tokens held here before they expire.
+    let refresher: OAuthRefresher
     /// Told the name of each connection that became usable (the router then asks again the
     /// pieces refused for it).
     let connected = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// Serialises the writes to the store (keeping tokens, forgetting them) with their checks,
     /// without holding `state` while the store answers (PostgreSQL may take seconds).
     let storeWrites = NSLock()
-    /// How long a started authorization may take.
-    static let flowLifetime: Duration = .seconds(600)
-    /// The most authorizations under way at once.
-    static let maximumFlows = 64
+    /// The authorizations people started and the provider has not yet sent back.
+    let flows = OAuthAuthorizationFlows()
 
-    init(logger: Logger) { self.logger = logger }
+    init(logger: Logger) {
+        self.logger = logger
+        refresher = OAuthRefresher(logger: logger)
+    }
 
     /// Calls `body` with the name of each connection a person connects from now on.
     func whenConnected(_ body: @escaping @Sendable (String) -> Void) { connected.withLock { $0 = body } }
@@ -102,13 +88,14 @@ public final class OAuthConnections: Sendable {
         }
         var opened: [String: (tokens: OAuthTokens, sealed: [UInt8])] = [:]
         for declaration in declarations {
-            guard let vault, case .present(let tokens, let sealed) = stored(declaration.name, store: store, vault: vault) else { continue }
+            guard let vault, case .present(let tokens, let sealed) = vault.stored(declaration.name, in: store, logger: logger) else {
+                continue
+            }
             opened[declaration.name] = (tokens, sealed)
         }
         let (gone, fresh) = state.withLock { state -> ([Task<Void, Never>], [String]) in
             let names = Set(declarations.map(\.name))
-            let gone = state.refreshes.filter { !names.contains($0.key) }.map(\.value)
-            state.refreshes = state.refreshes.filter { names.contains($0.key) }
+            let gone = refresher.detachTimers(keeping: names)
             state.declarations = Dictionary(declarations.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
             state.store = store
             state.shared = shared
@@ -124,49 +111,39 @@ public final class OAuthConnections: Sendable {
             return (gone, fresh)
         }
         for task in gone { task.cancel() }
-        for name in fresh { scheduleRefresh(name) }
-    }
-
-    /// What the store holds for a connection.
-    enum Stored {
-        /// Tokens, opened, and their sealed form.
-        case present(OAuthTokens, sealed: [UInt8])
-        /// None: not connected.
-        case absent
-        /// The store did not answer, or what it holds does not open: nothing is known.
-        case unknown
-    }
-
-    /// What `store` holds for connection `name`.
-    func stored(_ name: String, store: (any OAuthTokenStore)?, vault: OAuthVault) -> Stored {
-        guard let store else { return .unknown }
-        let sealed: [UInt8]?
-        do {
-            sealed = try store.oauthTokens(of: name)
-        } catch {
-            logger.warning("oauth: cannot read the tokens of \(name): \(error)")
-            return .unknown
-        }
-        guard let sealed else { return .absent }
-        do {
-            return .present(try vault.unseal(sealed, name: name), sealed: sealed)
-        } catch {
-            logger.error("oauth: the stored tokens of \(name) do not open (another key?): connect it again")
-            return .unknown
-        }
+        for name in fresh { refresher.schedule(name, for: self) }
     }
 
     /// Stops every refresh timer (the router stops).
-    func stop() {
-        let tasks = state.withLock { state in
-            defer { state.refreshes = [:] }
-            return Array(state.refreshes.values)
-        }
-        for task in tasks { task.cancel() }
-    }
+    func stop() { refresher.stop() }
 
     /// Whether connection `name` has tokens.
     func isConnected(_ name: String) -> Bool { state.withLock { $0.tokens[name] != nil } }
+
+    /// What a refresh of a connection starts from, read at once.
+    struct Held {
+        var declaration: OAuthDeclaration
+        var tokens: OAuthTokens
+        /// The connection's generation when read: a refresh keeps nothing once it moved on.
+        var generation: Int
+        /// The tokens' sealed form in the store: what a refresh expects to replace.
+        var sealed: [UInt8]?
+    }
+
+    /// Connection `name`'s declaration and tokens, or nil when it is not declared or not connected.
+    func held(_ name: String) -> Held? {
+        state.withLock { state in
+            guard let declaration = state.declarations[name], let tokens = state.tokens[name] else { return nil }
+            return Held(
+                declaration: declaration, tokens: tokens, generation: state.generation[name, default: 0], sealed: state.sealed[name])
+        }
+    }
+
+    /// Whether no connect or disconnect of `name` came after its `generation` was read.
+    func isCurrent(_ name: String, generation: Int) -> Bool { state.withLock { $0.generation[name, default: 0] } == generation }
+
+    /// Whether the store is shared with other routers (which may refresh, connect or disconnect too).
+    var isShared: Bool { state.withLock { $0.shared } }
 
     /// Why an iiidea piece that needs connection `name` cannot work, or nil when it can.
     func refusal(for name: String) -> String? {
@@ -183,27 +160,7 @@ public final class OAuthConnections: Sendable {
         guard state.withLock({ $0.vault != nil }) else {
             throw RouterError(instance: "oauth", reason: "the router's store has no key to keep tokens with (see the log)")
         }
-        let flowState = Self.randomToken()
-        let verifier = Self.randomToken()
-        let challenge = Self.base64URL(Data(SHA256.hash(data: Data(verifier.utf8))))
-        let redirect = declaration.redirectURL ?? callback
-        state.withLock { state in
-            let now = ContinuousClock.now
-            state.flows = state.flows.filter { $0.value.expires > now }
-            if state.flows.count >= Self.maximumFlows, let oldest = state.flows.min(by: { $0.value.expires < $1.value.expires }) {
-                state.flows[oldest.key] = nil
-            }
-            state.flows[flowState] = Flow(
-                connection: name, verifier: verifier, redirect: redirect, returnTo: returnTo, expires: now + Self.flowLifetime)
-        }
-        var query = [
-            ("response_type", "code"), ("client_id", declaration.clientID), ("redirect_uri", redirect), ("state", flowState),
-            ("code_challenge", challenge), ("code_challenge_method", "S256"),
-        ]
-        if !declaration.scopes.isEmpty { query.append(("scope", declaration.scopes.joined(separator: " "))) }
-        let separator = declaration.authorizeURL.contains("?") ? "&" : "?"
-        return declaration.authorizeURL + separator
-            + query.map { OAuthTokenEndpoint.formEncoded($0.0) + "=" + OAuthTokenEndpoint.formEncoded($0.1) }.joined(separator: "&")
+        return flows.begin(name, as: declaration, callback: callback, returnTo: returnTo)
     }
 
     /// Finishes a flow from the provider's redirect (`state`, and `code` or `error`): exchanges
@@ -212,11 +169,7 @@ public final class OAuthConnections: Sendable {
     public func complete(state flowState: String, code: String?, error: String?) async throws(RouterError) -> (
         name: String, returnTo: String?
     ) {
-        let flow = state.withLock { state -> Flow? in
-            guard let flow = state.flows.removeValue(forKey: flowState), flow.expires > .now else { return nil }
-            return flow
-        }
-        guard let flow, let declaration = state.withLock({ $0.declarations[flow.connection] }) else {
+        guard let flow = flows.take(flowState), let declaration = state.withLock({ $0.declarations[flow.connection] }) else {
             throw RouterError(instance: "oauth", reason: "unknown or expired authorization (state): start again")
         }
         if let error {
@@ -241,7 +194,7 @@ public final class OAuthConnections: Sendable {
         }
         try keep(tokens, for: flow.connection, generation: generation)
         logger.notice("oauth: connected", metadata: ["connection": .string(flow.connection)])
-        scheduleRefresh(flow.connection)
+        refresher.schedule(flow.connection, for: self)
         connected.withLock { $0 }?(flow.connection)
         return (flow.connection, flow.returnTo)
     }
@@ -253,23 +206,7 @@ public final class OAuthConnections: Sendable {
         // About to expire (within 5 s, or a quarter of a short token's lifetime): the call
         // would be refused on its way.
         if let expires = tokens.expiresAt, expires - Date().timeIntervalSince1970 < min(5, (expires - tokens.obtainedAt) / 4) {
-            let done = DispatchSemaphore(value: 0)
-            let result = Mutex<Result<String, ServiceError>?>(nil)
-            Task {
-                do throws(RouterError) {
-                    let fresh = try await self.refresh(name)
-                    result.withLock { $0 = .success(fresh.accessToken) }
-                } catch {
-                    result.withLock { $0 = .failure(ServiceError(description: "oauth \(name): \(error.reason)")) }
-                }
-                done.signal()
-            }
-            // The token endpoint's own timeout bounds the refresh; the margin guards a lost answer.
-            guard done.wait(timeout: .now() + .seconds(Int(OAuthTokenEndpoint.timeout.nanoseconds / 1_000_000_000) + 5)) == .success else {
-                throw ServiceError(description: "oauth \(name): the refresh gave no answer")
-            }
-            guard let outcome = result.withLock({ $0 }) else { throw ServiceError(description: "oauth \(name): no refresh answer") }
-            return try outcome.get()
+            return try refresher.refreshBlocking(name, for: self)
         }
         return tokens.accessToken
     }
@@ -277,26 +214,14 @@ public final class OAuthConnections: Sendable {
     /// The origins (`scheme://host[:port]`) of the declared authorization endpoints: where a
     /// console page may send a browser.
     public func authorizationOrigins() -> [String] {
-        let urls = state.withLock { $0.declarations.values.map(\.authorizeURL) }
-        return Set(
-            urls.compactMap { url -> String? in
-                // Only a plain host name or IP literal goes into the header: nothing a
-                // percent-decoded host could add to the policy.
-                let plain = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:")
-                guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(), ["http", "https"].contains(scheme),
-                    let host = parts.host, !host.isEmpty, host.allSatisfy(plain.contains)
-                else { return nil }
-                let named = host.contains(":") ? "[\(host)]" : host
-                return "\(scheme)://\(named)" + (parts.port.map { ":\($0)" } ?? "")
-            }
-        ).sorted()
+        OAuthAuthorizationFlows.origins(of: state.withLock { $0.declarations.values.map(\.authorizeURL) })
     }
 
     /// Forgets connection `name`'s tokens (here and in the store).
     public func disconnect(_ name: String) throws(RouterError) {
         storeWrites.lock()
         defer { storeWrites.unlock() }
-        let (task, store) = state.withLock { state in (state.drop(name), state.store) }
+        let (task, store) = state.withLock { state in (state.drop(name, timers: refresher), state.store) }
         task?.cancel()
         do {
             try store?.removeOAuthTokens(of: name)
@@ -322,16 +247,6 @@ public final class OAuthConnections: Sendable {
                 return .object(object)
             }
         }
-    }
-
-    static func randomToken() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return base64URL(Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }))
-    }
-
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 
     static func time(_ seconds: Double) -> String {

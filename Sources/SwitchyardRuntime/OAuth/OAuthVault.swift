@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
+internal import Logging
 internal import SwitchyardCore
+internal import SwitchyardStore
 
 #if canImport(Glibc)
     import Glibc
@@ -85,5 +87,35 @@ struct OAuthVault: Sendable {
         let box = try AES.GCM.SealedBox(combined: Data(sealed))
         let plain = try AES.GCM.open(box, using: key, authenticating: Data(name.utf8))
         return try JSONDecoder().decode(OAuthTokens.self, from: plain)
+    }
+
+    /// What the store holds for a connection.
+    enum Stored {
+        /// Tokens, opened, and their sealed form.
+        case present(OAuthTokens, sealed: [UInt8])
+        /// None: not connected.
+        case absent
+        /// The store did not answer, or what it holds does not open: nothing is known.
+        case unknown
+    }
+
+    /// What `store` holds for connection `name`, opened with this key; why nothing is known is
+    /// told to `logger`.
+    func stored(_ name: String, in store: (any OAuthTokenStore)?, logger: Logger) -> Stored {
+        guard let store else { return .unknown }
+        let sealed: [UInt8]?
+        do {
+            sealed = try store.oauthTokens(of: name)
+        } catch {
+            logger.warning("oauth: cannot read the tokens of \(name): \(error)")
+            return .unknown
+        }
+        guard let sealed else { return .absent }
+        do {
+            return .present(try unseal(sealed, name: name), sealed: sealed)
+        } catch {
+            logger.error("oauth: the stored tokens of \(name) do not open (another key?): connect it again")
+            return .unknown
+        }
     }
 }

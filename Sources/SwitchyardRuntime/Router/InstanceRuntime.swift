@@ -11,19 +11,6 @@ import Synchronization
     import Musl
 #endif
 
-/// Counters of one instance, readable while it runs.
-final class InstanceCounters: Sendable {
-    let emitted = Atomic<Int>(0)
-    let refusedFull = Atomic<Int>(0)
-    let unrouted = Atomic<Int>(0)
-    let invalid = Atomic<Int>(0)
-    let acknowledged = Atomic<Int>(0)
-    let failed = Atomic<Int>(0)
-    let inFlight = Atomic<Int>(0)
-    /// State service calls the store failed.
-    let stateFailures = Atomic<Int>(0)
-}
-
 /// One plugin instance at run time. The plugin names it on host calls with a generation-checked
 /// handle (``hostContext``), never its address.
 final class InstanceRuntime: Sendable {
@@ -59,8 +46,8 @@ final class InstanceRuntime: Sendable {
     /// Deliveries outside routes (the admin API's inject): ``stopPlugin()`` closes it and waits
     /// for those in progress, as routes are stopped before it by the worker pool.
     let directDeliveries = DirectDeliveryGate()
-    /// Whether the log already says this instance's state calls fail for want of a store.
-    let stateUnavailableLogged = Atomic<Bool>(false)
+    /// The plugin's durable state (ABI `state_*`).
+    let pluginState: InstanceStateService
     let logger: Logger
     /// Bounds the lines the plugin's `log` calls may write (a flood of peer errors).
     let logThrottle = Mutex(LogThrottle())
@@ -84,6 +71,7 @@ final class InstanceRuntime: Sendable {
         logger[metadataKey: "instance"] = .string(name)
         if let level = logLevel.flatMap(Logger.Level.init(rawValue:)) { logger.logLevel = level }
         self.logger = logger
+        pluginState = InstanceStateService(instance: name, router: router, logger: logger)
     }
 
     /// The handle the plugin passes back on host calls (see ``HostContextTable``); set by
@@ -203,7 +191,7 @@ final class InstanceRuntime: Sendable {
                 )
             }
         }
-        router.deliveryFinished(deliveryID, outcome: outcome, reason: reason)
+        router.deliveries.finished(deliveryID, outcome: outcome, reason: reason)
     }
 
     /// Tells the plugin a settle token is settled.
@@ -216,57 +204,5 @@ final class InstanceRuntime: Sendable {
         guard let handle, let resume = plugin.table.api.resume, accepting.load(ordering: .relaxed) else { return }
         var name = port
         name.withUTF8 { resume(handle, sy_bytes($0)) }
-    }
-}
-
-/// How many deliveries a sink port took (over every route to it).
-final class SinkPortCounter: Sendable {
-    let taken = Atomic<Int>(0)
-}
-
-/// A sink port a route delivers to.
-struct SinkPort: Sendable {
-    let instance: InstanceRuntime
-    let name: String
-    let nameBytes: [UInt8]
-    let counter: SinkPortCounter
-
-    init(instance: InstanceRuntime, name: String) {
-        self.instance = instance
-        self.name = name
-        nameBytes = Array(name.utf8)
-        counter = instance.sinkCounter(name)
-    }
-
-    /// `instance.port`: how logs, the spool and dead letters name the sink.
-    var qualifiedName: String { instance.name + "." + name }
-}
-
-/// Lets deliveries that bypass the routes into an instance until it stops, and makes the stop
-/// wait for the ones in progress: the plugin never sees `deliver` after `stop`.
-final class DirectDeliveryGate: Sendable {
-    private let state = Locked((closed: false, running: 0))
-
-    /// Runs `body` unless the gate is closed (then nil).
-    func pass<Result>(_ body: () -> Result) -> Result? {
-        let entered = state.withLock { state in
-            guard !state.closed else { return false }
-            state.running += 1
-            return true
-        }
-        guard entered else { return nil }
-        defer {
-            state.withLock { state in
-                state.running -= 1
-                if state.running == 0 { self.state.broadcast() }
-            }
-        }
-        return body()
-    }
-
-    /// Lets nothing more in and waits for what is inside.
-    func close() {
-        state.withLock { $0.closed = true }
-        state.withLock(waitingUntil: { $0.running == 0 }) { _, _ in }
     }
 }

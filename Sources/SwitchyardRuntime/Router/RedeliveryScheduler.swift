@@ -113,7 +113,7 @@ final class RedeliveryScheduler {
     }
 
     private func deliver(_ entry: SpooledEntry, to sink: Int) {
-        let deliveryID = route.router.nextSpooledDeliveryID(route: route.index)
+        let deliveryID = route.router.deliveries.nextSpooledID(route: route.index)
         inFlight[deliveryID] = (entry.sequence, sink, ContinuousClock.now)
         entry.states[sink] = .inFlight
         route.counters.inFlight.add(1, ordering: .relaxed)

@@ -179,10 +179,10 @@ struct ReloadTransaction {
             return summary
         }
         summary.startedInstances = fresh.filter { !$0.standingBy.load(ordering: .relaxed) }.map(\.name)
-        router.releaseHolds(keeping: Set(router.graph.instances.filter(\.exclusive).map(\.name)))
-        router.askForHolds()
-        router.adoptOAuth(router.graph.plan)
-        router.iiideaController.reconcile(from: old, to: router.graph)
+        router.exclusiveHolds.release(keeping: Set(router.graph.instances.filter(\.exclusive).map(\.name)))
+        router.exclusiveHolds.askForHolds(of: router)
+        router.iiideas.adoptOAuth(router.graph.plan)
+        router.iiideas.controller.reconcile(from: old, to: router.graph)
         return summary
     }
 

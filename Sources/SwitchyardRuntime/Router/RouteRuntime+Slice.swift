@@ -126,7 +126,7 @@ extension RouteRuntime {
                     let probing = item.probe != 0 && !work.probeSent
                     let deliveryID =
                         work.retriedDeliveryID
-                        ?? router.nextDeliveryID(tracking: item.settlement, route: self.index, probing: probing)
+                        ?? router.deliveries.nextID(tracking: item.settlement, route: self.index, probing: probing)
                     if probing {
                         latency?.dispatched(item.probe, as: deliveryID)
                         work.probeSent = true
@@ -164,7 +164,7 @@ extension RouteRuntime {
         // Not taken "for now" (failed, stopping) is worth another try to the source;
         // invalid or an unknown port never is (ABI section 5).
         let transient = status == SY_ERR_FAILED || status == SY_ERR_STOPPED || status == SY_ERR_FULL
-        router.deliveryFinished(
+        router.deliveries.finished(
             deliveryID, outcome: transient ? SY_OUTCOME_RETRY : SY_OUTCOME_REJECT, reason: sy_bytes(), acknowledgedBySink: false)
     }
 }

@@ -14,26 +14,22 @@ public final class Router: Sendable {
     let logger: Logger
     /// Creates, starts, reconfigures and stops the instances.
     let supervisor: InstanceSupervisor
-    /// The running graph, replaced whole (one assignment under the mutex) by start and reload.
-    private let current: Mutex<CompiledGraph>
+    /// The running graph, the spool and whether a shutdown has begun (read by the iiideas too).
+    let running: RunningGraph
     /// Every route ever started, by index.
     let routeTable = RouteTable()
     /// Serialises reloads (and a shutdown against a reload).
     let reloadLock = NSLock()
-    /// The iiideas' switches and their plugin pieces.
-    let iiideaController: IiideaController
-    /// The OAuth 2.0 connections of the route files (`oauth:`), their tokens and refreshes.
-    public let oauth: OAuthConnections
-    /// Every iiidea run as it starts and ends, for live views.
-    public let runFeed = RunFeed()
+    /// The iiideas: switches, runs, service pieces, OAuth connections.
+    public let iiideas: RouterIiideas
     /// Copies of what passes routes and source ports, for `switchyard tap`.
     public let taps = TapRegistry()
     /// The spans of each hop, when tracing is configured; nil (one branch per hop) otherwise.
     public let tracing: RouterTracing?
-    /// Delivery ids are numbered from it (see Router+Deliveries).
-    let deliveryCounter = Atomic<UInt64>(0)
-    /// Who waits for a tracked delivery's acknowledgement, by its id.
-    let tracked = Mutex<[UInt64: any DeliveryCompletion]>([:])
+    /// Numbers deliveries and routes their acknowledgements.
+    let deliveries: DeliveryLedger
+    /// Delivers envelopes straight to a sink port (the admin API's inject).
+    public let injector: SinkInjector
     let runningWorkers = Atomic<Int>(0)
     /// The threads of the plain routes (the others have one each).
     let workerPool: RouteWorkerPool
@@ -44,40 +40,28 @@ public final class Router: Sendable {
     /// Per instance, the last warning or error it logged since it last reported itself ready:
     /// the reason `/readyz` gives while it is not.
     private let readinessNotes = Mutex<[String: String]>([:])
-    private let draining = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
     /// The spool of at-least-once routes and the iiideas' state.
-    private let openSpool: Mutex<Spool?>
-    var spool: Spool? { openSpool.withLock { $0 } }
+    var spool: Spool? { running.spool }
 
     /// The store routers share (`store.url`), when there is one: plugin state, iiideas'
     /// switches and dead letters live there instead of the spool.
     let sharedStore: (any SharedStore)?
     /// Hands dead letters from the spool to the shared store, when there is one.
     let deadLetterCourier: DeadLetterCourier?
-    /// The holds on exclusive instances, by instance name, and whether this router has each.
-    let holds = Mutex<[String: (request: HoldRequest, held: Bool)]>([:])
-    /// What to do when this router loses a hold it had (see ``whenHoldLost(_:)``).
-    let holdLostAction = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// The holds of the exclusive instances (one router at a time runs each).
+    public let exclusiveHolds: ExclusiveHolds
     /// The store of the plugins' key-value state: the shared one, else the spool.
     var stateStore: (any PluginStateStore)? { sharedStore ?? spool }
     /// The sources that said they are done (ABI `source_done`), for `run --exit-when-done`.
     let finiteSources = FiniteSources()
     /// The holds plugins ask for (ABI `hold_acquire`): the shared store's, else this router's own.
     let pluginHolds: any ListenerHolds
-    /// The store of iiideas' switches: the shared one, else the spool.
-    var iiideaSwitchStore: (any IiideaSwitchStore)? { sharedStore ?? spool }
-    /// The store of iiideas' run history: the shared one, else the spool.
-    public var iiideaRunStore: (any IiideaRunStore)? { sharedStore ?? spool }
-    /// The store of obtained iiideas and preference overrides: the shared one, else the spool.
-    public var iiideaCatalogStore: (any IiideaCatalogStore)? { sharedStore ?? spool }
-    /// Where switches stored by other routers are followed, one reading at a time.
-    let switchFollower = DispatchQueue(label: "switchyard.iiidea-switches")
 
     /// Gives the router a spool after it started (a reload that adds the first at-least-once
     /// route needs one).
     public func attach(spool: Spool) {
-        openSpool.withLock { $0 = spool }
+        running.spool = spool
     }
 
     /// Prepares a router for `plan`; nothing runs until ``start()``. `spool` is needed when
@@ -92,27 +76,31 @@ public final class Router: Sendable {
         metricsFactory: (any MetricsFactory)? = nil, routeThreads: Int? = nil, tracing: RouterTracing? = nil
     ) {
         self.sharedStore = sharedStore
+        deliveries = DeliveryLedger(routes: routeTable)
+        exclusiveHolds = ExclusiveHolds(store: sharedStore, logger: logger)
+        running = RunningGraph(plan: plan, spool: spool)
+        injector = SinkInjector(running: running, deliveries: deliveries)
         pluginHolds = sharedStore ?? LocalHolds()
         deadLetterCourier = sharedStore.map { DeadLetterCourier(shared: $0, logger: logger) }
         self.tracing = tracing
         workerPool = RouteWorkerPool(threads: routeThreads ?? ProcessInfo.processInfo.activeProcessorCount)
-        current = Mutex(.empty(plan))
         metrics = MetricsRegistry(factory: metricsFactory)
         self.logger = logger
         supervisor = InstanceSupervisor(logger: logger)
-        oauth = OAuthConnections(logger: logger)
-        iiideaController = IiideaController(logger: logger, oauth: oauth)
-        openSpool = Mutex(spool)
+        iiideas = RouterIiideas(running: running, sharedStore: sharedStore, logger: logger)
     }
 
     /// The running graph (a snapshot: its plan, instances and routes belong together).
-    var graph: CompiledGraph { current.withLock { $0 } }
+    var graph: CompiledGraph { running.graph }
+
+    /// The running graph's plan: its instances, routes, iiideas and templates as validated.
+    public var plan: GraphPlan { graph.plan }
 
     /// Makes `graph` the running one.
-    func install(_ graph: CompiledGraph) { current.withLock { $0 = graph } }
+    func install(_ graph: CompiledGraph) { running.install(graph) }
 
     /// Whether shutdown has begun: at-least-once routes then only spool what arrives.
-    public var isDraining: Bool { draining.load(ordering: .relaxed) }
+    public var isDraining: Bool { running.isDraining }
 
     /// The instances now running (a snapshot).
     var instances: [InstanceRuntime] { graph.instances }
@@ -145,15 +133,13 @@ public final class Router: Sendable {
         }
         started.store(true, ordering: .releasing)
         // A connection made later makes the pieces refused for it ask again.
-        oauth.whenConnected { [weak self] name in
-            self?.iiideaController.askAgain(becauseOf: "connection \(name)", { $0.contains("connect \(name) first") }) { [weak self] in
-                self?.graph
-            }
+        iiideas.oauth.whenConnected { [weak iiideas] name in
+            iiideas?.askAgain(becauseOf: "connection \(name)") { $0.contains("connect \(name) first") }
         }
-        adoptOAuth(plan)
+        iiideas.adoptOAuth(plan)
         deadLettersWritten()  // those a previous run left in the spool
-        reloadLock.withLock { askForHolds() }  // a grant waits for its entry (takeOver takes the lock)
-        activateEnabledIiideas()
+        reloadLock.withLock { exclusiveHolds.askForHolds(of: self) }  // a grant waits for its entry (takeOver takes the lock)
+        iiideas.activateEnabled()
         logger.info(
             "router started", metadata: ["instances": .stringConvertible(instances.count), "routes": .stringConvertible(routes.count)])
     }
@@ -168,7 +154,7 @@ public final class Router: Sendable {
             name: planned.name, plugin: planned.plugin, config: planned.config, logLevel: planned.logLevel, exclusive: planned.exclusive,
             sources: sources, router: self, logger: logger)
         // From the start, before any route worker can deliver to it.
-        instance.standingBy.store(mustStandBy(instance), ordering: .relaxed)
+        instance.standingBy.store(exclusiveHolds.mustStandBy(instance), ordering: .relaxed)
         return instance
     }
 
@@ -182,29 +168,9 @@ public final class Router: Sendable {
 
     /// The routes of every iiidea (trigger, and remote when declared), with their runners.
     func makeIiideaRoutes(_ plan: GraphPlan, instances: [InstanceRuntime]) throws(RouterError) -> [RouteRuntime] {
-        guard !plan.iiideas.isEmpty else { return [] }
-        guard let store = spool else { throw RouterError(instance: "iiideas", reason: "iiideas need the spool database, and none is open") }
-        let saved: [String: Bool]
-        do {
-            saved = try (iiideaSwitchStore ?? store).iiideaSwitches()
-        } catch {
-            throw RouterError(instance: "iiideas", reason: "cannot read their state: \(error)")
+        try iiideas.chains(of: plan).map { (planned, chain) throws(RouterError) in
+            try makeRoute(planned, instances: instances, iiidea: chain)
         }
-        var routes: [RouteRuntime] = []
-        for iiidea in plan.iiideas {
-            let state = iiideaController.state(of: iiidea, saved: saved)
-            for (planned, remote) in [(iiidea.route, false)] + (iiidea.remoteRoute.map { [($0, true)] } ?? []) {
-                let chain = IiideaChain(
-                    planned: iiidea, state: state, remote: remote, store: iiideaRunStore ?? store, keep: plan.iiideaHistory)
-                routes.append(try makeRoute(planned, instances: instances, iiidea: chain))
-            }
-        }
-        return routes
-    }
-
-    /// The host's piece_done: a service piece's answer.
-    func pieceDone(token: UInt64, status: Int32, output: [UInt8]) {
-        iiideaController.pieceDone(token: token, status: status, output: output)
     }
 
     func makeRoute(_ planned: PlannedRoute, instances: [InstanceRuntime], iiidea: IiideaChain? = nil) throws(RouterError) -> RouteRuntime {
@@ -251,7 +217,7 @@ public final class Router: Sendable {
     public func shutdown(drainTimeout: Duration) -> Int {
         reloadLock.lock()
         defer { reloadLock.unlock() }
-        draining.store(true, ordering: .relaxed)
+        running.startDraining()
         started.store(false, ordering: .releasing)
         let graph = self.graph
         let (instances, routes) = (graph.instances, graph.routes)
@@ -289,10 +255,10 @@ public final class Router: Sendable {
         }
         // No pool thread calls into a plugin once its instance stops.
         workerPool.stop()
-        oauth.stop()
+        iiideas.oauth.stop()
         for instance in instances { instance.stopPlugin() }
         for instance in instances { instance.destroyPlugin() }
-        releaseHolds { _ in true }  // another router takes them now, not when this process ends
+        exclusiveHolds.release { _ in true }  // another router takes them now, not when this process ends
         logger.info("router stopped", metadata: ["drained": .stringConvertible(left == 0)])
         return lost
     }
@@ -315,7 +281,7 @@ public final class Router: Sendable {
         if name == "ready", kind == SY_METRIC_GAUGE, value != 0 {
             readinessNotes.withLock { $0[instance] = nil }
             let prefix = instance + "."
-            iiideaController.askAgain(becauseOf: "\(instance) was ready", { $0.hasPrefix(prefix) }) { [weak self] in self?.graph }
+            iiideas.askAgain(becauseOf: "\(instance) was ready") { $0.hasPrefix(prefix) }
         }
         metrics.record(metric: name, instance: instance, kind: kind, value: value)
     }
