@@ -27,10 +27,10 @@ let package = Package(
         .library(name: "SwitchyardSpool", targets: ["SwitchyardSpool"]),
         // First-party plugins: each a shared object the router loads like any third-party one.
         .library(name: "core", type: .dynamic, targets: ["CorePlugin"]),
-        .library(name: "mqtt", type: .dynamic, targets: ["MQTTPlugin"]),
+        .library(name: "mqtt", type: .dynamic, targets: ["MQTTPluginEntry", "MQTTPlugin"]),
         .library(name: "push", type: .dynamic, targets: ["PushPlugin"]),
         .library(name: "ble", type: .dynamic, targets: ["BLEPlugin"]),
-        .library(name: "sip", type: .dynamic, targets: ["SIPPlugin"]),
+        .library(name: "sip", type: .dynamic, targets: ["SIPPluginEntry", "SIPPlugin"]),
         .library(name: "qeo", type: .dynamic, targets: ["QeoPlugin"]),
         // FCM message checks and webhook signatures, for the push benchmark's bare endpoint.
         .library(name: "PushMessage", targets: ["PushMessage"]),
@@ -69,7 +69,13 @@ let package = Package(
         // The durable spool and dead letters in SQLite.
         // The store interface every engine implements (plugin state, migrations, addresses).
         .target(name: "SwitchyardStore", dependencies: ["SwitchyardCore"], swiftSettings: strict),
-        .target(name: "SwitchyardSpool", dependencies: ["SwitchyardSQLite", "SwitchyardCore", "SwitchyardStore"], swiftSettings: strict),
+        // The SQLite engine of the store (plugin state, iiideas, OAuth tokens) and the schema of
+        // the file it shares with the spool.
+        .target(
+            name: "SwitchyardSQLiteStore", dependencies: ["SwitchyardSQLite", "SwitchyardCore", "SwitchyardStore"], swiftSettings: strict),
+        .target(
+            name: "SwitchyardSpool", dependencies: ["SwitchyardSQLite", "SwitchyardSQLiteStore", "SwitchyardCore", "SwitchyardStore"],
+            swiftSettings: strict),
         // The PostgreSQL engine (postgres-nio): the store several routers share.
         .target(
             name: "SwitchyardPostgres",
@@ -153,8 +159,8 @@ let package = Package(
         .executableTarget(
             name: "switchyard",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardGraphTest", "SwitchyardSpool", "SwitchyardAdmin", "SwitchyardAdminClient",
-                "SwitchyardPostgres",
+                "SwitchyardRuntime", "SwitchyardGraphTest", "SwitchyardSpool", "SwitchyardSQLiteStore", "SwitchyardAdmin",
+                "SwitchyardAdminClient", "SwitchyardPostgres",
                 "SwitchyardStore", .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -181,7 +187,13 @@ let package = Package(
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/mqtt/Plugin",
-            swiftSettings: strict,
+            swiftSettings: strict
+        ),
+        // libmqtt.so's exported entry point, alone: MQTTPlugin then links into the test bundle
+        // (every test target in one) beside SIPPlugin, and the linker settings of a plugin apply
+        // to the shared object only.
+        .target(
+            name: "MQTTPluginEntry", dependencies: ["MQTTPlugin"], path: "Plugins/mqtt/Entry", swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
         ),
         // FCM HTTP v1 message rules, FCM-shaped errors, signed-webhook checks. No I/O.
@@ -231,7 +243,11 @@ let package = Package(
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             path: "Plugins/sip/Plugin",
-            swiftSettings: strict,
+            swiftSettings: strict
+        ),
+        // libsip.so's exported entry point, alone (as MQTTPluginEntry).
+        .target(
+            name: "SIPPluginEntry", dependencies: ["SIPPlugin"], path: "Plugins/sip/Entry", swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
         ),
         // Qeo Data Model files: parsing, type resolution, JSON schemas and checks. No DDS.
@@ -311,6 +327,30 @@ let package = Package(
         .target(name: "FuzzingSupport", path: "Tests/FuzzingSupport", swiftSettings: strict),
         .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec", "FuzzingSupport"], swiftSettings: strict),
         .testTarget(name: "SIPCodecTests", dependencies: ["SIPCodec", "FuzzingSupport"], swiftSettings: strict),
+        // A host for plugins under unit test: a C host table that records what an instance emits,
+        // acknowledges, logs and counts, so a plugin runs without a router.
+        .target(
+            name: "PluginTestSupport", dependencies: ["SwitchyardPluginKit", "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore"],
+            path: "Tests/PluginTestSupport", swiftSettings: strict
+        ),
+        // The mqtt and sip plugins on EmbeddedChannels (NIOEmbedded): packet sequences, timers,
+        // back-pressure and reconnects, with no broker or peer. Beside each plugin's sources.
+        .testTarget(
+            name: "MQTTPluginTests",
+            dependencies: [
+                "MQTTPlugin", "MQTTCodec", "PluginTestSupport", "SwitchyardPluginKit", "SwitchyardCore",
+                .product(name: "SwitchyardDependencies", package: "Dependencies"),
+            ],
+            path: "Plugins/mqtt/Tests", swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SIPPluginTests",
+            dependencies: [
+                "SIPPlugin", "SIPCodec", "PluginTestSupport", "SwitchyardPluginKit", "SwitchyardCore",
+                .product(name: "SwitchyardDependencies", package: "Dependencies"),
+            ],
+            path: "Plugins/sip/Tests", swiftSettings: strict
+        ),
         .testTarget(name: "QeoQDMTests", dependencies: ["QeoQDM", "SwitchyardCore"], exclude: ["QDM"], swiftSettings: strict),
         .testTarget(
             name: "QeoDDSTests", dependencies: ["QeoDDS", "QeoQDM", "SwitchyardCore"], exclude: ["qeo_peer.py"], swiftSettings: strict
@@ -331,16 +371,35 @@ let package = Package(
         // The plugin ABI end to end: plugins in C (v1 and v2), in Swift outside the package,
         // reloads. scripts/sanitize runs these under both sanitizers.
         .testTarget(name: "PluginABITests", dependencies: ["IntegrationSupport"], swiftSettings: strict),
+        // The router end to end: CLI, admin port, delivery, reloads, shutdown, spool safety, logs,
+        // tracing, scripts between peers. Support/ holds the Python and C doubles of every
+        // integration target (IntegrationSupport and the suites find them there).
         .testTarget(
             name: "IntegrationTests",
-            dependencies: [
-                "IntegrationSupport", "SDBus", "SwitchyardPostgres", "SwitchyardSpool", "SwitchyardSQLite", "SwitchyardStore",
-                .product(name: "SwitchyardDependencies", package: "Dependencies"),
-            ],
+            dependencies: ["IntegrationSupport"],
             exclude: [
                 "Support/fcm_endpoint.py", "Support/otlp_receiver.py", "Support/bluez_slate.py", "Support/oauth_provider.py",
                 "Support/ABIv1",
                 "Support/qeo_state_peer.c", "Support/ChatParticipant.idl",
+            ],
+            swiftSettings: strict
+        ),
+        // Each plugin through the router against its real peers: Mosquitto, Kamailio and SIPp,
+        // Cyclone DDS peers, the FCM double, the BlueZ double.
+        .testTarget(name: "MQTTIntegrationTests", dependencies: ["IntegrationSupport"], swiftSettings: strict),
+        .testTarget(name: "SIPIntegrationTests", dependencies: ["IntegrationSupport"], swiftSettings: strict),
+        .testTarget(name: "QeoIntegrationTests", dependencies: ["IntegrationSupport"], swiftSettings: strict),
+        .testTarget(name: "PushIntegrationTests", dependencies: ["IntegrationSupport"], swiftSettings: strict),
+        .testTarget(name: "BLEIntegrationTests", dependencies: ["IntegrationSupport", "SDBus"], swiftSettings: strict),
+        // Iiideas through the router: the iiidea store and CLI, OAuth connections, the http piece.
+        .testTarget(name: "IiideaIntegrationTests", dependencies: ["IntegrationSupport"], swiftSettings: strict),
+        // The store on both engines (SQLite, PostgreSQL) and its migrations; several routers on
+        // one store: scale-out, takeovers, partitions.
+        .testTarget(
+            name: "StoreIntegrationTests",
+            dependencies: [
+                "IntegrationSupport", "SwitchyardPostgres", "SwitchyardSpool", "SwitchyardSQLite", "SwitchyardSQLiteStore",
+                "SwitchyardStore", .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
         ),
@@ -360,8 +419,9 @@ let package = Package(
 if let sanitizer = Context.environment["SWITCHYARD_SANITIZE"] {
     let sanitizedTestTargets: Set<String> = ["SwitchyardRuntimeTests", "SwitchyardScriptTests", "SwitchyardSpoolTests", "PluginABITests"]
     let notLoaded: Set<String> = [
-        "PushMessage", "PushTokens", "PushPlugin", "CSDBus", "SDBus", "BLEPlugin", "SIPCodec", "SIPPlugin", "QeoQDM", "CCycloneDDS",
-        "QeoDDS", "CRealmCrypto", "QeoRealm", "QeoEnrollment", "QeoWake", "CQRencode", "QeoPlugin", "FuzzingSupport",
+        "PushMessage", "PushTokens", "PushPlugin", "CSDBus", "SDBus", "BLEPlugin", "SIPCodec", "SIPPlugin", "SIPPluginEntry", "QeoQDM",
+        "CCycloneDDS", "QeoDDS", "CRealmCrypto", "QeoRealm", "QeoEnrollment", "QeoWake", "CQRencode", "QeoPlugin", "FuzzingSupport",
+        "PluginTestSupport",
     ]
     package.targets.removeAll { ($0.type == .test && !sanitizedTestTargets.contains($0.name)) || notLoaded.contains($0.name) }
     package.products.removeAll { product in (product as? Product.Library)?.targets.contains(where: notLoaded.contains) ?? false }

@@ -1,4 +1,4 @@
-internal import SwitchyardABI
+package import SwitchyardABI
 internal import SwitchyardBridge
 public import SwitchyardCore
 
@@ -9,7 +9,10 @@ public struct PluginContext: @unchecked Sendable {
     let host: UnsafePointer<sy_host_api_v2>
     let context: OpaquePointer
 
-    init(host: UnsafePointer<sy_host_api_v2>, context: OpaquePointer) {
+    /// The handle of the instance `context` on the host table `host`. The SDK makes one for
+    /// each instance the router creates; the package's plugin unit tests make one on a host of
+    /// their own (`RecordingHost`, Tests/PluginTestSupport), so they drive a plugin without a router.
+    package init(host: UnsafePointer<sy_host_api_v2>, context: OpaquePointer) {
         self.host = host
         self.context = context
     }
@@ -66,7 +69,9 @@ public struct Delivery: Sendable {
     public let id: UInt64
     let context: PluginContext
 
-    init(id: UInt64, context: PluginContext) {
+    /// The delivery `id`, acknowledged through `context`: made by the SDK for each delivery from
+    /// the router, and by the package's plugin unit tests for the deliveries they make up.
+    package init(id: UInt64, context: PluginContext) {
         self.id = id
         self.context = context
     }

@@ -11,6 +11,12 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     public var code: Int32
     /// SQLite's message and what was being done.
     public var description: String
+
+    /// An error with SQLite's result `code` and what was being done.
+    package init(code: Int32, description: String) {
+        self.code = code
+        self.description = description
+    }
 }
 
 /// One SQLite connection. Not thread-safe: the owner serialises access, which is why it is

@@ -76,6 +76,14 @@ public struct DeadLetter: Sendable, Equatable {
     /// The envelope in binary form.
     public var envelope: [UInt8]
 
+    /// A dead letter not stored yet: its id, route and time are given when it is (a spool batch
+    /// takes its route and time from the batch).
+    public init(sink: String, envelopeID: String, type: String, subject: String, attempts: Int, error: String, envelope: [UInt8]) {
+        self.init(
+            id: 0, route: "", sink: sink, envelopeID: envelopeID, type: type, subject: subject, attempts: attempts, error: error,
+            failedAt: 0, envelope: envelope)
+    }
+
     /// Creates a dead letter.
     public init(
         id: Int64, route: String, sink: String, envelopeID: String, type: String, subject: String, attempts: Int, error: String,

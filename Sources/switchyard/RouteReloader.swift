@@ -95,7 +95,7 @@ final class RouteReloader: Sendable {
             logger: logger, reportingProblemsTo: { problems.append($0) },
             store: { config in
                 storeURL = config.storeURL?.value
-                guard config.wantsStore else { return self.router.iiideas.catalogStore ?? spool }
+                guard config.wantsStore else { return self.router.iiideas.catalogStore ?? spool?.store }
                 if spool == nil {
                     do {
                         spool = try self.openSpool(configured: config.spoolPath?.value, sync: config.spoolSync?.value ?? .full)
@@ -104,7 +104,7 @@ final class RouteReloader: Sendable {
                     }
                 }
                 // The shared store's obtained iiideas, when there is one.
-                return self.router.iiideas.catalogStore ?? spool
+                return self.router.iiideas.catalogStore ?? spool?.store
             },
             skipped: { skipped[$0] = $1 }, reloading: true)
         guard let plan else {

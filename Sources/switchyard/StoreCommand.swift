@@ -2,6 +2,7 @@ import ArgumentParser
 import Logging
 import SwitchyardConfig
 import SwitchyardPostgres
+import SwitchyardSQLiteStore
 import SwitchyardSpool
 import SwitchyardStore
 
@@ -59,7 +60,7 @@ struct StoreCommand: ParsableCommand {
             let (spool, url) = try stores.resolve()
             var current = true
             do {
-                let status = try Spool.migrationStatus(at: spool)
+                let status = try SQLiteSchema.migrationStatus(at: spool)
                 print(status.summary(location: "spool \(spool)"))
                 current = current && status.isCurrent
             } catch {
@@ -90,7 +91,7 @@ struct StoreCommand: ParsableCommand {
         func run() throws {
             let (spool, url) = try stores.resolve()
             do {
-                let before = try Spool.migrate(at: spool)
+                let before = try SQLiteSchema.migrate(at: spool)
                 print("spool \(spool): " + (before.pending.isEmpty ? "up to date" : "applied \(Self.list(before.pending))"))
                 if let url {
                     let store = try PostgresStore(address: PostgresAddress(parsing: url), logger: Logger(label: "switchyard.store"))

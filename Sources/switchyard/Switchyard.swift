@@ -107,7 +107,7 @@ struct Run: AsyncParsableCommand {
                     }
                 }
                 // Obtained iiideas and overrides: the shared store's, when there is one.
-                return sharedState ?? openSpool
+                return sharedState ?? openSpool?.store
             })
         for source in whileLoading { source.cancel() }
         guard let plan = loaded else { throw ExitCode(1) }

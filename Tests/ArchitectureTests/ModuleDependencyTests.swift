@@ -22,7 +22,8 @@ struct ModuleDependencyTests {
         "SwitchyardScript": ["CSwitchyardScript", "SwitchyardCore"],
         "SwitchyardStore": ["SwitchyardCore"],
         "SwitchyardSQLite": ["CSQLite"],
-        "SwitchyardSpool": ["SwitchyardCore", "SwitchyardSQLite", "SwitchyardStore"],
+        "SwitchyardSQLiteStore": ["SwitchyardCore", "SwitchyardSQLite", "SwitchyardStore"],
+        "SwitchyardSpool": ["SwitchyardCore", "SwitchyardSQLite", "SwitchyardSQLiteStore", "SwitchyardStore"],
         "SwitchyardPostgres": ["SwitchyardCore", "SwitchyardStore"],
         "SwitchyardConfig": ["SwitchyardCore", "SwitchyardScript", "SwitchyardStore"],
         "SwitchyardAdminClient": ["SwitchyardCore"],
@@ -31,7 +32,7 @@ struct ModuleDependencyTests {
         "SwitchyardPluginCommands": ["SwitchyardAdminClient", "SwitchyardPluginKit"],
         "SwitchyardRuntime": [
             "SwitchyardABI", "SwitchyardBridge", "SwitchyardConfig", "SwitchyardCore", "SwitchyardNetworkText", "SwitchyardRouting",
-            "SwitchyardScript", "SwitchyardSpool", "SwitchyardStore",
+            "SwitchyardSQLiteStore", "SwitchyardScript", "SwitchyardSpool", "SwitchyardStore",
         ],
         "SwitchyardGraphTest": [
             "SwitchyardABI", "SwitchyardBridge", "SwitchyardConfig", "SwitchyardCore", "SwitchyardRouting", "SwitchyardRuntime",
@@ -43,7 +44,7 @@ struct ModuleDependencyTests {
         ],
         "switchyard": [
             "SwitchyardAdmin", "SwitchyardAdminClient", "SwitchyardConfig", "SwitchyardCore", "SwitchyardGraphTest",
-            "SwitchyardPostgres", "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardStore",
+            "SwitchyardPostgres", "SwitchyardRuntime", "SwitchyardSQLiteStore", "SwitchyardSpool", "SwitchyardStore",
         ],
     ]
 

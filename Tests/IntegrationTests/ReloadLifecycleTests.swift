@@ -140,8 +140,8 @@ struct ReloadLifecycleTests {
 
     @Test func aChangedWebhookTokenIsAdoptedOnTheSamePortThroughPostReload() async throws {
         let sandbox = try Sandbox()
-        let port = try PushTests.freePort()
-        let (router, webhook, admin) = try await PushTests.start(
+        let port = try Int(LoopbackPort.free())
+        let (router, webhook, admin) = try await PushRouter.start(
             sandbox, instances: Self.pushInstance(port: port, token: "before") + Self.outInstance(sandbox), routes: Self.toFile)
         #expect(webhook == "http://127.0.0.1:\(port)")
         #expect(try Self.push(webhook, token: "before") == 200)
@@ -174,9 +174,9 @@ struct ReloadLifecycleTests {
     /// says so and exits 1.
     @Test func aNewInstanceThatCannotStartRollsTheReloadBack() async throws {
         let sandbox = try Sandbox()
-        let port = try PushTests.freePort()
+        let port = try Int(LoopbackPort.free())
         let foreign = try ForeignListener()
-        let (router, webhook, admin) = try await PushTests.start(
+        let (router, webhook, admin) = try await PushRouter.start(
             sandbox, instances: Self.pushInstance(port: port, token: "before") + Self.outInstance(sandbox), routes: Self.toFile)
         #expect(try Self.push(webhook, token: "before") == 200)
 
@@ -224,12 +224,12 @@ struct ReloadLifecycleTests {
             routes:
               - { from: push.messages, to: sink.collect, delivery: at-least-once, retry: { attempts: 1000, backoff: 20ms, max_backoff: 100ms } }
             """
-        let (router, webhook, admin) = try await PushTests.start(
+        let (router, webhook, admin) = try await PushRouter.start(
             sandbox, instances: instances(sinkLogLevel: nil, second: false), routes: routes)
         var accepted: Set<String> = []
         for index in 0..<20 {
             let answer = try HTTPExchange.send(
-                webhook + "/push", method: "POST", headers: ["Authorization": "Bearer \(PushTests.bearer)"],
+                webhook + "/push", method: "POST", headers: ["Authorization": "Bearer \(PushRouter.bearer)"],
                 body: #"{"topic": "news", "data": {"n": "\#(index)"}}"#)
             #expect(answer.status == 200, "\(answer.body)")
             if let id = answer.json["id"] as? String { accepted.insert(id) }
@@ -253,8 +253,8 @@ struct ReloadLifecycleTests {
 
     @Test func switchyardReloadPrintsTheSummaryAndFailsOnARejectedFile() async throws {
         let sandbox = try Sandbox()
-        let port = try PushTests.freePort()
-        let (router, _, admin) = try await PushTests.start(
+        let port = try Int(LoopbackPort.free())
+        let (router, _, admin) = try await PushRouter.start(
             sandbox, instances: Self.pushInstance(port: port, token: "before") + Self.outInstance(sandbox), routes: Self.toFile)
 
         try sandbox.writeRoutes(
@@ -273,7 +273,7 @@ struct ReloadLifecycleTests {
         #expect(rejected.output.contains(#""outcome":"rejected""#), "\(rejected.output)")
         #expect(rejected.output.contains("nope"), "\(rejected.output)")
 
-        let unreachable = try RouterProcess.runToExit(["reload", "--admin", "127.0.0.1:\(try PushTests.freePort())"], in: sandbox.root)
+        let unreachable = try RouterProcess.runToExit(["reload", "--admin", "127.0.0.1:\(try Int(LoopbackPort.free()))"], in: sandbox.root)
         #expect(unreachable.status == 2, "\(unreachable.errors)")
         #expect(unreachable.errors.contains("cannot connect to the admin port"), "\(unreachable.errors)")
         #expect(router.stop() == 0)

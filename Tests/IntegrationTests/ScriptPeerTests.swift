@@ -10,7 +10,7 @@ import Testing
 struct ScriptPeerTests {
     @Test func anMQTTReadingBecomesASIPMessageOfText() async throws {
         let broker = try Mosquitto()
-        let uas = try SIPp(scenario: SIPTests.uasScenario())
+        let uas = try SIPp(scenario: SIPp.uasScenario())
         let sandbox = try Sandbox()
         for plugin in ["mqtt", "sip"] { try sandbox.installPlugin(plugin) }
         let sipPort = try LoopbackPort.freeForUDPAndTCP()
@@ -55,7 +55,7 @@ struct ScriptPeerTests {
     @Test func theBLEDecodeExampleTurnsABoardsBytesIntoMQTTNumbers() async throws {
         let double = try BlueZDouble()
         defer { double.stop() }
-        try BLETests.board(double)
+        try SlateBoard.add(to: double)
         let broker = try Mosquitto()
         let sandbox = try Sandbox()
         for plugin in ["ble", "mqtt"] { try sandbox.installPlugin(plugin) }
@@ -63,17 +63,17 @@ struct ScriptPeerTests {
         try sandbox.writeRoutes(
             try String(contentsOf: example, encoding: .utf8)
                 .replacingOccurrences(of: "${MQTT_URL:-mqtt://127.0.0.1:1883}", with: broker.url)
-                .replacingOccurrences(of: "AA:BB:CC:DD:EE:02", with: BLETests.address))
+                .replacingOccurrences(of: "AA:BB:CC:DD:EE:02", with: SlateBoard.address))
         let subscriber = try MosquittoSubscriber(broker, topic: "ble/+/climate", qos: 1)
         let router = try RouterProcess(
             ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root,
             environment: ["DBUS_SYSTEM_BUS_ADDRESS": double.address])
-        await router.waitUntil("connected to the board") { router.occurrences(of: "connected to \(BLETests.address)") == 1 }
+        await router.waitUntil("connected to the board") { router.occurrences(of: "connected to \(SlateBoard.address)") == 1 }
         // 22.58 °C as int16 0x08d2 and 50.00 % as uint16 0x1388, little-endian.
-        #expect(try double.control("org.bluez.Mock.Notify", [BLETests.button1Path, "[0xd2, 0x08, 0x88, 0x13]"]).contains("true"))
+        #expect(try double.control("org.bluez.Mock.Notify", [SlateBoard.button1Path, "[0xd2, 0x08, 0x88, 0x13]"]).contains("true"))
         let lines = subscriber.waitForLines(1)
         let line = try #require(lines.first, "\(router.standardError)")
-        #expect(line.hasPrefix("ble/\(BLETests.address)/climate "), "\(line)")
+        #expect(line.hasPrefix("ble/\(SlateBoard.address)/climate "), "\(line)")
         let payload = try #require(line.split(separator: " ", maxSplits: 1).last)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
         #expect(object["celsius"] as? Double == 22.58)

@@ -176,16 +176,16 @@ struct TracingTests {
 
     @Test func thePushWebhookCarriesTheRequestsTraceContextIntoTheEnvelope() async throws {
         let sandbox = try Sandbox()
-        let (router, webhook, _) = try await PushTests.startWebhookToFile(sandbox)
+        let (router, webhook, _) = try await PushRouter.startWebhookToFile(sandbox)
         let body = #"{"topic": "news", "data": {"k": "v"}}"#
-        var headers = PushTests.signed(body)
+        var headers = PushRouter.signed(body)
         headers["traceparent"] = Self.incoming
         headers["tracestate"] = "vendor=1"
         let answer = try HTTPExchange.send(webhook + "/push", method: "POST", headers: headers, body: body)
         #expect(answer.status == 200, "\(answer.body)")
         // A value longer than any trace context is not taken.
         let long = #"{"topic": "news", "data": {"k": "long"}}"#
-        var longHeaders = PushTests.signed(long)
+        var longHeaders = PushRouter.signed(long)
         longHeaders["traceparent"] = String(repeating: "a", count: 600)
         #expect(try HTTPExchange.send(webhook + "/push", method: "POST", headers: longHeaders, body: long).status == 200)
         let envelopes = try sandbox.jsonLines(of: "out.jsonl")
@@ -197,12 +197,12 @@ struct TracingTests {
     }
 
     @Test func sipMessagesCarryTheTraceContextInAndOut() async throws {
-        let uas = try SIPp(scenario: SIPTests.uasScenario())
+        let uas = try SIPp(scenario: SIPp.uasScenario())
         let sandbox = try Sandbox()
         let receiver = try Receiver(in: sandbox)
         defer { receiver.stop() }
         try sandbox.writeRoutes("tracing: { otlp_endpoint: \"\(receiver.baseURL)\" }\n", name: "tracing.yaml")
-        let (router, _, port) = try await SIPEndpointTests.startRouter(sandbox, sendTo: "sip:bob@127.0.0.1:\(uas.port)")
+        let (router, _, port) = try await SIPEndpointRouter.start(sandbox, sendTo: "sip:bob@127.0.0.1:\(uas.port)")
         // In: a MESSAGE with a traceparent field; the file sink gets the router's delivery span as parent.
         let body = "traced"
         let text =

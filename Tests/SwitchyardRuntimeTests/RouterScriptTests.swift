@@ -170,7 +170,7 @@ private func statistics(_ router: Router, _ name: String) -> RouterStatistics.Ro
             router.shutdown(drainTimeout: .seconds(5))
             #expect(sink.deliveries.last?.envelope.decodedBody()["x"] == .int(expected), "round \(round + 1)")
         }
-        #expect(try spool.stateValue(of: "route total", key: Array("script.state".utf8)) == Array(#"{"sum":12}"#.utf8))
+        #expect(try spool.store.stateValue(of: "route total", key: Array("script.state".utf8)) == Array(#"{"sum":12}"#.utf8))
     }
 
     @Test func aSyntaxErrorIsReportedAtTheRouteFilesLine() throws {

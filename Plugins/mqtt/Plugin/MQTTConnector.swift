@@ -15,7 +15,14 @@ import NIOSSL
 ///
 /// Every field is confined to the event loop: a `NIOLoopBoundBox` each, checked at each access.
 final class MQTTConnector: Sendable {
+    /// Opens a connection for a link: a channel whose pipeline reads it for the link (the
+    /// handlers of ``addHandlers(for:to:)``), connected. The seam where MQTTPluginTests play the
+    /// broker on `EmbeddedChannel`s; without it (nil) the link dials its broker over TCP or TLS.
+    typealias Dial = @Sendable (MQTTLink) -> EventLoopFuture<any Channel>
+
     private let shared: MQTTConnectionState
+    /// How connections are opened: nil for the broker's socket (see ``Dial``).
+    let dial: Dial?
 
     private let _reconnectDelay: NIOLoopBoundBox<UInt64>
     private let _reconnectTask: NIOLoopBoundBox<Scheduled<Void>?>
@@ -52,9 +59,11 @@ final class MQTTConnector: Sendable {
 
     private var configuration: MQTTLinkConfiguration { shared.configuration }
 
-    /// A connector for the connection `shared` describes.
-    init(shared: MQTTConnectionState) {
+    /// A connector for the connection `shared` describes, opening it with `dial` (nil: a socket
+    /// to the broker).
+    init(shared: MQTTConnectionState, dial: Dial? = nil) {
         self.shared = shared
+        self.dial = dial
         let configuration = shared.configuration
         let eventLoop = shared.eventLoop
         _reconnectDelay = .makeBoxSendingValue(configuration.initialReconnectDelay, as: UInt64.self, eventLoop: eventLoop)
@@ -71,15 +80,20 @@ final class MQTTConnector: Sendable {
     func connect(_ link: MQTTLink) {
         guard !shared.stopped else { return }
         let configuration = configuration
-        let sslContext: NIOSSLContext?
-        do {
-            sslContext = try configuration.tls.map(MQTTBrokerText.makeSSLContext)
-        } catch {
-            shared.context.log(.error, "TLS configuration failed: \(error)")
-            return scheduleReconnect(link)
+        let opening: EventLoopFuture<any Channel>
+        if let dial {
+            opening = dial(link)
+        } else {
+            let sslContext: NIOSSLContext?
+            do {
+                sslContext = try configuration.tls.map(MQTTBrokerText.makeSSLContext)
+            } catch {
+                shared.context.log(.error, "TLS configuration failed: \(error)")
+                return scheduleReconnect(link)
+            }
+            opening = Self.bootstrap(for: link, sslContext: sslContext).connect(host: configuration.host, port: configuration.port)
         }
-        let bootstrap = Self.bootstrap(for: link, sslContext: sslContext)
-        bootstrap.connect(host: configuration.host, port: configuration.port).whenComplete { result in
+        opening.whenComplete { result in
             switch result {
             case .success(let channel):
                 self.shared.channel = channel
@@ -172,13 +186,19 @@ final class MQTTConnector: Sendable {
                         let serverName = configuration.tls?.serverName(connectingTo: configuration.host)
                         try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
                     }
-                    try channel.pipeline.syncOperations.addHandler(
-                        ByteToMessageHandler(
-                            MQTTPacketDecoder(
-                                version: configuration.version, maximumPacketSize: configuration.maximumPacketSize, link: link))
-                    )
-                    try channel.pipeline.syncOperations.addHandler(MQTTLinkHandler(link: link))
+                    try MQTTConnector.addHandlers(for: link, to: channel)
                 }
             }
+    }
+
+    /// Adds what reads a connection for `link` (after TLS, when there is TLS): the packet decoder
+    /// and the link's handler. On the channel's event loop.
+    static func addHandlers(for link: MQTTLink, to channel: any Channel) throws {
+        let configuration = link.configuration
+        try channel.pipeline.syncOperations.addHandler(
+            ByteToMessageHandler(
+                MQTTPacketDecoder(version: configuration.version, maximumPacketSize: configuration.maximumPacketSize, link: link))
+        )
+        try channel.pipeline.syncOperations.addHandler(MQTTLinkHandler(link: link))
     }
 }

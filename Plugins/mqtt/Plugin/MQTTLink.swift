@@ -42,15 +42,17 @@ final class MQTTLink: Sendable {
     /// Publishes from the router to the broker.
     let publisher: MQTTPublisher
 
+    /// A link of instance `instance`. It runs on `eventLoop` and opens its connections with
+    /// `dial`: the plugin's shared loop and a socket to the broker, unless a test hands in an
+    /// `EmbeddedEventLoop` and `EmbeddedChannel`s (see ``MQTTConnector/Dial``).
     init(
         configuration: MQTTLinkConfiguration, context: PluginContext, instance: String, adoption: MQTTSessionAdoption? = nil,
-        settleTokenBase: UInt64 = 0
+        settleTokenBase: UInt64 = 0, eventLoop: any EventLoop = MQTTLink.sharedEventLoop, dial: MQTTConnector.Dial? = nil
     ) {
-        let eventLoop = Self.sharedEventLoop
         shared = MQTTConnectionState(
             configuration: configuration, context: context, instance: instance, eventLoop: eventLoop, adoption: adoption,
             settleTokenBase: settleTokenBase)
-        connector = MQTTConnector(shared: shared)
+        connector = MQTTConnector(shared: shared, dial: dial)
         _pingTask = .makeBoxSendingValue(nil, as: RepeatedTask?.self, eventLoop: eventLoop)
         _awaitingPong = .makeBoxSendingValue(false, as: Bool.self, eventLoop: eventLoop)
         inbound = MQTTInbound(link: shared)

@@ -297,9 +297,10 @@ final class MQTTMembership: Sendable {
             state.lastAdoptionNumber = state.lastAdoptionNumber % 0xFFFF + 1
             return state.lastAdoptionNumber
         }
+        // Where the instance's own link runs and connects, so do its adopters.
         let adopter = MQTTLink(
             configuration: link.configuration.adopting(member), context: context, instance: instance, adoption: adoption,
-            settleTokenBase: number << 48)
+            settleTokenBase: number << 48, eventLoop: link.eventLoop, dial: link.connector.dial)
         adoption.attach(adopter)
         guard
             state.withLock({ state in

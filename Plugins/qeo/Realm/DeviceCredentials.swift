@@ -114,3 +114,12 @@ public struct DeviceCredentials: Sendable {
         return candidates.first { FileManager.default.fileExists(atPath: "\($0)/libdds_security_auth.so") }
     }
 }
+
+extension DeviceCredentials.Identity {
+    /// `device.json` as written into a device directory.
+    public var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+}

@@ -44,7 +44,7 @@ struct EnrollmentCodes: Codable, Sendable {
         } catch {
             throw RealmError("encoding the enrollment codes: \(error)")
         }
-        try RealmAuthority.write(text, to: directory.appendingPathComponent(Self.fileName))
+        try RealmFiles.write(text, to: directory.appendingPathComponent(Self.fileName))
     }
 
     /// Drops codes that can no longer matter.

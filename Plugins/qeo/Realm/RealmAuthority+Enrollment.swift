@@ -1,46 +1,5 @@
 public import Foundation
 
-/// Why an enrollment or a renewal was refused. Each has its own HTTP status and counter.
-public enum EnrollmentRefusal: Error, Sendable, Equatable, CustomStringConvertible {
-    /// No code like this was issued (or it was forgotten long ago).
-    case unknownCode
-    /// The code expired at this time.
-    case expiredCode(Date)
-    /// The code was already exchanged at this time.
-    case usedCode(Date)
-    /// The member (the code's user, or the renewing device or its user) was revoked.
-    case revoked
-    /// The request itself is wrong: not a PKCS #10 request, a wrong key type, an unknown device.
-    case invalid(String)
-    /// The realm's own files failed (unreadable, full disk): not the requester's fault.
-    case failed(String)
-
-    public var description: String {
-        switch self {
-        case .unknownCode: "unknown code"
-        case .expiredCode(let time): "the code expired at \(time.formatted(.iso8601))"
-        case .usedCode(let time): "the code was already used at \(time.formatted(.iso8601))"
-        case .revoked: "this member was revoked"
-        case .invalid(let reason): reason
-        case .failed(let reason): "the realm could not complete this: \(reason)"
-        }
-    }
-}
-
-/// What an enrolled (or renewing) device receives: everything a device directory holds except
-/// its private key, which never left the device.
-public struct Enrollment: Sendable {
-    public var identity: DeviceCredentials.Identity
-    public var certificate: String
-    public var authority: String
-    public var governance: String
-    public var permissions: String
-    /// When the permissions expire; renew before.
-    public var leaseUntil: Date
-    /// The realm's revocation list, once a member was revoked.
-    public var revocationList: String?
-}
-
 extension RealmAuthority {
     /// Issues a one-time code with which a new device of `user` named `deviceName` enrolls,
     /// valid for `lifetime` seconds. Call with the realm's lock held (``RealmLock``).
@@ -80,7 +39,8 @@ extension RealmAuthority {
         let id = try Self.refusing { () throws(RealmError) in try Self.identifier(nil, after: registry.devices.map(\.id), what: "device") }
         let certificate = try Self.refusing { () throws(RealmError) in
             try RealmCrypto.issueCertificate(
-                forRequest: request, subject: deviceSubject(device: id, user: user.id), issuer: (try read("ca.pem"), try read("ca.key")),
+                forRequest: request, subject: deviceSubject(device: id, user: user.id),
+                issuer: (try files.read("ca.pem"), try files.read("ca.key")),
                 seconds: Self.validityDays * 86400, serial: UInt64.random(in: 1...UInt64.max))
         } invalid: {
             "certificate request: \($0)"
@@ -94,8 +54,8 @@ extension RealmAuthority {
             codes.codes[index].device = id
             try codes.save(to: directory)
             let identity = DeviceCredentials.Identity(realm: registry.realm, user: user.id, device: id, domain: registry.domain)
-            try Self.write(certificate, to: deviceDirectory(device).appendingPathComponent(DeviceCredentials.certificateFile))
-            try Self.write(identity.json, to: deviceDirectory(device).appendingPathComponent(DeviceCredentials.identityFile))
+            try RealmFiles.write(certificate, to: deviceDirectory(device).appendingPathComponent(DeviceCredentials.certificateFile))
+            try RealmFiles.write(identity.json, to: deviceDirectory(device).appendingPathComponent(DeviceCredentials.identityFile))
             registry.devices.append(device)
             try saveRegistry()
             try publishDocuments()
@@ -113,7 +73,7 @@ extension RealmAuthority {
         }
         guard registry.member(device: id) != nil else { throw .revoked }
         let certificate = try Self.refusing { () throws(RealmError) in
-            try Self.read(deviceDirectory(registry.devices[index]).appendingPathComponent(DeviceCredentials.certificateFile))
+            try RealmFiles.read(deviceDirectory(registry.devices[index]).appendingPathComponent(DeviceCredentials.certificateFile))
         }
         let facts = try Self.refusing { () throws(RealmError) in try RealmCrypto.facts(ofCertificate: certificate) }
         guard facts.serial == serial else { throw .revoked }
@@ -125,17 +85,17 @@ extension RealmAuthority {
     }
 
     /// The realm CA's certificate (PEM).
-    public func certificateAuthority() throws(RealmError) -> String { try read("ca.pem") }
+    public func certificateAuthority() throws(RealmError) -> String { try files.read("ca.pem") }
 
     /// A new TLS server certificate and key for the realm's enrollment endpoint, issued by the
     /// realm CA for `alternativeNames` (`IP:127.0.0.1,DNS:host`) and valid for 30 days, with the
     /// CA certificate a device checks it against.
     public func endpointCertificate(alternativeNames: String) throws(RealmError) -> (certificate: String, key: String, authority: String) {
         let key = try RealmCrypto.generateKey()
-        let authority = try read("ca.pem")
+        let authority = try files.read("ca.pem")
         let certificate = try RealmCrypto.issueCertificate(
             key: key, subject: [("O", "Qeo"), ("CN", "\(QeoIdentifier.hex(registry.realm)) enrollment")],
-            issuer: (authority, try read("ca.key")), role: .server, seconds: 30 * 86400, serial: UInt64.random(in: 1...UInt64.max),
+            issuer: (authority, try files.read("ca.key")), role: .server, seconds: 30 * 86400, serial: UInt64.random(in: 1...UInt64.max),
             alternativeNames: alternativeNames)
         return (certificate, key, authority)
     }
@@ -152,7 +112,7 @@ extension RealmAuthority {
         let document = SecurityDocuments.permissions(
             domain: registry.domain, grants: [grant], notBefore: now.addingTimeInterval(-3600),
             notAfter: now.addingTimeInterval(Double(Self.validityDays) * 86400))
-        return try RealmCrypto.sign(document, certificate: try read("ca.pem"), key: try read("ca.key"))
+        return try RealmCrypto.sign(document, certificate: try files.read("ca.pem"), key: try files.read("ca.key"))
     }
 
     /// Qeo's certificate name of a device: `CN=<rid> <did> <uid>,O=Qeo` in hex.
@@ -165,10 +125,10 @@ extension RealmAuthority {
             let revocationList = directory.appendingPathComponent(Self.revocationListFile)
             return Enrollment(
                 identity: DeviceCredentials.Identity(realm: registry.realm, user: device.user, device: device.id, domain: registry.domain),
-                certificate: certificate, authority: try read("ca.pem"), governance: try read(DeviceCredentials.governanceFile),
+                certificate: certificate, authority: try files.read("ca.pem"), governance: try files.read(DeviceCredentials.governanceFile),
                 permissions: try permissions(of: device, certificate: certificate),
                 leaseUntil: device.leaseUntil ?? Date().addingTimeInterval(Double(Self.validityDays) * 86400),
-                revocationList: FileManager.default.fileExists(atPath: revocationList.path) ? try Self.read(revocationList) : nil)
+                revocationList: FileManager.default.fileExists(atPath: revocationList.path) ? try RealmFiles.read(revocationList) : nil)
         }
     }
 
@@ -183,14 +143,5 @@ extension RealmAuthority {
             if let invalid { throw .invalid(invalid(error)) }
             throw .failed(error.description)
         }
-    }
-}
-
-extension DeviceCredentials.Identity {
-    /// `device.json` as written into a device directory.
-    public var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }

@@ -45,7 +45,7 @@ extension RealmAuthority {
                     ?? registry.users.first(where: { $0.id == registry.devices[index].user })?.revoked
             else { continue }
             if registry.devices[index].serial == nil {
-                let certificate = try Self.read(
+                let certificate = try RealmFiles.read(
                     deviceDirectory(registry.devices[index]).appendingPathComponent(DeviceCredentials.certificateFile))
                 registry.devices[index].serial = try RealmCrypto.facts(ofCertificate: certificate).serial
             }
@@ -53,10 +53,11 @@ extension RealmAuthority {
         }
         let number = (registry.revocationListNumber ?? 0) + 1
         let list = try RealmCrypto.revocationList(
-            revoked: revoked, authority: (try read("ca.pem"), try read("ca.key")), seconds: Self.validityDays * 86400, number: number)
+            revoked: revoked, authority: (try files.read("ca.pem"), try files.read("ca.key")), seconds: Self.validityDays * 86400,
+            number: number)
         registry.revocationListNumber = number
         try saveRegistry()
-        try Self.write(list, to: directory.appendingPathComponent(Self.revocationListFile))
+        try RealmFiles.write(list, to: directory.appendingPathComponent(Self.revocationListFile))
         try publishDocuments()
     }
 }

@@ -7,8 +7,10 @@ public import Foundation
 /// The realm CA is both the identity CA and the permissions CA. Device certificates are named as
 /// Qeo named them: `CN=<rid> <did> <uid>,O=Qeo` (hex ids).
 public struct RealmAuthority: Sendable {
+    /// The realm directory's files, read and written as the realm keeps them.
+    let files: RealmFiles
     /// The realm directory.
-    public let directory: URL
+    public var directory: URL { files.directory }
     /// The realm's members and settings (`realm.json`).
     public internal(set) var registry: RealmRegistry
 
@@ -17,8 +19,8 @@ public struct RealmAuthority: Sendable {
 
     /// Opens an existing realm directory.
     public init(directory: String) throws(RealmError) {
-        self.directory = URL(fileURLWithPath: directory, isDirectory: true)
-        registry = try RealmRegistry.load(from: self.directory.appendingPathComponent(RealmRegistry.fileName))
+        files = RealmFiles(directory: URL(fileURLWithPath: directory, isDirectory: true))
+        registry = try RealmRegistry.load(from: files.directory.appendingPathComponent(RealmRegistry.fileName))
     }
 
     /// Creates a realm in `directory` (which must not hold one): its CA, the initial policy
@@ -37,9 +39,9 @@ public struct RealmAuthority: Sendable {
             key: key, subject: [("O", "Qeo"), ("OU", QeoIdentifier.hex(realm)), ("CN", "\(QeoIdentifier.hex(realm)) realm CA")],
             issuer: nil,
             role: .authority, seconds: validityDays * 86400, serial: UInt64.random(in: 1...UInt64.max))
-        try write(key, to: url.appendingPathComponent("ca.key"), private: true)
-        try write(certificate, to: url.appendingPathComponent("ca.pem"))
-        try write(QeoPolicy.initial(realm: realm), to: url.appendingPathComponent("policy"))
+        try RealmFiles.write(key, to: url.appendingPathComponent("ca.key"), private: true)
+        try RealmFiles.write(certificate, to: url.appendingPathComponent("ca.pem"))
+        try RealmFiles.write(QeoPolicy.initial(realm: realm), to: url.appendingPathComponent("policy"))
         let registry = RealmRegistry(realm: realm, name: name, domain: domain, users: [], devices: [])
         try registry.save(to: registryFile)
         let authority = try RealmAuthority(directory: directory)
@@ -76,12 +78,12 @@ public struct RealmAuthority: Sendable {
         let certificate = try RealmCrypto.issueCertificate(
             key: key,
             subject: [("O", "Qeo"), ("CN", "\(QeoIdentifier.hex(registry.realm)) \(QeoIdentifier.hex(id)) \(QeoIdentifier.hex(user))")],
-            issuer: (try read("ca.pem"), try read("ca.key")), role: .device, seconds: Self.validityDays * 86400,
+            issuer: (try files.read("ca.pem"), try files.read("ca.key")), role: .device, seconds: Self.validityDays * 86400,
             serial: UInt64.random(in: 1...UInt64.max))
         let device = RealmRegistry.Device(id: id, user: user, name: name, serial: try RealmCrypto.facts(ofCertificate: certificate).serial)
         let folder = deviceDirectory(device)
-        try Self.write(key, to: folder.appendingPathComponent(DeviceCredentials.keyFile), private: true)
-        try Self.write(certificate, to: folder.appendingPathComponent(DeviceCredentials.certificateFile))
+        try RealmFiles.write(key, to: folder.appendingPathComponent(DeviceCredentials.keyFile), private: true)
+        try RealmFiles.write(certificate, to: folder.appendingPathComponent(DeviceCredentials.certificateFile))
         let identity = DeviceCredentials.Identity(realm: registry.realm, user: user, device: id, domain: registry.domain)
         do {
             let encoder = JSONEncoder()
@@ -105,7 +107,7 @@ public struct RealmAuthority: Sendable {
     }
 
     /// The installed policy's text.
-    public func policyText() throws(RealmError) -> String { try read("policy") }
+    public func policyText() throws(RealmError) -> String { try files.read("policy") }
 
     /// Installs a new policy after checking it names this realm and its users and has a higher
     /// sequence number than the installed one, then re-signs the permissions.
@@ -128,7 +130,7 @@ public struct RealmAuthority: Sendable {
         }
         // Signed first: a policy that cannot be published is not installed.
         try publishDocuments(policy: policy)
-        try Self.write(text, to: directory.appendingPathComponent("policy"))
+        try RealmFiles.write(text, to: directory.appendingPathComponent("policy"))
     }
 
     /// Writes and signs the governance and permissions documents and copies them, with the CA,
@@ -138,11 +140,11 @@ public struct RealmAuthority: Sendable {
     }
 
     func publishDocuments(policy: QeoPolicy) throws(RealmError) {
-        let authority = (certificate: try read("ca.pem"), key: try read("ca.key"))
+        let authority = (certificate: try files.read("ca.pem"), key: try files.read("ca.key"))
         var grants: [SecurityDocuments.Grant] = []
         // A revoked member has no grant: documents signed from now on do not let it in.
         for device in registry.devices where registry.member(device: device.id) != nil {
-            let certificate = try Self.read(deviceDirectory(device).appendingPathComponent(DeviceCredentials.certificateFile))
+            let certificate = try RealmFiles.read(deviceDirectory(device).appendingPathComponent(DeviceCredentials.certificateFile))
             grants.append(
                 SecurityDocuments.Grant(
                     name: "device \(QeoIdentifier.hex(device.id)) of user \(QeoIdentifier.hex(device.user))",
@@ -156,64 +158,26 @@ public struct RealmAuthority: Sendable {
             notAfter: now.addingTimeInterval(Double(Self.validityDays) * 86400))
         let signedGovernance = try RealmCrypto.sign(governance, certificate: authority.certificate, key: authority.key)
         let signedPermissions = try RealmCrypto.sign(permissions, certificate: authority.certificate, key: authority.key)
-        try Self.write(governance, to: directory.appendingPathComponent("governance.xml"))
-        try Self.write(permissions, to: directory.appendingPathComponent("permissions.xml"))
-        for folder in [directory] + registry.devices.map(deviceDirectory) {
-            try Self.write(signedGovernance, to: folder.appendingPathComponent(DeviceCredentials.governanceFile))
-            try Self.write(signedPermissions, to: folder.appendingPathComponent(DeviceCredentials.permissionsFile))
+        try RealmFiles.write(governance, to: directory.appendingPathComponent("governance.xml"))
+        try RealmFiles.write(permissions, to: directory.appendingPathComponent("permissions.xml"))
+        for folder in [directory] + registry.devices.map(files.deviceDirectory) {
+            try RealmFiles.write(signedGovernance, to: folder.appendingPathComponent(DeviceCredentials.governanceFile))
+            try RealmFiles.write(signedPermissions, to: folder.appendingPathComponent(DeviceCredentials.permissionsFile))
         }
         let revocationList = directory.appendingPathComponent(Self.revocationListFile)
-        let revocations = FileManager.default.fileExists(atPath: revocationList.path) ? try Self.read(revocationList) : nil
+        let revocations = FileManager.default.fileExists(atPath: revocationList.path) ? try RealmFiles.read(revocationList) : nil
         for device in registry.devices {
-            try Self.write(authority.certificate, to: deviceDirectory(device).appendingPathComponent(DeviceCredentials.authorityFile))
+            try RealmFiles.write(authority.certificate, to: deviceDirectory(device).appendingPathComponent(DeviceCredentials.authorityFile))
             if let revocations {
-                try Self.write(revocations, to: deviceDirectory(device).appendingPathComponent(Self.revocationListFile))
+                try RealmFiles.write(revocations, to: deviceDirectory(device).appendingPathComponent(Self.revocationListFile))
             }
         }
     }
 
     /// Where a device's credentials live.
-    public func deviceDirectory(_ device: RealmRegistry.Device) -> URL {
-        directory.appendingPathComponent("devices").appendingPathComponent(QeoIdentifier.hex(device.id), isDirectory: true)
-    }
+    public func deviceDirectory(_ device: RealmRegistry.Device) -> URL { files.deviceDirectory(device) }
 
     func saveRegistry() throws(RealmError) {
         try registry.save(to: directory.appendingPathComponent(RealmRegistry.fileName))
-    }
-
-    func read(_ name: String) throws(RealmError) -> String {
-        try Self.read(directory.appendingPathComponent(name))
-    }
-
-    static func read(_ file: URL) throws(RealmError) -> String {
-        do {
-            return try String(contentsOf: file, encoding: .utf8)
-        } catch {
-            throw RealmError("reading \(file.path): \(error.localizedDescription)")
-        }
-    }
-
-    static func write(_ text: String, to file: URL, private isPrivate: Bool = false) throws(RealmError) {
-        do {
-            try FileManager.default.createDirectory(
-                at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            if isPrivate {
-                // Created 0600 before the key is in it, so it is never readable by others.
-                guard FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-                    throw RealmError("cannot create \(file.path)")
-                }
-                try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
-                try Data(text.utf8).write(to: file)
-            } else {
-                // Whole or not at all: a reader never sees half a document. Not secret, but
-                // the realm's state all the same: its owner's only.
-                try Data(text.utf8).write(to: file, options: .atomic)
-                try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
-            }
-        } catch let error as RealmError {
-            throw error
-        } catch {
-            throw RealmError("writing \(file.path): \(error.localizedDescription)")
-        }
     }
 }

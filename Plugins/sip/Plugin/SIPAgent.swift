@@ -35,8 +35,11 @@ final class SIPAgent: Sendable {
     /// The current configuration (on `eventLoop`).
     var configuration: SIPConfiguration { environment.configuration }
 
-    init(configuration: SIPConfiguration, context: PluginContext) {
-        let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+    /// An agent on `eventLoop`: one of the shared group's, unless a test hands in an
+    /// `EmbeddedEventLoop` (and the UDP socket, ``SIPTransport/start(datagramChannel:reportingTo:)``).
+    init(
+        configuration: SIPConfiguration, context: PluginContext, eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
+    ) {
         environment = SIPAgentEnvironment(configuration: configuration, context: context, eventLoop: eventLoop)
         clients = SIPClientTransactions(environment: environment)
         requests = SIPDigestClient(environment: environment, clients: clients)

@@ -3,9 +3,11 @@ import SwitchyardCore
 import SwitchyardPluginKit
 import Synchronization
 
-/// The exported entry point of `libsip.so`.
-@_cdecl("switchyard_plugin_entry")
-public func switchyardPluginEntry(_ offer: UnsafeRawPointer?, _ table: UnsafeMutableRawPointer?, _ capacity: Int) -> UInt32 {
+/// Answers the router's offer for ``SIPPlugin``: what `libsip.so`'s exported entry point calls. That
+/// entry point, `switchyard_plugin_entry`, is a target of its own (SIPPluginEntry, Plugins/sip/Entry):
+/// every test target is linked into one test bundle, where this module sits beside the other
+/// plugins' and a second definition of the C symbol would clash.
+package func negotiateSIPPlugin(_ offer: UnsafeRawPointer?, _ table: UnsafeMutableRawPointer?, _ capacity: Int) -> UInt32 {
     PluginExport.negotiate(SIPPlugin.self, offer: offer, table: table, capacity: capacity)
 }
 

@@ -171,6 +171,17 @@ final class SIPTransport: Sendable {
             }
     }
 
+    /// Takes `channel` as the UDP socket instead of binding one, reporting what it reads to
+    /// `delegate`; opens no TCP or TLS listener. The seam that drives an agent without a
+    /// network: SIPPluginTests hand in an `EmbeddedChannel` on the agent's `EmbeddedEventLoop`.
+    func start(datagramChannel channel: any Channel, reportingTo delegate: any SIPTransportDelegate) throws {
+        eventLoop.assertInEventLoop()
+        self.delegate = delegate
+        try channel.pipeline.syncOperations.addHandler(DatagramHandler(transport: self))
+        udp = channel
+        port = channel.localAddress?.port ?? configuration.listenPort
+    }
+
     /// UDP and TCP on one port. With port 0 the kernel picks the UDP port, and another socket
     /// may already hold that TCP port: then both are tried again on a new port.
     private func bindDatagramAndStream(host: String, attemptsLeft: Int) -> EventLoopFuture<Void> {

@@ -32,11 +32,11 @@ public final class RouterIiideas: Sendable {
     }
 
     /// The store of iiideas' switches: the shared one, else the spool.
-    var switchStore: (any IiideaSwitchStore)? { sharedStore ?? running.spool }
+    var switchStore: (any IiideaSwitchStore)? { sharedStore ?? running.spool?.store }
     /// The store of iiideas' run history: the shared one, else the spool.
-    public var runStore: (any IiideaRunStore)? { sharedStore ?? running.spool }
+    public var runStore: (any IiideaRunStore)? { sharedStore ?? running.spool?.store }
     /// The store of obtained iiideas and preference overrides: the shared one, else the spool.
-    public var catalogStore: (any IiideaCatalogStore)? { sharedStore ?? running.spool }
+    public var catalogStore: (any IiideaCatalogStore)? { sharedStore ?? running.spool?.store }
     /// The store's catalog of the running graph (`iiidea_templates:`).
     public var templates: [IiideaTemplate] { running.graph.plan.iiideaTemplates }
 
@@ -49,7 +49,7 @@ public final class RouterIiideas: Sendable {
         }
         let saved: [String: Bool]
         do {
-            saved = try (switchStore ?? spool).iiideaSwitches()
+            saved = try (switchStore ?? spool.store).iiideaSwitches()
         } catch {
             throw RouterError(instance: "iiideas", reason: "cannot read their state: \(error)")
         }
@@ -57,7 +57,7 @@ public final class RouterIiideas: Sendable {
         for iiidea in plan.iiideas {
             let state = controller.state(of: iiidea, saved: saved)
             for (planned, remote) in [(iiidea.route, false)] + (iiidea.remoteRoute.map { [($0, true)] } ?? []) {
-                let chain = IiideaChain(planned: iiidea, state: state, remote: remote, store: runStore ?? spool, keep: plan.iiideaHistory)
+                let chain = IiideaChain(planned: iiidea, state: state, remote: remote, store: runStore ?? spool.store, keep: plan.iiideaHistory)
                 chains.append((planned, chain))
             }
         }
@@ -162,7 +162,7 @@ public final class RouterIiideas: Sendable {
     func adoptOAuth(_ plan: GraphPlan) {
         let spool = running.spool
         let keyDirectory = spool.map { URL(fileURLWithPath: $0.path).deletingLastPathComponent().path }
-        oauth.adopt(plan.oauth, store: sharedStore ?? spool, keyDirectory: keyDirectory, shared: sharedStore != nil)
+        oauth.adopt(plan.oauth, store: sharedStore ?? spool?.store, keyDirectory: keyDirectory, shared: sharedStore != nil)
     }
 
     /// Follows a connection another router connected, refreshed or removed in the shared store

@@ -6,7 +6,7 @@ import Synchronization
 
 /// The host's state service (ABI version 2, `state_*`) for one instance: its keys in the
 /// router's state store — the shared one of `store.url`, else the spool database (see
-/// Spool+State). A router without either (no at-least-once route, no iiidea, no `spool:` or
+/// SQLiteStore+PluginState). A router without either (no at-least-once route, no iiidea, no `spool:` or
 /// `store:` setting) answers SY_ERR_FAILED and says so once per instance in the log.
 ///
 /// Separate from ``InstanceRuntime`` because nothing on the delivery path touches it: it owns

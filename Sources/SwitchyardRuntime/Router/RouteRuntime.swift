@@ -26,10 +26,8 @@ final class RouteRuntime: Sendable {
 
     /// The chain of an iiidea route: its worker thread makes an ``IiideaRunner`` for it.
     let iiidea: IiideaChain?
-    /// A plain route's place in its work between slices on the pool. A pooled route runs on
-    /// one pool thread at a time (the queue's `scheduled` flag orders them), so the lock is
-    /// never contended; it hands the slice from one thread to the next.
-    let slice = Locked(PlainRouteSlice())
+    /// A plain route's work on the pool, slice by slice, and where it is between slices.
+    private let slicer = PlainRouteSlicer()
     /// Emit → acknowledgement timing of one envelope at a time; nil for an iiidea route (its
     /// runs have their own durations).
     let latency: LatencyProbe?
@@ -174,6 +172,9 @@ final class RouteRuntime: Sendable {
             - counters.droppedFull.load(ordering: .sequentiallyConsistent)
     }
 
+    /// One slice of a plain route's work on the pool (see ``PlainRouteSlicer``).
+    func runSlice() -> RouteSliceOutcome { slicer.runSlice(of: self) }
+
     /// Signalled once the worker has finished (its queue closed and emptied).
     let finished = DispatchSemaphore(value: 0)
 
@@ -268,7 +269,7 @@ final class RouteRuntime: Sendable {
             if tap.isActive { tap.publish(output) }
             return .one(output)
         }
-        if let scriptStage { return scriptOutcome(scriptStage, on: envelope) }
+        if let scriptStage { return scriptStage.outcome(for: envelope, tappedBy: tap) }
         if tap.isActive { tap.publish(envelope) }
         return .one(envelope)
     }

@@ -52,6 +52,23 @@ final class RouteScriptStage: Sendable {
         return .success(run.outputs)
     }
 
+    /// The run on `envelope` as the route's outcome: what it sends tapped, nothing sent
+    /// counted as filtered.
+    func outcome(for envelope: Envelope, tappedBy tap: TapPoint) -> RouteOutcome {
+        switch run(envelope) {
+        case .failure(let failure): return .failed(failure)
+        case .success(let outputs):
+            if tap.isActive { for output in outputs { tap.publish(output) } }
+            switch outputs.count {
+            case 0:
+                counters.filtered.add(1, ordering: .relaxed)
+                return .filtered
+            case 1: return .one(outputs[0])
+            default: return .many(outputs)
+            }
+        }
+    }
+
     /// Writes `state` to the store when it is due (`force`: when the route stops).
     func keepState(force: Bool = false) {
         persistentState?.keep(script, store: store, logger: logger, force: force)

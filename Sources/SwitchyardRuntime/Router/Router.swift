@@ -52,7 +52,7 @@ public final class Router: Sendable {
     /// The holds of the exclusive instances (one router at a time runs each).
     public let exclusiveHolds: ExclusiveHolds
     /// The store of the plugins' key-value state: the shared one, else the spool.
-    var stateStore: (any PluginStateStore)? { sharedStore ?? spool }
+    var stateStore: (any PluginStateStore)? { sharedStore ?? spool?.store }
     /// The sources that said they are done (ABI `source_done`), for `run --exit-when-done`.
     let finiteSources = FiniteSources()
     /// The holds plugins ask for (ABI `hold_acquire`): the shared store's, else this router's own.

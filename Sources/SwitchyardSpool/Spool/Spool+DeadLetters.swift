@@ -5,6 +5,8 @@ public import SwitchyardStore
 /// in the transaction that takes their envelope out of the spool. With a shared store, the
 /// router hands them on (``SharedDeadLetterStore/addDeadLetters(_:)``) and then drops them here.
 extension Spool: DeadLetterStore {
+    public var location: String { path }
+
     public func deadLetters(route: String? = nil, limit: Int = 1000) throws(StoreError) -> [DeadLetter] {
         try storing { () throws(SQLiteError) in
             let filter = route == nil ? "" : "WHERE route = ?"

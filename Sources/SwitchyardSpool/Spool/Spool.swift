@@ -1,6 +1,8 @@
 import Foundation
 public import SwitchyardCore
 public import SwitchyardSQLite
+public import SwitchyardSQLiteStore
+public import SwitchyardStore
 
 /// The durable spool: a SQLite database (WAL; `synchronous=FULL`, or `NORMAL` with
 /// `spool.sync: normal`) holding every envelope an
@@ -12,9 +14,12 @@ public import SwitchyardSQLite
 /// ``commit(_:)`` is one transaction, so a route worker writes a whole batch with one WAL
 /// append and (with `sync: full`) one fsync: a group commit. Another process (the CLI) may open the same file at the same time.
 public final class Spool: @unchecked Sendable {
-    // `database` and the statements are only touched with `lock` held.
-    private let lock = NSLock()
+    // `database` and the statements are only touched with the file's lock held.
     let database: SQLiteDatabase
+    /// The file and its lock, shared with ``store``.
+    public let file: SQLiteFile
+    /// The SQLite engine of the store, in the same file.
+    public let store: SQLiteStore
     private let insertEnvelope: SQLiteStatement
     private let insertSeen: SQLiteStatement
     private let deleteEnvelope: SQLiteStatement
@@ -49,7 +54,13 @@ public final class Spool: @unchecked Sendable {
             try database.execute(
                 "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=\(sync == .full ? "FULL" : "NORMAL");")
             if owner { try Self.checkIntegrity(of: database, path: path) }
-            try Self.migrate(database, path: path)
+            do {
+                try SQLiteSchema.migrate(database, path: path)
+            } catch .sqlite(let error) {
+                throw error
+            } catch {
+                throw SpoolOpenError.failed(path: path, detail: error.description)
+            }
             insertEnvelope = try database.prepare("INSERT INTO spool(route, pending, size, envelope) VALUES(?, ?, ?, ?)")
             insertSeen = try database.prepare("INSERT OR IGNORE INTO seen(route, envelope_id, at) VALUES(?, ?, ?)")
             deleteEnvelope = try database.prepare("DELETE FROM spool WHERE seq = ?")
@@ -61,6 +72,8 @@ public final class Spool: @unchecked Sendable {
         } catch {
             throw SpoolOpenError.from(error, path: path)
         }
+        file = SQLiteFile(path: path, database: database)
+        store = SQLiteStore(file: file)
     }
 
     private static func checkIntegrity(of database: SQLiteDatabase, path: String) throws {
@@ -74,39 +87,6 @@ public final class Spool: @unchecked Sendable {
         return problems == ["ok"] ? nil : problems.joined(separator: "; ")
     }
 
-    static let createSpoolTables = """
-        CREATE TABLE IF NOT EXISTS spool(
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            route TEXT NOT NULL,
-            pending TEXT NOT NULL,
-            attempts INTEGER NOT NULL DEFAULT 0,
-            last_error TEXT,
-            size INTEGER NOT NULL,
-            envelope BLOB NOT NULL
-        );
-        CREATE INDEX IF NOT EXISTS spool_by_route ON spool(route, seq);
-        CREATE TABLE IF NOT EXISTS dead_letters(
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            route TEXT NOT NULL,
-            sink TEXT NOT NULL,
-            envelope_id TEXT NOT NULL,
-            type TEXT NOT NULL,
-            subject TEXT NOT NULL,
-            attempts INTEGER NOT NULL,
-            error TEXT NOT NULL,
-            failed_at INTEGER NOT NULL,
-            envelope BLOB NOT NULL
-        );
-        CREATE TABLE IF NOT EXISTS seen(
-            route TEXT NOT NULL,
-            envelope_id TEXT NOT NULL,
-            at INTEGER NOT NULL,
-            PRIMARY KEY(route, envelope_id)
-        ) WITHOUT ROWID;
-        CREATE INDEX IF NOT EXISTS seen_by_time ON seen(route, at);
-        CREATE TABLE IF NOT EXISTS spool_probe(id INTEGER PRIMARY KEY, at INTEGER NOT NULL);
-        """
-
     /// Commits one small write: whether the spool can take writes again after it could not
     /// (a full disk, an I/O error, a read-only file system).
     public func probeWrite() throws(SQLiteError) {
@@ -116,9 +96,16 @@ public final class Spool: @unchecked Sendable {
     }
 
     func locked<Result>(_ body: () throws(SQLiteError) -> Result) throws(SQLiteError) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
+        try file.locked { _ throws(SQLiteError) in try body() }
+    }
+
+    /// `body` under the file's lock, its SQLite error worded as the store's.
+    func storing<Result>(_ body: () throws(SQLiteError) -> Result) throws(StoreError) -> Result {
+        do {
+            return try locked(body)
+        } catch {
+            throw StoreError(location: path, detail: error.description)
+        }
     }
 
     /// Applies a batch in one transaction. Returns, per insert, its sequence number, or
@@ -230,35 +217,6 @@ public struct SpoolBatch: Sendable {
         }
     }
 
-    /// A delivery given up on.
-    public struct Letter: Sendable {
-        /// The sink (`instance.port`) that kept failing.
-        public var sink: String
-        /// The envelope id.
-        public var envelopeID: String
-        /// The envelope type.
-        public var type: String
-        /// The envelope subject.
-        public var subject: String
-        /// Attempts made.
-        public var attempts: Int
-        /// The last failure.
-        public var error: String
-        /// The envelope in binary form.
-        public var envelope: [UInt8]
-
-        /// Creates a dead letter.
-        public init(sink: String, envelopeID: String, type: String, subject: String, attempts: Int, error: String, envelope: [UInt8]) {
-            self.sink = sink
-            self.envelopeID = envelopeID
-            self.type = type
-            self.subject = subject
-            self.attempts = attempts
-            self.error = error
-            self.envelope = envelope
-        }
-    }
-
     /// The route.
     public var route: String
     /// When (nanoseconds since the epoch): the time stamp of seen ids and dead letters.
@@ -269,8 +227,9 @@ public struct SpoolBatch: Sendable {
     public var inserts: [Insert] = []
     /// Changed envelopes.
     public var updates: [Update] = []
-    /// Deliveries given up on.
-    public var deadLetters: [Letter] = []
+    /// Deliveries given up on (their id, route and time are the batch's, given when it is
+    /// committed).
+    public var deadLetters: [DeadLetter] = []
     /// Envelopes done with.
     public var deletes: [Int64] = []
 
