@@ -57,7 +57,8 @@ public final class RouterIiideas: Sendable {
         for iiidea in plan.iiideas {
             let state = controller.state(of: iiidea, saved: saved)
             for (planned, remote) in [(iiidea.route, false)] + (iiidea.remoteRoute.map { [($0, true)] } ?? []) {
-                let chain = IiideaChain(planned: iiidea, state: state, remote: remote, store: runStore ?? spool.store, keep: plan.iiideaHistory)
+                let chain = IiideaChain(
+                    planned: iiidea, state: state, remote: remote, store: runStore ?? spool.store, keep: plan.iiideaHistory)
                 chains.append((planned, chain))
             }
         }
