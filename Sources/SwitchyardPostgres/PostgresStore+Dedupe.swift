@@ -1,32 +1,14 @@
-import PostgresNIO
 public import SwitchyardStore
 
-/// The routes' delivered dedupe keys in PostgreSQL: one row per route and key, inserted
-/// unless present (the first delivery's time stays).
+/// The routes' delivered dedupe keys (``PostgresDedupeKeys``), shared by every router.
 extension PostgresStore: SharedDedupeStore {
     public func delivered(route: String, keys: [String]) throws(StoreError) -> Set<String> {
-        guard !keys.isEmpty else { return [] }
-        return try exchange { run in
-            Set(
-                try run("SELECT key FROM dedupe_seen WHERE route = \(route) AND key = ANY(\(keys)::text[])").map {
-                    try $0.decode(String.self)
-                })
-        }
+        try dedupeKeys.delivered(route: route, keys: keys)
     }
 
     public func recordDelivered(route: String, keys: [String], time: Int64) throws(StoreError) {
-        guard !keys.isEmpty else { return }
-        try exchange { run in
-            _ = try run(
-                """
-                INSERT INTO dedupe_seen(route, key, seen_at) SELECT \(route), key, \(time) FROM unnest(\(keys)::text[]) AS key
-                ON CONFLICT (route, key) DO NOTHING
-                """
-            )
-        }
+        try dedupeKeys.recordDelivered(route: route, keys: keys, time: time)
     }
 
-    public func forgetSeen(route: String, before time: Int64) throws(StoreError) {
-        try exchange { run in _ = try run("DELETE FROM dedupe_seen WHERE route = \(route) AND seen_at < \(time)") }
-    }
+    public func forgetSeen(route: String, before time: Int64) throws(StoreError) { try dedupeKeys.forgetSeen(route: route, before: time) }
 }

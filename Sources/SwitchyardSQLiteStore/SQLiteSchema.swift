@@ -16,7 +16,7 @@ public enum SQLiteSchema {
         Migration(
             version: 1, name: "spool, dead letters, deduplication, iiideas, plugin state, OAuth connections",
             sql: [
-                createSpoolTables, SQLiteStore.createIiideaTables, SQLiteStore.createIiideaStoreTables, SQLiteStore.createStateTables,
+                createSpoolTables, SQLiteStore.createIiideaTables, SQLiteIiideaCatalog.createTables, SQLiteStore.createStateTables,
                 SQLiteStore.createOAuthTables,
             ].joined(
                 separator: "\n")),

@@ -1,129 +1,28 @@
-public import SwitchyardCore
-internal import SwitchyardSQLite
 public import SwitchyardStore
 
 /// The iiideas a person obtained from the store's templates, and the preferences they chose
-/// for iiideas of the route files: kept in the spool's database file, read at every
-/// load and reload.
+/// for iiideas of the route files (``SQLiteIiideaCatalog``).
 extension SQLiteStore: IiideaCatalogStore {
-    static let createIiideaStoreTables = """
-        CREATE TABLE IF NOT EXISTS iiidea_obtained(
-            id TEXT PRIMARY KEY,
-            template TEXT NOT NULL,
-            title TEXT,
-            service_preferences TEXT,
-            action_preferences TEXT,
-            created_at INTEGER NOT NULL,
-            owner TEXT
-        ) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS iiidea_preferences(
-            id TEXT PRIMARY KEY,
-            service_preferences TEXT,
-            action_preferences TEXT,
-            changed_at INTEGER NOT NULL
-        ) WITHOUT ROWID;
-        """
-
     /// Every obtained iiidea, oldest first.
-    public func obtainedIiideas() throws(StoreError) -> [ObtainedIiidea] {
-        try storing { database throws(SQLiteError) in
-            try database.prepare(
-                "SELECT id, template, title, service_preferences, action_preferences, owner FROM iiidea_obtained ORDER BY created_at, id"
-            ).rows([]) { row in
-                ObtainedIiidea(
-                    id: row.text(0), template: row.text(1), title: row.isNull(2) ? nil : row.text(2),
-                    preferences: PiecePreferences(service: Self.json(row, 3), action: Self.json(row, 4)),
-                    owner: row.isNull(5) ? nil : row.text(5))
-            }
-        }
-    }
+    public func obtainedIiideas() throws(StoreError) -> [ObtainedIiidea] { try catalog.obtainedIiideas() }
 
     /// Keeps a newly obtained `iiidea`; false (nothing written) when one with its id is kept
     /// already: two people obtaining the same id at once cannot overwrite each other.
-    public func addObtained(_ iiidea: ObtainedIiidea) throws(StoreError) -> Bool {
-        try storing { database throws(SQLiteError) in
-            try database.transaction { () throws(SQLiteError) in
-                let exists = try database.prepare("SELECT 1 FROM iiidea_obtained WHERE id = ?").rows([.text(iiidea.id)]) { _ in true }
-                guard exists.isEmpty else { return false }
-                try database.prepare(
-                    """
-                    INSERT INTO iiidea_obtained(id, template, title, service_preferences, action_preferences, created_at, owner)
-                    VALUES(?, ?, ?, ?, ?, ?, ?)
-                    """
-                ).run([
-                    .text(iiidea.id), .text(iiidea.template), iiidea.title.map { .text($0) } ?? .null,
-                    Self.value(iiidea.preferences.service), Self.value(iiidea.preferences.action), .int(Clock.nowUnixNanos()),
-                    iiidea.owner.map { .text($0) } ?? .null,
-                ])
-                return true
-            }
-        }
-    }
+    public func addObtained(_ iiidea: ObtainedIiidea) throws(StoreError) -> Bool { try catalog.addObtained(iiidea) }
 
     /// Keeps `iiidea` (replacing one with its id).
-    public func saveObtained(_ iiidea: ObtainedIiidea) throws(StoreError) {
-        try storing { database throws(SQLiteError) in
-            try database.prepare(
-                """
-                INSERT INTO iiidea_obtained(id, template, title, service_preferences, action_preferences, created_at, owner)
-                VALUES(?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(id) DO UPDATE SET template = excluded.template, title = excluded.title,
-                    service_preferences = excluded.service_preferences, action_preferences = excluded.action_preferences,
-                    owner = excluded.owner
-                """
-            ).run([
-                .text(iiidea.id), .text(iiidea.template), iiidea.title.map { .text($0) } ?? .null,
-                Self.value(iiidea.preferences.service), Self.value(iiidea.preferences.action), .int(Clock.nowUnixNanos()),
-                iiidea.owner.map { .text($0) } ?? .null,
-            ])
-        }
-    }
+    public func saveObtained(_ iiidea: ObtainedIiidea) throws(StoreError) { try catalog.saveObtained(iiidea) }
 
     /// Forgets obtained iiidea `id`, its switch and its preference override; false when it was
     /// not obtained. Its run history stays until pruned.
     @discardableResult
-    public func deleteObtained(_ id: String) throws(StoreError) -> Bool {
-        try storing { database throws(SQLiteError) in
-            try database.transaction { () throws(SQLiteError) in
-                let existed =
-                    try database.prepare("SELECT 1 FROM iiidea_obtained WHERE id = ?").rows([.text(id)]) { _ in true }.first ?? false
-                try database.prepare("DELETE FROM iiidea_obtained WHERE id = ?").run([.text(id)])
-                try database.prepare("DELETE FROM iiidea_switches WHERE id = ?").run([.text(id)])
-                try database.prepare("DELETE FROM iiidea_preferences WHERE id = ?").run([.text(id)])
-                return existed
-            }
-        }
-    }
+    public func deleteObtained(_ id: String) throws(StoreError) -> Bool { try catalog.deleteObtained(id) }
 
     /// The preferences chosen for iiideas of the route files, by iiidea id.
-    public func preferenceOverrides() throws(StoreError) -> [String: PiecePreferences] {
-        try storing { database throws(SQLiteError) in
-            var overrides: [String: PiecePreferences] = [:]
-            let rows = try database.prepare("SELECT id, service_preferences, action_preferences FROM iiidea_preferences").rows([]) { row in
-                (row.text(0), PiecePreferences(service: Self.json(row, 1), action: Self.json(row, 2)))
-            }
-            for (id, preferences) in rows { overrides[id] = preferences }
-            return overrides
-        }
-    }
+    public func preferenceOverrides() throws(StoreError) -> [String: PiecePreferences] { try catalog.preferenceOverrides() }
 
     /// Replaces the preferences of route-file iiidea `id`; nil removes the override.
     public func setPreferenceOverride(_ id: String, to preferences: PiecePreferences?) throws(StoreError) {
-        try storing { database throws(SQLiteError) in
-            guard let preferences else {
-                return try database.prepare("DELETE FROM iiidea_preferences WHERE id = ?").run([.text(id)])
-            }
-            try database.prepare(
-                "INSERT OR REPLACE INTO iiidea_preferences(id, service_preferences, action_preferences, changed_at) VALUES(?, ?, ?, ?)"
-            ).run([.text(id), Self.value(preferences.service), Self.value(preferences.action), .int(Clock.nowUnixNanos())])
-        }
-    }
-
-    private static func json(_ row: SQLiteStatement, _ column: Int32) -> JSONValue? {
-        row.isNull(column) ? nil : try? JSONValue(parsing: Array(row.text(column).utf8))
-    }
-
-    private static func value(_ json: JSONValue?) -> SQLiteStatement.Value {
-        json.map { .text($0.serialized()) } ?? .null
+        try catalog.setPreferenceOverride(id, to: preferences)
     }
 }

@@ -15,20 +15,20 @@ extension SQLiteStore: OAuthTokenStore {
         """
 
     public func oauthTokens(of name: String) throws(StoreError) -> [UInt8]? {
-        try storing { database throws(SQLiteError) in
+        try file.storing { database throws(SQLiteError) in
             try database.prepare("SELECT sealed FROM oauth_connections WHERE name = ?").rows([.text(name)]) { $0.blob(0) }.first
         }
     }
 
     public func setOAuthTokens(of name: String, sealed: [UInt8]) throws(StoreError) {
-        try storing { database throws(SQLiteError) in
+        try file.storing { database throws(SQLiteError) in
             try database.prepare("INSERT OR REPLACE INTO oauth_connections(name, sealed, changed_at) VALUES(?, ?, ?)")
                 .run([.text(name), .blob(sealed), .int(Clock.nowUnixNanos())])
         }
     }
 
     public func replaceOAuthTokens(of name: String, expected: [UInt8], with sealed: [UInt8]?) throws(StoreError) -> Bool {
-        try storing { database throws(SQLiteError) in
+        try file.storing { database throws(SQLiteError) in
             try database.transaction { () throws(SQLiteError) in
                 let current = try database.prepare("SELECT sealed FROM oauth_connections WHERE name = ?").rows([.text(name)]) { $0.blob(0) }
                 guard current.first == expected else { return false }
@@ -44,7 +44,7 @@ extension SQLiteStore: OAuthTokenStore {
     }
 
     public func removeOAuthTokens(of name: String) throws(StoreError) {
-        try storing { database throws(SQLiteError) in
+        try file.storing { database throws(SQLiteError) in
             try database.prepare("DELETE FROM oauth_connections WHERE name = ?").run([.text(name)])
         }
     }

@@ -18,7 +18,7 @@ extension SQLiteStore: PluginStateStore {
         """
 
     public func stateValue(of instance: String, key: [UInt8]) throws(StoreError) -> [UInt8]? {
-        try storing { database throws(SQLiteError) in
+        try file.storing { database throws(SQLiteError) in
             try database.prepare("SELECT value FROM plugin_state WHERE instance = ? AND key = ?")
                 .rows([.text(instance), .blob(key)]) { $0.blob(0) }.first
         }
@@ -26,14 +26,14 @@ extension SQLiteStore: PluginStateStore {
 
     /// (An empty value binds as NULL, hence the COALESCE.)
     public func setState(of instance: String, key: [UInt8], value: [UInt8]) throws(StoreError) {
-        try storing { database throws(SQLiteError) in
+        try file.storing { database throws(SQLiteError) in
             try database.prepare("INSERT OR REPLACE INTO plugin_state(instance, key, value, changed_at) VALUES(?, ?, COALESCE(?, x''), ?)")
                 .run([.text(instance), .blob(key), .blob(value), .int(Clock.nowUnixNanos())])
         }
     }
 
     public func removeState(of instance: String, key: [UInt8]) throws(StoreError) {
-        try storing { database throws(SQLiteError) in
+        try file.storing { database throws(SQLiteError) in
             try database.prepare("DELETE FROM plugin_state WHERE instance = ? AND key = ?").run([.text(instance), .blob(key)])
         }
     }
@@ -57,7 +57,7 @@ extension SQLiteStore: PluginStateStore {
         }
         values.append(.int(Int64(max(1, limit))))
         let query = "SELECT key, value FROM plugin_state WHERE \(conditions) ORDER BY key LIMIT ?"
-        return try storing { database throws(SQLiteError) in
+        return try file.storing { database throws(SQLiteError) in
             try database.prepare(query).rows(values) { ($0.blob(0), $0.blob(1)) }
         }
     }

@@ -1,5 +1,5 @@
-public import SwitchyardCore
-public import SwitchyardSQLite
+internal import SwitchyardCore
+internal import SwitchyardSQLite
 public import SwitchyardStore
 
 /// iiidea activation state and run history, in the spool's database file.
@@ -26,7 +26,7 @@ extension SQLiteStore: IiideaSwitchStore {
 
     /// The enabled flags users set (through the admin API or the CLI), by iiidea id.
     public func iiideaSwitches() throws(StoreError) -> [String: Bool] {
-        try storing { database throws(SQLiteError) in
+        try file.storing { database throws(SQLiteError) in
             var states: [String: Bool] = [:]
             for (id, enabled) in try database.prepare("SELECT id, enabled FROM iiidea_switches").rows([], { ($0.text(0), $0.int(1) != 0) })
             {
@@ -38,7 +38,7 @@ extension SQLiteStore: IiideaSwitchStore {
 
     /// Remembers that iiidea `id` is enabled or disabled, across restarts.
     public func setIiideaSwitch(_ id: String, enabled: Bool) throws(StoreError) {
-        try storing { database throws(SQLiteError) in
+        try file.storing { database throws(SQLiteError) in
             try database.prepare("INSERT OR REPLACE INTO iiidea_switches(id, enabled, changed_at) VALUES(?, ?, ?)")
                 .run([.text(id), .int(enabled ? 1 : 0), .int(Clock.nowUnixNanos())])
         }

@@ -2,7 +2,7 @@ import Foundation
 public import SwitchyardCore
 public import SwitchyardSQLite
 public import SwitchyardSQLiteStore
-public import SwitchyardStore
+internal import SwitchyardStore
 
 /// The durable spool: a SQLite database (WAL; `synchronous=FULL`, or `NORMAL` with
 /// `spool.sync: normal`) holding every envelope an
@@ -53,7 +53,7 @@ public final class Spool: @unchecked Sendable {
             // command, a router that is still closing the file) may hold for a moment.
             try database.execute(
                 "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=\(sync == .full ? "FULL" : "NORMAL");")
-            if owner { try Self.checkIntegrity(of: database, path: path) }
+            if owner { try SpoolRecovery.checkIntegrity(of: database, path: path) }
             do {
                 try SQLiteSchema.migrate(database, path: path)
             } catch .sqlite(let error) {
@@ -74,17 +74,6 @@ public final class Spool: @unchecked Sendable {
         }
         file = SQLiteFile(path: path, database: database)
         store = SQLiteStore(file: file)
-    }
-
-    private static func checkIntegrity(of database: SQLiteDatabase, path: String) throws {
-        guard let problems = try integrityProblems(of: database) else { return }
-        throw SpoolOpenError.damaged(path: path, detail: problems)
-    }
-
-    /// What `PRAGMA quick_check` finds wrong in `database` (its first five problems), or nil.
-    static func integrityProblems(of database: SQLiteDatabase) throws -> String? {
-        let problems = try database.prepare("PRAGMA quick_check(5)").rows([]) { $0.text(0) }
-        return problems == ["ok"] ? nil : problems.joined(separator: "; ")
     }
 
     /// Commits one small write: whether the spool can take writes again after it could not
@@ -176,82 +165,4 @@ public final class Spool: @unchecked Sendable {
             try database.prepare("DELETE FROM seen WHERE route = ? AND at < ?").run([.text(route), .int(time)])
         }
     }
-}
-
-/// Work for one ``Spool/commit(_:)`` of one route.
-public struct SpoolBatch: Sendable {
-    /// A newly accepted envelope.
-    public struct Insert: Sendable {
-        /// The envelope id (the deduplication key).
-        public var envelopeID: String
-        /// The sinks (`instance.port`) still to deliver to.
-        public var pending: [String]
-        /// The envelope in binary form.
-        public var envelope: [UInt8]
-
-        /// Creates an insert.
-        public init(envelopeID: String, pending: [String], envelope: [UInt8]) {
-            self.envelopeID = envelopeID
-            self.pending = pending
-            self.envelope = envelope
-        }
-    }
-
-    /// A spooled envelope whose sinks or attempts changed.
-    public struct Update: Sendable {
-        /// Its sequence number.
-        public var sequence: Int64
-        /// The sinks still to deliver to.
-        public var pending: [String]
-        /// Failed attempts so far.
-        public var attempts: Int
-        /// The last failure.
-        public var lastError: String?
-
-        /// Creates an update.
-        public init(sequence: Int64, pending: [String], attempts: Int, lastError: String?) {
-            self.sequence = sequence
-            self.pending = pending
-            self.attempts = attempts
-            self.lastError = lastError
-        }
-    }
-
-    /// The route.
-    public var route: String
-    /// When (nanoseconds since the epoch): the time stamp of seen ids and dead letters.
-    public var time: Int64
-    /// Skip inserts whose envelope id the route has already seen.
-    public var deduplicate: Bool
-    /// New envelopes, in order.
-    public var inserts: [Insert] = []
-    /// Changed envelopes.
-    public var updates: [Update] = []
-    /// Deliveries given up on (their id, route and time are the batch's, given when it is
-    /// committed).
-    public var deadLetters: [DeadLetter] = []
-    /// Envelopes done with.
-    public var deletes: [Int64] = []
-
-    /// An empty batch.
-    public init(route: String, time: Int64, deduplicate: Bool) {
-        self.route = route
-        self.time = time
-        self.deduplicate = deduplicate
-    }
-
-    /// Whether there is nothing to write.
-    public var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deadLetters.isEmpty && deletes.isEmpty }
-}
-
-/// An envelope read back from the spool.
-public struct SpooledEnvelope: Sendable {
-    /// Its sequence number: the order of the route.
-    public var sequence: Int64
-    /// The sinks still to deliver to.
-    public var pending: [String]
-    /// Failed attempts so far.
-    public var attempts: Int
-    /// The envelope in binary form.
-    public var envelope: [UInt8]
 }

@@ -1,13 +1,18 @@
 import Foundation
 import PostgresNIO
-public import SwitchyardStore
+import SwitchyardStore
 
 /// The PostgreSQL store's schema, as versioned migrations recorded in `schema_migrations`
-/// (the same table, and the same rules, as the SQLite store's).
-extension PostgresStore {
+/// (the same table, and the same rules, as the SQLite store's). It owns the migrations and
+/// the lock that applies each once across routers; the store's tables only ever see a
+/// database it brought up to date.
+struct PostgresMigrator {
+    /// The connection migrations are read and applied on.
+    let session: PostgresSession
+
     /// Every migration this build knows, in version order. Statements end with `;` at the end
     /// of a line (each is sent on its own: the extended protocol takes one at a time).
-    public static let migrations: [Migration] = [
+    static let migrations: [Migration] = [
         Migration(
             version: 1, name: "plugin state",
             sql: """
@@ -115,8 +120,8 @@ extension PostgresStore {
         """
 
     /// What the database has applied, read without changing it.
-    public func migrationStatus() throws(StoreError) -> MigrationStatus {
-        try exchange { run in
+    func migrationStatus() throws(StoreError) -> MigrationStatus {
+        try session.exchange { run in
             let exists = try run("SELECT to_regclass('schema_migrations') IS NOT NULL").first.map { try $0.decode(Bool.self) }
             guard exists == true else { return MigrationStatus(applied: [], known: Self.migrations) }
             let applied = try run("SELECT version FROM schema_migrations ORDER BY version").map { try $0.decode(Int.self) }
@@ -127,8 +132,8 @@ extension PostgresStore {
     /// Applies what is pending, all in one transaction under the migration lock; returns what
     /// was pending before. Refuses a database written by a newer build.
     @discardableResult
-    public func migrate() throws(StoreError) -> MigrationStatus {
-        let before = try exchange { run in
+    func migrate() throws(StoreError) -> MigrationStatus {
+        let before = try session.exchange { run in
             _ = try run("BEGIN")
             do {
                 _ = try run("SELECT pg_advisory_xact_lock(\(Self.migrationLock))")
@@ -151,7 +156,7 @@ extension PostgresStore {
                 throw error
             }
         }
-        guard before.unknown.isEmpty else { throw StoreError(location: location, detail: before.summary(location: "the database")) }
+        guard before.unknown.isEmpty else { throw StoreError(location: session.location, detail: before.summary(location: "the database")) }
         return before
     }
 

@@ -1,0 +1,13 @@
+internal import SwitchyardSQLite
+internal import SwitchyardStore
+
+extension SQLiteFile {
+    /// `body` under the file's lock, its SQLite error worded as the store's.
+    func storing<Result>(_ body: (SQLiteDatabase) throws(SQLiteError) -> Result) throws(StoreError) -> Result {
+        do {
+            return try locked(body)
+        } catch {
+            throw StoreError(location: path, detail: error.description)
+        }
+    }
+}
