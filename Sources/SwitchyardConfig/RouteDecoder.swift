@@ -169,7 +169,7 @@ struct RouteDecoder {
                 }
             default:
                 fail(
-                    "unknown key '\(member.key)' in queue (expected: \(RouteFileSchema.names(RouteFileSchema.queueKeys).joined(separator: ", ")))",
+                    RouteFileSchema.unknownKey(member.key, in: "queue", expected: RouteFileSchema.queueKeys),
                     member.keyLocation)
             }
         }
@@ -213,7 +213,7 @@ struct RouteDecoder {
                 }
             default:
                 fail(
-                    "unknown key '\(member.key)' in retry (expected: \(RouteFileSchema.names(RouteFileSchema.retryKeys).joined(separator: ", ")))",
+                    RouteFileSchema.unknownKey(member.key, in: "retry", expected: RouteFileSchema.retryKeys),
                     member.keyLocation)
             }
         }
@@ -253,7 +253,7 @@ struct RouteDecoder {
                 }
             default:
                 fail(
-                    "unknown key '\(member.key)' in dedupe (expected: \(RouteFileSchema.names(RouteFileSchema.dedupeKeys).joined(separator: ", ")))",
+                    RouteFileSchema.unknownKey(member.key, in: "dedupe", expected: RouteFileSchema.dedupeKeys),
                     member.keyLocation)
             }
         }

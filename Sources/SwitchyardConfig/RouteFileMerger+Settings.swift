@@ -13,7 +13,7 @@ extension RouteFileMerger {
             guard member.key == "url" else {
                 diagnostics.append(
                     Diagnostic(
-                        "unknown key '\(member.key)' in store (expected: \(RouteFileSchema.names(RouteFileSchema.storeKeys).joined(separator: ", ")))",
+                        RouteFileSchema.unknownKey(member.key, in: "store", expected: RouteFileSchema.storeKeys),
                         at: member.keyLocation))
                 continue
             }
@@ -99,7 +99,7 @@ extension RouteFileMerger {
             default:
                 diagnostics.append(
                     Diagnostic(
-                        "unknown key '\(member.key)' in admin (expected: \(RouteFileSchema.names(RouteFileSchema.adminKeys).joined(separator: ", ")))",
+                        RouteFileSchema.unknownKey(member.key, in: "admin", expected: RouteFileSchema.adminKeys),
                         at: member.keyLocation))
             }
         }

@@ -87,6 +87,11 @@ public enum RouteFileSchema {
 
     static func names(_ keys: Keys) -> [String] { keys.map(\.name) }
 
+    /// What a route file is told about a key `section` does not have: the key and every key it has.
+    static func unknownKey(_ key: String, in section: String, expected keys: Keys) -> String {
+        "unknown key '\(key)' in \(section) (expected: \(names(keys).joined(separator: ", ")))"
+    }
+
     static func oneOf(_ choices: JSONValue...) -> JSONValue { ["oneOf": .array(choices)] }
 
     static func list(_ item: JSONValue) -> JSONValue { ["type": "array", "items": item] }
