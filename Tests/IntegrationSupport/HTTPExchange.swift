@@ -22,6 +22,10 @@ enum HTTPExchange {
     ) throws -> Answer {
         var request = URLRequest(url: try #require(URL(string: url), sourceLocation: sourceLocation), timeoutInterval: 10)
         request.httpMethod = method
+        // One connection per exchange: a kept-alive connection left idle past the server's
+        // `header_timeout` (a polling test starved by a loaded machine) is answered 408 by its
+        // connection guard, and URLSession would read that answer as this request's.
+        request.setValue("close", forHTTPHeaderField: "Connection")
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let body { request.httpBody = Data(body.utf8) }
         let done = DispatchSemaphore(value: 0)
