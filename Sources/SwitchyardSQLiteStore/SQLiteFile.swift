@@ -1,4 +1,4 @@
-public import SwitchyardCore
+internal import SwitchyardCore
 public import SwitchyardSQLite
 
 /// One SQLite database file open in this process: its connection and the one lock every use

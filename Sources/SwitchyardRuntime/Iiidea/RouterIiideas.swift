@@ -47,9 +47,12 @@ public final class RouterIiideas: Sendable {
         guard let spool = running.spool else {
             throw RouterError(instance: "iiideas", reason: "iiideas need the spool database, and none is open")
         }
+        // The shared store when there is one, else the spool's: read once for every chain.
+        let switches: any IiideaSwitchStore = sharedStore ?? spool.store
+        let runs: any IiideaRunStore = sharedStore ?? spool.store
         let saved: [String: Bool]
         do {
-            saved = try (switchStore ?? spool.store).iiideaSwitches()
+            saved = try switches.iiideaSwitches()
         } catch {
             throw RouterError(instance: "iiideas", reason: "cannot read their state: \(error)")
         }
@@ -58,7 +61,7 @@ public final class RouterIiideas: Sendable {
             let state = controller.state(of: iiidea, saved: saved)
             for (planned, remote) in [(iiidea.route, false)] + (iiidea.remoteRoute.map { [($0, true)] } ?? []) {
                 let chain = IiideaChain(
-                    planned: iiidea, state: state, remote: remote, store: runStore ?? spool.store, keep: plan.iiideaHistory)
+                    planned: iiidea, state: state, remote: remote, store: runs, keep: plan.iiideaHistory)
                 chains.append((planned, chain))
             }
         }

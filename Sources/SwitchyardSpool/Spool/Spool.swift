@@ -90,11 +90,7 @@ public final class Spool: @unchecked Sendable {
 
     /// `body` under the file's lock, its SQLite error worded as the store's.
     func storing<Result>(_ body: () throws(SQLiteError) -> Result) throws(StoreError) -> Result {
-        do {
-            return try locked(body)
-        } catch {
-            throw StoreError(location: path, detail: error.description)
-        }
+        try file.storing { _ throws(SQLiteError) in try body() }
     }
 
     /// Applies a batch in one transaction. Returns, per insert, its sequence number, or
