@@ -353,7 +353,7 @@ let package = Package(
         ),
         .testTarget(name: "QeoQDMTests", dependencies: ["QeoQDM", "SwitchyardCore"], exclude: ["QDM"], swiftSettings: strict),
         .testTarget(
-            name: "QeoDDSTests", dependencies: ["QeoDDS", "QeoQDM", "SwitchyardCore"], exclude: ["qeo_peer.py"], swiftSettings: strict
+            name: "QeoDDSTests", dependencies: ["QeoDDS", "QeoQDM", "SwitchyardCore", "IntegrationSupport"], exclude: ["qeo_peer.py"], swiftSettings: strict
         ),
         .testTarget(name: "QeoRealmTests", dependencies: ["QeoRealm"], swiftSettings: strict),
         .testTarget(name: "QeoWakeTests", dependencies: ["QeoWake", "QeoEnrollment"], swiftSettings: strict),

@@ -1,11 +1,16 @@
+import AsyncHTTPClient
 import Foundation
+import NIOCore
+import NIOHTTP1
 import Testing
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// One HTTP request and its answer, bounded in time: the tests' HTTP client.
+///
+/// It runs on AsyncHTTPClient's event loops, not on URLSession: FoundationNetworking drives
+/// libcurl through Dispatch sources that can miss a socket's events when descriptors are reused
+/// quickly (swift-corelibs-foundation #4791, SR-4567), and under a loaded machine a request then
+/// got no answer at all, not even URLSession's own timeout (PushTests and ReloadLifecycleTests
+/// failed so in CI beside the fuzzers).
 enum HTTPExchange {
     struct Answer {
         var status: Int
@@ -16,40 +21,39 @@ enum HTTPExchange {
         var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:] }
     }
 
+    /// How long an exchange may take, connection included: long enough for a router on a
+    /// machine loaded by a build (an at-least-once answer waits for the sink's fsync), short
+    /// enough that a hang fails the test rather than the run.
+    static let timeout = TimeAmount.seconds(60)
+
+    /// Sends the request and waits for its answer, following redirects as a browser does. A
+    /// request that fails (refused, reset) answers status -1 with the error as its body; one not
+    /// answered within ``timeout`` is also recorded as an issue.
     static func send(
         _ url: String, method: String = "GET", headers: [String: String] = [:], body: String? = nil,
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> Answer {
-        var request = URLRequest(url: try #require(URL(string: url), sourceLocation: sourceLocation), timeoutInterval: 10)
-        request.httpMethod = method
+        var fields = HTTPHeaders()
         // One connection per exchange: a kept-alive connection left idle past the server's
         // `header_timeout` (a polling test starved by a loaded machine) is answered 408 by its
-        // connection guard, and URLSession would read that answer as this request's.
-        request.setValue("close", forHTTPHeaderField: "Connection")
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        if let body { request.httpBody = Data(body.utf8) }
-        let done = DispatchSemaphore(value: 0)
-        let box = AnswerBox()
-        URLSession.shared.dataTask(with: request) { data, response, error in
-            let http = response as? HTTPURLResponse
-            var fields: [String: String] = [:]
-            for (name, value) in http?.allHeaderFields ?? [:] {
-                if let name = name as? String, let value = value as? String { fields[name.lowercased()] = value }
+        // connection guard, and a client could read that answer as its next request's.
+        fields.add(name: "Connection", value: "close")
+        for (name, value) in headers { fields.replaceOrAdd(name: name, value: value) }
+        let request = try HTTPClient.Request(
+            url: url, method: HTTPMethod(rawValue: method), headers: fields, body: body.map { .string($0) })
+        do {
+            let response = try HTTPClient.shared.execute(request: request, deadline: .now() + timeout).wait()
+            var answerHeaders: [String: String] = [:]
+            for (name, value) in response.headers { answerHeaders[name.lowercased()] = value }
+            return Answer(
+                status: Int(response.status.code),
+                body: response.body.map { String(buffer: $0) } ?? "",
+                headers: answerHeaders)
+        } catch {
+            if let error = error as? HTTPClientError, error == .deadlineExceeded || error == .readTimeout {
+                Issue.record("no answer from \(method) \(url) within \(timeout)", sourceLocation: sourceLocation)
             }
-            box.set(
-                Answer(
-                    status: http?.statusCode ?? -1,
-                    body: data.map { String(decoding: $0, as: UTF8.self) } ?? "\(error.map { "\($0)" } ?? "")",
-                    headers: fields))
-            done.signal()
-        }.resume()
-        #expect(done.wait(timeout: .now() + 15) == .success, "no answer from \(url)", sourceLocation: sourceLocation)
-        return box.value
-    }
-
-    private final class AnswerBox: @unchecked Sendable {
-        // Written once by the session's callback before the semaphore is signalled.
-        private(set) var value = Answer(status: -1, body: "", headers: [:])
-        func set(_ answer: Answer) { value = answer }
+            return Answer(status: -1, body: "\(error)", headers: [:])
+        }
     }
 }

@@ -26,6 +26,7 @@ final class Kamailio {
     private let process = Process()
     private let output = OutputBuffer()
     private let pipe = Pipe()
+    private var reader: PipeReader?
 
     init(_ options: Options = Options()) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("kamailio-\(UUID().uuidString)")
@@ -88,8 +89,7 @@ final class Kamailio {
         process.standardError = pipe
         process.standardInput = FileHandle.nullDevice
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        let output = output
-        pipe.fileHandleForReading.readabilityHandler = { handle in output.append(handle.availableData) }
+        reader = PipeReader(pipe, into: output)
         try ChildProcess.start(process, tie: .processGroup)
         let deadline = ContinuousClock.now + .seconds(15)
         while !LoopbackPort.acceptsConnections(port) || (tlsPort.map { !LoopbackPort.acceptsConnections($0) } ?? false) {
@@ -126,8 +126,7 @@ final class Kamailio {
         _ = try? Tool.run("/usr/bin/pkill", ["-KILL", "-f", configuration], timeout: .seconds(5))
         if process.isRunning { kill(-process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        // A handler left on a pipe that is then closed leaves libdispatch watching a reused fd.
-        pipe.fileHandleForReading.readabilityHandler = nil
+        reader?.stop()
     }
 
     /// The script: REGISTER and MESSAGE from local users are authenticated (401 and 407);
@@ -209,6 +208,7 @@ final class SIPp {
     private var process = Process()
     private var output = OutputBuffer()
     private var pipe = Pipe()
+    private var reader: PipeReader?
 
     /// Starts `sipp` with `scenario` (XML) on `port` (a free one by default); `remote` is the
     /// peer of a UAC (`127.0.0.1:5060`); `calls` is how many scenarios to run before exiting.
@@ -236,8 +236,8 @@ final class SIPp {
             while !listening(), process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
             guard port == nil, !process.isRunning else { return }
             process.waitUntilExit()
-            pipe.fileHandleForReading.readabilityHandler = nil
-            output.append(pipe.fileHandleForReading.readDataToEndOfFile())
+            _ = output.waitForEnd(timeout: .seconds(5))
+            reader?.stop()
             guard output.text.contains("Address already in use") else { return }
         }
     }
@@ -254,15 +254,14 @@ final class SIPp {
         process.standardOutput = pipe
         process.standardError = pipe
         process.standardInput = FileHandle.nullDevice
-        let output = output
-        pipe.fileHandleForReading.readabilityHandler = { handle in output.append(handle.availableData) }
+        reader = PipeReader(pipe, into: output)
         try ChildProcess.start(process)
     }
 
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        pipe.fileHandleForReading.readabilityHandler = nil
+        reader?.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 

@@ -31,7 +31,7 @@ final class Mosquitto {
     /// The loopback port of the listener; the same across ``restart()``.
     private(set) var port: UInt16 = 0
     private var process: Process?
-    private var pipe: Pipe?
+    private var reader: PipeReader?
     /// One buffer per run of the broker, so waits after a restart look at the new run only.
     private var logs: [OutputBuffer] = []
 
@@ -77,7 +77,7 @@ final class Mosquitto {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        pipe?.fileHandleForReading.readabilityHandler = nil
+        reader?.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -96,8 +96,6 @@ final class Mosquitto {
     /// Whether the broker process is running.
     var isRunning: Bool { process?.isRunning ?? false }
 
-    /// Stops the broker with SIGTERM; SIGKILL after `timeout`. Returns its exit status.
-    @discardableResult
     /// Freezes the broker (SIGSTOP): its clients' connections stay open and nothing is
     /// answered until ``resume()``.
     func pause() { if let process, process.isRunning { kill(process.processIdentifier, SIGSTOP) } }
@@ -105,6 +103,8 @@ final class Mosquitto {
     /// Lets a paused broker run again (SIGCONT).
     func resume() { if let process, process.isRunning { kill(process.processIdentifier, SIGCONT) } }
 
+    /// Stops the broker with SIGTERM; SIGKILL after `timeout`. Returns its exit status.
+    @discardableResult
     func stop(timeout: Duration = .seconds(10)) -> Int32 {
         guard let process else { return 0 }
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
@@ -264,9 +264,8 @@ final class Mosquitto {
         process.standardError = pipe
         process.standardInput = FileHandle.nullDevice
         let buffer = OutputBuffer()
-        pipe.fileHandleForReading.readabilityHandler = { handle in buffer.append(handle.availableData) }
+        reader = PipeReader(pipe, into: buffer)
         logs.append(buffer)
-        self.pipe = pipe
         try ChildProcess.start(process)
         self.process = process
         let deadline = ContinuousClock.now + timeout
@@ -289,11 +288,12 @@ final class Mosquitto {
             portTaken: log.contains("Address already in use"))
     }
 
+    /// Reads the exited broker's log to its end (bounded: a child of its own could hold the pipe).
     private func collectRemainingOutput() {
-        guard let pipe else { return }
-        pipe.fileHandleForReading.readabilityHandler = nil
-        logs.last?.append(pipe.fileHandleForReading.readDataToEndOfFile())
-        self.pipe = nil
+        guard let reader else { return }
+        _ = logs.last?.waitForEnd(timeout: .seconds(5))
+        reader.stop()
+        self.reader = nil
     }
 }
 
@@ -318,6 +318,7 @@ final class MosquittoSubscriber {
     private let errors = Pipe()
     private let stdoutBuffer = OutputBuffer()
     private let stderrBuffer = OutputBuffer()
+    private var readers: [PipeReader] = []
 
     /// `mosquitto_sub -h 127.0.0.1 -p PORT -t TOPIC -q QOS -v` (or `-F FORMAT` instead of `-v`),
     /// plus `-V VERSION` (e.g. `mqttv5`), credentials and `--cafile` for a TLS broker.
@@ -335,10 +336,7 @@ final class MosquittoSubscriber {
         process.standardOutput = output
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
-        let stdoutBuffer = stdoutBuffer
-        let stderrBuffer = stderrBuffer
-        output.fileHandleForReading.readabilityHandler = { handle in stdoutBuffer.append(handle.availableData) }
-        errors.fileHandleForReading.readabilityHandler = { handle in stderrBuffer.append(handle.availableData) }
+        readers = [PipeReader(output, into: stdoutBuffer), PipeReader(errors, into: stderrBuffer)]
         try ChildProcess.start(process)
         guard waitForSubscription else { return }
         let deadline = ContinuousClock.now + timeout
@@ -360,8 +358,7 @@ final class MosquittoSubscriber {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        output.fileHandleForReading.readabilityHandler = nil
-        errors.fileHandleForReading.readabilityHandler = nil
+        for reader in readers { reader.stop() }
     }
 
     /// The complete lines printed so far.
@@ -409,10 +406,8 @@ final class MosquittoSubscriber {
         while process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        output.fileHandleForReading.readabilityHandler = nil
-        errors.fileHandleForReading.readabilityHandler = nil
-        stdoutBuffer.append(output.fileHandleForReading.readDataToEndOfFile())
-        stderrBuffer.append(errors.fileHandleForReading.readDataToEndOfFile())
+        _ = stdoutBuffer.waitForEnd(timeout: .seconds(5)) && stderrBuffer.waitForEnd(timeout: .seconds(5))
+        for reader in readers { reader.stop() }
     }
 }
 
@@ -440,7 +435,7 @@ enum Tool {
         process.standardError = pipe
         process.standardInput = FileHandle.nullDevice
         let collected = OutputBuffer()
-        pipe.fileHandleForReading.readabilityHandler = { handle in collected.append(handle.availableData) }
+        let reader = PipeReader(pipe, into: collected)
         if let environment { process.environment = environment }
         try ChildProcess.start(process, tie: tie, user: user)
         let deadline = ContinuousClock.now + timeout
@@ -449,8 +444,8 @@ enum Tool {
         // A process group's supervisor kills the whole group on SIGTERM (see ChildProcess.Tie).
         if timedOut { kill(process.processIdentifier, tie == .processGroup ? SIGTERM : SIGKILL) }
         process.waitUntilExit()
-        pipe.fileHandleForReading.readabilityHandler = nil
-        collected.append(pipe.fileHandleForReading.readDataToEndOfFile())
+        _ = collected.waitForEnd(timeout: .seconds(5))
+        reader.stop()
         if timedOut {
             throw SandboxError("\(path) \(arguments.joined(separator: " ")) did not finish within \(timeout); killed:\n\(collected.text)")
         }

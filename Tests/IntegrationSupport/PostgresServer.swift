@@ -15,6 +15,7 @@ final class PostgresServer {
     let directory: String
     private let process = Process()
     private let log = OutputBuffer()
+    private var reader: PipeReader?
     private let user: String?
 
     /// The URL a router's `store.url` takes (no TLS: the test cluster has no certificate).
@@ -58,8 +59,7 @@ final class PostgresServer {
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
-        let log = log
-        pipe.fileHandleForReading.readabilityHandler = { handle in log.append(handle.availableData) }
+        reader = PipeReader(pipe, into: log)
         process.currentDirectoryURL = URL(fileURLWithPath: directory, isDirectory: true)
         try ChildProcess.start(process, user: user)
         let deadline = ContinuousClock.now + .seconds(30)
@@ -104,6 +104,7 @@ final class PostgresServer {
 
     /// Stops the server (fast shutdown, then SIGKILL) and removes its folder.
     func stop() {
+        defer { reader?.stop() }
         if process.isRunning {
             kill(process.processIdentifier, SIGINT)
             let deadline = ContinuousClock.now + .seconds(10)

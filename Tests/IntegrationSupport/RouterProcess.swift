@@ -13,6 +13,7 @@ final class RouterProcess {
     private let input = StandardInputSocket()
     private let stdoutBuffer = OutputBuffer()
     private let stderrBuffer = OutputBuffer()
+    private var readers: [PipeReader] = []
 
     /// Starts `switchyard` (the built one unless `executable` names another) with `arguments`
     /// in `directory`; inside `namespace` when given.
@@ -38,17 +39,13 @@ final class RouterProcess {
         process.standardOutput = output
         process.standardError = errors
         process.standardInput = input.childEnd
-        let stdoutBuffer = stdoutBuffer
-        let stderrBuffer = stderrBuffer
-        output.fileHandleForReading.readabilityHandler = { handle in stdoutBuffer.take(handle.availableData) }
-        errors.fileHandleForReading.readabilityHandler = { handle in stderrBuffer.take(handle.availableData) }
+        readers = [PipeReader(output, into: stdoutBuffer), PipeReader(errors, into: stderrBuffer)]
         try ChildProcess.start(process)
     }
 
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        output.fileHandleForReading.readabilityHandler = nil
-        errors.fileHandleForReading.readabilityHandler = nil
+        for reader in readers { reader.stop() }
     }
 
     /// Standard output so far.
@@ -133,12 +130,11 @@ final class RouterProcess {
             Issue.record("router did not exit within \(timeout); killed\n\(standardError)")
         }
         process.waitUntilExit()
-        // The handlers read up to the end of the pipes (the last lines, the route totals, are
-        // written just before exit); clearing a handler does not wait for a read in progress.
-        // A grandchild holding a pipe open keeps its end away: then what is there is taken.
+        // The readers read up to the end of the pipes (the last lines, the route totals, are
+        // written just before exit). A grandchild holding a pipe open keeps its end away: then
+        // what is there is taken.
         _ = stdoutBuffer.waitForEnd(timeout: .seconds(5)) && stderrBuffer.waitForEnd(timeout: .seconds(5))
-        output.fileHandleForReading.readabilityHandler = nil
-        errors.fileHandleForReading.readabilityHandler = nil
+        for reader in readers { reader.stop() }
         return process.terminationStatus
     }
 
@@ -154,7 +150,7 @@ final class RouterProcess {
     }
 }
 
-/// Output collected from a pipe on Foundation's reader thread.
+/// Output collected from a pipe by a ``PipeReader``.
 final class OutputBuffer: @unchecked Sendable {
     // `data` and `ended` are only touched under `condition`'s lock.
     private let condition = NSCondition()

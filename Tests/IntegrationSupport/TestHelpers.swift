@@ -23,7 +23,7 @@ enum CCompiler {
         process.standardOutput = errors
         process.standardError = errors
         let collected = OutputBuffer()
-        errors.fileHandleForReading.readabilityHandler = { handle in collected.append(handle.availableData) }
+        let reader = PipeReader(errors, into: collected)
         try ChildProcess.start(process)
         let deadline = ContinuousClock.now + timeout
         while process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
@@ -33,8 +33,8 @@ enum CCompiler {
             throw SandboxError("cc did not finish within \(timeout)")
         }
         process.waitUntilExit()
-        errors.fileHandleForReading.readabilityHandler = nil
-        collected.append(errors.fileHandleForReading.readDataToEndOfFile())
+        _ = collected.waitForEnd(timeout: .seconds(5))
+        reader.stop()
         guard process.terminationStatus == 0 else {
             throw SandboxError("\(arguments.joined(separator: " ")) failed (\(process.terminationStatus)):\n\(collected.text)")
         }

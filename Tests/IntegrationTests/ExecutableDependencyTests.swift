@@ -21,8 +21,7 @@ struct ExecutableDependencyTests {
         process.standardError = errors
         let collected = OutputBuffer()
         let diagnostics = OutputBuffer()
-        output.fileHandleForReading.readabilityHandler = { handle in collected.append(handle.availableData) }
-        errors.fileHandleForReading.readabilityHandler = { handle in diagnostics.append(handle.availableData) }
+        let readers = [PipeReader(output, into: collected), PipeReader(errors, into: diagnostics)]
         try ChildProcess.start(process)
         let deadline = ContinuousClock.now + timeout
         while process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
@@ -32,10 +31,8 @@ struct ExecutableDependencyTests {
             throw SandboxError("\(arguments.joined(separator: " ")) did not finish within \(timeout):\n\(diagnostics.text)")
         }
         process.waitUntilExit()
-        output.fileHandleForReading.readabilityHandler = nil
-        errors.fileHandleForReading.readabilityHandler = nil
-        collected.append(output.fileHandleForReading.readDataToEndOfFile())
-        diagnostics.append(errors.fileHandleForReading.readDataToEndOfFile())
+        _ = collected.waitForEnd(timeout: .seconds(5)) && diagnostics.waitForEnd(timeout: .seconds(5))
+        for reader in readers { reader.stop() }
         guard process.terminationStatus == 0 else {
             throw SandboxError("\(arguments.joined(separator: " ")) failed (\(process.terminationStatus)):\n\(diagnostics.text)")
         }

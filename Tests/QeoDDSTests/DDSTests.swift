@@ -1,4 +1,5 @@
 import Foundation
+@testable import IntegrationSupport
 import QeoDDS
 import QeoQDM
 import SwitchyardCore
@@ -256,12 +257,10 @@ struct DDSTests {
 final class LineCollector: @unchecked Sendable {
     private let lock = NSCondition()
     private var data = Data()
-    private let pipe: Pipe
+    private var reader: PipeReader?
 
     init(_ pipe: Pipe) {
-        self.pipe = pipe
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let chunk = handle.availableData
+        reader = PipeReader(pipe) { [weak self] chunk in
             guard let self else { return }
             self.lock.withLock {
                 self.data.append(chunk)
@@ -284,7 +283,7 @@ final class LineCollector: @unchecked Sendable {
         }
     }
 
-    deinit { pipe.fileHandleForReading.readabilityHandler = nil }
+    deinit { reader?.stop() }
 }
 
 /// What a reader handed over, waited on without polling.

@@ -68,6 +68,7 @@ struct QeoRemovalTests {
         private let errors = Pipe()
         private let stdoutBuffer = OutputBuffer()
         private let stderrBuffer = OutputBuffer()
+        private var readers: [PipeReader] = []
 
         /// Starts `executable arguments` with the tests' loopback-only Cyclone configuration.
         init(_ executable: URL, arguments: [String]) throws {
@@ -79,9 +80,7 @@ struct QeoRemovalTests {
             process.standardInput = input.childEnd
             process.standardOutput = output
             process.standardError = errors
-            let (stdoutBuffer, stderrBuffer) = (stdoutBuffer, stderrBuffer)
-            output.fileHandleForReading.readabilityHandler = { handle in stdoutBuffer.append(handle.availableData) }
-            errors.fileHandleForReading.readabilityHandler = { handle in stderrBuffer.append(handle.availableData) }
+            readers = [PipeReader(output, into: stdoutBuffer), PipeReader(errors, into: stderrBuffer)]
             try ChildProcess.start(process)
         }
 
@@ -95,8 +94,7 @@ struct QeoRemovalTests {
 
         deinit {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            output.fileHandleForReading.readabilityHandler = nil
-            errors.fileHandleForReading.readabilityHandler = nil
+            for reader in readers { reader.stop() }
         }
     }
 

@@ -19,6 +19,7 @@ struct QeoTests {
         let input = Pipe()
         private let output = Pipe()
         private let buffer = OutputBuffer()
+        private var reader: PipeReader?
 
         init(_ arguments: [String], domain: Int) throws {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -29,8 +30,7 @@ struct QeoTests {
             process.environment = environment
             process.standardOutput = output
             process.standardInput = input
-            let buffer = buffer
-            output.fileHandleForReading.readabilityHandler = { handle in buffer.append(handle.availableData) }
+            reader = PipeReader(output, into: buffer)
             // With an empty signal mask, so terminate() ends it.
             try ChildProcess.start(process)
         }
@@ -54,7 +54,7 @@ struct QeoTests {
             try? input.fileHandleForWriting.close()
             if process.isRunning { process.terminate() }
             process.waitUntilExit()
-            output.fileHandleForReading.readabilityHandler = nil
+            reader?.stop()
         }
     }
 
