@@ -1,10 +1,11 @@
 import Foundation
-@testable import IntegrationSupport
 import QeoDDS
 import QeoQDM
 import SwitchyardCore
 import Synchronization
 import Testing
+
+@testable import IntegrationSupport
 
 /// Type programs against what `idlc -t` generates for the same types, and samples exchanged
 /// with a Python `cyclonedds` peer.
