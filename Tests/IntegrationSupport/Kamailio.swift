@@ -287,13 +287,7 @@ final class SIPp {
     }
 
     private static func udpPortTaken(_ port: UInt16) -> Bool {
-        let probe = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(probe) }
-        var address = LoopbackPort.loopbackAddress(port: port)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        return bound != 0
+        LoopbackPort.bindError(port: port, type: SOCK_DGRAM) != nil
     }
 }
 
@@ -302,13 +296,7 @@ extension LoopbackPort {
     static func freeForUDPAndTCP() throws -> UInt16 {
         for _ in 0..<50 {
             let port = try free()
-            let probe = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-            var address = loopbackAddress(port: port)
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            close(probe)
-            if bound == 0 { return port }
+            if bindError(port: port, type: SOCK_DGRAM) == nil { return port }
         }
         throw SandboxError("no port free for both UDP and TCP on 127.0.0.1")
     }

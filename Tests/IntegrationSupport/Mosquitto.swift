@@ -455,31 +455,44 @@ enum Tool {
 
 /// Loopback TCP ports: a free one, and whether one accepts connections.
 enum LoopbackPort {
-    /// A port the kernel just handed out for 127.0.0.1 (bound to port 0, then closed).
+    /// A port free on 127.0.0.1 (a TCP socket bound to it, then closed), picked at random
+    /// below the kernel's ephemeral range. A port the kernel hands out for port 0 comes from
+    /// that range, which is also where every outgoing connection takes its local port: between
+    /// the pick and a peer's bind, another test's client could take it ("Address already in
+    /// use" in a loaded run). Below the range only another test's pick can collide.
     static func free() throws -> UInt16 {
+        let candidates = pickRange
         var lastError: Int32 = 0
-        for _ in 0..<20 {
-            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard socket >= 0 else {
-                lastError = errno
+        for _ in 0..<50 {
+            let port = UInt16.random(in: candidates)
+            if port == 1883 || port == 8883 { continue }
+            if let error = bindError(port: port, type: SOCK_STREAM) {
+                lastError = error
                 continue
             }
-            defer { close(socket) }
-            var address = loopbackAddress(port: 0)
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-                    bind(socket, generic, length) == 0 && getsockname(socket, generic, &length) == 0
-                }
-            }
-            guard bound else {
-                lastError = errno
-                continue
-            }
-            let port = UInt16(bigEndian: address.sin_port)
-            if port != 0 && port != 1883 && port != 8883 { return port }
+            return port
         }
         throw SandboxError("no free loopback port: \(String(cString: strerror(lastError)))")
+    }
+
+    /// Where ``free()`` picks: from 10000 up to the start of the kernel's ephemeral range
+    /// (`net.ipv4.ip_local_port_range`; 32768 by default).
+    static let pickRange: ClosedRange<UInt16> = {
+        let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        let low = text.split(whereSeparator: \.isWhitespace).first.flatMap { UInt16($0) } ?? 32768
+        return low > 12000 ? 10000...(low - 1) : 10000...10999
+    }()
+
+    /// The errno of binding a socket of `type` to 127.0.0.1:`port` (closed again), nil when it binds.
+    static func bindError(port: UInt16, type: __socket_type) -> Int32? {
+        let socket = Glibc.socket(AF_INET, Int32(type.rawValue), 0)
+        guard socket >= 0 else { return errno }
+        defer { close(socket) }
+        var address = loopbackAddress(port: port)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return bound == 0 ? nil : errno
     }
 
     /// Whether a TCP connection to 127.0.0.1:`port` succeeds (it is closed at once).

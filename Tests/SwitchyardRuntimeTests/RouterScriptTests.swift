@@ -215,7 +215,7 @@ private func statistics(_ router: Router, _ name: String) -> RouterStatistics.Ro
 
 /// A folder of its own under the system's temporary folder, removed with its contents when
 /// the value is released.
-private final class TemporaryFolder {
+final class TemporaryFolder {
     let path: String
 
     init() throws {

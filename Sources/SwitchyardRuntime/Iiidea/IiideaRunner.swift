@@ -28,6 +28,9 @@ public final class IiideaState: Sendable {
     static let pending = "its pieces are being enabled"
 
     private let refusal: Mutex<String?>
+    /// Broadcast when the pieces' answer replaces ``pending``; a trigger that fired meanwhile
+    /// waits on it (``waitWhilePending(atMost:)``).
+    private let answered = NSCondition()
 
     /// Whether the user wants it on.
     public var isEnabled: Bool { enabled.load(ordering: .relaxed) }
@@ -38,9 +41,26 @@ public final class IiideaState: Sendable {
     /// Whether runs start: enabled, and every piece accepted.
     public var isActive: Bool { isEnabled && inactiveReason == nil }
 
-    func set(enabled value: Bool) { enabled.store(value, ordering: .relaxed) }
+    func set(enabled value: Bool) {
+        enabled.store(value, ordering: .relaxed)
+        answered.withLock { answered.broadcast() }
+    }
 
-    func set(inactiveReason reason: String?) { refusal.withLock { $0 = reason } }
+    func set(inactiveReason reason: String?) {
+        refusal.withLock { $0 = reason }
+        answered.withLock { answered.broadcast() }
+    }
+
+    /// Waits, at most `limit`, while the pieces have not answered `piece_enable` yet. A source
+    /// started just before the pieces are asked (a fast timer at start, or a trigger firing as
+    /// the user enables the iiidea) would otherwise have its first envelopes dropped as if the
+    /// iiidea were off. The bound covers a start that failed before the pieces were asked.
+    func waitWhilePending(atMost limit: Duration) {
+        let deadline = Date(timeIntervalSinceNow: Double(limit.components.seconds))
+        answered.withLock {
+            while inactiveReason == Self.pending, isEnabled { if !answered.wait(until: deadline) { return } }
+        }
+    }
 
     /// The plugin pieces that accepted `piece_enable` (or have no such entry) since the iiidea
     /// was last enabled: the ones `piece_disable` goes to.
@@ -120,6 +140,7 @@ final class IiideaRunner {
             route.counters.filtered.add(1, ordering: .relaxed)
             return
         }
+        state.waitWhilePending(atMost: .seconds(10))
         guard state.isActive else {
             route.counters.filtered.add(1, ordering: .relaxed)
             return

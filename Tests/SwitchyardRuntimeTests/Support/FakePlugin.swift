@@ -132,6 +132,12 @@ func fillFakeTable(_ table: UnsafeMutableRawPointer?, manifest: sy_bytes) {
     api.pointee.settled = { handle, token, outcome in
         FakeInstance.from(handle)?.state.withLock { $0.settled.append(FakeInstance.Settled(token: token, outcome: outcome)) }
     }
+    api.pointee.piece_enable = { handle, _, _, _, _ in
+        guard let fake = FakeInstance.from(handle) else { return SY_ERR_INVALID }
+        fake.state.withLock { $0.enableCalls += 1 }
+        fake.enableGate?.wait()
+        return SY_OK
+    }
 }
 
 /// The entry function of the working fake plugin.
@@ -184,11 +190,15 @@ final class FakeInstance: Sendable {
         var settled: [Settled] = []
         /// The delivery ids deliver() answered "full".
         var refusedAsFull: [UInt64] = []
+        /// How often piece_enable was called.
+        var enableCalls = 0
     }
 
     let name: String
     /// When set, deliver() waits for it before recording (a stalled sink).
     let gate: DispatchSemaphore?
+    /// When set, piece_enable waits for it before accepting (a piece slow to answer).
+    let enableGate: DispatchSemaphore?
     /// Whether deliver() acknowledges at once.
     let autoAck: Bool
     /// While set, deliver() answers "full" and takes nothing.
@@ -197,16 +207,19 @@ final class FakeInstance: Sendable {
 
     private static let registry = Mutex<[String: FakeInstance]>([:])
 
-    init(name: String, gate: DispatchSemaphore? = nil, autoAck: Bool = true) {
+    init(name: String, gate: DispatchSemaphore? = nil, enableGate: DispatchSemaphore? = nil, autoAck: Bool = true) {
         self.name = name
         self.gate = gate
+        self.enableGate = enableGate
         self.autoAck = autoAck
     }
 
     /// Registers the behaviour of the instance the router will create as `name`.
     @discardableResult
-    static func register(_ name: String, gate: DispatchSemaphore? = nil, autoAck: Bool = true) -> FakeInstance {
-        let fake = FakeInstance(name: name, gate: gate, autoAck: autoAck)
+    static func register(
+        _ name: String, gate: DispatchSemaphore? = nil, enableGate: DispatchSemaphore? = nil, autoAck: Bool = true
+    ) -> FakeInstance {
+        let fake = FakeInstance(name: name, gate: gate, enableGate: enableGate, autoAck: autoAck)
         registry.withLock { $0[name] = fake }
         return fake
     }
