@@ -29,7 +29,7 @@ let package = Package(
         .library(name: "core", type: .dynamic, targets: ["CorePlugin"]),
         .library(name: "mqtt", type: .dynamic, targets: ["MQTTPluginEntry", "MQTTPlugin"]),
         .library(name: "push", type: .dynamic, targets: ["PushPlugin"]),
-        .library(name: "ble", type: .dynamic, targets: ["BLEPlugin"]),
+        .library(name: "ble", type: .dynamic, targets: ["BLEPluginEntry", "BLEPlugin"]),
         .library(name: "sip", type: .dynamic, targets: ["SIPPluginEntry", "SIPPlugin"]),
         .library(name: "qeo", type: .dynamic, targets: ["QeoPlugin"]),
         // FCM message checks and webhook signatures, for the push benchmark's bare endpoint.
@@ -103,7 +103,17 @@ let package = Package(
             name: "SwitchyardRuntime",
             dependencies: [
                 "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardRouting", "SwitchyardConfig", "SwitchyardSpool",
-                "SwitchyardSQLite", "SwitchyardStore", "SwitchyardScript", "SwitchyardNetworkText",
+                "SwitchyardSQLite", "SwitchyardStore", "SwitchyardScript", "SwitchyardIiideaHTTP",
+                .product(name: "SwitchyardDependencies", package: "Dependencies"),
+            ],
+            swiftSettings: strict
+        ),
+        // The iiideas' way out to the web: the http piece's requests and the OAuth connections
+        // that sign them — the only users of the HTTP client, and of crypto's sealing.
+        .target(
+            name: "SwitchyardIiideaHTTP",
+            dependencies: [
+                "SwitchyardConfig", "SwitchyardCore", "SwitchyardNetworkText", "SwitchyardStore",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -149,7 +159,7 @@ let package = Package(
             name: "SwitchyardAdmin",
             dependencies: [
                 "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardStore", "SwitchyardCore", "SwitchyardAdminClient",
-                "SwitchyardConnectionGuard",
+                "SwitchyardConnectionGuard", "SwitchyardIiideaHTTP",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -227,6 +237,11 @@ let package = Package(
             dependencies: ["SDBus", "SwitchyardPluginKit"],
             path: "Plugins/ble/Plugin",
             swiftSettings: strict,
+            linkerSettings: pluginLinkerSettings
+        ),
+        // libble.so's exported entry point, alone (as MQTTPluginEntry).
+        .target(
+            name: "BLEPluginEntry", dependencies: ["BLEPlugin"], path: "Plugins/ble/Entry", swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
         ),
         // SIP messages (RFC 3261): parser, serializer, stream framing. No I/O; fuzzed by its tests.
@@ -315,7 +330,7 @@ let package = Package(
         .testTarget(name: "SwitchyardRoutingTests", dependencies: ["SwitchyardRouting"], swiftSettings: strict),
         .testTarget(name: "SwitchyardScriptTests", dependencies: ["SwitchyardScript", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchyardConfigTests", dependencies: ["SwitchyardConfig"], swiftSettings: strict),
-        .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime"], swiftSettings: strict),
+        .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime", "SwitchyardIiideaHTTP"], swiftSettings: strict),
         // Which module may import which (reads the sources; depends on nothing).
         .testTarget(name: "ArchitectureTests", swiftSettings: strict),
         .testTarget(name: "SwitchyardGraphTestTests", dependencies: ["SwitchyardGraphTest", "SwitchyardCore"], swiftSettings: strict),
@@ -351,9 +366,12 @@ let package = Package(
             ],
             path: "Plugins/sip/Tests", swiftSettings: strict
         ),
+        // The ble plugin's BlueZ model, fed signals and replies by hand (no bus).
+        .testTarget(name: "BLEPluginTests", dependencies: ["BLEPlugin", "SDBus"], path: "Plugins/ble/Tests", swiftSettings: strict),
         .testTarget(name: "QeoQDMTests", dependencies: ["QeoQDM", "SwitchyardCore"], exclude: ["QDM"], swiftSettings: strict),
         .testTarget(
-            name: "QeoDDSTests", dependencies: ["QeoDDS", "QeoQDM", "SwitchyardCore", "IntegrationSupport"], exclude: ["qeo_peer.py"], swiftSettings: strict
+            name: "QeoDDSTests", dependencies: ["QeoDDS", "QeoQDM", "SwitchyardCore", "IntegrationSupport"], exclude: ["qeo_peer.py"],
+            swiftSettings: strict
         ),
         .testTarget(name: "QeoRealmTests", dependencies: ["QeoRealm"], swiftSettings: strict),
         .testTarget(name: "QeoWakeTests", dependencies: ["QeoWake", "QeoEnrollment"], swiftSettings: strict),

@@ -1,5 +1,6 @@
 import Hummingbird
 import SwitchyardCore
+import SwitchyardIiideaHTTP
 import SwitchyardRuntime
 
 /// The OAuth 2.0 connections (`oauth:` in the route files):
@@ -28,7 +29,7 @@ struct AdminOAuthAPI: AdminRouteGroup {
             do {
                 let url = try router.iiideas.oauth.start(name, callback: Self.callback(authority: request.head.authority))
                 return .json(JSONValue.object(["authorize_url": .string(url)]).serializedBytes() + [0x0A])
-            } catch let error as RouterError {
+            } catch let error as OAuthError {
                 // No such connection, or (the router's side) no key to keep its tokens with.
                 return .refusal(
                     router.iiideas.oauth.list().contains { $0["name"]?.stringValue == name } ? .serviceUnavailable : .notFound, error.reason
@@ -45,7 +46,7 @@ struct AdminOAuthAPI: AdminRouteGroup {
                     return Console.redirect(returnTo + "?connected=" + Console.queryEscaped(name))
                 }
                 return .text("Connected \(name). You may close this window.\n")
-            } catch let error as RouterError {
+            } catch let error as OAuthError {
                 return .text("Not connected: \(error.reason)\n", status: .badRequest)
             }
         }
@@ -53,7 +54,7 @@ struct AdminOAuthAPI: AdminRouteGroup {
             do {
                 try router.iiideas.oauth.disconnect(context.parameters.get("name") ?? "")
                 return .json(JSONValue.object(["connected": false]).serializedBytes() + [0x0A])
-            } catch let error as RouterError {
+            } catch let error as OAuthError {
                 return .refusal(.serviceUnavailable, error.reason)
             }
         }

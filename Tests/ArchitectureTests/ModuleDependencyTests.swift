@@ -30,8 +30,9 @@ struct ModuleDependencyTests {
         "SwitchyardPluginKit": ["SwitchyardABI", "SwitchyardBridge", "SwitchyardCore"],
         "SwitchyardPluginHTTP": ["SwitchyardConnectionGuard", "SwitchyardCore", "SwitchyardPluginKit"],
         "SwitchyardPluginCommands": ["SwitchyardAdminClient", "SwitchyardPluginKit"],
+        "SwitchyardIiideaHTTP": ["SwitchyardConfig", "SwitchyardCore", "SwitchyardNetworkText", "SwitchyardStore"],
         "SwitchyardRuntime": [
-            "SwitchyardABI", "SwitchyardBridge", "SwitchyardConfig", "SwitchyardCore", "SwitchyardNetworkText", "SwitchyardRouting",
+            "SwitchyardABI", "SwitchyardBridge", "SwitchyardConfig", "SwitchyardCore", "SwitchyardIiideaHTTP", "SwitchyardRouting",
             "SwitchyardSQLiteStore", "SwitchyardScript", "SwitchyardSpool", "SwitchyardStore",
         ],
         "SwitchyardGraphTest": [
@@ -39,8 +40,8 @@ struct ModuleDependencyTests {
             "SwitchyardScript", "SwitchyardSpool",
         ],
         "SwitchyardAdmin": [
-            "SwitchyardAdminClient", "SwitchyardConfig", "SwitchyardConnectionGuard", "SwitchyardCore", "SwitchyardRuntime",
-            "SwitchyardSpool", "SwitchyardStore",
+            "SwitchyardAdminClient", "SwitchyardConfig", "SwitchyardConnectionGuard", "SwitchyardCore", "SwitchyardIiideaHTTP",
+            "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardStore",
         ],
         "switchyard": [
             "SwitchyardAdmin", "SwitchyardAdminClient", "SwitchyardConfig", "SwitchyardCore", "SwitchyardGraphTest",
@@ -55,9 +56,9 @@ struct ModuleDependencyTests {
     /// files of a module, that may import them: the HTTP client and crypto stay with the code that talks to
     /// the outside world, the YAML parser with the loader, PostgreSQL with its store.
     static let thirdParty: [String: [String]] = [
-        "AsyncHTTPClient": ["SwitchyardNetworkText", "SwitchyardRuntime/Iiidea", "SwitchyardRuntime/OAuth"],
+        "AsyncHTTPClient": ["SwitchyardNetworkText", "SwitchyardIiideaHTTP"],
         // The admin token's comparison, OAuth's sealed tokens, and the digest of a dedupe key.
-        "Crypto": ["SwitchyardAdmin", "SwitchyardRuntime/OAuth", "SwitchyardRuntime/Router/RouteDedupe.swift"],
+        "Crypto": ["SwitchyardAdmin", "SwitchyardIiideaHTTP/OAuth", "SwitchyardRuntime/Router/RouteDedupe.swift"],
         "NIOSSL": ["SwitchyardNetworkText"],
         "Yams": ["SwitchyardConfig"],
         "PostgresNIO": ["SwitchyardPostgres"],
@@ -71,14 +72,14 @@ struct ModuleDependencyTests {
         "Prometheus": ["SwitchyardAdmin"],
         "HTTPTypes": ["SwitchyardAdmin", "SwitchyardConnectionGuard"],
         "NIOHTTPTypes": ["SwitchyardConnectionGuard"],
-        "NIOHTTP1": ["SwitchyardRuntime/Iiidea", "SwitchyardRuntime/OAuth"],
+        "NIOHTTP1": ["SwitchyardIiideaHTTP"],
         "NIOPosix": ["SwitchyardNetworkText", "SwitchyardPostgres"],
         "NIOCore": [
-            "SwitchyardNetworkText", "SwitchyardConnectionGuard", "SwitchyardPostgres", "SwitchyardAdmin", "SwitchyardRuntime/Iiidea",
-            "SwitchyardRuntime/OAuth",
+            "SwitchyardNetworkText", "SwitchyardConnectionGuard", "SwitchyardPostgres", "SwitchyardAdmin", "SwitchyardIiideaHTTP",
         ],
         "Logging": [
-            "SwitchyardRuntime", "SwitchyardGraphTest", "SwitchyardAdmin", "SwitchyardPostgres", "SwitchyardPluginHTTP", "switchyard",
+            "SwitchyardRuntime", "SwitchyardIiideaHTTP", "SwitchyardGraphTest", "SwitchyardAdmin", "SwitchyardPostgres",
+            "SwitchyardPluginHTTP", "switchyard",
         ],
         "Metrics": ["SwitchyardAdmin"],
         "CoreMetrics": ["SwitchyardRuntime", "SwitchyardAdmin"],
@@ -167,7 +168,9 @@ struct ModuleDependencyTests {
                 Import(module: "MQTTPlugin", file: "Sources/SwitchyardRuntime/Router/Router.swift", line: 1),
                 Import(module: "SwitchyardAdmin", file: "Sources/SwitchyardRuntime/Router/Router.swift", line: 2),
                 Import(module: "AsyncHTTPClient", file: "Sources/SwitchyardRuntime/Router/Router.swift", line: 3),
-                Import(module: "AsyncHTTPClient", file: "Sources/SwitchyardRuntime/OAuth/OAuthVault.swift", line: 1),
+            ],
+            "SwitchyardIiideaHTTP": [
+                Import(module: "AsyncHTTPClient", file: "Sources/SwitchyardIiideaHTTP/OAuth/OAuthVault.swift", line: 1)
             ],
             "SwitchyardCore": [Import(module: "Foundation", file: "Sources/SwitchyardCore/JSON/JSONValue.swift", line: 1)],
             "SwitchyardMystery": [],

@@ -53,7 +53,7 @@ struct IiideaStoreTests {
         try sandbox.writeRoutes(
             """
             instances:
-              clock: { plugin: core, timer: { interval: 20ms } }
+              clock: { plugin: core, timer: { interval: 100ms } }
               out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
             iiidea_templates:
               - id: note-ticks
@@ -185,7 +185,7 @@ struct IiideaStoreTests {
         try sandbox.writeRoutes(
             """
             instances:
-              clock: { plugin: core, timer: { interval: 20ms } }
+              clock: { plugin: core, timer: { interval: 100ms } }
               out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
             iiideas:
               - id: greet
@@ -237,7 +237,7 @@ struct IiideaStoreTests {
                 """
             return """
                 instances:
-                  clock: { plugin: core, timer: { interval: 20ms } }
+                  clock: { plugin: core, timer: { interval: 100ms } }
                   out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
                 iiideas:
                   - id: stays
@@ -278,7 +278,7 @@ struct IiideaStoreTests {
         func routes(passing service: String) -> String {
             """
             instances:
-              clock: { plugin: core, timer: { interval: 20ms } }
+              clock: { plugin: core, timer: { interval: 100ms } }
               out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))", format: body } }
             iiidea_templates:
               - { id: passing, trigger: { port: clock.tick }, service: \(service), action: { port: out.write } }
@@ -402,7 +402,7 @@ struct IiideaStoreTests {
         try sandbox.writeRoutes(
             """
             instances:
-              clock: { plugin: core, timer: { interval: 20ms } }
+              clock: { plugin: core, timer: { interval: 100ms } }
               sink:  { plugin: testkit, collect: { path: "\(sandbox.path("collected.txt"))" } }
             iiidea_templates:
               - id: collect

@@ -173,7 +173,7 @@ struct IiideaTests {
             """
             iiidea_history: { keep: 3 }
             instances:
-              clock: { plugin: core, timer: { interval: 10ms } }
+              clock: { plugin: core, timer: { interval: 100ms } }
               ticks: { plugin: core, file: { path: "\(sandbox.path("ticks.jsonl"))" } }
               out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
             routes:
@@ -214,7 +214,7 @@ struct IiideaTests {
         try sandbox.writeRoutes(
             """
             instances:
-              clock: { plugin: core, timer: { interval: 10ms } }
+              clock: { plugin: core, timer: { interval: 100ms } }
               sink:  { plugin: testkit, collect: { path: "\(sandbox.path("collected.txt"))" } }
             iiideas:
               - id: refused

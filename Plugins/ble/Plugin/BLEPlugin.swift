@@ -2,9 +2,8 @@ import Dispatch
 import SwitchyardCore
 import SwitchyardPluginKit
 
-/// The exported entry point of `libble.so`.
-@_cdecl("switchyard_plugin_entry")
-public func switchyardPluginEntry(_ offer: UnsafeRawPointer?, _ table: UnsafeMutableRawPointer?, _ capacity: Int) -> UInt32 {
+/// Negotiates the plugin ABI for `libble.so` (its exported entry is in BLEPluginEntry).
+public func negotiateBLEPlugin(_ offer: UnsafeRawPointer?, _ table: UnsafeMutableRawPointer?, _ capacity: Int) -> UInt32 {
     PluginExport.negotiate(BLEPlugin.self, offer: offer, table: table, capacity: capacity)
 }
 

@@ -20,6 +20,9 @@ final class BlueZModel: Sendable {
         var nextWaiter: UInt64 = 0
         /// Waits that timed out (or were cancelled) before they were registered.
         var expiredEarly: Set<UInt64> = []
+        /// The signals applied since a `GetManagedObjects` was sent (``beginSnapshot()``),
+        /// replayed over its reply; nil when none is under way.
+        var journal: [DBusSignal]?
     }
 
     private let state = Mutex(State())
@@ -37,47 +40,67 @@ final class BlueZModel: Sendable {
     /// The tree now.
     var objects: Objects { state.withLock { $0.objects } }
 
-    /// Replaces the tree with a `GetManagedObjects` reply (`a{oa{sa{sv}}}`).
+    /// The most signals kept for replay while a `GetManagedObjects` is under way.
+    static let journalLimit = 10_000
+
+    /// Starts remembering the signals applied from now on, until ``reset(from:)`` replays
+    /// them. Call it before sending `GetManagedObjects`: signals are applied as the bus reads
+    /// them, its reply only when the asking task resumes — later, on a loaded machine — so a
+    /// device announced meanwhile would be undone by the older tree the reply holds.
+    func beginSnapshot() { state.withLock { $0.journal = [] } }
+
+    /// Replaces the tree with a `GetManagedObjects` reply (`a{oa{sa{sv}}}`), then replays the
+    /// signals applied since ``beginSnapshot()`` (those the reply already holds change nothing
+    /// once replayed in order). Without a reply (BlueZ left the bus): an empty tree, and
+    /// nothing from before it is replayed.
     func reset(from reply: DBusValue?) {
         var objects: Objects = [:]
+        var dropped: [String] = []
         for (path, interfaces) in reply?.dictionaryValue ?? [:] {
             guard objects.count < maximumObjects else {
-                overflowed(path)
+                dropped.append(path)
                 continue
             }
             objects[path] = Self.interfaces(interfaces)
         }
-        update { $0 = objects }
+        update { state in
+            if reply != nil {
+                for signal in state.journal ?? [] { Self.apply(signal, to: &objects, maximum: maximumObjects, dropped: &dropped) }
+                state.journal = nil
+            } else if state.journal != nil {
+                state.journal = []
+            }
+            state.objects = objects
+        }
+        for path in dropped { overflowed(path) }
     }
 
     /// Applies a BlueZ signal to the tree.
     func apply(_ signal: DBusSignal) {
+        var dropped: [String] = []
+        update { state in
+            Self.apply(signal, to: &state.objects, maximum: maximumObjects, dropped: &dropped)
+            if state.journal != nil, state.journal?.count ?? 0 < Self.journalLimit { state.journal?.append(signal) }
+        }
+        for path in dropped { overflowed(path) }
+    }
+
+    private static func apply(_ signal: DBusSignal, to objects: inout Objects, maximum: Int, dropped: inout [String]) {
         switch (signal.interface, signal.member) {
         case ("org.freedesktop.DBus.ObjectManager", "InterfacesAdded"):
             guard signal.arguments.count == 2, let path = signal.arguments[0].stringValue else { return }
-            let added = Self.interfaces(signal.arguments[1])
-            var dropped = false
-            update { objects in
-                dropped = objects[path] == nil && objects.count >= maximumObjects
-                if !dropped { objects[path, default: [:]].merge(added) { _, new in new } }
-            }
-            if dropped { overflowed(path) }
+            guard objects[path] != nil || objects.count < maximum else { return dropped.append(path) }
+            objects[path, default: [:]].merge(interfaces(signal.arguments[1])) { _, new in new }
         case ("org.freedesktop.DBus.ObjectManager", "InterfacesRemoved"):
             guard signal.arguments.count == 2, let path = signal.arguments[0].stringValue else { return }
-            let removed = signal.arguments[1].stringsValue ?? []
-            update { objects in
-                for interface in removed { objects[path]?.removeValue(forKey: interface) }
-                if objects[path]?.isEmpty == true { objects.removeValue(forKey: path) }
-            }
+            for interface in signal.arguments[1].stringsValue ?? [] { objects[path]?.removeValue(forKey: interface) }
+            if objects[path]?.isEmpty == true { objects.removeValue(forKey: path) }
         case ("org.freedesktop.DBus.Properties", "PropertiesChanged"):
-            guard signal.arguments.count >= 2, let interface = signal.arguments[0].stringValue else { return }
+            guard signal.arguments.count >= 2, let interface = signal.arguments[0].stringValue, objects[signal.path] != nil else { return }
             let changed = (signal.arguments[1].dictionaryValue ?? [:]).mapValues(\.unwrapped)
             let invalidated = signal.arguments.count > 2 ? signal.arguments[2].stringsValue ?? [] : []
-            update { objects in
-                guard objects[signal.path] != nil else { return }
-                objects[signal.path, default: [:]][interface, default: [:]].merge(changed) { _, new in new }
-                for name in invalidated { objects[signal.path]?[interface]?.removeValue(forKey: name) }
-            }
+            objects[signal.path, default: [:]][interface, default: [:]].merge(changed) { _, new in new }
+            for name in invalidated { objects[signal.path]?[interface]?.removeValue(forKey: name) }
         default:
             break
         }
@@ -87,9 +110,9 @@ final class BlueZModel: Sendable {
         (value.dictionaryValue ?? [:]).mapValues { ($0.dictionaryValue ?? [:]).mapValues(\.unwrapped) }
     }
 
-    private func update(_ change: (inout Objects) -> Void) {
+    private func update(_ change: (inout State) -> Void) {
         let satisfied = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            change(&state.objects)
+            change(&state)
             let objects = state.objects
             let done = state.waiters.filter { $0.value.condition(objects) }
             for key in done.keys { state.waiters.removeValue(forKey: key) }

@@ -205,6 +205,7 @@ final class SlateLink: Sendable {
     private func connectAndServe() async throws(Ending) {
         let adapter = "/org/bluez/\(configuration.adapter)"
         do {
+            model.beginSnapshot()
             let tree = try await bus.call(
                 destination: Self.bluez, path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects")
             model.reset(from: tree.first)

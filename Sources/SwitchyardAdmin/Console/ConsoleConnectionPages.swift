@@ -1,5 +1,6 @@
 import Hummingbird
 import SwitchyardCore
+import SwitchyardIiideaHTTP
 import SwitchyardRuntime
 
 /// `/console/connections`: the OAuth 2.0 connections of the route files, each with a button
@@ -34,7 +35,7 @@ struct ConsoleConnectionPages: Sendable {
                     response.headers[.location] = url
                     response.headers[.cacheControl] = "no-store"
                     return response
-                } catch let error as RouterError {
+                } catch let error as OAuthError {
                     return connectionsPage(session: session, problem: error.reason, status: .notFound)
                 }
             }
@@ -45,7 +46,7 @@ struct ConsoleConnectionPages: Sendable {
                 do {
                     try router.iiideas.oauth.disconnect(name)
                     return Console.redirect("/console/connections?disconnected=" + Console.queryEscaped(name))
-                } catch let error as RouterError {
+                } catch let error as OAuthError {
                     return connectionsPage(session: session, problem: error.reason, status: .serviceUnavailable)
                 }
             }

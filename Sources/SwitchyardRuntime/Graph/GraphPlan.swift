@@ -1,5 +1,6 @@
 public import SwitchyardConfig
 public import SwitchyardCore
+public import SwitchyardIiideaHTTP
 public import SwitchyardRouting
 public import SwitchyardScript
 

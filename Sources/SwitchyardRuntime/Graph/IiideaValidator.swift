@@ -1,5 +1,6 @@
 internal import SwitchyardConfig
 internal import SwitchyardCore
+internal import SwitchyardIiideaHTTP
 internal import SwitchyardRouting
 internal import SwitchyardScript
 

@@ -1,4 +1,5 @@
 public import SwitchyardCore
+internal import SwitchyardIiideaHTTP
 
 /// The service pieces the router itself provides.
 public enum BuiltinPieces {

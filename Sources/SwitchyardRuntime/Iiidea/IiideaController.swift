@@ -4,6 +4,7 @@ internal import SwitchyardABI
 internal import SwitchyardBridge
 internal import SwitchyardConfig
 internal import SwitchyardCore
+internal import SwitchyardIiideaHTTP
 internal import SwitchyardSpool
 internal import SwitchyardStore
 import Synchronization

@@ -3,6 +3,7 @@ internal import Logging
 internal import SwitchyardABI
 internal import SwitchyardConfig
 internal import SwitchyardCore
+internal import SwitchyardIiideaHTTP
 internal import SwitchyardRouting
 internal import SwitchyardScript
 internal import SwitchyardSpool
@@ -293,11 +294,4 @@ final class IiideaRunner {
             logger.error("iiidea run history not written", metadata: ["iiidea": .string(planned.id), "error": .string(error.description)])
         }
     }
-}
-
-/// A service piece failed; the run ends there.
-struct ServiceError: Error, CustomStringConvertible {
-    var description: String
-    /// The piece refused to do what it was asked (an `http` URL its policy does not allow).
-    var refused = false
 }

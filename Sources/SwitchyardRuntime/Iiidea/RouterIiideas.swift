@@ -3,6 +3,7 @@ import Foundation
 internal import Logging
 public import SwitchyardConfig
 public import SwitchyardCore
+public import SwitchyardIiideaHTTP
 public import SwitchyardSpool
 public import SwitchyardStore
 

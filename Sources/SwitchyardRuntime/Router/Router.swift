@@ -4,6 +4,7 @@ public import Logging
 internal import SwitchyardABI
 internal import SwitchyardConfig
 internal import SwitchyardCore
+internal import SwitchyardIiideaHTTP
 public import SwitchyardSpool
 public import SwitchyardStore
 import Synchronization

@@ -11,16 +11,16 @@ extension OAuthConnections {
     /// router (or a person) stored others meanwhile, those are taken instead and returned.
     /// Returns nil when `tokens` were kept.
     @discardableResult
-    func keep(_ tokens: OAuthTokens, for name: String, generation: Int, replacing expected: [UInt8]? = nil) throws(RouterError)
+    func keep(_ tokens: OAuthTokens, for name: String, generation: Int, replacing expected: [UInt8]? = nil) throws(OAuthError)
         -> OAuthTokens?
     {
         let (vault, store, shared) = state.withLock { ($0.vault, $0.store, $0.shared) }
-        guard let vault, let store else { throw RouterError(instance: "oauth", reason: "no store to keep \(name)'s tokens in") }
+        guard let vault, let store else { throw OAuthError("no store to keep \(name)'s tokens in") }
         let sealed: [UInt8]
         do {
             sealed = try vault.seal(tokens, name: name)
         } catch {
-            throw RouterError(instance: "oauth", reason: "\(name): cannot seal the tokens: \(error)")
+            throw OAuthError("\(name): cannot seal the tokens: \(error)")
         }
         // The check, the write and the update in one critical section of their own: a
         // disconnect cannot slip in between, and `state` is not held while the store answers.
@@ -28,7 +28,7 @@ extension OAuthConnections {
         defer { storeWrites.unlock() }
         guard state.withLock({ $0.generation[name, default: 0] }) == generation else {
             record(name, error: "connected or disconnected meanwhile")
-            throw RouterError(instance: "oauth", reason: "\(name): connected or disconnected meanwhile")
+            throw OAuthError("\(name): connected or disconnected meanwhile")
         }
         do {
             if shared, let expected {
@@ -40,16 +40,16 @@ extension OAuthConnections {
             }
         } catch {
             record(name, error: "cannot store the tokens: \(error)")
-            throw RouterError(instance: "oauth", reason: "\(name): cannot store the tokens: \(error)")
+            throw OAuthError("\(name): cannot store the tokens: \(error)")
         }
         state.withLock { $0.hold(tokens, sealed: sealed, for: name) }
         return nil
     }
 
     /// A refresh found the stored tokens changed under it: takes what the store holds now.
-    private func adoptStored(_ name: String, vault: OAuthVault, store: any OAuthTokenStore) throws(RouterError) -> OAuthTokens {
+    private func adoptStored(_ name: String, vault: OAuthVault, store: any OAuthTokenStore) throws(OAuthError) -> OAuthTokens {
         guard case .present(let tokens, let sealed) = vault.stored(name, in: store, logger: logger) else {
-            throw RouterError(instance: "oauth", reason: "\(name): changed on another router meanwhile")
+            throw OAuthError("\(name): changed on another router meanwhile")
         }
         state.withLock { $0.hold(tokens, sealed: sealed, for: name) }
         return tokens
@@ -100,7 +100,7 @@ extension OAuthConnections {
     /// Another router sharing the store connected, refreshed or removed connection `name` (nil:
     /// any of them, after notices may have been missed): this router reads the store again and
     /// follows. Blocks on the store: call it off the store's event loop.
-    func storedTokensChanged(_ name: String?) {
+    package func storedTokensChanged(_ name: String?) {
         let (store, vault, names) = state.withLock { ($0.store, $0.vault, name.map { [$0] } ?? Array($0.declarations.keys)) }
         guard let vault else { return }
         for name in names {

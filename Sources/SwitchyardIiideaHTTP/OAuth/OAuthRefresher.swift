@@ -18,7 +18,7 @@ final class OAuthRefresher: Sendable {
         var timers: [String: Task<Void, Never>] = [:]
         /// The refresh under way per connection: a second caller waits for it rather than sending
         /// the same (rotating) refresh token twice, which a provider takes for a replay.
-        var inFlight: [String: Task<Result<OAuthTokens, RouterError>, Never>] = [:]
+        var inFlight: [String: Task<Result<OAuthTokens, OAuthError>, Never>] = [:]
     }
 
     private let tasks = Mutex(Tasks())
@@ -27,12 +27,12 @@ final class OAuthRefresher: Sendable {
     init(logger: Logger) { self.logger = logger }
 
     /// Refreshes `name` once, or waits for the refresh already under way; returns the new tokens.
-    func refresh(_ name: String, for connections: OAuthConnections) async throws(RouterError) -> OAuthTokens {
+    func refresh(_ name: String, for connections: OAuthConnections) async throws(OAuthError) -> OAuthTokens {
         let task = tasks.withLock { tasks in
             if let running = tasks.inFlight[name] { return running }
-            let task = Task { () -> Result<OAuthTokens, RouterError> in
+            let task = Task { () -> Result<OAuthTokens, OAuthError> in
                 defer { self.tasks.withLock { $0.inFlight[name] = nil } }
-                do throws(RouterError) {
+                do throws(OAuthError) {
                     return .success(try await self.refreshNow(name, for: connections))
                 } catch {
                     return .failure(error)
@@ -50,7 +50,7 @@ final class OAuthRefresher: Sendable {
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<Result<String, ServiceError>?>(nil)
         Task {
-            do throws(RouterError) {
+            do throws(OAuthError) {
                 let fresh = try await self.refresh(name, for: connections)
                 result.withLock { $0 = .success(fresh.accessToken) }
             } catch {
@@ -69,15 +69,15 @@ final class OAuthRefresher: Sendable {
     /// Refreshes `name`, keeps and returns the new tokens. `invalid_grant` (revoked, or the
     /// refresh token rotated elsewhere) disconnects it, so that only a person can connect it
     /// again — unless, with a shared store, another router's newer tokens turn up within 2 s.
-    private func refreshNow(_ name: String, for connections: OAuthConnections) async throws(RouterError) -> OAuthTokens {
+    private func refreshNow(_ name: String, for connections: OAuthConnections) async throws(OAuthError) -> OAuthTokens {
         guard let held = connections.held(name) else {
-            throw RouterError(instance: "oauth", reason: connections.refusal(for: name) ?? name)
+            throw OAuthError(connections.refusal(for: name) ?? name)
         }
         let current = { connections.isCurrent(name, generation: held.generation) }
         guard let refreshToken = held.tokens.refreshToken else {
             if current() { try? connections.disconnect(name) }
             connections.record(name, error: "the access token expired and the provider gave no refresh token: connect it again")
-            throw RouterError(instance: "oauth", reason: "\(name): expired, no refresh token; connect it again")
+            throw OAuthError("\(name): expired, no refresh token; connect it again")
         }
         // Another router sharing the store may have refreshed it already: then its tokens are
         // the ones to use (the refresh token they replaced no longer works).
@@ -96,7 +96,7 @@ final class OAuthRefresher: Sendable {
             }
             connections.record(name, error: "refresh failed: \(error.description)")
             if error.code == "invalid_grant", current() { connections.forget(name, generation: held.generation, replacing: held.sealed) }
-            throw RouterError(instance: "oauth", reason: "\(name): refresh failed: \(error.description)")
+            throw OAuthError("\(name): refresh failed: \(error.description)")
         }
         if let adopted = try connections.keep(fresh, for: name, generation: held.generation, replacing: held.sealed) { return adopted }
         logger.info("oauth: refreshed", metadata: ["connection": .string(name)])

@@ -1,8 +1,8 @@
 import Foundation
-internal import Logging
-internal import SwitchyardConfig
+package import Logging
+package import SwitchyardConfig
 public import SwitchyardCore
-internal import SwitchyardStore
+package import SwitchyardStore
 import Synchronization
 
 /// The router's OAuth 2.0 connections (`oauth:`): a person connects one through the admin API
@@ -56,20 +56,20 @@ public final class OAuthConnections: Sendable {
     /// The authorizations people started and the provider has not yet sent back.
     let flows = OAuthAuthorizationFlows()
 
-    init(logger: Logger) {
+    package init(logger: Logger) {
         self.logger = logger
         refresher = OAuthRefresher(logger: logger)
     }
 
     /// Calls `body` with the name of each connection a person connects from now on.
-    func whenConnected(_ body: @escaping @Sendable (String) -> Void) { connected.withLock { $0 = body } }
+    package func whenConnected(_ body: @escaping @Sendable (String) -> Void) { connected.withLock { $0 = body } }
 
     /// Takes the connections of a (re)loaded graph and the router's store; tokens kept in the
     /// store are opened and their refresh is scheduled. A connection no longer declared is
     /// forgotten here, not in the store (a reload that brings it back finds it connected).
     /// The sealing key is `SWITCHYARD_OAUTH_KEY`, else `oauth.key` in `keyDirectory` (beside
     /// the spool); a `shared` store needs the former, the same on every router.
-    func adopt(_ declarations: [OAuthDeclaration], store: (any OAuthTokenStore)?, keyDirectory: String?, shared: Bool) {
+    package func adopt(_ declarations: [OAuthDeclaration], store: (any OAuthTokenStore)?, keyDirectory: String?, shared: Bool) {
         var vault: OAuthVault?
         if !declarations.isEmpty, store != nil {
             let environment = ProcessInfo.processInfo.environment["SWITCHYARD_OAUTH_KEY"]
@@ -115,7 +115,7 @@ public final class OAuthConnections: Sendable {
     }
 
     /// Stops every refresh timer (the router stops).
-    func stop() { refresher.stop() }
+    package func stop() { refresher.stop() }
 
     /// Whether connection `name` has tokens.
     func isConnected(_ name: String) -> Bool { state.withLock { $0.tokens[name] != nil } }
@@ -146,19 +146,19 @@ public final class OAuthConnections: Sendable {
     var isShared: Bool { state.withLock { $0.shared } }
 
     /// Why an iiidea piece that needs connection `name` cannot work, or nil when it can.
-    func refusal(for name: String) -> String? {
+    package func refusal(for name: String) -> String? {
         isConnected(name) ? nil : "connect \(name) first (POST /v1/oauth/\(name)/start, or the console)"
     }
 
     /// Starts connecting `name`: the URL to send the person's browser to. `callback` is where
     /// the provider sends it back when the declaration names no `redirect_url`; `returnTo` is
     /// where the callback sends the browser once connected (a console page).
-    public func start(_ name: String, callback: String, returnTo: String? = nil) throws(RouterError) -> String {
+    public func start(_ name: String, callback: String, returnTo: String? = nil) throws(OAuthError) -> String {
         guard let declaration = state.withLock({ $0.declarations[name] }) else {
-            throw RouterError(instance: "oauth", reason: "no OAuth connection named '\(name)'")
+            throw OAuthError("no OAuth connection named '\(name)'")
         }
         guard state.withLock({ $0.vault != nil }) else {
-            throw RouterError(instance: "oauth", reason: "the router's store has no key to keep tokens with (see the log)")
+            throw OAuthError("the router's store has no key to keep tokens with (see the log)")
         }
         return flows.begin(name, as: declaration, callback: callback, returnTo: returnTo)
     }
@@ -166,17 +166,17 @@ public final class OAuthConnections: Sendable {
     /// Finishes a flow from the provider's redirect (`state`, and `code` or `error`): exchanges
     /// the code (with the PKCE verifier) for tokens and keeps them. Returns the connection's name
     /// and where its flow asked the browser to go next.
-    public func complete(state flowState: String, code: String?, error: String?) async throws(RouterError) -> (
+    public func complete(state flowState: String, code: String?, error: String?) async throws(OAuthError) -> (
         name: String, returnTo: String?
     ) {
         guard let flow = flows.take(flowState), let declaration = state.withLock({ $0.declarations[flow.connection] }) else {
-            throw RouterError(instance: "oauth", reason: "unknown or expired authorization (state): start again")
+            throw OAuthError("unknown or expired authorization (state): start again")
         }
         if let error {
             record(flow.connection, error: "the provider refused the authorization: \(error)")
-            throw RouterError(instance: "oauth", reason: "\(flow.connection): the provider refused the authorization: \(error)")
+            throw OAuthError("\(flow.connection): the provider refused the authorization: \(error)")
         }
-        guard let code, !code.isEmpty else { throw RouterError(instance: "oauth", reason: "the callback has no code") }
+        guard let code, !code.isEmpty else { throw OAuthError("the callback has no code") }
         let tokens: OAuthTokens
         do {
             tokens = try await OAuthTokenEndpoint.request(
@@ -186,7 +186,7 @@ public final class OAuthConnections: Sendable {
                 ])
         } catch {
             record(flow.connection, error: error.description)
-            throw RouterError(instance: "oauth", reason: "\(flow.connection): \(error.description)")
+            throw OAuthError("\(flow.connection): \(error.description)")
         }
         let generation = state.withLock { state in
             state.generation[flow.connection, default: 0] += 1
@@ -201,7 +201,7 @@ public final class OAuthConnections: Sendable {
 
     /// The access token of `name` for a call now: refreshed first when it has expired (or is
     /// about to), which blocks the calling thread for at most the token endpoint's timeout.
-    func accessToken(_ name: String) throws(ServiceError) -> String {
+    package func accessToken(_ name: String) throws(ServiceError) -> String {
         guard let tokens = state.withLock({ $0.tokens[name] }) else { throw ServiceError(description: refusal(for: name) ?? name) }
         // About to expire (within 5 s, or a quarter of a short token's lifetime): the call
         // would be refused on its way.
@@ -218,7 +218,7 @@ public final class OAuthConnections: Sendable {
     }
 
     /// Forgets connection `name`'s tokens (here and in the store).
-    public func disconnect(_ name: String) throws(RouterError) {
+    public func disconnect(_ name: String) throws(OAuthError) {
         storeWrites.lock()
         defer { storeWrites.unlock() }
         let (task, store) = state.withLock { state in (state.drop(name, timers: refresher), state.store) }
@@ -226,7 +226,7 @@ public final class OAuthConnections: Sendable {
         do {
             try store?.removeOAuthTokens(of: name)
         } catch {
-            throw RouterError(instance: "oauth", reason: "cannot forget \(name)'s tokens: \(error)")
+            throw OAuthError("cannot forget \(name)'s tokens: \(error)")
         }
         logger.notice("oauth: disconnected", metadata: ["connection": .string(name)])
     }

@@ -2,7 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
-internal import SwitchyardCore
+package import SwitchyardCore
 internal import SwitchyardNetworkText
 import Synchronization
 
@@ -28,7 +28,7 @@ public struct HTTPPiecePolicy: Sendable, Equatable {
 }
 
 /// The `http` service piece, on AsyncHTTPClient.
-enum HTTPPiece {
+package enum HTTPPiece {
     /// Largest response body read.
     static let maximumResponse = 4 << 20
 
@@ -36,7 +36,7 @@ enum HTTPPiece {
     /// that is not JSON becomes `{"status": N, "text": "..."}`). Fails on a URL the policy
     /// refuses (`ServiceError.refused`), a transport error, a timeout or a final status outside
     /// 200–299.
-    static func call(_ request: JSONValue, timeout: UInt64, policy: HTTPPiecePolicy) throws(ServiceError) -> JSONValue {
+    package static func call(_ request: JSONValue, timeout: UInt64, policy: HTTPPiecePolicy) throws(ServiceError) -> JSONValue {
         guard var url = request["url"]?.stringValue, !url.isEmpty else { throw ServiceError(description: "http: the url is empty") }
         var method = HTTPMethod(rawValue: request["method"]?.stringValue ?? "GET")
         var body = request["body"].flatMap { $0 == .null ? nil : $0 }
