@@ -437,7 +437,8 @@ let package = Package(
 if let sanitizer = Context.environment["SWITCHYARD_SANITIZE"] {
     let sanitizedTestTargets: Set<String> = ["SwitchyardRuntimeTests", "SwitchyardScriptTests", "SwitchyardSpoolTests", "PluginABITests"]
     let notLoaded: Set<String> = [
-        "PushMessage", "PushTokens", "PushPlugin", "CSDBus", "SDBus", "BLEPlugin", "SIPCodec", "SIPPlugin", "SIPPluginEntry", "QeoQDM",
+        "PushMessage", "PushTokens", "PushPlugin", "CSDBus", "SDBus", "BLEPlugin", "BLEPluginEntry", "SIPCodec", "SIPPlugin",
+        "SIPPluginEntry", "QeoQDM",
         "CCycloneDDS", "QeoDDS", "CRealmCrypto", "QeoRealm", "QeoEnrollment", "QeoWake", "CQRencode", "QeoPlugin", "FuzzingSupport",
         "PluginTestSupport",
     ]
