@@ -16,27 +16,9 @@ enum CCompiler {
             "cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-O2",
             "-I", abiIncludeDirectory.path, "-o", output.path, source.path,
         ]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardOutput = errors
-        process.standardError = errors
-        let collected = OutputBuffer()
-        let reader = PipeReader(errors, into: collected)
-        try ChildProcess.start(process)
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-            throw SandboxError("cc did not finish within \(timeout)")
-        }
-        process.waitUntilExit()
-        _ = collected.waitForEnd(timeout: .seconds(5))
-        reader.stop()
-        guard process.terminationStatus == 0 else {
-            throw SandboxError("\(arguments.joined(separator: " ")) failed (\(process.terminationStatus)):\n\(collected.text)")
+        let result = try Tool.run("/usr/bin/env", arguments, timeout: timeout)
+        guard result.status == 0 else {
+            throw SandboxError("\(arguments.joined(separator: " ")) failed (\(result.status)):\n\(result.output)")
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: output.path)
     }
