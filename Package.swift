@@ -98,22 +98,25 @@ let package = Package(
         .target(
             name: "SwitchyardNetworkText", dependencies: [.product(name: "SwitchyardDependencies", package: "Dependencies")],
             swiftSettings: strict),
-        // Plugin loading over the C ABI, validation, the router itself.
+        // Plugin loading over the C ABI, validation, the router itself. It runs iiidea routes
+        // through the `IiideaEngine` SwitchyardIiideas implements, and knows no iiidea beyond it.
         .target(
             name: "SwitchyardRuntime",
             dependencies: [
                 "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardRouting", "SwitchyardConfig", "SwitchyardSpool",
-                "SwitchyardSQLite", "SwitchyardStore", "SwitchyardScript", "SwitchyardIiideaHTTP",
+                "SwitchyardSQLite", "SwitchyardStore", "SwitchyardScript",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
         ),
-        // The iiideas' way out to the web: the http piece's requests and the OAuth connections
-        // that sign them — the only users of the HTTP client, and of crypto's sealing.
+        // The iiideas: their switches, pieces, runs and run feed, the stored catalog, and their
+        // way out to the web — the http piece's requests and the OAuth connections that sign
+        // them (the only users of the HTTP client, and of crypto's sealing).
         .target(
-            name: "SwitchyardIiideaHTTP",
+            name: "SwitchyardIiideas",
             dependencies: [
-                "SwitchyardConfig", "SwitchyardCore", "SwitchyardNetworkText", "SwitchyardStore",
+                "SwitchyardRuntime", "SwitchyardABI", "SwitchyardConfig", "SwitchyardCore", "SwitchyardNetworkText", "SwitchyardRouting",
+                "SwitchyardScript", "SwitchyardSpool", "SwitchyardStore",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -122,8 +125,8 @@ let package = Package(
         .target(
             name: "SwitchyardGraphTest",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardConfig", "SwitchyardRouting",
-                "SwitchyardScript", "SwitchyardSpool",
+                "SwitchyardRuntime", "SwitchyardIiideas", "SwitchyardABI", "SwitchyardBridge", "SwitchyardCore", "SwitchyardConfig",
+                "SwitchyardRouting", "SwitchyardScript", "SwitchyardSpool",
             ],
             swiftSettings: strict
         ),
@@ -159,7 +162,7 @@ let package = Package(
             name: "SwitchyardAdmin",
             dependencies: [
                 "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardStore", "SwitchyardCore", "SwitchyardAdminClient",
-                "SwitchyardConnectionGuard", "SwitchyardIiideaHTTP",
+                "SwitchyardConnectionGuard", "SwitchyardIiideas",
                 .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
             swiftSettings: strict
@@ -169,7 +172,8 @@ let package = Package(
         .executableTarget(
             name: "switchyard",
             dependencies: [
-                "SwitchyardRuntime", "SwitchyardGraphTest", "SwitchyardSpool", "SwitchyardSQLiteStore", "SwitchyardAdmin",
+                "SwitchyardRuntime", "SwitchyardIiideas", "SwitchyardGraphTest", "SwitchyardSpool", "SwitchyardSQLiteStore",
+                "SwitchyardAdmin",
                 "SwitchyardAdminClient", "SwitchyardPostgres",
                 "SwitchyardStore", .product(name: "SwitchyardDependencies", package: "Dependencies"),
             ],
@@ -330,7 +334,7 @@ let package = Package(
         .testTarget(name: "SwitchyardRoutingTests", dependencies: ["SwitchyardRouting"], swiftSettings: strict),
         .testTarget(name: "SwitchyardScriptTests", dependencies: ["SwitchyardScript", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchyardConfigTests", dependencies: ["SwitchyardConfig"], swiftSettings: strict),
-        .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime", "SwitchyardIiideaHTTP"], swiftSettings: strict),
+        .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime", "SwitchyardIiideas"], swiftSettings: strict),
         // Which module may import which (reads the sources; depends on nothing).
         .testTarget(name: "ArchitectureTests", swiftSettings: strict),
         .testTarget(name: "SwitchyardGraphTestTests", dependencies: ["SwitchyardGraphTest", "SwitchyardCore"], swiftSettings: strict),

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import SwitchyardCore
+import SwitchyardIiideas
 import SwitchyardRuntime
 import SwitchyardSpool
 import SwitchyardStore
@@ -21,6 +22,7 @@ struct AdminIiideaAPI: AdminRouteGroup {
     let catalog: IiideaCatalog
 
     var router: SwitchyardRuntime.Router { catalog.router }
+    var iiideas: RouterIiideas { catalog.iiideas }
 
     func addRoutes(to routes: Hummingbird.Router<BasicRequestContext>) {
         routes.get("v1/iiideas") { request, _ -> Response in
@@ -34,7 +36,7 @@ struct AdminIiideaAPI: AdminRouteGroup {
             guard let summary = await catalog.summaries().first(where: { $0.id == id }) else {
                 return .refusal(.notFound, "no iiidea '\(id)'")
             }
-            let schemas = router.iiideas.preferenceSchemas(of: summary.declaration)
+            let schemas = iiideas.preferenceSchemas(of: summary.declaration)
             guard case .object(var object) = summary.json else { return .refusal(.internalServerError, "unexpected") }
             let preferences = summary.declaration.shownPreferences
             let locked = summary.declaration.lockedPieces
@@ -47,11 +49,11 @@ struct AdminIiideaAPI: AdminRouteGroup {
             routes.post("v1/iiideas/:id/\(verb)") { _, context -> Response in
                 let id = try context.decodedParameter("id")
                 do {
-                    try await router.iiideas.setOnOwnThread(id, enabled: enabled)
+                    try await iiideas.setOnOwnThread(id, enabled: enabled)
                 } catch {
                     return .refusal(.notFound, "\(error)")
                 }
-                let reason = router.iiideas.list.first { $0.iiidea.id == id }?.inactiveReason
+                let reason = iiideas.list.first { $0.iiidea.id == id }?.inactiveReason
                 var answer: [String: JSONValue] = ["id": .string(id), "enabled": .bool(enabled), "active": .bool(enabled && reason == nil)]
                 if let reason { answer["inactive_reason"] = .string(reason) }
                 return .json(JSONValue.object(answer).serializedBytes())
@@ -61,21 +63,21 @@ struct AdminIiideaAPI: AdminRouteGroup {
             let id = try context.decodedParameter("id")
             let body = try await request.jsonBody()
             do throws(RouterError) {
-                let envelope = try router.iiideas.run(id, input: body["input"] ?? .object([:]))
+                let envelope = try iiideas.run(id, input: body["input"] ?? .object([:]))
                 return .json(
                     JSONValue.object(["id": .string(id), "trigger_envelope_id": .string(envelope)]).serializedBytes(), status: .accepted)
             } catch {
-                return .refusal(router.iiideas.list.contains { $0.iiidea.id == id } ? .conflict : .notFound, error.description)
+                return .refusal(iiideas.list.contains { $0.iiidea.id == id } ? .conflict : .notFound, error.description)
             }
         }
         routes.get("v1/iiideas/:id/runs") { request, context -> Response in
             let id = try context.decodedParameter("id")
-            guard router.iiideas.list.contains(where: { $0.iiidea.id == id }) else { return .refusal(.notFound, "no iiidea '\(id)'") }
+            guard iiideas.list.contains(where: { $0.iiidea.id == id }) else { return .refusal(.notFound, "no iiidea '\(id)'") }
             return .json(
-                JSONValue.array(try await Self.runs(request, iiidea: id, in: router.iiideas.runStore).map(\.json)).serializedBytes())
+                JSONValue.array(try await Self.runs(request, iiidea: id, in: iiideas.runStore).map(\.json)).serializedBytes())
         }
         routes.get("v1/runs") { request, _ -> Response in
-            .json(JSONValue.array(try await Self.runs(request, iiidea: nil, in: router.iiideas.runStore).map(\.json)).serializedBytes())
+            .json(JSONValue.array(try await Self.runs(request, iiidea: nil, in: iiideas.runStore).map(\.json)).serializedBytes())
         }
         addStoreRoutes(to: routes)
     }
@@ -84,7 +86,7 @@ struct AdminIiideaAPI: AdminRouteGroup {
     private func addStoreRoutes(to routes: Hummingbird.Router<BasicRequestContext>) {
         routes.get("v1/iiidea-templates") { request, _ -> Response in
             let query = request.uri.queryParameters.get("q") ?? ""
-            let list = catalog.templates(matching: query).map { $0.json(schemas: router.iiideas.preferenceSchemas(of: $0.declaration)) }
+            let list = catalog.templates(matching: query).map { $0.json(schemas: iiideas.preferenceSchemas(of: $0.declaration)) }
             return .json(JSONValue.array(list).serializedBytes())
         }
         routes.post("v1/iiideas") { request, _ -> Response in

@@ -1,5 +1,6 @@
 import Hummingbird
 import SwitchyardCore
+import SwitchyardIiideas
 import SwitchyardRuntime
 
 /// What the admin API runs on a plugin directly, outside any route or iiidea: an envelope
@@ -9,6 +10,8 @@ import SwitchyardRuntime
 /// registers it.
 struct AdminInjectAPI: AdminRouteGroup {
     let router: SwitchyardRuntime.Router
+    /// The router's iiideas, whose service pieces `/v1/pieces` runs.
+    let iiideas: RouterIiideas
 
     func addRoutes(to routes: Hummingbird.Router<BasicRequestContext>) {
         addInjectRoute(to: routes)
@@ -62,11 +65,11 @@ struct AdminInjectAPI: AdminRouteGroup {
             let input = try await request.jsonBody()
             let seconds = min(max(request.uri.queryParameters.get("timeout", as: Int.self) ?? 10, 1), 60)
             do {
-                let output = try await router.iiideas.runServicePiece(
+                let output = try await iiideas.runServicePiece(
                     instance: context.parameters.get("instance") ?? "", port: context.parameters.get("piece") ?? "", input: input,
                     timeout: .seconds(seconds))
                 return .json(output.serializedBytes() + [0x0A])
-            } catch let error as SwitchyardRuntime.RouterIiideas.PieceRunError {
+            } catch let error as SwitchyardIiideas.RouterIiideas.PieceRunError {
                 return .refusal(error.failed ? .badGateway : .badRequest, error.description)
             }
         }

@@ -1,6 +1,6 @@
 import Hummingbird
 import SwitchyardCore
-import SwitchyardIiideaHTTP
+import SwitchyardIiideas
 import SwitchyardRuntime
 
 /// The OAuth 2.0 connections (`oauth:` in the route files):
@@ -14,32 +14,32 @@ import SwitchyardRuntime
 ///   started is what lets it in;
 /// - `DELETE /v1/oauth/{name}`: forgets the tokens.
 ///
-/// It owns the router whose connections it starts and completes; separate from
+/// It owns the iiideas whose connections it starts and completes; separate from
 /// ``AdminServer``, which registers it, and from the console's connections page, which shares
 /// its callback.
 struct AdminOAuthAPI: AdminRouteGroup {
-    let router: SwitchyardRuntime.Router
+    let iiideas: RouterIiideas
 
     func addRoutes(to routes: Hummingbird.Router<BasicRequestContext>) {
         routes.get("v1/oauth") { _, _ -> Response in
-            .json(JSONValue.object(["connections": .array(router.iiideas.oauth.list())]).serializedBytes() + [0x0A])
+            .json(JSONValue.object(["connections": .array(iiideas.oauth.list())]).serializedBytes() + [0x0A])
         }
         routes.post("v1/oauth/:name/start") { request, context -> Response in
             let name = context.parameters.get("name") ?? ""
             do {
-                let url = try router.iiideas.oauth.start(name, callback: Self.callback(authority: request.head.authority))
+                let url = try iiideas.oauth.start(name, callback: Self.callback(authority: request.head.authority))
                 return .json(JSONValue.object(["authorize_url": .string(url)]).serializedBytes() + [0x0A])
             } catch let error as OAuthError {
                 // No such connection, or (the router's side) no key to keep its tokens with.
                 return .refusal(
-                    router.iiideas.oauth.list().contains { $0["name"]?.stringValue == name } ? .serviceUnavailable : .notFound, error.reason
+                    iiideas.oauth.list().contains { $0["name"]?.stringValue == name } ? .serviceUnavailable : .notFound, error.reason
                 )
             }
         }
         routes.get(RouterPath(Self.callbackPath)) { request, _ -> Response in
             let query = request.uri.queryParameters
             do {
-                let (name, returnTo) = try await router.iiideas.oauth.complete(
+                let (name, returnTo) = try await iiideas.oauth.complete(
                     state: query.get("state") ?? "", code: query.get("code"), error: query.get("error"))
                 // A flow the console started goes back to its page (a fixed path of this port).
                 if let returnTo {
@@ -52,7 +52,7 @@ struct AdminOAuthAPI: AdminRouteGroup {
         }
         routes.delete("v1/oauth/:name") { _, context -> Response in
             do {
-                try router.iiideas.oauth.disconnect(context.parameters.get("name") ?? "")
+                try iiideas.oauth.disconnect(context.parameters.get("name") ?? "")
                 return .json(JSONValue.object(["connected": false]).serializedBytes() + [0x0A])
             } catch let error as OAuthError {
                 return .refusal(.serviceUnavailable, error.reason)

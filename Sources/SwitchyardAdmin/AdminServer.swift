@@ -9,6 +9,7 @@ import ServiceLifecycle
 public import SwitchyardAdminClient
 import SwitchyardConnectionGuard
 import SwitchyardCore
+public import SwitchyardIiideas
 public import SwitchyardRuntime
 public import SwitchyardSpool
 import Synchronization
@@ -89,7 +90,7 @@ public final class AdminServer: Sendable {
         return registry
     }
 
-    /// Prepares a server; nothing listens until ``start(router:spool:reload:)``.
+    /// Prepares a server; nothing listens until ``start(router:iiideas:spool:reload:)``.
     public init(configuration: Configuration, registry: PrometheusCollectorRegistry, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
@@ -101,7 +102,7 @@ public final class AdminServer: Sendable {
     /// calls it with `false` (nil while another reload runs: answered 409), the iiidea store
     /// with `true` (wait for it). Without it `POST /reload` answers 404.
     public func start(
-        router: SwitchyardRuntime.Router, spool: Spool?,
+        router: SwitchyardRuntime.Router, iiideas: RouterIiideas, spool: Spool?,
         reload: (@Sendable (_ waiting: Bool) -> SwitchyardRuntime.Router.ReloadSummary?)? = nil
     ) throws(AdminError) -> String {
         try configuration.validate()
@@ -109,7 +110,7 @@ public final class AdminServer: Sendable {
         routes.add(middleware: AdminRequestGuard(configuration: configuration))
         addHealthRoutes(to: routes, router: router)
         // The API and the console share one catalog: one lock orders all their changes.
-        let catalog = IiideaCatalog(router: router, spool: spool, reload: reload)
+        let catalog = IiideaCatalog(router: router, iiideas: iiideas, spool: spool, reload: reload)
         let groups: [any AdminRouteGroup] = [
             AdminDeadLetterAPI(store: spool.map(router.deadLetters(of:))),
             AdminStatusAPI(router: router),
@@ -117,8 +118,8 @@ public final class AdminServer: Sendable {
             Console(catalog: catalog, sessions: ConsoleSessions(token: configuration.token)),
             AdminReloadAPI(reload: reload),
             AdminTapAPI(router: router),
-            AdminInjectAPI(router: router),
-            AdminOAuthAPI(router: router),
+            AdminInjectAPI(router: router, iiideas: iiideas),
+            AdminOAuthAPI(iiideas: iiideas),
         ]
         for group in groups { group.addRoutes(to: routes) }
 

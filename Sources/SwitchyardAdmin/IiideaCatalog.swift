@@ -1,6 +1,7 @@
 import Foundation
 import SwitchyardConfig
 import SwitchyardCore
+import SwitchyardIiideas
 import SwitchyardRuntime
 import SwitchyardSpool
 import SwitchyardStore
@@ -10,6 +11,8 @@ import SwitchyardStore
 /// and applied by a reload of the graph (no restart). The admin API and the console share it.
 struct IiideaCatalog: Sendable {
     let router: SwitchyardRuntime.Router
+    /// The router's iiideas: switches, runs, pieces, OAuth connections.
+    let iiideas: RouterIiideas
     let spool: Spool?
     /// Re-reads the route files and the store; `true` waits for a reload under way to end
     /// (and runs after it) rather than answering nil.
@@ -19,10 +22,11 @@ struct IiideaCatalog: Sendable {
     private let changes = NSLock()
 
     init(
-        router: SwitchyardRuntime.Router, spool: Spool?,
+        router: SwitchyardRuntime.Router, iiideas: RouterIiideas, spool: Spool?,
         reload: (@Sendable (_ waiting: Bool) -> SwitchyardRuntime.Router.ReloadSummary?)?
     ) {
         self.router = router
+        self.iiideas = iiideas
         self.spool = spool
         self.reload = reload
     }
@@ -45,17 +49,17 @@ struct IiideaCatalog: Sendable {
 
     /// The templates, those matching every word of `query` when it is not empty.
     func templates(matching query: String = "") -> [IiideaTemplate] {
-        router.iiideas.templates.filter { query.isEmpty || $0.matches(query) }
+        iiideas.templates.filter { query.isEmpty || $0.matches(query) }
     }
 
     /// The iiidea `id` as planned, with its switch.
     func iiidea(_ id: String) -> (iiidea: PlannedIiidea, enabled: Bool, inactiveReason: String?)? {
-        router.iiideas.list.first { $0.iiidea.id == id }
+        iiideas.list.first { $0.iiidea.id == id }
     }
 
     /// An id for a new iiidea from `template`: the template's id, then `-2`, `-3`…
     func freeID(for template: String) -> String {
-        let taken = Set(router.iiideas.list.map(\.iiidea.id) + ((try? router.iiideas.catalogStore?.obtainedIiideas()) ?? []).map(\.id))
+        let taken = Set(iiideas.list.map(\.iiidea.id) + ((try? iiideas.catalogStore?.obtainedIiideas()) ?? []).map(\.id))
         if !taken.contains(template) { return template }
         var number = 2
         while taken.contains("\(template)-\(number)") { number += 1 }
@@ -69,17 +73,17 @@ struct IiideaCatalog: Sendable {
     ) throws(Refusal) -> String {
         changes.lock()
         defer { changes.unlock() }
-        guard let store = router.iiideas.catalogStore else {
+        guard let store = iiideas.catalogStore else {
             throw Refusal(kind: .unavailable, description: "the router has no store (spool) open")
         }
-        guard let template = router.iiideas.templates.first(where: { $0.id == templateID }) else {
+        guard let template = iiideas.templates.first(where: { $0.id == templateID }) else {
             throw Refusal(kind: .notFound, description: "no iiidea template '\(templateID)'")
         }
         let id = requested.flatMap { $0.isEmpty ? nil : $0 } ?? freeID(for: templateID)
         guard id.count <= 64, !id.isEmpty, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
             throw .invalid("the id must be 1 to 64 letters, digits, '-' and '_'", fields: ["id": "letters, digits, '-' and '_' only"])
         }
-        if router.iiideas.list.contains(where: { $0.iiidea.id == id })
+        if iiideas.list.contains(where: { $0.iiidea.id == id })
             || ((try? store.obtainedIiideas()) ?? []).contains(where: { $0.id == id })
         {
             throw Refusal(kind: .conflict, description: "an iiidea '\(id)' exists already", fields: ["id": "taken"])
@@ -113,7 +117,7 @@ struct IiideaCatalog: Sendable {
     func delete(_ id: String) throws(Refusal) {
         changes.lock()
         defer { changes.unlock() }
-        guard let store = router.iiideas.catalogStore else {
+        guard let store = iiideas.catalogStore else {
             throw Refusal(kind: .unavailable, description: "the router has no store (spool) open")
         }
         guard let entry = iiidea(id) else { throw Refusal(kind: .notFound, description: "no iiidea '\(id)'") }
@@ -134,7 +138,7 @@ struct IiideaCatalog: Sendable {
     func setPreferences(of id: String, to preferences: PiecePreferences, reset: Bool = false) throws(Refusal) {
         changes.lock()
         defer { changes.unlock() }
-        guard let store = router.iiideas.catalogStore else {
+        guard let store = iiideas.catalogStore else {
             throw Refusal(kind: .unavailable, description: "the router has no store (spool) open")
         }
         guard let entry = iiidea(id) else { throw Refusal(kind: .notFound, description: "no iiidea '\(id)'") }
@@ -199,7 +203,7 @@ struct IiideaCatalog: Sendable {
 
     /// Checks `preferences` against the schemas of the pieces of `declaration`.
     func check(_ preferences: PiecePreferences, of declaration: IiideaDeclaration) throws(Refusal) {
-        let schemas = router.iiideas.preferenceSchemas(of: declaration)
+        let schemas = iiideas.preferenceSchemas(of: declaration)
         var fields: [String: String] = [:]
         for (piece, value, schema) in [("service", preferences.service, schemas.service), ("action", preferences.action, schemas.action)] {
             guard let schema, let compiled = try? Schema(json: schema) else { continue }
@@ -272,9 +276,9 @@ extension IiideaCatalog {
 
     private func readSummaries() -> [IiideaSummary] {
         let hourAgo = Clock.nowUnixNanos() - 3_600_000_000_000
-        let runStore = router.iiideas.runStore
+        let runStore = iiideas.runStore
         let counts = (try? runStore?.runCounts(since: hourAgo)) ?? [:]
-        return router.iiideas.list.map { entry in
+        return iiideas.list.map { entry in
             IiideaSummary(
                 iiidea: entry.iiidea, enabled: entry.enabled, inactiveReason: entry.inactiveReason,
                 lastRun: (try? runStore?.runs(iiidea: entry.iiidea.id, limit: 1))?.first, runsLastHour: counts[entry.iiidea.id] ?? 0)

@@ -2,6 +2,7 @@ import Foundation
 public import Logging
 internal import SwitchyardConfig
 public import SwitchyardCore
+internal import SwitchyardIiideas
 public import SwitchyardRuntime
 internal import SwitchyardScript
 internal import SwitchyardSpool
@@ -105,6 +106,7 @@ public struct GraphTestRunner: Sendable {
             return ["the test's spool cannot be opened: \(error)"]
         }
         let router = Router(plan: testPlan, logger: logger, spool: spool, routeThreads: 2)
+        let iiideas = RouterIiideas(router: router)
         do {
             try router.start()
         } catch {
@@ -116,7 +118,7 @@ public struct GraphTestRunner: Sendable {
         for (ids, enabled) in [(testCase.enable, true), (testCase.disable, false)] {
             for id in ids {
                 do {
-                    try router.iiideas.set(id, enabled: enabled)
+                    try iiideas.set(id, enabled: enabled)
                 } catch {
                     failures.append("\(enabled ? "enable" : "disable"): \(error)")
                 }

@@ -2,6 +2,7 @@ public import ArgumentParser
 public import Logging
 import SwitchyardConfig
 import SwitchyardCore
+import SwitchyardIiideas
 import SwitchyardRuntime
 import SwitchyardSpool
 import SwitchyardStore

@@ -5,6 +5,7 @@ import SwitchyardAdmin
 import SwitchyardAdminClient
 import SwitchyardConfig
 import SwitchyardCore
+import SwitchyardIiideas
 import SwitchyardRuntime
 import SwitchyardSpool
 import Synchronization
@@ -23,6 +24,8 @@ final class RouteReloader: Sendable {
     private let options: GraphOptions
     private let spoolPath: String?
     private let router: Router
+    /// The router's iiideas: the shared store's catalog is read through them.
+    private let iiideas: RouterIiideas
     private let logger: Logger
     private let drainTimeout: Duration
 
@@ -34,7 +37,8 @@ final class RouteReloader: Sendable {
     private let soon = Mutex<(wanted: Bool, running: Bool)>((false, false))
 
     init(
-        options: GraphOptions, spoolPath: String?, spool: Spool?, router: Router, logger: Logger, drainTimeout: Duration,
+        options: GraphOptions, spoolPath: String?, spool: Spool?, router: Router, iiideas: RouterIiideas, logger: Logger,
+        drainTimeout: Duration,
         startedTracing: TracingSettings?, startedStoreURL: String?
     ) {
         self.startedTracing = startedTracing
@@ -43,6 +47,7 @@ final class RouteReloader: Sendable {
         self.spoolPath = spoolPath
         opened = Locked(OpenedSpool(spool: spool, attached: spool != nil))
         self.router = router
+        self.iiideas = iiideas
         self.logger = logger
         self.drainTimeout = drainTimeout
     }
@@ -95,7 +100,7 @@ final class RouteReloader: Sendable {
             logger: logger, reportingProblemsTo: { problems.append($0) },
             store: { config in
                 storeURL = config.storeURL?.value
-                guard config.wantsStore else { return self.router.iiideas.catalogStore ?? spool?.store }
+                guard config.wantsStore else { return self.iiideas.catalogStore ?? spool?.store }
                 if spool == nil {
                     do {
                         spool = try self.openSpool(configured: config.spoolPath?.value, sync: config.spoolSync?.value ?? .full)
@@ -104,7 +109,7 @@ final class RouteReloader: Sendable {
                     }
                 }
                 // The shared store's obtained iiideas, when there is one.
-                return self.router.iiideas.catalogStore ?? spool?.store
+                return self.iiideas.catalogStore ?? spool?.store
             },
             skipped: { skipped[$0] = $1 }, reloading: true)
         guard let plan else {

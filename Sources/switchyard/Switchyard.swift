@@ -4,6 +4,7 @@ import ServiceLifecycle
 import SwitchyardAdmin
 import SwitchyardConfig
 import SwitchyardCore
+import SwitchyardIiideas
 import SwitchyardPostgres
 import SwitchyardRuntime
 import SwitchyardSpool
@@ -146,6 +147,7 @@ struct Run: AsyncParsableCommand {
             }
         }
         let router = Router(plan: plan, logger: logger, spool: openSpool, sharedStore: sharedState, tracing: tracingBackend?.tracing)
+        let iiideas = RouterIiideas(router: router)
         // Another router may run an instance whose hold this one lost: stop (exit status 4),
         // and let the service manager start this router again, standing by.
         let holdLost = Atomic<Bool>(false)
@@ -164,13 +166,13 @@ struct Run: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let reloader = RouteReloader(
-            options: options, spoolPath: spool, spool: openSpool, router: router, logger: logger,
+            options: options, spoolPath: spool, spool: openSpool, router: router, iiideas: iiideas, logger: logger,
             drainTimeout: .nanoseconds(Int64(timeout)), startedTracing: plan.tracing, startedStoreURL: startedStoreURL)
         // Switches set on other routers sharing the store are followed from now on; iiideas
         // they obtained or whose preferences they changed are loaded with a reload.
         let switchWatch = sharedState?.watchIiideas(
-            logger: logger, switched: { id in router.iiideas.followSwitch(id) },
-            catalogChanged: { reloader.reloadSoon() }, oauthChanged: { name in router.iiideas.followOAuthChange(name) })
+            logger: logger, switched: { id in iiideas.followSwitch(id) },
+            catalogChanged: { reloader.reloadSoon() }, oauthChanged: { name in iiideas.followOAuthChange(name) })
         defer { switchWatch?.stop() }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // First, so shut down last: after the router's drain, its spans are flushed.
@@ -179,7 +181,8 @@ struct Run: AsyncParsableCommand {
             let server = AdminServer(configuration: adminConfiguration, registry: registry, logger: logger)
             do {
                 _ = try server.start(
-                    router: router, spool: openSpool, reload: { waiting in waiting ? reloader.reload() : reloader.reloadUnlessBusy() })
+                    router: router, iiideas: iiideas, spool: openSpool,
+                    reload: { waiting in waiting ? reloader.reload() : reloader.reloadUnlessBusy() })
             } catch {
                 printError("error: admin: \(error)")
                 router.shutdown(drainTimeout: .nanoseconds(Int64(timeout)))

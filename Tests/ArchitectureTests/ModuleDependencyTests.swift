@@ -30,21 +30,25 @@ struct ModuleDependencyTests {
         "SwitchyardPluginKit": ["SwitchyardABI", "SwitchyardBridge", "SwitchyardCore"],
         "SwitchyardPluginHTTP": ["SwitchyardConnectionGuard", "SwitchyardCore", "SwitchyardPluginKit"],
         "SwitchyardPluginCommands": ["SwitchyardAdminClient", "SwitchyardPluginKit"],
-        "SwitchyardIiideaHTTP": ["SwitchyardConfig", "SwitchyardCore", "SwitchyardNetworkText", "SwitchyardStore"],
         "SwitchyardRuntime": [
-            "SwitchyardABI", "SwitchyardBridge", "SwitchyardConfig", "SwitchyardCore", "SwitchyardIiideaHTTP", "SwitchyardRouting",
-            "SwitchyardSQLiteStore", "SwitchyardScript", "SwitchyardSpool", "SwitchyardStore",
+            "SwitchyardABI", "SwitchyardBridge", "SwitchyardConfig", "SwitchyardCore", "SwitchyardRouting", "SwitchyardSQLiteStore",
+            "SwitchyardScript", "SwitchyardSpool", "SwitchyardStore",
+        ],
+        // Above the router: it runs iiidea routes through the runtime's `IiideaEngine`.
+        "SwitchyardIiideas": [
+            "SwitchyardABI", "SwitchyardConfig", "SwitchyardCore", "SwitchyardNetworkText", "SwitchyardRouting", "SwitchyardRuntime",
+            "SwitchyardScript", "SwitchyardSpool", "SwitchyardStore",
         ],
         "SwitchyardGraphTest": [
-            "SwitchyardABI", "SwitchyardBridge", "SwitchyardConfig", "SwitchyardCore", "SwitchyardRouting", "SwitchyardRuntime",
-            "SwitchyardScript", "SwitchyardSpool",
+            "SwitchyardABI", "SwitchyardBridge", "SwitchyardConfig", "SwitchyardCore", "SwitchyardIiideas", "SwitchyardRouting",
+            "SwitchyardRuntime", "SwitchyardScript", "SwitchyardSpool",
         ],
         "SwitchyardAdmin": [
-            "SwitchyardAdminClient", "SwitchyardConfig", "SwitchyardConnectionGuard", "SwitchyardCore", "SwitchyardIiideaHTTP",
+            "SwitchyardAdminClient", "SwitchyardConfig", "SwitchyardConnectionGuard", "SwitchyardCore", "SwitchyardIiideas",
             "SwitchyardRuntime", "SwitchyardSpool", "SwitchyardStore",
         ],
         "switchyard": [
-            "SwitchyardAdmin", "SwitchyardAdminClient", "SwitchyardConfig", "SwitchyardCore", "SwitchyardGraphTest",
+            "SwitchyardAdmin", "SwitchyardAdminClient", "SwitchyardConfig", "SwitchyardCore", "SwitchyardGraphTest", "SwitchyardIiideas",
             "SwitchyardPostgres", "SwitchyardRuntime", "SwitchyardSQLiteStore", "SwitchyardSpool", "SwitchyardStore",
         ],
     ]
@@ -56,9 +60,9 @@ struct ModuleDependencyTests {
     /// files of a module, that may import them: the HTTP client and crypto stay with the code that talks to
     /// the outside world, the YAML parser with the loader, PostgreSQL with its store.
     static let thirdParty: [String: [String]] = [
-        "AsyncHTTPClient": ["SwitchyardNetworkText", "SwitchyardIiideaHTTP"],
+        "AsyncHTTPClient": ["SwitchyardNetworkText", "SwitchyardIiideas/HTTPPiece", "SwitchyardIiideas/OAuth"],
         // The admin token's comparison, OAuth's sealed tokens, and the digest of a dedupe key.
-        "Crypto": ["SwitchyardAdmin", "SwitchyardIiideaHTTP/OAuth", "SwitchyardRuntime/Router/RouteDedupe.swift"],
+        "Crypto": ["SwitchyardAdmin", "SwitchyardIiideas/OAuth", "SwitchyardRuntime/Router/RouteDedupe.swift"],
         "NIOSSL": ["SwitchyardNetworkText"],
         "Yams": ["SwitchyardConfig"],
         "PostgresNIO": ["SwitchyardPostgres"],
@@ -72,13 +76,14 @@ struct ModuleDependencyTests {
         "Prometheus": ["SwitchyardAdmin"],
         "HTTPTypes": ["SwitchyardAdmin", "SwitchyardConnectionGuard"],
         "NIOHTTPTypes": ["SwitchyardConnectionGuard"],
-        "NIOHTTP1": ["SwitchyardIiideaHTTP"],
+        "NIOHTTP1": ["SwitchyardIiideas/HTTPPiece", "SwitchyardIiideas/OAuth"],
         "NIOPosix": ["SwitchyardNetworkText", "SwitchyardPostgres"],
         "NIOCore": [
-            "SwitchyardNetworkText", "SwitchyardConnectionGuard", "SwitchyardPostgres", "SwitchyardAdmin", "SwitchyardIiideaHTTP",
+            "SwitchyardNetworkText", "SwitchyardConnectionGuard", "SwitchyardPostgres", "SwitchyardAdmin", "SwitchyardIiideas/HTTPPiece",
+            "SwitchyardIiideas/OAuth",
         ],
         "Logging": [
-            "SwitchyardRuntime", "SwitchyardIiideaHTTP", "SwitchyardGraphTest", "SwitchyardAdmin", "SwitchyardPostgres",
+            "SwitchyardRuntime", "SwitchyardIiideas", "SwitchyardGraphTest", "SwitchyardAdmin", "SwitchyardPostgres",
             "SwitchyardPluginHTTP", "switchyard",
         ],
         "Metrics": ["SwitchyardAdmin"],
@@ -169,16 +174,18 @@ struct ModuleDependencyTests {
                 Import(module: "SwitchyardAdmin", file: "Sources/SwitchyardRuntime/Router/Router.swift", line: 2),
                 Import(module: "AsyncHTTPClient", file: "Sources/SwitchyardRuntime/Router/Router.swift", line: 3),
             ],
-            "SwitchyardIiideaHTTP": [
-                Import(module: "AsyncHTTPClient", file: "Sources/SwitchyardIiideaHTTP/OAuth/OAuthVault.swift", line: 1)
+            "SwitchyardIiideas": [
+                Import(module: "AsyncHTTPClient", file: "Sources/SwitchyardIiideas/OAuth/OAuthVault.swift", line: 1),
+                Import(module: "AsyncHTTPClient", file: "Sources/SwitchyardIiideas/Runs/IiideaRunner.swift", line: 1),
             ],
             "SwitchyardCore": [Import(module: "Foundation", file: "Sources/SwitchyardCore/JSON/JSONValue.swift", line: 1)],
             "SwitchyardMystery": [],
         ])
-        #expect(violations.count == 5, "\(violations)")
+        #expect(violations.count == 6, "\(violations)")
         #expect(violations.contains { $0.contains("Router.swift:1 imports MQTTPlugin") })
         #expect(violations.contains { $0.contains("Router.swift:3 imports AsyncHTTPClient: only") })
         #expect(!violations.contains { $0.contains("OAuthVault.swift") })
+        #expect(violations.contains { $0.contains("IiideaRunner.swift:1 imports AsyncHTTPClient: only") })
         #expect(violations.contains { $0.contains("kept free of Foundation") })
         #expect(violations.contains { $0.contains("Sources/SwitchyardMystery is a module this test does not know") })
     }

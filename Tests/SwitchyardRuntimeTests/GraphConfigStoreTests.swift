@@ -4,6 +4,7 @@ import SwitchyardSpool
 import SwitchyardStore
 import Testing
 
+@testable import SwitchyardIiideas
 @testable import SwitchyardRuntime
 
 /// `GraphConfig.applying`: the store's obtained iiideas and preference overrides merged into

@@ -3,7 +3,7 @@ import SwitchyardConfig
 import SwitchyardCore
 import Testing
 
-@testable import SwitchyardIiideaHTTP
+@testable import SwitchyardIiideas
 @testable import SwitchyardRuntime
 
 /// The `http` piece's checks before any request: schemes, and which resolved addresses are

@@ -1,6 +1,7 @@
 import Dispatch
 import SwitchyardABI
 import SwitchyardCore
+import SwitchyardIiideas
 import SwitchyardSpool
 import Testing
 
@@ -27,6 +28,7 @@ struct IiideaStartTests {
             """
         let spool = try Spool(path: folder.path + "/spool.db", owner: true)
         let router = Router(plan: try plan(yaml), logger: quietLogger, spool: spool)
+        _ = RouterIiideas(router: router)
         let started = DispatchSemaphore(value: 0)
         // start() returns once the pieces answered: it runs beside the test, held in piece_enable.
         DispatchQueue.global().async {

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import SwitchyardCore
+import SwitchyardIiideas
 import SwitchyardRuntime
 import SwitchyardSpool
 import SwitchyardStore
@@ -30,12 +31,12 @@ struct Console: AdminRouteGroup {
     /// The console over `catalog` (its router and spool), signing browsers in with `sessions`.
     init(catalog: IiideaCatalog, sessions: ConsoleSessions) {
         let frame = ConsoleFrame(sessions: sessions)
-        let forms = ConsolePreferenceForms(router: catalog.router)
+        let forms = ConsolePreferenceForms(iiideas: catalog.iiideas)
         self.frame = frame
         iiideaPages = ConsoleIiideaPages(catalog: catalog, frame: frame, forms: forms)
         storePages = ConsoleStorePages(catalog: catalog, frame: frame, forms: forms)
         graphPages = ConsoleGraphPages(router: catalog.router, spool: catalog.spool, frame: frame)
-        connectionPages = ConsoleConnectionPages(router: catalog.router, frame: frame)
+        connectionPages = ConsoleConnectionPages(iiideas: catalog.iiideas, frame: frame)
     }
 
     /// What every page's headers say: no inline script or style, no framing, no caching.

@@ -3,6 +3,7 @@ import Hummingbird
 import NIOCore
 import SwitchyardConfig
 import SwitchyardCore
+import SwitchyardIiideas
 import SwitchyardRuntime
 import SwitchyardSpool
 import SwitchyardStore
@@ -21,6 +22,7 @@ struct ConsoleIiideaPages: Sendable {
     let forms: ConsolePreferenceForms
 
     var router: SwitchyardRuntime.Router { catalog.router }
+    var iiideas: RouterIiideas { catalog.iiideas }
 
     func addRoutes(to routes: Hummingbird.Router<BasicRequestContext>) {
         routes.get("console/iiideas") { request, _ -> Response in
@@ -47,7 +49,7 @@ struct ConsoleIiideaPages: Sendable {
             return runsPage(summary, request: request, session: session)
         }
         routes.get("console/events/runs") { request, _ -> Response in
-            guard let id = Console.query(request)["iiidea"], router.iiideas.list.contains(where: { $0.iiidea.id == id }) else {
+            guard let id = Console.query(request)["iiidea"], iiideas.list.contains(where: { $0.iiidea.id == id }) else {
                 return Response(status: .notFound)
             }
             return runEvents(request, iiidea: id)
@@ -57,7 +59,7 @@ struct ConsoleIiideaPages: Sendable {
                 let id = try context.decodedParameter("id")
                 return try await frame.change(request) { session, _ in
                     do {
-                        try await router.iiideas.setOnOwnThread(id, enabled: enabled)
+                        try await iiideas.setOnOwnThread(id, enabled: enabled)
                     } catch {
                         return frame.notFound(session, "No iiidea '\(id)'.")
                     }
@@ -118,7 +120,7 @@ struct ConsoleIiideaPages: Sendable {
                     return settingsPage(summary, session: session, posted: form, refusal: .invalid("The sample input is not JSON."))
                 }
                 do throws(RouterError) {
-                    _ = try router.iiideas.run(id, input: input)
+                    _ = try iiideas.run(id, input: input)
                 } catch {
                     return settingsPage(summary, session: session, posted: form, refusal: .invalid(error.reason))
                 }
@@ -168,7 +170,7 @@ struct ConsoleIiideaPages: Sendable {
             _, new in new
         }
         data["read_only"] = summary.template == nil
-        let lastInput = (try? router.iiideas.runStore?.runs(iiidea: summary.id, limit: 1))?.first?.input
+        let lastInput = (try? iiideas.runStore?.runs(iiidea: summary.id, limit: 1))?.first?.input
         data["sample_input"] = posted?["input"] ?? lastInput.map { Console.pretty($0) } ?? "{}"
         return frame.page(
             title: declaration.title ?? summary.id, template: "iiidea", data: data, session: session, nav: "iiideas", notice: notice,
@@ -180,7 +182,7 @@ struct ConsoleIiideaPages: Sendable {
         let outcome = query.get("outcome").flatMap { IiideaRun.Outcome(rawValue: $0) }
         let pageNumber = max(0, min(query.get("page", as: Int.self) ?? 0, 10_000))
         let runs =
-            (try? router.iiideas.runStore?.runs(
+            (try? iiideas.runStore?.runs(
                 iiidea: summary.id, outcome: outcome, limit: Self.runsPerPage + 1, offset: pageNumber * Self.runsPerPage))
             ?? []
         let base = "/console/iiideas/\(Console.queryEscaped(summary.id))/runs?outcome=\(outcome?.rawValue ?? "")&page="
@@ -203,8 +205,8 @@ struct ConsoleIiideaPages: Sendable {
     /// Server-sent events: `event: run` with `{"run": ID, "html": "<tr…>"}` as each run of
     /// `iiidea` starts and ends; a heartbeat every 15 s.
     private func runEvents(_ request: Request, iiidea: String) -> Response {
-        let feed = router.iiideas.runFeed.subscribe()
-        let runs = router.iiideas.runStore
+        let feed = iiideas.runFeed.subscribe()
+        let runs = iiideas.runStore
         let pages = self
         return frame.eventStream(
             for: request, tick: .seconds(15),

@@ -1,20 +1,21 @@
 import SwitchyardConfig
+import SwitchyardIiideas
 import SwitchyardRuntime
 import SwitchyardStore
 
 /// The service and action preference forms of an iiidea: drawn from the pieces' schemas, and
 /// read back from a posted form.
 ///
-/// It owns the router reference the schemas come from; separate because two page groups show
+/// It owns the iiideas reference the schemas come from; separate because two page groups show
 /// these forms: an iiidea's settings (``ConsoleIiideaPages``) and obtaining a template
 /// (``ConsoleStorePages``).
 struct ConsolePreferenceForms: Sendable {
-    let router: SwitchyardRuntime.Router
+    let iiideas: RouterIiideas
 
     /// The preferences a posted settings form gives for the pieces of `declaration`, read by
     /// their schemas; a value they cannot read is refused at its field.
     func read(_ form: [String: String], of declaration: IiideaDeclaration) throws(IiideaCatalog.Refusal) -> PiecePreferences {
-        let schemas = router.iiideas.preferenceSchemas(of: declaration)
+        let schemas = iiideas.preferenceSchemas(of: declaration)
         let locked = declaration.lockedPieces
         let service = ConsoleForm(piece: "service", schema: schemas.service, locked: locked.service).read(form)
         let action = ConsoleForm(piece: "action", schema: schemas.action, locked: locked.action).read(form)
@@ -28,7 +29,7 @@ struct ConsolePreferenceForms: Sendable {
     func views(
         of declaration: IiideaDeclaration, values: PiecePreferences, posted: [String: String]?, errors: [String: String]
     ) -> [String: Any] {
-        let schemas = router.iiideas.preferenceSchemas(of: declaration)
+        let schemas = iiideas.preferenceSchemas(of: declaration)
         let locked = declaration.lockedPieces
         return [
             "service_form": [

@@ -1,6 +1,5 @@
 public import SwitchyardConfig
 public import SwitchyardCore
-public import SwitchyardIiideaHTTP
 public import SwitchyardRouting
 public import SwitchyardScript
 

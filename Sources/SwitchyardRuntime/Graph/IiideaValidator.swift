@@ -1,6 +1,5 @@
 internal import SwitchyardConfig
 internal import SwitchyardCore
-internal import SwitchyardIiideaHTTP
 internal import SwitchyardRouting
 internal import SwitchyardScript
 

@@ -152,7 +152,7 @@ package enum HostTable {
     }
 
     static func pieceDone(_ context: OpaquePointer?, _ token: UInt64, _ status: Int32, _ output: sy_bytes) {
-        call(context) { $0.router.iiideas.pieceDone(token: token, status: status, output: output.array) }
+        call(context) { $0.router.iiideaEngine?.pieceDone(token: token, status: status, output: output.array) }
     }
 
     static func logLevel(_ level: Int32) -> Logger.Level {

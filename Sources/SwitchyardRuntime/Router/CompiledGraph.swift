@@ -6,9 +6,9 @@ internal import SwitchyardCore
 /// Immutable: a reload compiles a new one and ``Router`` swaps it in with one assignment under
 /// its lock, so a reader takes one snapshot and sees a plan with its own instances and routes,
 /// never the instances of one graph with the routes of the next.
-final class CompiledGraph: Sendable {
+package final class CompiledGraph: Sendable {
     /// The plan the graph was compiled from.
-    let plan: GraphPlan
+    package let plan: GraphPlan
     /// The instances now running, in plan order.
     let instances: [InstanceRuntime]
     /// The routes now running (iiidea routes last).

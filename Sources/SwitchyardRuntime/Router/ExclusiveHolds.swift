@@ -120,7 +120,7 @@ public final class ExclusiveHolds: Sendable {
                 instance.standingBy.store(false, ordering: .relaxed)
                 logger.notice("exclusive instance held: it runs on this router", metadata: ["instance": .string(name)])
                 // The iiideas whose pieces it refused while standing by are asked again.
-                router.iiideas.askAgain(becauseOf: "instance \(name) held") { $0.contains("\(name) stands by") }
+                router.iiideaEngine?.askAgain(becauseOf: "instance \(name) held") { $0.contains("\(name) stands by") }
             } catch {
                 // Another router may do better; this one does not ask again until a reload
                 // brings a new instance (asking at once would fail the same way, in a loop).

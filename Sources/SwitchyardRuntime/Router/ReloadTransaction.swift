@@ -181,8 +181,8 @@ struct ReloadTransaction {
         summary.startedInstances = fresh.filter { !$0.standingBy.load(ordering: .relaxed) }.map(\.name)
         router.exclusiveHolds.release(keeping: Set(router.graph.instances.filter(\.exclusive).map(\.name)))
         router.exclusiveHolds.askForHolds(of: router)
-        router.iiideas.adoptOAuth(router.graph.plan)
-        router.iiideas.controller.reconcile(from: old, to: router.graph)
+        router.iiideaEngine?.adopt(router.graph.plan)
+        router.iiideaEngine?.reconcile(from: old, to: router.graph)
         return summary
     }
 

@@ -24,8 +24,8 @@ final class RouteRuntime: Sendable {
     /// The spool of an at-least-once route: its worker thread makes a ``SpooledDelivery`` on it.
     private let spool: Spool?
 
-    /// The chain of an iiidea route: its worker thread makes an ``IiideaRunner`` for it.
-    let iiidea: IiideaChain?
+    /// The chain of an iiidea route: its worker thread runs it.
+    let chain: (any RouteChain)?
     /// A plain route's work on the pool, slice by slice, and where it is between slices.
     private let slicer = PlainRouteSlicer()
     /// Emit → acknowledgement timing of one envelope at a time; nil for an iiidea route (its
@@ -39,21 +39,21 @@ final class RouteRuntime: Sendable {
     /// it had dispatched through its index when the route was wired to it.
     private let indexWatch = Mutex<(port: SourcePort, baseline: Int)?>(nil)
 
-    init(plan: PlannedRoute, index: Int, sinks: [SinkPort], router: Router, spool: Spool?, iiidea: IiideaChain? = nil) {
+    init(plan: PlannedRoute, index: Int, sinks: [SinkPort], router: Router, spool: Spool?, chain: (any RouteChain)? = nil) {
         self.plan = plan
         counters = RouteCounters()
         self.index = index
         self.sinks = sinks
         self.router = router
         tracing = router.tracing
-        self.iiidea = iiidea
+        self.chain = chain
         tap = router.taps.point(.route(plan.name))
-        latency = iiidea == nil ? LatencyProbe(histogram: router.metrics.routeLatency(route: plan.name)) : nil
-        queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull, pooled: spool == nil && iiidea == nil)
+        latency = chain == nil ? LatencyProbe(histogram: router.metrics.routeLatency(route: plan.name)) : nil
+        queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull, pooled: spool == nil && chain == nil)
         self.spool = spool
         scriptStage = RouteScriptStage(
             plan: plan, counters: counters, logger: router.logger, store: router.stateStore,
-            failureOutcome: iiidea != nil ? "the run ends at the service" : spool != nil ? "dead letter" : "dropped")
+            failureOutcome: chain != nil ? "the run ends at the service" : spool != nil ? "dead letter" : "dropped")
     }
 
     var isAtLeastOnce: Bool { spool != nil }
@@ -185,8 +185,8 @@ final class RouteRuntime: Sendable {
         let thread = Thread { [self] in
             if let spool {
                 SpooledDelivery(spool: spool, route: self).run()
-            } else if let iiidea {
-                IiideaRunner(chain: iiidea, route: self).run()
+            } else if let chain {
+                work(chain)
             }
             workerDone()
         }

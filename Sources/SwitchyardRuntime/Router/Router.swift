@@ -4,7 +4,6 @@ public import Logging
 internal import SwitchyardABI
 internal import SwitchyardConfig
 internal import SwitchyardCore
-internal import SwitchyardIiideaHTTP
 public import SwitchyardSpool
 public import SwitchyardStore
 import Synchronization
@@ -12,17 +11,17 @@ import Synchronization
 /// Runs a ``GraphPlan``: creates and starts the plugin instances, moves envelopes along the
 /// routes, and shuts down in order (quiesce sources, drain queues, stop, destroy).
 public final class Router: Sendable {
-    let logger: Logger
+    package let logger: Logger
     /// Creates, starts, reconfigures and stops the instances.
     let supervisor: InstanceSupervisor
     /// The running graph, the spool and whether a shutdown has begun (read by the iiideas too).
-    let running: RunningGraph
+    package let running: RunningGraph
     /// Every route ever started, by index.
     let routeTable = RouteTable()
     /// Serialises reloads (and a shutdown against a reload).
     let reloadLock = NSLock()
-    /// The iiideas: switches, runs, service pieces, OAuth connections.
-    public let iiideas: RouterIiideas
+    /// What runs the iiideas (SwitchyardIiideas' `RouterIiideas`), once installed.
+    private let installedIiideas = Mutex<(any IiideaEngine)?>(nil)
     /// Copies of what passes routes and source ports, for `switchyard tap`.
     public let taps = TapRegistry()
     /// The spans of each hop, when tracing is configured; nil (one branch per hop) otherwise.
@@ -47,7 +46,7 @@ public final class Router: Sendable {
 
     /// The store routers share (`store.url`), when there is one: plugin state, iiideas'
     /// switches and dead letters live there instead of the spool.
-    let sharedStore: (any SharedStore)?
+    package let sharedStore: (any SharedStore)?
     /// Hands dead letters from the spool to the shared store, when there is one.
     let deadLetterCourier: DeadLetterCourier?
     /// The holds of the exclusive instances (one router at a time runs each).
@@ -88,8 +87,14 @@ public final class Router: Sendable {
         metrics = MetricsRegistry(factory: metricsFactory)
         self.logger = logger
         supervisor = InstanceSupervisor(logger: logger)
-        iiideas = RouterIiideas(running: running, sharedStore: sharedStore, logger: logger)
     }
+
+    /// Gives the router what runs its graph's iiideas, before ``start()``; a router whose graph
+    /// has none needs none.
+    package func install(iiideas engine: any IiideaEngine) { installedIiideas.withLock { $0 = engine } }
+
+    /// What runs the iiideas, when one is installed.
+    package var iiideaEngine: (any IiideaEngine)? { installedIiideas.withLock { $0 } }
 
     /// The running graph (a snapshot: its plan, instances and routes belong together).
     var graph: CompiledGraph { running.graph }
@@ -133,14 +138,10 @@ public final class Router: Sendable {
             throw error
         }
         started.store(true, ordering: .releasing)
-        // A connection made later makes the pieces refused for it ask again.
-        iiideas.oauth.whenConnected { [weak iiideas] name in
-            iiideas?.askAgain(becauseOf: "connection \(name)") { $0.contains("connect \(name) first") }
-        }
-        iiideas.adoptOAuth(plan)
+        iiideaEngine?.adopt(plan)
         deadLettersWritten()  // those a previous run left in the spool
         reloadLock.withLock { exclusiveHolds.askForHolds(of: self) }  // a grant waits for its entry (takeOver takes the lock)
-        iiideas.activateEnabled()
+        iiideaEngine?.activateEnabled()
         logger.info(
             "router started", metadata: ["instances": .stringConvertible(instances.count), "routes": .stringConvertible(routes.count)])
     }
@@ -167,14 +168,20 @@ public final class Router: Sendable {
         return routes
     }
 
-    /// The routes of every iiidea (trigger, and remote when declared), with their runners.
+    /// The routes of every iiidea (trigger, and remote when declared), with their chains.
     func makeIiideaRoutes(_ plan: GraphPlan, instances: [InstanceRuntime]) throws(RouterError) -> [RouteRuntime] {
-        try iiideas.chains(of: plan).map { (planned, chain) throws(RouterError) in
-            try makeRoute(planned, instances: instances, iiidea: chain)
+        guard !plan.iiideas.isEmpty else { return [] }
+        guard let engine = iiideaEngine else {
+            throw RouterError(instance: "iiideas", reason: "the graph has iiideas, and nothing runs them in this router (no RouterIiideas)")
+        }
+        return try engine.chains(of: plan).map { (planned, chain) throws(RouterError) in
+            try makeRoute(planned, instances: instances, chain: chain)
         }
     }
 
-    func makeRoute(_ planned: PlannedRoute, instances: [InstanceRuntime], iiidea: IiideaChain? = nil) throws(RouterError) -> RouteRuntime {
+    func makeRoute(_ planned: PlannedRoute, instances: [InstanceRuntime], chain: (any RouteChain)? = nil) throws(RouterError)
+        -> RouteRuntime
+    {
         let declaration = planned.declaration
         let sinks = declaration.to.compactMap { target -> SinkPort? in
             // The validator guarantees every instance and port exists.
@@ -190,7 +197,7 @@ public final class Router: Sendable {
             routeSpool = spool
         }
         return routeTable.append { index in
-            RouteRuntime(plan: planned, index: index, sinks: sinks, router: self, spool: routeSpool, iiidea: iiidea)
+            RouteRuntime(plan: planned, index: index, sinks: sinks, router: self, spool: routeSpool, chain: chain)
         }
     }
 
@@ -256,7 +263,7 @@ public final class Router: Sendable {
         }
         // No pool thread calls into a plugin once its instance stops.
         workerPool.stop()
-        iiideas.oauth.stop()
+        iiideaEngine?.stop()
         for instance in instances { instance.stopPlugin() }
         for instance in instances { instance.destroyPlugin() }
         exclusiveHolds.release { _ in true }  // another router takes them now, not when this process ends
@@ -282,7 +289,7 @@ public final class Router: Sendable {
         if name == "ready", kind == SY_METRIC_GAUGE, value != 0 {
             readinessNotes.withLock { $0[instance] = nil }
             let prefix = instance + "."
-            iiideas.askAgain(becauseOf: "\(instance) was ready") { $0.hasPrefix(prefix) }
+            iiideaEngine?.askAgain(becauseOf: "\(instance) was ready") { $0.hasPrefix(prefix) }
         }
         metrics.record(metric: name, instance: instance, kind: kind, value: value)
     }

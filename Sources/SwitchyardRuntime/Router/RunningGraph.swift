@@ -4,7 +4,7 @@ import Synchronization
 /// What the router's collaborators read of it: the running graph, the spool and whether a
 /// shutdown has begun. The router owns the changes (start, reload, attach, shutdown); its
 /// iiideas read the same state without holding the router itself.
-final class RunningGraph: Sendable {
+package final class RunningGraph: Sendable {
     /// The running graph, replaced whole (one assignment under the mutex) by start and reload.
     private let current: Mutex<CompiledGraph>
     /// The spool of at-least-once routes and the iiideas' state.
@@ -17,19 +17,19 @@ final class RunningGraph: Sendable {
     }
 
     /// The running graph (a snapshot: its plan, instances and routes belong together).
-    var graph: CompiledGraph { current.withLock { $0 } }
+    package var graph: CompiledGraph { current.withLock { $0 } }
 
     /// Makes `graph` the running one.
     func install(_ graph: CompiledGraph) { current.withLock { $0 = graph } }
 
     /// The spool, once one is open.
-    var spool: Spool? {
+    package var spool: Spool? {
         get { openSpool.withLock { $0 } }
         set { openSpool.withLock { $0 = newValue } }
     }
 
     /// Whether shutdown has begun: at-least-once routes then only spool what arrives.
-    var isDraining: Bool { draining.load(ordering: .relaxed) }
+    package var isDraining: Bool { draining.load(ordering: .relaxed) }
 
     /// Marks the start of a shutdown.
     func startDraining() { draining.store(true, ordering: .relaxed) }

@@ -1,10 +1,9 @@
 import Foundation
 internal import Logging
 internal import SwitchyardABI
-internal import SwitchyardBridge
 internal import SwitchyardConfig
 internal import SwitchyardCore
-internal import SwitchyardIiideaHTTP
+internal import SwitchyardRuntime
 internal import SwitchyardSpool
 internal import SwitchyardStore
 import Synchronization
@@ -125,7 +124,6 @@ final class IiideaController: Sendable {
     /// Asks every piece of an enabled iiidea to enable; the first refusal leaves it inactive
     /// with that reason.
     private func activate(_ iiidea: PlannedIiidea, state: IiideaState, in graph: CompiledGraph) {
-        let instances = graph.instances
         var reason: String?
         // The built-in http piece needs its OAuth connection connected.
         if case .http(_, _, _, let connection?) = iiidea.service, let refusal = oauth.refusal(for: connection) {
@@ -133,40 +131,11 @@ final class IiideaController: Sendable {
         }
         var accepted: [PortReference] = []
         for piece in pieces(of: iiidea) where reason == nil {
+            switch graph.enablePiece(piece.port, iiidea: iiidea.id, preferences: piece.preferences) {
+            case .accepted: accepted.append(piece.port)
             // A piece of an exclusive instance another router holds: never started, so not asked.
-            if let instance = instances.first(where: { $0.name == piece.port.instance }), instance.standingBy.load(ordering: .relaxed) {
-                reason = "\(piece.port.instance) stands by: another router holds it"
-                break
-            }
-            guard let instance = instances.first(where: { $0.name == piece.port.instance }), let handle = instance.handle,
-                let enable = instance.plugin.table.api.piece_enable
-            else {
-                accepted.append(piece.port)
-                continue
-            }
-            var port = piece.port.port
-            var id = iiidea.id
-            let preferences = piece.preferences.serializedBytes()
-            var errorBytes = [UInt8](repeating: 0, count: 1024)
-            var errorLength = 0
-            let status = port.withUTF8 { portBytes in
-                id.withUTF8 { idBytes in
-                    preferences.withUnsafeBufferPointer { preferenceBytes in
-                        errorBytes.withUnsafeMutableBufferPointer { errorBuffer in
-                            withUnsafeMutablePointer(to: &errorLength) { lengthPointer in
-                                enable(
-                                    handle, sy_bytes(portBytes), sy_bytes(idBytes), sy_bytes(preferenceBytes),
-                                    sy_error_buffer(data: errorBuffer.baseAddress, capacity: errorBuffer.count, length: lengthPointer))
-                            }
-                        }
-                    }
-                }
-            }
-            if status != SY_OK {
-                let message = String(decoding: errorBytes.prefix(min(errorLength, errorBytes.count)), as: UTF8.self)
-                reason = "\(piece.port) refused: \(message.isEmpty ? "status \(status)" : message)"
-            } else {
-                accepted.append(piece.port)
+            case .standingBy: reason = "\(piece.port.instance) stands by: another router holds it"
+            case .refused(let message): reason = "\(piece.port) refused: \(message)"
             }
         }
         state.set(acceptedPieces: accepted)
@@ -193,16 +162,8 @@ final class IiideaController: Sendable {
     /// Tells every piece of an iiidea that accepted `piece_enable` it was disabled (a piece that
     /// refused, or was never asked, is not told).
     private func deactivate(_ iiidea: PlannedIiidea, state: IiideaState, in graph: CompiledGraph) {
-        let instances = graph.instances
         state.set(inactiveReason: nil)
-        for piece in state.takeAcceptedPieces() {
-            guard let instance = instances.first(where: { $0.name == piece.instance }), let handle = instance.handle,
-                let disable = instance.plugin.table.api.piece_disable
-            else { continue }
-            var port = piece.port
-            var id = iiidea.id
-            port.withUTF8 { portBytes in id.withUTF8 { idBytes in disable(handle, sy_bytes(portBytes), sy_bytes(idBytes)) } }
-        }
+        for piece in state.takeAcceptedPieces() { graph.disablePiece(piece, iiidea: iiidea.id) }
     }
 
     /// Enables the pieces of every enabled iiidea (after start and after a reload; plugins
@@ -238,31 +199,12 @@ final class IiideaController: Sendable {
     func executePiece(
         _ reference: PortReference, iiidea: String, input: JSONValue, preferences: JSONValue, timeout: UInt64, in graph: CompiledGraph
     ) throws(ServiceError) -> JSONValue {
-        guard let instance = graph.instance(named: reference.instance), let handle = instance.handle,
-            let execute = instance.plugin.table.api.piece_execute
-        else { throw ServiceError(description: "\(reference) cannot run service pieces (its plugin has no piece_execute)") }
-        guard !instance.standingBy.load(ordering: .relaxed) else {
-            throw ServiceError(description: "\(reference.instance) stands by: another router holds it")
-        }
         let token = tokens.add(1, ordering: .relaxed).newValue
         let call = PieceCall()
         calls.withLock { $0[token] = call }
-        var port = reference.port
-        var id = iiidea
-        let inputBytes = input.serializedBytes()
-        let preferenceBytes = preferences.serializedBytes()
-        let status = port.withUTF8 { portBytes in
-            id.withUTF8 { idBytes in
-                inputBytes.withUnsafeBufferPointer { inputBuffer in
-                    preferenceBytes.withUnsafeBufferPointer { preferenceBuffer in
-                        execute(handle, sy_bytes(portBytes), sy_bytes(idBytes), sy_bytes(inputBuffer), sy_bytes(preferenceBuffer), token)
-                    }
-                }
-            }
-        }
-        guard status == SY_OK else {
+        if let refusal = graph.executePiece(reference, iiidea: iiidea, input: input, preferences: preferences, token: token) {
             calls.withLock { _ = $0.removeValue(forKey: token) }
-            throw ServiceError(description: "\(reference) did not take the run (status \(status))")
+            throw ServiceError(description: refusal)
         }
         if call.done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout))) == .timedOut {
             calls.withLock { _ = $0.removeValue(forKey: token) }

@@ -1,5 +1,4 @@
 public import SwitchyardCore
-internal import SwitchyardIiideaHTTP
 
 /// The service pieces the router itself provides.
 public enum BuiltinPieces {

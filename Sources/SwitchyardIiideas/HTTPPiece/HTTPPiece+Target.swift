@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+internal import SwitchyardRuntime
 
 extension HTTPPiece {
     /// A URL the piece may call: `http` or `https`, with a host whose every address the policy

@@ -3,14 +3,15 @@ import Foundation
 internal import Logging
 public import SwitchyardConfig
 public import SwitchyardCore
-public import SwitchyardIiideaHTTP
+public import SwitchyardRuntime
 public import SwitchyardSpool
 public import SwitchyardStore
 
-/// The router's iiideas: their switches, "run now", their service pieces, their run feed and
+/// A router's iiideas: their switches, "run now", their service pieces, their run feed and
 /// the OAuth connections their http pieces call with. It owns that state apart from the
-/// router's dispatch and delivery, and reads the running graph through ``RunningGraph``.
-public final class RouterIiideas: Sendable {
+/// router's dispatch and delivery, which run its chains through ``IiideaEngine``, and reads the
+/// running graph through ``RunningGraph``.
+public final class RouterIiideas: IiideaEngine {
     /// Switches iiideas and talks to their plugin pieces.
     let controller: IiideaController
     /// The OAuth 2.0 connections of the route files (`oauth:`), their tokens and refreshes.
@@ -24,12 +25,18 @@ public final class RouterIiideas: Sendable {
     /// Where switches and OAuth changes stored by other routers are followed, one at a time.
     private let follower = DispatchQueue(label: "switchyard.iiidea-switches")
 
-    init(running: RunningGraph, sharedStore: (any SharedStore)?, logger: Logger) {
-        self.running = running
-        self.sharedStore = sharedStore
-        self.logger = logger
-        oauth = OAuthConnections(logger: logger)
-        controller = IiideaController(logger: logger, oauth: oauth)
+    /// The iiideas of `router`, which runs them from now on: make them before it starts.
+    public init(router: Router) {
+        running = router.running
+        sharedStore = router.sharedStore
+        logger = router.logger
+        oauth = OAuthConnections(logger: router.logger)
+        controller = IiideaController(logger: router.logger, oauth: oauth)
+        // A connection made later makes the pieces refused for it ask again.
+        oauth.whenConnected { [weak self] name in
+            self?.askAgain(becauseOf: "connection \(name)") { $0.contains("connect \(name) first") }
+        }
+        router.install(iiideas: self)
     }
 
     /// The store of iiideas' switches: the shared one, else the spool.
@@ -43,7 +50,7 @@ public final class RouterIiideas: Sendable {
 
     /// The chain of each route of every iiidea of `plan` (trigger, and remote when declared),
     /// each iiidea's switch read from the store (or kept from before a reload).
-    func chains(of plan: GraphPlan) throws(RouterError) -> [(route: PlannedRoute, chain: IiideaChain)] {
+    package func chains(of plan: GraphPlan) throws(RouterError) -> [(route: PlannedRoute, chain: any RouteChain)] {
         guard !plan.iiideas.isEmpty else { return [] }
         guard let spool = running.spool else {
             throw RouterError(instance: "iiideas", reason: "iiideas need the spool database, and none is open")
@@ -57,12 +64,12 @@ public final class RouterIiideas: Sendable {
         } catch {
             throw RouterError(instance: "iiideas", reason: "cannot read their state: \(error)")
         }
-        var chains: [(PlannedRoute, IiideaChain)] = []
+        var chains: [(PlannedRoute, any RouteChain)] = []
         for iiidea in plan.iiideas {
             let state = controller.state(of: iiidea, saved: saved)
             for (planned, remote) in [(iiidea.route, false)] + (iiidea.remoteRoute.map { [($0, true)] } ?? []) {
                 let chain = IiideaChain(
-                    planned: iiidea, state: state, remote: remote, store: runs, keep: plan.iiideaHistory)
+                    planned: iiidea, state: state, remote: remote, store: runs, keep: plan.iiideaHistory, iiideas: self)
                 chains.append((planned, chain))
             }
         }
@@ -71,12 +78,12 @@ public final class RouterIiideas: Sendable {
 
     /// Asks the pieces of the enabled iiideas left inactive for a reason `matches` again, soon
     /// and on another thread (see ``IiideaController/askAgain(becauseOf:_:graph:)``).
-    func askAgain(becauseOf cause: String, _ matches: @escaping @Sendable (String) -> Bool) {
+    package func askAgain(becauseOf cause: String, _ matches: @escaping @Sendable (String) -> Bool) {
         controller.askAgain(becauseOf: cause, matches) { [weak running] in running?.graph }
     }
 
     /// The host's piece_done: a service piece's answer.
-    func pieceDone(token: UInt64, status: Int32, output: [UInt8]) {
+    package func pieceDone(token: UInt64, status: Int32, output: [UInt8]) {
         controller.pieceDone(token: token, status: status, output: output)
     }
 
@@ -90,11 +97,8 @@ public final class RouterIiideas: Sendable {
         }
         guard entry.enabled else { throw RouterError(iiidea: id, reason: "the iiidea is disabled") }
         if let reason = entry.inactiveReason { throw RouterError(iiidea: id, reason: "the iiidea is inactive: \(reason)") }
-        guard let route = graph.routes.first(where: { $0.iiidea?.planned.id == id && $0.iiidea?.remote == false }),
-            let runner = route.iiidea
-        else { throw RouterError(iiidea: id, reason: "the iiidea has no running chain") }
-        guard route.pending < route.plan.declaration.queueSize else {
-            throw RouterError(iiidea: id, reason: "the iiidea's queue is full; try again")
+        guard let route = graph.chainRoute(where: { ($0 as? IiideaChain).map { $0.planned.id == id && !$0.remote } ?? false }) else {
+            throw RouterError(iiidea: id, reason: "the iiidea has no running chain")
         }
         let trigger = entry.iiidea.declaration.trigger.value
         let declared = graph.plan.instances.first { $0.name == trigger.instance }?.ports.first { $0.name == trigger.port }?.types.first
@@ -109,8 +113,13 @@ public final class RouterIiideas: Sendable {
         let envelope = Envelope(
             type: type, source: "console", body: input.serializedBytes(),
             trace: [trigger.instance])
-        runner.state.expectManualRun(envelope.id)
-        route.enqueue(QueuedEnvelope(envelope: envelope, settlement: nil))
+        // Expected before it is queued: the route's thread may take it at once.
+        let state = controller.state(of: entry.iiidea, saved: [:])
+        state.expectManualRun(envelope.id)
+        guard route.enqueue(envelope) else {
+            _ = state.isManualRun(envelope.id)
+            throw RouterError(iiidea: id, reason: "the iiidea's queue is full; try again")
+        }
         return envelope.id
     }
 
@@ -159,12 +168,16 @@ public final class RouterIiideas: Sendable {
 
     /// Enables the pieces of every enabled iiidea (after start and after a reload; plugins
     /// see enable again for an iiidea they already serve and should accept it quietly).
-    func activateEnabled() { controller.activateEnabled(in: running.graph) }
+    package func activateEnabled() { controller.activateEnabled(in: running.graph) }
+
+    package func reconcile(from old: CompiledGraph, to new: CompiledGraph) { controller.reconcile(from: old, to: new) }
+
+    package func stop() { oauth.stop() }
 
     /// Gives the OAuth connections the plan's declarations and the store their tokens live in:
     /// the shared one when there is one (the sealing key must then be the same on every
     /// router), else the spool, with `oauth.key` beside it.
-    func adoptOAuth(_ plan: GraphPlan) {
+    package func adopt(_ plan: GraphPlan) {
         let spool = running.spool
         let keyDirectory = spool.map { URL(fileURLWithPath: $0.path).deletingLastPathComponent().path }
         oauth.adopt(plan.oauth, store: sharedStore ?? spool?.store, keyDirectory: keyDirectory, shared: sharedStore != nil)

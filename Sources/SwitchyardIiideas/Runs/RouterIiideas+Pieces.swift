@@ -1,6 +1,7 @@
 import Dispatch
 import SwitchyardConfig
 public import SwitchyardCore
+internal import SwitchyardRuntime
 
 extension RouterIiideas {
     /// Why a service piece could not be run directly, or what it answered instead of output.

@@ -3,8 +3,8 @@ internal import Logging
 internal import SwitchyardABI
 internal import SwitchyardConfig
 internal import SwitchyardCore
-internal import SwitchyardIiideaHTTP
 internal import SwitchyardRouting
+internal import SwitchyardRuntime
 internal import SwitchyardScript
 internal import SwitchyardSpool
 internal import SwitchyardStore
@@ -84,7 +84,7 @@ public final class IiideaState: Sendable {
 }
 
 /// What an iiidea route runs: its iiidea, whose switch, and where runs are recorded.
-struct IiideaChain: Sendable {
+struct IiideaChain: RouteChain {
     let planned: PlannedIiidea
     let state: IiideaState
     /// Whether this is the chain's remote half (a trigger another router's instance emits).
@@ -92,18 +92,23 @@ struct IiideaChain: Sendable {
     let store: any IiideaRunStore
     /// How many runs each iiidea keeps in its history.
     let keep: Int
+    /// The router's iiideas, whose run feed, OAuth connections and plugin pieces a run uses
+    /// (unowned: they hold the running graph, which holds this chain).
+    unowned let iiideas: RouterIiideas
+
+    func makeWorker(for route: ChainRoute) -> any RouteChainWorker { IiideaRunner(chain: self, route: route) }
 }
 
 /// The worker of an iiidea route: runs trigger → service → action for each envelope, in order,
 /// and records every run (start, end, the piece that ended it, output or error). The route's
 /// worker thread makes it and is the only one to touch it (it is not `Sendable`).
-final class IiideaRunner {
+final class IiideaRunner: RouteChainWorker {
     let chain: IiideaChain
-    unowned let route: RouteRuntime
+    let route: ChainRoute
     /// Runs whose action has not acknowledged yet: delivery id → run id and output.
     private var pending: [UInt64: (run: String, output: String)] = [:]
 
-    init(chain: IiideaChain, route: RouteRuntime) {
+    init(chain: IiideaChain, route: ChainRoute) {
         self.chain = chain
         self.route = route
     }
@@ -114,36 +119,17 @@ final class IiideaRunner {
     var store: any IiideaRunStore { chain.store }
     var keep: Int { chain.keep }
 
-    private var logger: Logger { route.router.logger }
+    private var logger: Logger { route.logger }
 
-    func run() {
-        var items: [QueuedEnvelope] = []
-        var acks: [RouteAck] = []
-        while true {
-            let taken = route.queue.takeWork(into: &items, limit: 64, acks: &acks, until: nil)
-            for waiter in taken.resume { waiter.instance.resume(port: waiter.port) }
-            for ack in acks { acknowledged(ack) }
-            acks.removeAll(keepingCapacity: true)
-            for item in items {
-                execute(item.envelope)
-                item.settlement?.complete(SY_OUTCOME_OK)
-            }
-            route.counters.processed.add(items.count, ordering: .sequentiallyConsistent)
-            route.router.drainProgress.signal()
-            items.removeAll(keepingCapacity: true)
-            if taken.closed { break }
-        }
-    }
-
-    private func execute(_ trigger: Envelope) {
+    func run(_ trigger: Envelope) {
         var scope = EnvelopeScope(trigger)
         if !state.isManualRun(trigger.id), let condition = route.plan.condition, !condition.evaluate(&scope) {
-            route.counters.filtered.add(1, ordering: .relaxed)
+            route.count(.filtered)
             return
         }
         state.waitWhilePending(atMost: .seconds(10))
         guard state.isActive else {
-            route.counters.filtered.add(1, ordering: .relaxed)
+            route.count(.filtered)
             return
         }
         let runID = ULID.next()
@@ -161,7 +147,7 @@ final class IiideaRunner {
                     input: input.decodedBody().serialized()),
                 keep: keep)
         }
-        route.router.iiideas.runFeed.publish(iiidea: planned.id, run: runID)
+        chain.iiideas.runFeed.publish(iiidea: planned.id, run: runID)
         let output: Envelope
         do {
             output = try service(input)
@@ -181,22 +167,19 @@ final class IiideaRunner {
         // Acting on the instance that emitted the trigger (a board's button and its display) is
         // the chain's purpose, not a loop; an envelope that already went round is still stopped.
         let actsOnTrigger =
-            route.sinks.first.map { sink in
-                action.trace.last == sink.instance.name && action.trace.filter { $0 == sink.instance.name }.count == 1
-            } ?? false
-        guard actsOnTrigger || route.targets(for: action).contains(0), let sink = route.sinks.first else {
+            route.actionInstance.map { sink in action.trace.last == sink && action.trace.filter { $0 == sink }.count == 1 } ?? false
+        guard actsOnTrigger || route.admitsAction(action) else {
             end(runID, .action, error: "loop stopped: the action's instance is already in the envelope's trace")
             return
         }
-        if route.tap.isActive { route.tap.publish(action) }
-        let deliveryID = route.router.deliveries.nextSpooledID(route: route.index)
+        let deliveryID = route.nextDeliveryID()
         pending[deliveryID] = (runID, output.decodedBody().serialized())
-        let status = route.deliverWaitingForRoom(action, to: sink, deliveryID: deliveryID)
+        let status = route.deliverToAction(action, deliveryID: deliveryID)
         if status == SY_OK {
-            route.counters.sent.add(1, ordering: .relaxed)
+            route.count(.sent)
         } else {
             pending.removeValue(forKey: deliveryID)
-            route.counters.refused.add(1, ordering: .relaxed)
+            route.count(.refused)
             end(runID, .action, error: "the action refused the delivery (status \(status))")
         }
     }
@@ -210,8 +193,8 @@ final class IiideaRunner {
             var scope = EnvelopeScope(input)
             return planned.route.transform.map { $0.apply(&scope) } ?? input
         case .script:
-            guard let stage = route.scriptStage else { return input }
-            switch stage.run(input) {
+            switch route.runScript(input) {
+            case nil: return input
             case .failure(let failure):
                 throw ServiceError(description: "the script failed (\(failure.kind.rawValue)): \(failure.message)")
             case .success(let outputs):
@@ -231,7 +214,7 @@ final class IiideaRunner {
             var rendered = request.render(&scope)
             if let connection {
                 // The connection's token, never the iiidea's own header of that name.
-                let token = try route.router.iiideas.oauth.accessToken(connection)
+                let token = try chain.iiideas.oauth.accessToken(connection)
                 var headers = rendered["headers"]?.objectValue ?? [:]
                 headers = headers.filter { $0.key.lowercased() != "authorization" }
                 headers["Authorization"] = .string("Bearer " + token)
@@ -246,7 +229,7 @@ final class IiideaRunner {
             } catch {
                 // Counted per iiidea: switchyard_plugin_metric{instance="iiidea:ID", name="http_refused_total"}.
                 if error.refused {
-                    route.router.record(metric: "http_refused_total", instance: "iiidea:" + planned.id, kind: SY_METRIC_COUNTER, value: 1)
+                    route.countMetric("http_refused_total", instance: "iiidea:" + planned.id)
                 }
                 throw error
             }
@@ -255,8 +238,9 @@ final class IiideaRunner {
             return output
         case .plugin(let port, let preferences, let timeout):
             var output = input
-            output.body = try route.router.iiideas.controller.executePiece(
-                port, iiidea: planned.id, input: input.decodedBody(), preferences: preferences, timeout: timeout, in: route.router.graph
+            output.body = try chain.iiideas.controller.executePiece(
+                port, iiidea: planned.id, input: input.decodedBody(), preferences: preferences, timeout: timeout,
+                in: chain.iiideas.running.graph
             ).serializedBytes()
             output.type = BuiltinTypes.json
             output.contentType = "application/json"
@@ -264,14 +248,14 @@ final class IiideaRunner {
         }
     }
 
-    private func acknowledged(_ ack: RouteAck) {
-        guard let (run, output) = pending.removeValue(forKey: ack.deliveryID) else { return }
-        if ack.outcome == SY_OUTCOME_OK {
-            route.counters.delivered.add(1, ordering: .relaxed)
+    func acknowledged(deliveryID: UInt64, outcome: Int32, reason: String) {
+        guard let (run, output) = pending.removeValue(forKey: deliveryID) else { return }
+        if outcome == SY_OUTCOME_OK {
+            route.count(.delivered)
             end(run, .action, output: output)
         } else {
-            route.counters.failed.add(1, ordering: .relaxed)
-            end(run, .action, error: ack.reason.isEmpty ? "the action failed" : ack.reason)
+            route.count(.failed)
+            end(run, .action, error: reason.isEmpty ? "the action failed" : reason)
         }
     }
 
@@ -284,7 +268,7 @@ final class IiideaRunner {
         record { () throws(StoreError) in
             try store.endRun(run, iiidea: planned.id, piece: piece, output: output, error: error, keep: keep)
         }
-        route.router.iiideas.runFeed.publish(iiidea: planned.id, run: run)
+        chain.iiideas.runFeed.publish(iiidea: planned.id, run: run)
     }
 
     private func record(_ write: () throws(StoreError) -> Void) {
