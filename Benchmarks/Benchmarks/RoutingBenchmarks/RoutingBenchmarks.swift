@@ -1,4 +1,5 @@
 import Benchmark
+import CBenchSource
 import MallocInterposerSwift
 import SwitchyardRuntime
 
@@ -11,11 +12,15 @@ enum RoutingMetric {
     static let envelopesPerSecond = BenchmarkMetric.custom("Envelopes/s", polarity: .prefersLarger, useScalingFactor: false)
     /// Allocations (every thread: emitter, route worker, sink) per 1000 envelopes.
     static let mallocsPerThousand = BenchmarkMetric.custom("Mallocs per 1000 envelopes", polarity: .prefersSmaller, useScalingFactor: false)
+    /// Emits the route queue answered "full" per 1000 envelopes: each is a wait of the source
+    /// for `resume`, a hand-off between the two threads (the bimodal plain route's suspect).
+    static let fullWaitsPerThousand = BenchmarkMetric.custom("Full waits per 1000 envelopes", polarity: .prefersSmaller, useScalingFactor: false)
 }
 
 /// Runs one batch (`count` envelopes) and records the custom metrics for it.
 func measureBatch(_ benchmark: Benchmark, count: Int = batch, _ work: () -> String?) {
     let mallocsBefore = MallocInterposerSwift.getStatistics().mallocCount
+    let fullBefore = bench_source_full_count()
     let start = ContinuousClock.now
     if let failure = work() {
         benchmark.error(failure)
@@ -26,6 +31,8 @@ func measureBatch(_ benchmark: Benchmark, count: Int = batch, _ work: () -> Stri
     let nanoseconds = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
     benchmark.measurement(RoutingMetric.envelopesPerSecond, Int((Double(count) * 1e9 / nanoseconds).rounded()))
     benchmark.measurement(RoutingMetric.mallocsPerThousand, Int((Double(mallocs) * 1000 / Double(count)).rounded()))
+    let fullWaits = bench_source_full_count() - fullBefore
+    benchmark.measurement(RoutingMetric.fullWaitsPerThousand, Int((Double(fullWaits) * 1000 / Double(count)).rounded()))
 }
 
 /// Holds what a benchmark's setup built until its teardown.
@@ -124,9 +131,15 @@ func settings(forRoute name: String) -> String {
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
-        metrics: [.wallClock, .cpuTotal, .mallocCountTotal, RoutingMetric.envelopesPerSecond, RoutingMetric.mallocsPerThousand],
+        metrics: [
+            .wallClock, .cpuTotal, .mallocCountTotal, RoutingMetric.envelopesPerSecond, RoutingMetric.mallocsPerThousand,
+            RoutingMetric.fullWaitsPerThousand,
+        ],
         timeUnits: .milliseconds,
-        units: [RoutingMetric.envelopesPerSecond: .count, RoutingMetric.mallocsPerThousand: .count, .mallocCountTotal: .count],
+        units: [
+            RoutingMetric.envelopesPerSecond: .count, RoutingMetric.mallocsPerThousand: .count, RoutingMetric.fullWaitsPerThousand: .count,
+            .mallocCountTotal: .count,
+        ],
         warmupIterations: 2,
         scalingFactor: .one,
         maxDuration: .seconds(6),
