@@ -335,6 +335,12 @@ let package = Package(
         .testTarget(name: "SwitchyardScriptTests", dependencies: ["SwitchyardScript", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(name: "SwitchyardConfigTests", dependencies: ["SwitchyardConfig"], swiftSettings: strict),
         .testTarget(name: "SwitchyardRuntimeTests", dependencies: ["SwitchyardRuntime", "SwitchyardIiideas"], swiftSettings: strict),
+        .testTarget(
+            name: "SwitchyardIiideasTests",
+            dependencies: [
+                "SwitchyardIiideas", "SwitchyardRuntime", "SwitchyardConfig", "SwitchyardCore", "SwitchyardSpool", "SwitchyardStore",
+            ],
+            swiftSettings: strict),
         // Which module may import which (reads the sources; depends on nothing).
         .testTarget(name: "ArchitectureTests", swiftSettings: strict),
         .testTarget(name: "SwitchyardGraphTestTests", dependencies: ["SwitchyardGraphTest", "SwitchyardCore"], swiftSettings: strict),

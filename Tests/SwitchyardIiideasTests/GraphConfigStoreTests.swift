@@ -5,7 +5,6 @@ import SwitchyardStore
 import Testing
 
 @testable import SwitchyardIiideas
-@testable import SwitchyardRuntime
 
 /// `GraphConfig.applying`: the store's obtained iiideas and preference overrides merged into
 /// the route files' configuration.
