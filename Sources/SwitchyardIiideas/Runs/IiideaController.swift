@@ -10,7 +10,7 @@ import Synchronization
 
 /// Switches iiideas on and off and talks to their plugin pieces: asks them to enable and
 /// disable, runs service pieces and matches their answers. Keeps every iiidea's
-/// ``IiideaState`` across reloads; the graph to work on is passed in by the ``Router``.
+/// ``IiideaState`` across reloads; the graph to work on is passed in by ``RouterIiideas``.
 final class IiideaController: Sendable {
     let logger: Logger
     /// The iiideas' switches by id, kept across reloads.
