@@ -208,8 +208,10 @@ struct SIPTests {
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct SIPEndpointTests {
     @Test func unansweredTriesAreRetransmittedUntilTheAnswerComes() async throws {
-        // SIPp takes 1.6 s to answer: Timer E resends at 0.5 s and 1.5 s (T1 = 500 ms).
-        let uas = try SIPp(scenario: SIPp.uasScenario(pause: 1600))
+        // SIPp takes 3 s to answer: Timer E resends at 0.5 s and 1.5 s (T1 = 500 ms; the next
+        // would be at 3.5 s). The answer comes 1.5 s after the second resend: a router thread
+        // delayed by a loaded machine still resends first (at 1.6 s, a 100 ms delay lost one).
+        let uas = try SIPp(scenario: SIPp.uasScenario(pause: 3000))
         let sandbox = try Sandbox()
         let (router, admin, _) = try await SIPEndpointRouter.start(sandbox, sendTo: "sip:bob@127.0.0.1:\(uas.port)")
         router.send("are you there\n")
