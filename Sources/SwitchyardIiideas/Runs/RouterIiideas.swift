@@ -97,7 +97,7 @@ public final class RouterIiideas: IiideaEngine {
         }
         guard entry.enabled else { throw RouterError(iiidea: id, reason: "the iiidea is disabled") }
         if let reason = entry.inactiveReason { throw RouterError(iiidea: id, reason: "the iiidea is inactive: \(reason)") }
-        guard let route = graph.chainRoute(where: { ($0 as? IiideaChain).map { $0.planned.id == id && !$0.remote } ?? false }) else {
+        guard let (chain, route) = graph.chainRoute(of: IiideaChain.self, where: { $0.planned.id == id && !$0.remote }) else {
             throw RouterError(iiidea: id, reason: "the iiidea has no running chain")
         }
         let trigger = entry.iiidea.declaration.trigger.value
@@ -114,10 +114,9 @@ public final class RouterIiideas: IiideaEngine {
             type: type, source: "console", body: input.serializedBytes(),
             trace: [trigger.instance])
         // Expected before it is queued: the route's thread may take it at once.
-        let state = controller.state(of: entry.iiidea, saved: [:])
-        state.expectManualRun(envelope.id)
+        chain.state.expectManualRun(envelope.id)
         guard route.enqueue(envelope) else {
-            _ = state.isManualRun(envelope.id)
+            _ = chain.state.isManualRun(envelope.id)
             throw RouterError(iiidea: id, reason: "the iiidea's queue is full; try again")
         }
         return envelope.id

@@ -104,8 +104,12 @@ extension RouteRuntime {
 }
 
 extension CompiledGraph {
-    /// The route whose chain `matches`, as its chain sees it.
-    package func chainRoute(where matches: (any RouteChain) -> Bool) -> ChainRoute? {
-        routes.first { $0.chain.map(matches) ?? false }.map(ChainRoute.init)
+    /// The first route whose chain is a `Chain` that `matches`: that chain, and the route as
+    /// it sees it.
+    package func chainRoute<Chain: RouteChain>(of _: Chain.Type, where matches: (Chain) -> Bool) -> (chain: Chain, route: ChainRoute)? {
+        for route in routes {
+            if let chain = route.chain as? Chain, matches(chain) { return (chain, ChainRoute(route)) }
+        }
+        return nil
     }
 }
