@@ -14,6 +14,8 @@ plugins) are dropped from the page cache (POSIX_FADV_DONTNEED), so every run and
 starts from the same cold cache. Resident file pages depend on it: the kernel maps the cached
 neighbours of each page a process touches (fault-around), so a file just written by the
 installer (all of it cached) shows up to twice the RSS of the same file read from disk.
+
+SMAPS_DIR=DIR keeps /proc/PID/smaps of each settled router as DIR/smaps.RUN.
 """
 
 import collections
@@ -116,6 +118,10 @@ def main() -> None:
         result = {"run": run + 1, "ready_cold_ms": round(cold_ms, 1), **status(router.pid)}
         result["threads"] = thread_names(router.pid)
         result["rss_by_file_kB"] = rss_by_file(router.pid)
+        if os.environ.get("SMAPS_DIR"):
+            # The whole map of the settled router, for reading which part of a file is resident.
+            with open(f"/proc/{router.pid}/smaps") as source, open(f"{os.environ['SMAPS_DIR']}/smaps.{run + 1}", "w") as copy:
+                copy.write(source.read())
         if traffic:
             # Idle is not the whole story: threads a router starts only once envelopes flow
             # (the route worker pool) count too. One message through, then settle again.
