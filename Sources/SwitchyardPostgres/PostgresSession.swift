@@ -126,8 +126,13 @@ final class PostgresSession: Sendable {
     }
 
     /// Whether `error` ended the connection rather than the statement.
+    ///
+    /// A backend that an administrator or a restart ends (`pg_terminate_backend`, a fast
+    /// shutdown) answers the statement in flight with a FATAL error of class 57P before it
+    /// closes: that answer can arrive before the connection reads as closed.
     static func isConnectionLevel(_ error: any Error) -> Bool {
         guard let error = error as? PSQLError else { return error is ChannelError || error is IOError }
+        if let state = error.serverInfo?[.sqlState], state.hasPrefix("57P") { return true }
         return [.serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .connectionError].contains(error.code)
     }
 

@@ -8,57 +8,61 @@ public struct Envelope: Sendable, Equatable {
     // reference costs one retain where copying ten fields cost one per string and array.
     // Reads borrow the field (`_read`: no retain); writes (`_modify`) copy the box first if
     // it is shared.
-    private var storage: Storage
+    //
+    // The accessors are inlinable: called from another module, a `_modify` that is not
+    // inlined is a coroutine whose frame the runtime allocates on the heap (240 bytes), once
+    // per write — four allocations per emitted envelope before this was so.
+    @usableFromInline internal var storage: Storage
 
     /// Unique id, a ULID unless the emitting plugin gave its own.
     public var id: String {
-        _read { yield storage.fields.id }
-        _modify { yield &uniqueStorage().fields.id }
+        @inlinable _read { yield storage.fields.id }
+        @inlinable _modify { yield &uniqueStorage().fields.id }
     }
     /// Schema name, e.g. `mqtt.Message`.
     public var type: String {
-        _read { yield storage.fields.type }
-        _modify { yield &uniqueStorage().fields.type }
+        @inlinable _read { yield storage.fields.type }
+        @inlinable _modify { yield &uniqueStorage().fields.type }
     }
     /// The `instance.port` that emitted it.
     public var source: String {
-        _read { yield storage.fields.source }
-        _modify { yield &uniqueStorage().fields.source }
+        @inlinable _read { yield storage.fields.source }
+        @inlinable _modify { yield &uniqueStorage().fields.source }
     }
     /// Topic, SIP URI, characteristic…
     public var subject: String {
-        _read { yield storage.fields.subject }
-        _modify { yield &uniqueStorage().fields.subject }
+        @inlinable _read { yield storage.fields.subject }
+        @inlinable _modify { yield &uniqueStorage().fields.subject }
     }
     /// Creation time, nanoseconds since the Unix epoch.
     public var time: Int64 {
-        _read { yield storage.fields.time }
-        _modify { yield &uniqueStorage().fields.time }
+        @inlinable _read { yield storage.fields.time }
+        @inlinable _modify { yield &uniqueStorage().fields.time }
     }
     /// Protocol metadata such as `mqtt.qos`.
     public var headers: Headers {
-        _read { yield storage.fields.headers }
-        _modify { yield &uniqueStorage().fields.headers }
+        @inlinable _read { yield storage.fields.headers }
+        @inlinable _modify { yield &uniqueStorage().fields.headers }
     }
     /// MIME type of ``body``.
     public var contentType: String {
-        _read { yield storage.fields.contentType }
-        _modify { yield &uniqueStorage().fields.contentType }
+        @inlinable _read { yield storage.fields.contentType }
+        @inlinable _modify { yield &uniqueStorage().fields.contentType }
     }
     /// The payload.
     public var body: [UInt8] {
-        _read { yield storage.fields.body }
-        _modify { yield &uniqueStorage().fields.body }
+        @inlinable _read { yield storage.fields.body }
+        @inlinable _modify { yield &uniqueStorage().fields.body }
     }
     /// Instance names the envelope passed through, oldest first: the loop guard.
     public var trace: [String] {
-        _read { yield storage.fields.trace }
-        _modify { yield &uniqueStorage().fields.trace }
+        @inlinable _read { yield storage.fields.trace }
+        @inlinable _modify { yield &uniqueStorage().fields.trace }
     }
     /// Optional JSON object attached to everything sent for one conversation.
     public var session: [UInt8] {
-        _read { yield storage.fields.session }
-        _modify { yield &uniqueStorage().fields.session }
+        @inlinable _read { yield storage.fields.session }
+        @inlinable _modify { yield &uniqueStorage().fields.session }
     }
 
     /// Creates an envelope; `id` and `time` default to a fresh ULID and now.
@@ -81,11 +85,16 @@ public struct Envelope: Sendable, Equatable {
     }
 
     /// The box, copied first if another envelope shares it.
-    @inline(__always)
-    private mutating func uniqueStorage() -> Storage {
-        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
+    @inlinable @inline(__always)
+    internal mutating func uniqueStorage() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) { copyStorage() }
         return storage
     }
+
+    /// Gives this envelope a box of its own. Out of line: the copy is the rare path, and
+    /// inlined into every accessor it would only add code.
+    @usableFromInline @inline(never)
+    internal mutating func copyStorage() { storage = Storage(storage.fields) }
 
     public static func == (lhs: Envelope, rhs: Envelope) -> Bool {
         lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
@@ -133,26 +142,29 @@ public struct Envelope: Sendable, Equatable {
 
 extension Envelope {
     /// An envelope's fields, as one value the box holds.
-    fileprivate struct Fields: Equatable {
-        var id: String
-        var type: String
-        var source: String
-        var subject: String
-        var time: Int64
-        var headers: Headers
-        var contentType: String
-        var body: [UInt8]
-        var trace: [String]
-        var session: [UInt8]
+    @usableFromInline
+    internal struct Fields: Equatable {
+        @usableFromInline var id: String
+        @usableFromInline var type: String
+        @usableFromInline var source: String
+        @usableFromInline var subject: String
+        @usableFromInline var time: Int64
+        @usableFromInline var headers: Headers
+        @usableFromInline var contentType: String
+        @usableFromInline var body: [UInt8]
+        @usableFromInline var trace: [String]
+        @usableFromInline var session: [UInt8]
     }
 
     /// The box. `@unchecked Sendable`: it is mutated only through `uniqueStorage()`, that is
     /// while one envelope alone holds it; a box two envelopes (or two threads) share is only
     /// read. Exclusivity is unchecked for the same reason, and because a dynamic check on every
     /// field access would cost what the box saves.
-    fileprivate final class Storage: @unchecked Sendable {
-        @exclusivity(unchecked) var fields: Fields
+    @usableFromInline
+    internal final class Storage: @unchecked Sendable {
+        @usableFromInline @exclusivity(unchecked) var fields: Fields
 
+        @usableFromInline
         init(_ fields: Fields) { self.fields = fields }
     }
 }

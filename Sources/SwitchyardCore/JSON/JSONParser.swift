@@ -125,16 +125,23 @@ struct JSONParser {
         index += 1  // opening quote
         let start = index
         // Fast path: no escapes.
+        var ascii = true
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let text = String(validating: bytes[start..<index], as: UTF8.self)
+                // ASCII needs no validation, and decoding it from a buffer is not generic: the
+                // generic `String(validating:as:)` looks its type metadata up on every call.
+                let text =
+                    ascii
+                    ? bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<index]), as: UTF8.self) }
+                    : String(validating: bytes[start..<index], as: UTF8.self)
                 guard let text else { throw JSONParseError(offset: start, reason: "string is not valid UTF-8") }
                 index += 1
                 return text
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw fail("control character in string") }
+            if byte >= 0x80 { ascii = false }
             index += 1
         }
         var scalars: [UInt8] = Array(bytes[start..<index])

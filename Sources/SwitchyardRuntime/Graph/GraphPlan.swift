@@ -160,7 +160,11 @@ public struct Transform: Sendable {
     public func apply(_ scope: inout EnvelopeScope) -> Envelope {
         var output = scope.envelope
         switch body {
-        case .map(let node): output.body = node.render(&scope).serializedBytes()
+        case .map(let node):
+            var body: [UInt8] = []
+            body.reserveCapacity(64)
+            node.write(&scope, to: &body)
+            output.body = body
         case .template(let template): output.body = Array(template.renderText(&scope).utf8)
         }
         if let outputType { output.type = outputType }
@@ -196,6 +200,53 @@ public indirect enum MapNode: Sendable {
             for element in elements { array.append(element.render(&scope)) }
             return .array(array)
         }
+    }
+
+    /// Appends the compact JSON of ``render(_:)``'s value to `output`, byte for byte what
+    /// ``JSONValue/write(to:)`` would write, without building the value first: an object
+    /// whose keys are distinct and sorted (as the route validator compiles them) is written
+    /// member by member, not gathered into a dictionary and sorted per envelope.
+    public func write(_ scope: inout EnvelopeScope, to output: inout [UInt8]) {
+        switch self {
+        case .template(let template): template.render(&scope).write(to: &output)
+        case .literal(let value): value.write(to: &output)
+        case .object(let members):
+            guard Self.areDistinctAndSorted(members) else {
+                render(&scope).write(to: &output)
+                return
+            }
+            output.append(UInt8(ascii: "{"))
+            for (index, member) in members.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(member.0, to: &output)
+                output.append(UInt8(ascii: ":"))
+                member.1.write(&scope, to: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        case .array(let elements):
+            output.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                element.write(&scope, to: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        }
+    }
+
+    /// Members in the order a JSON object's keys are written, or as given when two share a
+    /// key (the last then wins, as in a dictionary).
+    static func sortedMembers(_ members: [(String, MapNode)]) -> [(String, MapNode)] {
+        let sorted = members.sorted { $0.0 < $1.0 }
+        return areDistinctAndSorted(sorted) ? sorted : members
+    }
+
+    private static func areDistinctAndSorted(_ members: [(String, MapNode)]) -> Bool {
+        var previous: String?
+        for member in members {
+            if let previous, previous >= member.0 { return false }
+            previous = member.0
+        }
+        return true
     }
 }
 

@@ -218,7 +218,7 @@ struct RouteValidator {
                 guard let child = compileMap(member.value, diagnostics: &diagnostics, readProblems: readProblems) else { return nil }
                 compiled.append((member.key, child))
             }
-            return .object(compiled)
+            return .object(MapNode.sortedMembers(compiled))
         }
     }
 

@@ -35,7 +35,7 @@ extension InstanceRuntime {
         if envelope.time == 0 { envelope.time = Clock.nowUnixNanos() }
         if envelope.id.isEmpty { envelope.id = ULID.next(unixNanos: envelope.time) }
         envelope.source = port.qualifiedName
-        envelope.trace.append(name)
+        if envelope.trace.isEmpty { envelope.trace = traceOfItself } else { envelope.trace.append(name) }
         var routes = wiring.routes
         if wiring.index != nil {
             routes = wiring.candidates(for: envelope)

@@ -15,6 +15,9 @@ import Synchronization
 /// handle (``hostContext``), never its address.
 final class InstanceRuntime: Sendable {
     let name: String
+    /// `[name]`: the trace of an envelope this instance emits fresh (most emits), shared so
+    /// that stamping it costs a retain, not an array.
+    let traceOfItself: [String]
     let plugin: LoadedPlugin
     /// The configuration it runs with; a reload that the plugin's reconfigure() adopted
     /// replaces it.
@@ -61,6 +64,7 @@ final class InstanceRuntime: Sendable {
         router: Router, logger: Logger
     ) {
         self.name = name
+        traceOfItself = [name]
         self.exclusive = exclusive
         self.plugin = plugin
         adoptedConfig = Mutex(config)
