@@ -25,6 +25,8 @@
 #   SKIP_BUILD=1     reuse .build-bench as is
 #   ROUTER_BIN=FILE  run this router binary instead of the build's (an A/B of two router builds
 #                    with the same plugins; libSwitchyardDependencies.so must be beside it)
+#   PLUGINS_FROM=DIR take libcore.so and libmqtt.so from DIR instead of the build (with ROUTER_BIN,
+#                    an A/B of two installs: DIR=INSTALL/lib/switchyard/plugins)
 #   PERF_DIR=DIR     record `perf record -g` of the router during each Switchyard run into DIR
 #   KEEP_TMP=1       keep the temporary directory (configs, logs, raw results)
 set -euo pipefail
@@ -89,7 +91,7 @@ tmp=$(mktemp -d /tmp/mqtt-bridge-bench.XXXXXX)
 chmod 755 "$tmp"
 plugins="$tmp/plugins"
 mkdir -m 755 "$plugins"
-install -m 0755 "$release_dir/libcore.so" "$release_dir/libmqtt.so" "$plugins/"
+install -m 0755 "${PLUGINS_FROM:-$release_dir}/libcore.so" "${PLUGINS_FROM:-$release_dir}/libmqtt.so" "$plugins/"
 router_bin=${ROUTER_BIN:-$release_dir/switchyard}
 
 # ---------------------------------------------------------------------------------------------
