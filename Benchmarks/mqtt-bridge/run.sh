@@ -28,6 +28,7 @@
 #   PLUGINS_FROM=DIR take libcore.so and libmqtt.so from DIR instead of the build (with ROUTER_BIN,
 #                    an A/B of two installs: DIR=INSTALL/lib/switchyard/plugins)
 #   PERF_DIR=DIR     record `perf record -g` of the router during each Switchyard run into DIR
+#                    (PERF_FREQUENCY=HZ samples per second, default 999)
 #   KEEP_TMP=1       keep the temporary directory (configs, logs, raw results)
 set -euo pipefail
 
@@ -248,7 +249,7 @@ run_load() {  # run_load PATH QOS GENERATOR [publisher port]
 start_perf() {  # start_perf PATH QOS GENERATOR: perf record -g of the router (Switchyard runs, PERF_DIR set)
     [[ -n ${PERF_DIR:-} && $1 == switchyard ]] || return 0
     mkdir -p "$PERF_DIR"
-    perf record -g -F 999 -p "$router_pid" -o "$PERF_DIR/switchyard-qos$2-$3-run$run.perf.data" \
+    perf record -g -F "${PERF_FREQUENCY:-999}" -p "$router_pid" -o "$PERF_DIR/switchyard-qos$2-$3-run$run.perf.data" \
         >"$PERF_DIR/perf-qos$2-$3-run$run.log" 2>&1 &
     perf_pid=$!
     sleep 0.5  # perf attaches to every thread before the load starts

@@ -10,7 +10,7 @@
 
 /// A value guarded by a lock that threads can also wait on: `Mutex` with a condition variable.
 ///
-/// It is a pthread mutex and condition, not a futex: ThreadSanitizer sees every acquisition,
+/// It is a pthread mutex (adaptive, on glibc) and condition, not a futex: ThreadSanitizer sees every acquisition,
 /// where it cannot see `Synchronization.Mutex`'s slow path on Linux and reports the state it
 /// guards as racing. Waits are bounded by a monotonic clock, so a wall-clock step neither
 /// shortens nor stretches them.
@@ -29,7 +29,17 @@ public final class Locked<State>: @unchecked Sendable {
         state = initial
         mutex = .allocate(capacity: 1)
         condition = .allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
+        var mutexAttributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&mutexAttributes)
+        #if canImport(Glibc)
+            // Adaptive: a lock found taken is retried for a moment before the thread sleeps.
+            // Its holders keep it for a queue push or take (well under a microsecond), and a
+            // sleep costs a futex call on each side; a route worker and its source took turns
+            // sleeping on a queue's lock, thousands of times a second (RESULTS, "slow mode").
+            pthread_mutexattr_settype(&mutexAttributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+        #endif
+        pthread_mutex_init(mutex, &mutexAttributes)
+        pthread_mutexattr_destroy(&mutexAttributes)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
         #if !canImport(Darwin)

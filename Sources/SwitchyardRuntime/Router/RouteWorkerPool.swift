@@ -80,6 +80,7 @@ final class RouteWorkerPool: Sendable {
     /// A pool of at most `threads` threads.
     init(threads: Int) {
         limit = max(1, threads)
+        AllocatorTuning.applied
     }
 
     /// How many threads it has started.
