@@ -279,6 +279,54 @@ class ConsoleTests(unittest.TestCase):
             page.wait_for_url("**/console/iiideas/witness/runs?done=started")
             expect(page.locator("#runs")).to_contain_text('"count" : 4242', timeout=EXPECT_MS)
 
+    def test_a_run_that_ends_before_the_live_view_connects_still_reaches_it(self) -> None:
+        """The gap between a runs page's render and its event stream's start: a run that starts
+        and ends inside it is replayed from the page's `since`, and after a reconnect from the
+        browser's `Last-Event-ID`."""
+        import http.client
+        import time
+
+        with browser() as page:
+            self.sign_in(page)
+            since = time.time_ns()
+            body = json.dumps({"input": {"count": 4343, "time": "2026-11-25T00:00:00Z"}}).encode()
+            request = urllib.request.Request(
+                self.router.base_url + "/v1/iiideas/witness/run", data=body, method="POST",
+                headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=5) as answer:
+                trigger = json.load(answer)["trigger_envelope_id"]
+            self.wait_for(
+                "the sample run to end",
+                lambda: any(r["trigger_envelope_id"] == trigger and r["outcome"] == "succeeded" for r in self.runs("witness")))
+            # Only now does a live view connect, as a page rendered at `since` would.
+            replayed = page.evaluate(
+                """([source, timeout]) => new Promise((resolve) => {
+                    const events = new EventSource(source);
+                    setTimeout(() => { events.close(); resolve(null); }, timeout);
+                    events.addEventListener("run", (message) => {
+                        if (!message.data.includes("4343")) return;
+                        events.close();
+                        resolve({ id: message.lastEventId, data: message.data });
+                    });
+                })""",
+                [f"/console/events/runs?iiidea=witness&since={since}", EXPECT_MS])
+            self.assertIsNotNone(replayed, "the live view never showed the run that ended before it connected")
+            self.assertIn("succeeded", json.loads(replayed["data"])["html"])
+            self.assertGreaterEqual(int(replayed["id"]), since)
+            # A reconnecting EventSource sends the last id it had; the stream replays from there.
+            cookie = next(c for c in page.context.cookies() if c["name"] == "switchyard_session")
+            host, port = self.router.base_url.removeprefix("http://").split(":")
+            connection = http.client.HTTPConnection(host, int(port), timeout=EXPECT_MS / 1000)
+            self.addCleanup(connection.close)
+            connection.request(
+                "GET", "/console/events/runs?iiidea=witness",
+                headers={"Cookie": f"switchyard_session={cookie['value']}", "Last-Event-ID": str(since)})
+            stream = connection.getresponse()
+            self.assertEqual(stream.status, 200)
+            deadline = time.monotonic() + EXPECT_MS / 1000
+            while b"4343" not in (line := stream.readline()):
+                self.assertTrue(line and time.monotonic() < deadline, "the stream did not replay the sample run")
+
     def test_the_graph_counts_live_and_a_dead_letter_replays(self) -> None:
         from playwright.sync_api import expect
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import NIOCore
 import SwitchyardConfig
@@ -16,6 +17,8 @@ import SwitchyardStore
 struct ConsoleIiideaPages: Sendable {
     /// Runs per page of the run history.
     static let runsPerPage = 25
+    /// The header a reconnecting `EventSource` sends with the id of the last event it had.
+    static let lastEventID = HTTPField.Name("Last-Event-ID") ?? .cacheControl
 
     let catalog: IiideaCatalog
     let frame: ConsoleFrame
@@ -181,6 +184,8 @@ struct ConsoleIiideaPages: Sendable {
         let query = request.uri.queryParameters
         let outcome = query.get("outcome").flatMap { IiideaRun.Outcome(rawValue: $0) }
         let pageNumber = max(0, min(query.get("page", as: Int.self) ?? 0, 10_000))
+        // Taken before the query: the live feed replays from here what the page cannot show.
+        let renderedAt = Clock.nowUnixNanos()
         let runs =
             (try? iiideas.runStore?.runs(
                 iiidea: summary.id, outcome: outcome, limit: Self.runsPerPage + 1, offset: pageNumber * Self.runsPerPage))
@@ -197,25 +202,51 @@ struct ConsoleIiideaPages: Sendable {
         // New runs stream in only where they belong: the first page, unfiltered.
         let live = pageNumber == 0 && outcome == nil
         data["live"] = live
+        let source = "/console/events/runs?iiidea=\(Console.queryEscaped(summary.id))&since=\(renderedAt)"
         return frame.page(
             title: "Runs of \(summary.declaration.title ?? summary.id)", template: "runs", data: data, session: session, nav: "iiideas",
-            notice: Console.notice(request), live: live ? ("runs", "/console/events/runs?iiidea=\(Console.queryEscaped(summary.id))") : nil)
+            notice: Console.notice(request), live: live ? ("runs", source) : nil)
     }
 
     /// Server-sent events: `event: run` with `{"run": ID, "html": "<tr…>"}` as each run of
     /// `iiidea` starts and ends; a heartbeat every 15 s.
+    ///
+    /// A run that starts or ends between the page's render and this stream's start would
+    /// otherwise never reach the page, so the stream first replays the runs changed since the
+    /// cursor: the browser's `Last-Event-ID` after a reconnect, else the page's `since`. Each
+    /// event's id is the time the stream took it from the feed; a replayed row the page already
+    /// has replaces itself.
     private func runEvents(_ request: Request, iiidea: String) -> Response {
+        // Subscribed before the replay reads the store, so no change falls between the two.
         let feed = iiideas.runFeed.subscribe()
         let runs = iiideas.runStore
         let pages = self
+        let cursor = request.headers[Self.lastEventID].flatMap { Int64($0) } ?? Console.query(request)["since"].flatMap { Int64($0) }
         return frame.eventStream(
             for: request, tick: .seconds(15),
             source: { output in
+                if let cursor, let recent = try? runs?.runs(iiidea: iiidea, limit: Self.runsPerPage) {
+                    let changed = recent.filter { Self.changed($0, since: cursor) }
+                    for run in changed.reversed() { output.yield(pages.runEvent(run, id: Clock.nowUnixNanos())) }
+                }
                 for await event in feed where event.iiidea == iiidea {
+                    let taken = Clock.nowUnixNanos()
                     guard let run = try? runs?.run(id: event.run) else { continue }
-                    let html = ConsoleTemplates.library.render(pages.runView(run), withTemplate: "run_row") ?? ""
-                    output.yield("event: run\ndata: \(JSONValue.object(["run": .string(run.id), "html": .string(html)]).serialized())\n\n")
+                    output.yield(pages.runEvent(run, id: taken))
                 }
             })
+    }
+
+    /// Whether `run` may have started or ended after `cursor`, with a second's margin for
+    /// the clock readings of the run's thread and the stream's.
+    private static func changed(_ run: IiideaRun, since cursor: Int64) -> Bool {
+        let from = max(cursor, 0) - 1_000_000_000
+        guard let endedAt = run.endedAt else { return true }
+        return run.startedAt >= from || endedAt >= from
+    }
+
+    private func runEvent(_ run: IiideaRun, id: Int64) -> String {
+        let html = ConsoleTemplates.library.render(runView(run), withTemplate: "run_row") ?? ""
+        return "id: \(id)\nevent: run\ndata: \(JSONValue.object(["run": .string(run.id), "html": .string(html)]).serialized())\n\n"
     }
 }
