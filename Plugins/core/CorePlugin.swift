@@ -100,6 +100,17 @@ final class CorePlugin: SwitchyardPlugin {
         }
     }
 
+    /// The file sink reads a lent envelope in place; every other port takes a copy.
+    func deliver(borrowing envelope: borrowing BorrowedEnvelope, on port: String, delivery: Delivery) {
+        guard port == "write", let file else { return deliver(envelope.copy(), on: port, delivery: delivery) }
+        do {
+            try file.append(borrowing: envelope)
+            delivery.ack(.ok)
+        } catch {
+            delivery.ack(.retry, reason: "\(error)")
+        }
+    }
+
     func quiesce() {
         timer?.stop()
         console?.stop()

@@ -22,7 +22,21 @@ final class JSONLinesFile: Sendable {
     }
 
     func append(_ envelope: Envelope) throws {
-        var line = writesEnvelopes ? envelope.jsonObject().serializedBytes() : Self.bodyLine(envelope)
+        try write(writesEnvelopes ? envelope.jsonObject().serializedBytes() : Self.bodyLine(envelope))
+    }
+
+    /// ``append(_:)`` of an envelope the router lent: with `format: body`, a JSON body is
+    /// compacted straight from the router's memory, so the common case copies nothing else.
+    func append(borrowing envelope: borrowing BorrowedEnvelope) throws {
+        if !writesEnvelopes, !envelope.contentTypeHasPrefix("text/"), let line = envelope.withBody({ JSONLine.compacted($0) }) {
+            return try write(line)
+        }
+        try append(envelope.copy())
+    }
+
+    /// Writes `line` and its line break, flushed (and fsynced when asked) before it returns.
+    private func write(_ line: consuming [UInt8]) throws {
+        // Owned, so the line break goes into the capacity the line was made with.
         line.append(0x0A)
         try file.withLock { handle throws(PluginError) in
             guard let handle else { throw PluginError("\(path) is closed") }

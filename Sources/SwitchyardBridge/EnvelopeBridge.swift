@@ -126,7 +126,8 @@ public enum EnvelopeBridge {
         "application/json", "text/plain", "text/plain; charset=utf-8", "application/octet-stream",
     ].map { (Array($0.utf8), $0) }
 
-    static func contentType(_ view: sy_bytes) -> String {
+    /// The content type `view` names, without allocating for the common ones.
+    public static func contentType(_ view: sy_bytes) -> String {
         for known in knownContentTypes where known.bytes.count == view.length {
             let same = known.bytes.withUnsafeBufferPointer { own in
                 guard let data = view.data, let base = own.baseAddress else { return view.length == 0 }

@@ -28,6 +28,13 @@ public protocol SwitchyardPlugin: AnyObject, Sendable {
     /// once, now or later, from any thread.
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery)
 
+    /// Takes an envelope delivered to a sink port as the router lent it: views of the router's
+    /// memory, valid only during this call. Optional; the default copies it and calls
+    /// ``deliver(_:on:delivery:)``. A sink whose common case reads a few fields and keeps
+    /// only the body's bytes implements it to skip that copy, and calls ``BorrowedEnvelope/copy()``
+    /// for everything else.
+    func deliver(borrowing envelope: borrowing BorrowedEnvelope, on port: String, delivery: Delivery)
+
     /// Whether the sink `port` can take another delivery now. Answer false to make the router
     /// hold the envelope and try again shortly — the backpressure that keeps a slow far side
     /// from growing memory (the route's queue fills, and its sources are told to wait).
@@ -88,6 +95,10 @@ public protocol SwitchyardPlugin: AnyObject, Sendable {
 }
 
 extension SwitchyardPlugin {
+    /// Copies the envelope and calls ``deliver(_:on:delivery:)``.
+    public func deliver(borrowing envelope: borrowing BorrowedEnvelope, on port: String, delivery: Delivery) {
+        deliver(envelope.copy(), on: port, delivery: delivery)
+    }
     /// Always true.
     public func canAccept(on port: String) -> Bool { true }
     /// Does nothing.

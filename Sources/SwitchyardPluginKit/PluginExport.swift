@@ -63,17 +63,13 @@ public enum PluginExport {
             }
         }
         plugin.pointee.deliver = { instance, port, envelope, deliveryID in
-            guard let box = PluginExport.box(instance), let envelope, let copy = EnvelopeBridge.envelope(from: envelope) else {
+            guard let box = PluginExport.box(instance), let envelope, let borrowed = BorrowedEnvelope(envelope) else {
                 return SY_ERR_INVALID
             }
             let portName = port.string
             guard box.sinkPorts.contains(portName) else { return SY_ERR_UNKNOWN_PORT }
             guard box.plugin.canAccept(on: portName) else { return SY_ERR_FULL }
-            box.plugin.deliver(
-                copy,
-                on: portName,
-                delivery: Delivery(id: deliveryID, context: box.context)
-            )
+            box.plugin.deliver(borrowing: borrowed, on: portName, delivery: Delivery(id: deliveryID, context: box.context))
             return SY_OK
         }
         plugin.pointee.stop = { instance in PluginExport.box(instance)?.plugin.stop() }

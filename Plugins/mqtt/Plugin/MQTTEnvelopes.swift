@@ -81,9 +81,7 @@ enum MQTTEnvelopes {
             }
             if let value = body["retain"]?.boolValue { retain = value }
         }
-        if let problem = MQTTTopic.problem(withTopicName: topic) {
-            throw PluginError("cannot publish to topic '\(topic)': \(problem)")
-        }
+        try check(topic: topic)
         var properties = MQTTProperties()
         if version == .v5 {
             // application/octet-stream is what a publish without a Content Type means (and what
@@ -104,6 +102,39 @@ enum MQTTEnvelopes {
             }
         }
         return MQTTPublish(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties)
+    }
+
+    /// The header names a publish is made from in place by ``publish(lent:defaults:version:)``:
+    /// those an `mqtt.Message` relayed as it came carries.
+    static let inPlaceHeaders = ["mqtt.topic", "mqtt.qos", "mqtt.retain", "mqtt.dup"]
+
+    /// The publish ``publish(for:defaults:version:)`` makes of a copy of `envelope`, made from
+    /// the lent envelope in place (only the topic and the payload are copied); nil when the
+    /// envelope needs the general path: a header other than ``inPlaceHeaders`` (MQTT 5
+    /// properties, trace context), an `mqtt.Publish` body to read, or an MQTT Connect type.
+    static func publish(
+        lent envelope: borrowing BorrowedEnvelope, defaults: MQTTLinkConfiguration.PublishDefaults, version: MQTTVersion
+    ) throws -> MQTTPublish? {
+        guard envelope.headersAreAll(in: inPlaceHeaders), !envelope.hasType(publishType),
+            !MQTTConnectProfile.outboundTypes.contains(where: { envelope.hasType($0) })
+        else { return nil }
+        let topic = envelope.header("mqtt.topic") ?? defaults.topic ?? envelope.subject
+        try check(topic: topic)
+        let qos = envelope.header("mqtt.qos").flatMap(UInt8.init).flatMap(MQTTQoS.init(rawValue:)) ?? defaults.qos
+        let retain = envelope.header("mqtt.retain").map { $0 == "true" } ?? defaults.retain
+        var properties = MQTTProperties()
+        if version == .v5 {
+            let contentType = envelope.contentType
+            if !contentType.isEmpty, contentType != untypedContentType { properties.contentType = contentType }
+        }
+        let payload = envelope.withBody { Array($0) }
+        return MQTTPublish(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties)
+    }
+
+    private static func check(topic: String) throws {
+        if let problem = MQTTTopic.problem(withTopicName: topic) {
+            throw PluginError("cannot publish to topic '\(topic)': \(problem)")
+        }
     }
 
     /// What is left of a Message Expiry Interval of `interval` seconds counted from `arrival`

@@ -105,6 +105,21 @@ final class MQTTPlugin: SwitchyardPlugin {
 
     func canAccept(on port: String) -> Bool { link.hasRoom }
 
+    /// A relayed `mqtt.Message` (no MQTT Connect profile, no properties to carry) is published
+    /// from the router's memory in place; every other envelope goes the general way with a copy.
+    func deliver(borrowing envelope: borrowing BorrowedEnvelope, on port: String, delivery: Delivery) {
+        guard link.configuration.connect == nil else { return deliver(envelope.copy(), on: port, delivery: delivery) }
+        do {
+            guard
+                let publish = try MQTTEnvelopes.publish(
+                    lent: envelope, defaults: link.configuration.publish, version: link.configuration.version)
+            else { return deliver(envelope.copy(), on: port, delivery: delivery) }
+            link.publish(publish, delivery: delivery)
+        } catch {
+            delivery.ack(.reject, reason: "\(error)")
+        }
+    }
+
     func deliver(_ envelope: Envelope, on port: String, delivery: Delivery) {
         // MQTT Connect hook: a dialog or settings message the app would not understand is
         // refused, not published; one for a phone gets the phone's session object.

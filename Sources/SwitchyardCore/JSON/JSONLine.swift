@@ -10,6 +10,11 @@ public enum JSONLine {
     /// between its tokens, so the copy holds no line break; `nil` when `bytes` is not JSON.
     /// Members keep their order and numbers their text.
     public static func compacted(_ bytes: [UInt8]) -> [UInt8]? {
+        bytes.withUnsafeBufferPointer { compacted($0) }
+    }
+
+    /// ``compacted(_:)`` of bytes in memory someone else owns (a sink's borrowed body).
+    public static func compacted(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         var copier = Copier(bytes: bytes)
         return copier.copyDocument() ? copier.output : nil
     }
@@ -17,14 +22,14 @@ public enum JSONLine {
     /// One pass over the input: a loop with an explicit stack of open containers (no recursion,
     /// so a hostile nesting cannot exhaust the thread's stack).
     private struct Copier {
-        let bytes: [UInt8]
+        let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
         var output: [UInt8] = []
         /// `{` or `[` per open container.
         var open: [UInt8] = []
         var sawNonASCII = false
 
-        init(bytes: [UInt8]) {
+        init(bytes: UnsafeBufferPointer<UInt8>) {
             self.bytes = bytes
             output.reserveCapacity(bytes.count + 1)
         }
