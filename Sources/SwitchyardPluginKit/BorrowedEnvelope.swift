@@ -36,11 +36,17 @@ public struct BorrowedEnvelope: ~Copyable {
     /// Whether the envelope's type is `type`, compared in place.
     public func hasType(_ type: String) -> Bool { Self.same(view.pointee.type, type) }
 
+    /// Whether the envelope's type is one of `types`, compared in place.
+    public func hasType(anyOf types: [String]) -> Bool { Self.isAny(of: types, view.pointee.type) }
+
     /// The subject (a copy).
     public var subject: String { view.pointee.subject.string }
 
     /// The content type (shared, not copied, for the common ones).
     public var contentType: String { EnvelopeBridge.contentType(view.pointee.content_type) }
+
+    /// Whether the content type is `contentType` (empty: none), compared in place.
+    public func hasContentType(_ contentType: String) -> Bool { Self.same(view.pointee.content_type, contentType) }
 
     /// Whether the content type starts with `prefix`, compared in place.
     public func contentTypeHasPrefix(_ prefix: StaticString) -> Bool {
@@ -69,7 +75,7 @@ public struct BorrowedEnvelope: ~Copyable {
     /// envelope it can read in place from one that needs its general path.
     public func headersAreAll(in names: [String]) -> Bool {
         guard let headers = view.pointee.headers else { return true }
-        for index in 0..<view.pointee.header_count where !names.contains(where: { Self.same(headers[index].name, $0) }) {
+        for index in 0..<view.pointee.header_count where !Self.isAny(of: names, headers[index].name) {
             return false
         }
         return true
@@ -90,6 +96,15 @@ public struct BorrowedEnvelope: ~Copyable {
     public func copy() -> Envelope {
         EnvelopeBridge.envelope(
             fromV1: UnsafeRawPointer(view).advanced(by: EnvelopeBridge.versionOneOffset).assumingMemoryBound(to: sy_envelope_v1.self))
+    }
+
+    /// Whether `bytes` is one of `texts`. Through the array's buffer: iterating the array
+    /// itself is a call per element where the compiler does not specialise it (debug builds).
+    private static func isAny(of texts: [String], _ bytes: sy_bytes) -> Bool {
+        texts.withUnsafeBufferPointer { texts in
+            for index in texts.indices where same(bytes, texts[index]) { return true }
+            return false
+        }
     }
 
     private static func same(_ bytes: sy_bytes, _ text: String) -> Bool {

@@ -116,16 +116,15 @@ enum MQTTEnvelopes {
         lent envelope: borrowing BorrowedEnvelope, defaults: MQTTLinkConfiguration.PublishDefaults, version: MQTTVersion
     ) throws -> MQTTPublish? {
         guard envelope.headersAreAll(in: inPlaceHeaders), !envelope.hasType(publishType),
-            !MQTTConnectProfile.outboundTypes.contains(where: { envelope.hasType($0) })
+            !envelope.hasType(anyOf: MQTTConnectProfile.outboundTypes)
         else { return nil }
         let topic = envelope.header("mqtt.topic") ?? defaults.topic ?? envelope.subject
         try check(topic: topic)
         let qos = envelope.header("mqtt.qos").flatMap(UInt8.init).flatMap(MQTTQoS.init(rawValue:)) ?? defaults.qos
         let retain = envelope.header("mqtt.retain").map { $0 == "true" } ?? defaults.retain
         var properties = MQTTProperties()
-        if version == .v5 {
-            let contentType = envelope.contentType
-            if !contentType.isEmpty, contentType != untypedContentType { properties.contentType = contentType }
+        if version == .v5, !envelope.hasContentType(""), !envelope.hasContentType(untypedContentType) {
+            properties.contentType = envelope.contentType
         }
         let payload = envelope.withBody { Array($0) }
         return MQTTPublish(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties)
