@@ -194,6 +194,7 @@ let package = Package(
             name: "CorePlugin",
             dependencies: ["SwitchyardPluginKit"],
             path: "Plugins/core",
+            exclude: ["Tests"],
             swiftSettings: strict,
             linkerSettings: pluginLinkerSettings
         ),
@@ -371,6 +372,10 @@ let package = Package(
         ),
         // The mqtt and sip plugins on EmbeddedChannels (NIOEmbedded): packet sequences, timers,
         // back-pressure and reconnects, with no broker or peer. Beside each plugin's sources.
+        .testTarget(
+            name: "CorePluginTests", dependencies: ["CorePlugin", "SwitchyardPluginKit", "SwitchyardCore"], path: "Plugins/core/Tests",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "MQTTPluginTests",
             dependencies: [

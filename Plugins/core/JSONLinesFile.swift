@@ -28,10 +28,9 @@ final class JSONLinesFile: Sendable {
     /// ``append(_:)`` of an envelope the router lent: with `format: body`, a JSON body is
     /// compacted straight from the router's memory, so the common case copies nothing else.
     func append(borrowing envelope: borrowing BorrowedEnvelope) throws {
-        if !writesEnvelopes, !envelope.contentTypeHasPrefix("text/"), let line = envelope.withBody({ JSONLine.compacted($0) }) {
-            return try write(line)
-        }
-        try append(envelope.copy())
+        guard !writesEnvelopes else { return try append(envelope.copy()) }
+        let isText = envelope.contentTypeHasPrefix("text/")
+        try write(envelope.withBody { Self.bodyLine($0, isText: isText) })
     }
 
     /// Writes `line` and its line break, flushed (and fsynced when asked) before it returns.
@@ -54,8 +53,15 @@ final class JSONLinesFile: Sendable {
     /// tokens (checked, not parsed into a tree), anything else as `decodedBody()` makes it (a
     /// text body, or one that is not JSON, as a string).
     static func bodyLine(_ envelope: Envelope) -> [UInt8] {
-        if !envelope.contentType.hasPrefix("text/"), let line = JSONLine.compacted(envelope.body) { return line }
-        return envelope.decodedBody().serializedBytes()
+        envelope.body.withUnsafeBufferPointer { bodyLine($0, isText: envelope.contentType.hasPrefix("text/")) }
+    }
+
+    /// ``bodyLine(_:)`` of a body in memory someone else owns. A body `compacted` refuses is
+    /// one `Envelope.decodedBody()` would not parse either, so it is written as its text.
+    static func bodyLine(_ body: UnsafeBufferPointer<UInt8>, isText: Bool) -> [UInt8] {
+        if body.isEmpty { return JSONValue.null.serializedBytes() }
+        if !isText, let line = JSONLine.compacted(body) { return line }
+        return JSONValue.string(String(decoding: body, as: UTF8.self)).serializedBytes()
     }
 
     func close() {

@@ -15,8 +15,22 @@ public enum JSONLine {
 
     /// ``compacted(_:)`` of bytes in memory someone else owns (a sink's borrowed body).
     public static func compacted(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        // Text that cannot start a JSON value is refused before the copy's buffer is made.
+        guard let first = bytes.first(where: { !Self.isWhitespace($0) }), Self.canStartValue(first) else { return nil }
         var copier = Copier(bytes: bytes)
         return copier.copyDocument() ? copier.output : nil
+    }
+
+    static func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+
+    static func canStartValue(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "\""), UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
+            return true
+        default:
+            return false
+        }
     }
 
     /// One pass over the input: a loop with an explicit stack of open containers (no recursion,
@@ -87,12 +101,7 @@ public enum JSONLine {
         }
 
         mutating func skipWhitespace() {
-            while index < bytes.count {
-                switch bytes[index] {
-                case 0x20, 0x09, 0x0A, 0x0D: index += 1
-                default: return
-                }
-            }
+            while index < bytes.count, JSONLine.isWhitespace(bytes[index]) { index += 1 }
         }
 
         /// A member's name and the colon after it.
