@@ -1,7 +1,7 @@
 # Helpers the benchmark scripts source (after setting `release_dir` and defining `log`).
 
 # bench_tmp NAME PLUGIN...: a temporary directory `tmp` with plugins/ (lib<PLUGIN>.so from
-# $release_dir) and routes/; on exit every pid in `pids` is killed, `bench_on_exit` runs when
+# $PLUGINS_FROM when set, for an A/B of two installs, else from $release_dir) and routes/; on exit every pid in `pids` is killed, `bench_on_exit` runs when
 # the script defines it, and the directory is removed (KEEP_TMP=1 keeps it).
 bench_tmp() {
     local name=$1
@@ -9,7 +9,7 @@ bench_tmp() {
     tmp=$(mktemp -d "/tmp/$name-bench.XXXXXX")
     chmod 755 "$tmp"
     mkdir -m 755 "$tmp/plugins" "$tmp/routes"
-    for plugin in "$@"; do install -m 0755 "$release_dir/lib$plugin.so" "$tmp/plugins/"; done
+    for plugin in "$@"; do install -m 0755 "${PLUGINS_FROM:-$release_dir}/lib$plugin.so" "$tmp/plugins/"; done
     pids=()
     trap bench_cleanup EXIT
 }

@@ -16,6 +16,8 @@
 #   SKIP_BUILD=1  reuse the release builds as they are      KEEP_TMP=1  keep the temporary directory
 #   ROUTER_BIN=FILE  run this router binary instead of the build's (an A/B of two router builds
 #                    with the same plugins; libSwitchyardDependencies.so must be beside it)
+#   PLUGINS_FROM=DIR take libpush.so and libcore.so from DIR instead of the build (with ROUTER_BIN,
+#                    an A/B of two installs: DIR=INSTALL/lib/switchyard/plugins)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
