@@ -46,26 +46,13 @@ public enum EnvelopeBridge {
         _ envelope: Envelope,
         _ body: (UnsafePointer<sy_envelope>) -> Result
     ) -> Result {
-        withCEnvelope(
-            id: envelope.id, type: envelope.type, source: envelope.source, subject: envelope.subject, time: envelope.time,
-            headers: envelope.headers, contentType: envelope.contentType, body: envelope.body, trace: envelope.trace,
-            session: envelope.session, body)
-    }
-
-    /// ``withCEnvelope(_:_:)`` of an envelope given as its fields, for an emit that never
-    /// builds an ``Envelope``: an empty `id`, a zero `time`, an empty `source` and `trace`
-    /// are the router's to fill.
-    @inlinable
-    public static func withCEnvelope<Result>(
-        id: String = "", type: String, source: String = "", subject: String, time: Int64 = 0, headers: Headers,
-        contentType: String, body envelopeBody: [UInt8], trace: [String] = [], session: [UInt8] = [],
-        _ body: (UnsafePointer<sy_envelope>) -> Result
-    ) -> Result {
-        let headerCount = headers.count
-        let traceCount = trace.count
-        var textBytes = id.utf8.count + type.utf8.count + source.utf8.count + subject.utf8.count + contentType.utf8.count
-        for field in headers.fields { textBytes += field.name.utf8.count + field.value.utf8.count }
-        for name in trace { textBytes += name.utf8.count }
+        let headerCount = envelope.headers.count
+        let traceCount = envelope.trace.count
+        var textBytes =
+            envelope.id.utf8.count + envelope.type.utf8.count + envelope.source.utf8.count + envelope.subject.utf8.count
+            + envelope.contentType.utf8.count
+        for field in envelope.headers.fields { textBytes += field.name.utf8.count + field.value.utf8.count }
+        for name in envelope.trace { textBytes += name.utf8.count }
         let headerBytes = headerCount * MemoryLayout<sy_header>.stride
         let traceBytes = traceCount * MemoryLayout<sy_bytes>.stride
         return withUnsafeTemporaryAllocation(
@@ -73,29 +60,29 @@ public enum EnvelopeBridge {
         ) { storage in
             // Layout: the header table, then the trace table, then every string's UTF-8.
             let base = storage.baseAddress.unsafelyUnwrapped
-            let headerTable = base.bindMemory(to: sy_header.self, capacity: headerCount)
-            let traceTable = (base + headerBytes).bindMemory(to: sy_bytes.self, capacity: traceCount)
+            let headers = base.bindMemory(to: sy_header.self, capacity: headerCount)
+            let trace = (base + headerBytes).bindMemory(to: sy_bytes.self, capacity: traceCount)
             var text = StringPacker(start: (base + headerBytes + traceBytes).bindMemory(to: UInt8.self, capacity: textBytes))
-            let idView = text.pack(id)
-            let typeView = text.pack(type)
-            let sourceView = text.pack(source)
-            let subjectView = text.pack(subject)
-            let contentTypeView = text.pack(contentType)
-            for (index, field) in headers.fields.enumerated() {
-                (headerTable + index).initialize(to: sy_header(name: text.pack(field.name), value: text.pack(field.value)))
+            let id = text.pack(envelope.id)
+            let type = text.pack(envelope.type)
+            let source = text.pack(envelope.source)
+            let subject = text.pack(envelope.subject)
+            let contentType = text.pack(envelope.contentType)
+            for (index, field) in envelope.headers.fields.enumerated() {
+                (headers + index).initialize(to: sy_header(name: text.pack(field.name), value: text.pack(field.value)))
             }
-            for (index, name) in trace.enumerated() { (traceTable + index).initialize(to: text.pack(name)) }
-            return envelopeBody.withUnsafeBufferPointer { bodyBytes in
-                session.withUnsafeBufferPointer { sessionBytes in
+            for (index, name) in envelope.trace.enumerated() { (trace + index).initialize(to: text.pack(name)) }
+            return envelope.body.withUnsafeBufferPointer { bodyBytes in
+                envelope.session.withUnsafeBufferPointer { sessionBytes in
                     var cEnvelope = sy_envelope(
                         struct_size: UInt32(MemoryLayout<sy_envelope>.size), reserved: 0,
-                        id: idView, type: typeView, source: sourceView, subject: subjectView,
-                        time_unix_nanos: time,
-                        headers: headerCount == 0 ? nil : UnsafePointer(headerTable),
+                        id: id, type: type, source: source, subject: subject,
+                        time_unix_nanos: envelope.time,
+                        headers: headerCount == 0 ? nil : UnsafePointer(headers),
                         header_count: headerCount,
-                        content_type: contentTypeView,
+                        content_type: contentType,
                         body: sy_bytes(bodyBytes),
-                        trace: traceCount == 0 ? nil : UnsafePointer(traceTable),
+                        trace: traceCount == 0 ? nil : UnsafePointer(trace),
                         trace_count: traceCount,
                         session: sy_bytes(sessionBytes)
                     )

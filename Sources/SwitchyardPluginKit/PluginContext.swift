@@ -29,24 +29,6 @@ public struct PluginContext: @unchecked Sendable {
         }
     }
 
-    /// Emits an envelope given as its fields, without building an ``Envelope``: the router
-    /// gives it an id, the time, the source and the trace as it does for every emit (an
-    /// ``Envelope``'s own id and time are kept). For a source on a hot path; otherwise the
-    /// same as ``emit(_:on:settleToken:)``.
-    @discardableResult
-    public func emit(
-        type: String, subject: String = "", headers: Headers = Headers(), contentType: String = "application/json", body: [UInt8],
-        on port: String, settleToken: UInt64 = 0
-    ) -> EmitResult {
-        var port = port
-        return port.withUTF8 { portBytes in
-            EnvelopeBridge.withCEnvelope(type: type, subject: subject, headers: headers, contentType: contentType, body: body) {
-                cEnvelope in
-                EmitResult(rawValue: host.pointee.emit(context, sy_bytes(portBytes), cEnvelope, settleToken)) ?? .failed
-            }
-        }
-    }
-
     /// Writes a log line attributed to the instance.
     public func log(_ level: LogLevel, _ message: String) {
         var message = message

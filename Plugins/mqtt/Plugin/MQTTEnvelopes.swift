@@ -16,22 +16,6 @@ enum MQTTEnvelopes {
     /// flags and MQTT 5 properties as headers. With an MQTT Connect profile, a phone's payload
     /// is typed and its session object taken (see ``MQTTConnectProfile/inbound(_:)``).
     static func envelope(for publish: MQTTPublish, version: MQTTVersion, connect: MQTTConnectProfile? = nil) -> Envelope {
-        var envelope = Envelope(
-            type: messageType, subject: publish.topic, headers: headers(for: publish, version: version),
-            contentType: contentType(of: publish), body: publish.payload)
-        connect?.inbound(&envelope)  // MQTT Connect hook
-        return envelope
-    }
-
-    /// The content type of an inbound publish's payload: its MQTT 5 Content Type, else text
-    /// when its Payload Format Indicator says UTF-8, else bytes.
-    static func contentType(of publish: MQTTPublish) -> String {
-        publish.properties.contentType
-            ?? (publish.properties.payloadFormatIndicator == 1 ? "text/plain; charset=utf-8" : untypedContentType)
-    }
-
-    /// The headers of an inbound publish's envelope: its flags, and its MQTT 5 properties.
-    static func headers(for publish: MQTTPublish, version: MQTTVersion) -> Headers {
         var headers = Headers([
             ("mqtt.topic", publish.topic), ("mqtt.qos", String(publish.qos.rawValue)), ("mqtt.retain", String(publish.retain)),
             ("mqtt.dup", String(publish.dup)),
@@ -53,7 +37,16 @@ enum MQTTEnvelopes {
                 headers.append(name: "mqtt.user." + property.name, value: property.value)
             }
         }
-        return headers
+        var envelope = Envelope(
+            type: messageType,
+            subject: publish.topic,
+            headers: headers,
+            contentType: properties.contentType
+                ?? (properties.payloadFormatIndicator == 1 ? "text/plain; charset=utf-8" : untypedContentType),
+            body: publish.payload
+        )
+        connect?.inbound(&envelope)  // MQTT Connect hook
+        return envelope
     }
 
     /// The publish for an envelope delivered to the `publish` port. An `mqtt.Publish` body

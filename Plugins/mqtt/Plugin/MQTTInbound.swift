@@ -187,21 +187,12 @@ final class MQTTInbound: Sendable {
             unsettled.value[token] = inbound
             if publish.qos == .exactlyOnce { receivedQoS2.value.insert(id) }
         }
-        let result: EmitResult
-        if let connect = link.configuration.connect {
-            // MQTT Connect hook: the profile types a phone's payload and takes its session object.
-            let envelope = MQTTEnvelopes.envelope(for: publish, version: link.configuration.version, connect: connect)
-            if case let forgotten = connect.takeForgotten(), forgotten > 0 {
-                link.context.metric(.counter, "mqttconnect_sessions_forgotten_total", Double(forgotten))
-            }
-            result = link.context.emit(envelope, on: "messages", settleToken: token)
-        } else {
-            // Handed over as fields: the router makes the only Envelope of it.
-            result = link.context.emit(
-                type: MQTTEnvelopes.messageType, subject: publish.topic,
-                headers: MQTTEnvelopes.headers(for: publish, version: link.configuration.version),
-                contentType: MQTTEnvelopes.contentType(of: publish), body: publish.payload, on: "messages", settleToken: token)
+        // MQTT Connect hook: the profile types a phone's payload and takes its session object.
+        let envelope = MQTTEnvelopes.envelope(for: publish, version: link.configuration.version, connect: link.configuration.connect)
+        if let forgotten = link.configuration.connect?.takeForgotten(), forgotten > 0 {
+            link.context.metric(.counter, "mqttconnect_sessions_forgotten_total", Double(forgotten))
         }
+        let result = link.context.emit(envelope, on: "messages", settleToken: token)
         if result != .ok, token != 0 {
             // Not taken: unconfirmed, so the broker sends it again (a QoS 2 resend must then
             // be taken, not only answered).
