@@ -27,13 +27,6 @@ extension sy_bytes {
         return String(decoding: UnsafeBufferPointer(start: data, count: length), as: UTF8.self)
     }
 
-    /// Whether both views hold the same bytes.
-    public func sameBytes(as other: sy_bytes) -> Bool {
-        guard length == other.length else { return false }
-        guard length > 0, let data, let otherData = other.data else { return true }
-        return memcmp(data, otherData, length) == 0
-    }
-
     /// Whether the bytes equal `text`'s UTF-8 without copying.
     public func equals(_ text: StaticString) -> Bool {
         guard length == text.utf8CodeUnitCount else { return false }
@@ -168,16 +161,11 @@ public enum EnvelopeBridge {
     /// Copies a version 1 C envelope into an ``Envelope``.
     public static func envelope(fromV1 cEnvelope: UnsafePointer<sy_envelope_v1>) -> Envelope {
         let raw = cEnvelope.pointee
-        let subject = raw.subject.string
         var headers: [(name: String, value: String)] = []
         if let cHeaders = raw.headers, raw.header_count > 0 {
             headers.reserveCapacity(raw.header_count)
             for index in 0..<raw.header_count {
-                let value = cHeaders[index].value
-                // A header that repeats the subject (an mqtt.topic) shares its string: one
-                // allocation less when it is too long to be stored inline (over 15 bytes).
-                let sharesSubject = value.length > 15 && value.sameBytes(as: raw.subject)
-                headers.append((cHeaders[index].name.string, sharesSubject ? subject : value.string))
+                headers.append((cHeaders[index].name.string, cHeaders[index].value.string))
             }
         }
         var trace: [String] = []
@@ -189,7 +177,7 @@ public enum EnvelopeBridge {
             id: raw.id.string,
             type: raw.type.string,
             source: raw.source.string,
-            subject: subject,
+            subject: raw.subject.string,
             time: raw.time_unix_nanos,
             headers: Headers(headers),
             contentType: contentType(raw.content_type),

@@ -25,15 +25,4 @@ struct BorrowedEnvelopeTests {
             #expect(copy.id == original.id && copy.trace == original.trace && copy.body == original.body)
         }
     }
-
-    @Test func headersThatRepeatTheSubjectAreCopiedAsTheyWere() {
-        let topic = "plant/line-4/temperature/celsius"
-        let original = Envelope(
-            type: "mqtt.Message", subject: topic,
-            headers: Headers([("mqtt.topic", topic), ("mqtt.qos", "0"), ("other", topic + "/x"), ("short", "plant")]), body: [])
-        let copy = original.lend { $0.copy() }
-        #expect(copy.subject == topic)
-        #expect(copy.headers.fields.map(\.name) == ["mqtt.topic", "mqtt.qos", "other", "short"])
-        #expect(copy.headers.fields.map(\.value) == [topic, "0", topic + "/x", "plant"])
-    }
 }
