@@ -33,6 +33,23 @@ extension sy_bytes {
         guard length > 0, let data else { return true }
         return memcmp(data, text.utf8Start, length) == 0
     }
+
+    /// Whether the bytes equal `text`'s UTF-8 without copying either.
+    public func equals(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { own in
+            guard own.count == length else { return false }
+            guard length > 0, let data, let base = own.baseAddress else { return true }
+            return memcmp(data, base, length) == 0
+        }
+    }
+
+    /// Whether the bytes start with `prefix`'s UTF-8, without copying.
+    public func hasPrefix(_ prefix: StaticString) -> Bool {
+        guard length >= prefix.utf8CodeUnitCount else { return false }
+        guard prefix.utf8CodeUnitCount > 0, let data else { return true }
+        return memcmp(data, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0
+    }
 }
 
 /// Converts between ``Envelope`` and the C `sy_envelope` of the ABI. Shared by the SDK and the

@@ -2,14 +2,6 @@ internal import SwitchyardABI
 internal import SwitchyardBridge
 public import SwitchyardCore
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// An envelope the router lends a sink for one ``SwitchyardPlugin/deliver(borrowing:on:delivery:)``
 /// call: views of the router's memory, read in place.
 ///
@@ -34,7 +26,7 @@ public struct BorrowedEnvelope: ~Copyable {
     public var type: String { view.pointee.type.string }
 
     /// Whether the envelope's type is `type`, compared in place.
-    public func hasType(_ type: String) -> Bool { Self.same(view.pointee.type, type) }
+    public func hasType(_ type: String) -> Bool { view.pointee.type.equals(type) }
 
     /// Whether the envelope's type is one of `types`, compared in place.
     public func hasType(anyOf types: [String]) -> Bool { Self.isAny(of: types, view.pointee.type) }
@@ -46,15 +38,10 @@ public struct BorrowedEnvelope: ~Copyable {
     public var contentType: String { EnvelopeBridge.contentType(view.pointee.content_type) }
 
     /// Whether the content type is `contentType` (empty: none), compared in place.
-    public func hasContentType(_ contentType: String) -> Bool { Self.same(view.pointee.content_type, contentType) }
+    public func hasContentType(_ contentType: String) -> Bool { view.pointee.content_type.equals(contentType) }
 
     /// Whether the content type starts with `prefix`, compared in place.
-    public func contentTypeHasPrefix(_ prefix: StaticString) -> Bool {
-        let contentType = view.pointee.content_type
-        guard contentType.length >= prefix.utf8CodeUnitCount else { return false }
-        guard prefix.utf8CodeUnitCount > 0, let data = contentType.data else { return true }
-        return memcmp(data, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0
-    }
+    public func contentTypeHasPrefix(_ prefix: StaticString) -> Bool { view.pointee.content_type.hasPrefix(prefix) }
 
     /// When the envelope was made, in nanoseconds since the epoch.
     public var time: Int64 { view.pointee.time_unix_nanos }
@@ -65,7 +52,7 @@ public struct BorrowedEnvelope: ~Copyable {
     /// The value of the first header named `name` (a copy), or nil.
     public func header(_ name: String) -> String? {
         guard let headers = view.pointee.headers else { return nil }
-        for index in 0..<view.pointee.header_count where Self.same(headers[index].name, name) {
+        for index in 0..<view.pointee.header_count where headers[index].name.equals(name) {
             return headers[index].value.string
         }
         return nil
@@ -102,17 +89,8 @@ public struct BorrowedEnvelope: ~Copyable {
     /// itself is a call per element where the compiler does not specialise it (debug builds).
     private static func isAny(of texts: [String], _ bytes: sy_bytes) -> Bool {
         texts.withUnsafeBufferPointer { texts in
-            for index in texts.indices where same(bytes, texts[index]) { return true }
+            for index in texts.indices where bytes.equals(texts[index]) { return true }
             return false
-        }
-    }
-
-    private static func same(_ bytes: sy_bytes, _ text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { own in
-            guard own.count == bytes.length else { return false }
-            guard own.count > 0, let data = bytes.data, let base = own.baseAddress else { return true }
-            return memcmp(data, base, own.count) == 0
         }
     }
 }

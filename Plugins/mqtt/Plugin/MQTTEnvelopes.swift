@@ -57,14 +57,13 @@ enum MQTTEnvelopes {
     static func publish(for envelope: Envelope, defaults: MQTTLinkConfiguration.PublishDefaults, version: MQTTVersion) throws -> MQTTPublish
     {
         let headers = PublishHeaders(envelope.headers)
-        var topic = headers.topic ?? defaults.topic ?? envelope.subject
+        var (topic, qos, retain) = address(
+            topic: headers.topic, qos: headers.qos, retain: headers.retain, subject: envelope.subject, defaults: defaults)
         // MQTT Connect hook: a dialog or settings message is for the phones' topic, the
         // instance's `publish.topic`; an `mqtt.topic` header it kept from the message that
         // triggered it names where that came from.
         if MQTTConnectProfile.outboundTypes.contains(envelope.type), let phones = defaults.topic { topic = phones }
         var payload = envelope.body
-        var qos = headers.qos.flatMap(UInt8.init).flatMap(MQTTQoS.init(rawValue:)) ?? defaults.qos
-        var retain = headers.retain.map { $0 == "true" } ?? defaults.retain
         if envelope.type == publishType {
             let body = envelope.decodedBody()
             if let value = body["topic"]?.stringValue { topic = value }
@@ -118,16 +117,29 @@ enum MQTTEnvelopes {
         guard envelope.headersAreAll(in: inPlaceHeaders), !envelope.hasType(publishType),
             !envelope.hasType(anyOf: MQTTConnectProfile.outboundTypes)
         else { return nil }
-        let topic = envelope.header("mqtt.topic") ?? defaults.topic ?? envelope.subject
+        let (topic, qos, retain) = address(
+            topic: envelope.header("mqtt.topic"), qos: envelope.header("mqtt.qos"), retain: envelope.header("mqtt.retain"),
+            subject: envelope.subject, defaults: defaults)
         try check(topic: topic)
-        let qos = envelope.header("mqtt.qos").flatMap(UInt8.init).flatMap(MQTTQoS.init(rawValue:)) ?? defaults.qos
-        let retain = envelope.header("mqtt.retain").map { $0 == "true" } ?? defaults.retain
         var properties = MQTTProperties()
         if version == .v5, !envelope.hasContentType(""), !envelope.hasContentType(untypedContentType) {
             properties.contentType = envelope.contentType
         }
         let payload = envelope.withBody { Array($0) }
         return MQTTPublish(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties)
+    }
+
+    /// Topic, QoS and retain of a publish, one rule for both paths: each from its
+    /// `mqtt.topic`/`mqtt.qos`/`mqtt.retain` header text when it has one that reads, else the
+    /// instance's `publish:` default; the topic last from the subject (read only then).
+    private static func address(
+        topic: String?, qos: String?, retain: String?, subject: @autoclosure () -> String,
+        defaults: MQTTLinkConfiguration.PublishDefaults
+    ) -> (topic: String, qos: MQTTQoS, retain: Bool) {
+        (
+            topic ?? defaults.topic ?? subject(), qos.flatMap(UInt8.init).flatMap(MQTTQoS.init(rawValue:)) ?? defaults.qos,
+            retain.map { $0 == "true" } ?? defaults.retain
+        )
     }
 
     private static func check(topic: String) throws {

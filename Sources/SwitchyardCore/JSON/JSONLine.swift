@@ -16,12 +16,10 @@ public enum JSONLine {
     /// ``compacted(_:)`` of bytes in memory someone else owns (a sink's borrowed body).
     public static func compacted(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         // Text that cannot start a JSON value is refused before the copy's buffer is made.
-        guard let first = bytes.first(where: { !Self.isWhitespace($0) }), Self.canStartValue(first) else { return nil }
+        guard let first = bytes.first(where: { !JSONParser.isWhitespace($0) }), Self.canStartValue(first) else { return nil }
         var copier = Copier(bytes: bytes)
         return copier.copyDocument() ? copier.output : nil
     }
-
-    static func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
 
     static func canStartValue(_ byte: UInt8) -> Bool {
         switch byte {
@@ -101,7 +99,7 @@ public enum JSONLine {
         }
 
         mutating func skipWhitespace() {
-            while index < bytes.count, JSONLine.isWhitespace(bytes[index]) { index += 1 }
+            while index < bytes.count, JSONParser.isWhitespace(bytes[index]) { index += 1 }
         }
 
         /// A member's name and the colon after it.

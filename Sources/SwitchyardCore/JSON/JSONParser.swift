@@ -26,13 +26,12 @@ struct JSONParser {
     func fail(_ reason: String) -> JSONParseError { JSONParseError(offset: index, reason: reason) }
 
     mutating func skipWhitespace() {
-        while index < bytes.count {
-            switch bytes[index] {
-            case 0x20, 0x09, 0x0A, 0x0D: index += 1
-            default: return
-            }
-        }
+        while index < bytes.count, Self.isWhitespace(bytes[index]) { index += 1 }
     }
+
+    /// RFC 8259's white space: space, tab, line feed, carriage return.
+    @inline(__always)
+    static func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
 
     mutating func parseValue() throws(JSONParseError) -> JSONValue {
         guard index < bytes.count else { throw fail("unexpected end of input") }
