@@ -93,6 +93,36 @@ struct SIPHostileTests {
         #expect(router.stop() == 0)
     }
 
+    /// A registrar that closes the TCP connection without answering the REGISTER on it (a
+    /// registrar stopping or restarting looks so): the transaction fails at once, the state
+    /// becomes `failed` with the reason, and the retry goes out on a new connection. Before, the
+    /// REGISTER waited for Timer F (32 s) and the registration stayed `registering`.
+    @Test func aRegisterWhoseConnectionClosesUnansweredFailsAtOnceAndIsRetried() async throws {
+        let registrar = try SIPClosingTCPPeer()
+        let sandbox = try Sandbox()
+        let (router, admin) = try await Self.startRouter(
+            sandbox,
+            sip: """
+                    identity: { impu: "sip:alice@example.test", password: "${SIP_PASSWORD}" }
+                    transport: tcp
+                    listen: { host: 127.0.0.1, port: 0 }
+                    register: { registrar: "sip:127.0.0.1:\(registrar.port);transport=tcp", expires: 10, retry: { initial_delay: 100ms, max_delay: 200ms } }
+                """)
+        // Timer F keeps its default (64·T1 = 32 s): a state reached well within it came from the close.
+        await router.waitUntil("the registration failed", timeout: .seconds(15)) {
+            Self.registrations(sandbox).contains { $0["state"] as? String == "failed" }
+        }
+        let failed = Self.registrations(sandbox).first { $0["state"] as? String == "failed" }
+        let reason = failed?["reason"] as? String ?? ""
+        #expect(reason.contains("closed before it answered"), "\(reason)\n\(router.standardError)")
+        #expect(router.standardError.contains("registration of sip:alice@example.test failed: the connection to"))
+        // The retry: a second REGISTER, on a second connection (the peer closed the first).
+        let requests = registrar.waitForRequests(2, timeout: .seconds(15))
+        #expect(requests.count >= 2 && requests.allSatisfy { $0.hasPrefix("REGISTER ") }, "\(requests)")
+        try await Self.expectAliveAndDelivering(router, sandbox, admin: admin, line: "still routing")
+        #expect(router.stop() == 0)
+    }
+
     /// Item 5: credentials go only to the configured registrar or proxy; an envelope cannot
     /// send elsewhere than `send.to`; CR, LF or NUL never reach a header line.
     @Test func credentialsDestinationsAndHeaderLinesStayWhereConfigured() async throws {

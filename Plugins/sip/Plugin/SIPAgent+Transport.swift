@@ -52,6 +52,9 @@ extension SIPAgent: SIPTransportDelegate {
     }
 
     func transport(closed key: String) {
+        // The transactions first: a REGISTER the registration sends again at once goes over a
+        // new connection and must not be failed with the old one.
+        clients.connectionClosed(key)
         registration.connectionClosed(key)
     }
 

@@ -28,6 +28,8 @@ final class SIPClientTransactions: Sendable {
         var cseq: (number: UInt32, method: String)?
         var timers: [SIPTimer: Scheduled<Void>] = [:]
         var response: SIPMessage?
+        /// Why the transport failed, when more is known than "could not send".
+        var transportFailure: String?
         var completion: (Outcome) -> Void
     }
 
@@ -99,7 +101,7 @@ final class SIPClientTransactions: Sendable {
                 context.metric(.counter, "timeouts_total", 1)
                 transaction.completion(.timedOut)
             case .failed:
-                transaction.completion(.transportFailed("could not send to \(transaction.target)"))
+                transaction.completion(.transportFailed(transaction.transportFailure ?? "could not send to \(transaction.target)"))
             case .terminate:
                 for timer in transaction.timers.values { timer.cancel() }
                 transactions[branch] = nil
@@ -113,6 +115,21 @@ final class SIPClientTransactions: Sendable {
         let actions = transaction.machine.handle(event)
         transactions[branch] = transaction
         perform(actions, branch: branch)
+    }
+
+    /// A stream connection closed: every transaction sent over it that has no final answer yet
+    /// fails now (a transport error, RFC 3261 §17.1.4) instead of waiting for Timer F. A
+    /// registrar restarting, or one that closes without answering, leaves no transaction that
+    /// could still be answered on that connection.
+    func connectionClosed(_ key: String) {
+        let lost = transactions.filter { _, transaction in
+            transaction.target.transport.isReliable
+                && SIPTransport.key(transaction.target.transport, transaction.target.host, transaction.target.port) == key
+        }
+        for (branch, transaction) in lost {
+            transactions[branch]?.transportFailure = "the connection to \(transaction.target) closed before it answered"
+            handle(.transportError, branch: branch)
+        }
     }
 
     /// Ends every transaction from outside the state machine (shutdown), telling each requester why.
