@@ -12,7 +12,9 @@ Phases (only the last is measured):
   2. warm-up - WARMUP messages on `bench/w`, waited for;
   3. measure - COUNT messages on `bench/m`, as fast as the publisher can send them: at QoS 0
                the publisher only waits for its socket (TCP back-pressure from broker A), at
-               QoS 1 it keeps at most WINDOW publishes unacknowledged.
+               QoS 1 it keeps at most WINDOW publishes unacknowledged. With --rate, one message
+               at a time on a fixed schedule instead (RATE per second, each sent at its slot:
+               latency without a backlog; the warm-up is paced too).
 
 Two client implementations (--client):
   raw  (default) - a minimal MQTT 3.1.1 client on a plain socket, written for this benchmark:
@@ -169,7 +171,42 @@ class RawPublisher:
             pos = end
         del self.pending[:pos]
 
+    def paced(self, topic, count, deadline):
+        """One message per slot of 1/RATE s, each stamped when it is sent; at QoS 1 the
+        acknowledgements are read while waiting for the next slot (the window still bounds what
+        is in flight)."""
+        qos, window, rate = self.args.qos, self.args.window, self.args.rate
+        prefix = self.conn.publish_prefix(topic, qos, self.args.size)
+        padding, pack = self.padding, HEADER.pack
+        base = self.acked
+        start = time.monotonic_ns()
+        interval = 1e9 / rate
+        for sent in range(count):
+            slot = start + int(sent * interval)
+            # Waits without spinning (a spinning generator would take a core from the path under
+            # test on a small machine); a late wake-up shifts the send, and the stamp is the send.
+            while (now := time.monotonic_ns()) < slot:
+                if qos:
+                    self.read_acks((slot - now) / 1e9)
+                else:
+                    time.sleep((slot - now) / 1e9)
+            if time.monotonic() > deadline:
+                raise SystemExit(f"timed out after {sent} of {count} messages on {topic}")
+            while qos and sent - (self.acked - base) >= window:
+                self.read_acks(0.05)
+            if qos:
+                self.next_id = self.next_id % 65535 + 1
+                self.sock.sendall(prefix + self.next_id.to_bytes(2, "big") + pack(sent, time.monotonic_ns()) + padding)
+            else:
+                self.sock.sendall(prefix + pack(sent, time.monotonic_ns()) + padding)
+        while qos and self.acked - base < count:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"timed out waiting for PUBACKs on {topic} ({self.acked - base} of {count})")
+            self.read_acks(0.05)
+
     def stream(self, topic, count, deadline):
+        if self.args.rate:
+            return self.paced(topic, count, deadline)
         qos, window = self.args.qos, self.args.window
         prefix = self.conn.publish_prefix(topic, qos, self.args.size)
         padding = self.padding
@@ -445,6 +482,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=500, help="warm-up messages (default 500)")
     parser.add_argument("--size", type=int, default=100, help="payload bytes (default 100, minimum 16)")
     parser.add_argument("--window", type=int, default=1000, help="QoS 1 publishes in flight (default 1000)")
+    parser.add_argument("--rate", type=float, default=0,
+                        help="messages per second on a fixed schedule (raw client only; default 0: as fast as possible)")
     parser.add_argument("--client", choices=["raw", "paho"], default="raw", help="client implementation (default raw)")
     parser.add_argument("--idle", type=float, default=5.0,
                         help="seconds without a message after which the subscriber stops waiting (default 5)")
@@ -453,6 +492,8 @@ def main():
     args = parser.parse_args()
     if args.size < HEADER.size:
         parser.error(f"--size must be at least {HEADER.size}")
+    if args.rate and args.client != "raw":
+        parser.error("--rate needs --client raw")
     deadline = time.monotonic() + args.timeout
     # SIGTERM (from run.sh or `timeout`) exits normally, so the subscriber process is ended too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -505,6 +546,7 @@ def main():
         "tag": args.tag,
         "client": args.client,
         "qos": args.qos,
+        "rate": args.rate,
         "count": args.count,
         "size": args.size,
         "received": unique,

@@ -18,6 +18,9 @@
 #                    `mosquitto_sub` on broker B)
 #   RUNS=1           repeat everything RUNS times; the summary gives the median of each ratio
 #   CLIENT=raw       load.py client: raw (default) or paho (see load.py: paho is slower than the paths)
+#   RATE=N           the `load` generator paces its publisher: N messages per second on a fixed
+#                    schedule (latency without a backlog, issue 37's "paced 5,000/s"); `flood`
+#                    is not paced, so use GENERATORS=load with it
 #   SY_INFLIGHT, SY_MAX_PENDING, SY_QUEUE   unset (the default): Switchyard runs with the
 #                    plugin's and the router's defaults. Set, they become b.inflight (QoS >= 1
 #                    publishes awaiting PUBACK), b.max_pending and the route's queue size
@@ -48,6 +51,7 @@ SY_MAX_PENDING=${SY_MAX_PENDING:-}
 CLIENT=${CLIENT:-raw}
 SY_QUEUE=${SY_QUEUE:-}
 LOAD_TIMEOUT=${LOAD_TIMEOUT:-90}
+RATE=${RATE:-0}
 
 log() { printf '[mqtt-bridge] %s\n' "$*" >&2; }
 # ALLOCATIONS=1: the router runs with the malloc counter and each Switchyard run logs its
@@ -220,7 +224,7 @@ run_load() {  # run_load PATH QOS GENERATOR [publisher port]
     else
         timeout "$((LOAD_TIMEOUT + 30))" "$PYTHON" "$here/load.py" --client "$CLIENT" \
             --pub-port "$pub_port" --sub-port "$port_b" --qos "$qos" --count "$COUNT" --warmup "$WARMUP" \
-            --size "$SIZE" --window "$WINDOW" --timeout "$LOAD_TIMEOUT" --tag "$path-qos$qos" >"$out" &
+            --size "$SIZE" --window "$WINDOW" --rate "$RATE" --timeout "$LOAD_TIMEOUT" --tag "$path-qos$qos" >"$out" &
     fi
     load_pid=$!
     wait "$load_pid" || status=$?
@@ -357,6 +361,6 @@ done
 # Table
 # ---------------------------------------------------------------------------------------------
 "$PYTHON" "$here/summary.py" "$results" "$COUNT" "$SIZE" "$WARMUP" "$CLIENT" "$WINDOW" \
-    "${SY_INFLIGHT:-default}" "${SY_MAX_PENDING:-default}" "${SY_QUEUE:-default}"
+    "${SY_INFLIGHT:-default}" "${SY_MAX_PENDING:-default}" "${SY_QUEUE:-default}" "$RATE"
 [[ ${KEEP_RESULTS:-} ]] && cp "$results" "$KEEP_RESULTS"
 exit 0

@@ -16,10 +16,12 @@ import sys
 
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 count, size, warmup, client, window, inflight, pending, queue = sys.argv[2:10]
+rate = float(sys.argv[10]) if len(sys.argv) > 10 else 0.0
 carried = int(count) + int(warmup)
 
 print(f"\nbroker A -> broker B: {count} messages of {size} bytes per run after {warmup} warm-up messages.")
-print(f"generator load: load.py --client {client}, QoS 1 publisher window {window}, batching subscriber.")
+print(f"generator load: load.py --client {client}, QoS 1 publisher window {window}, batching subscriber"
+      + (f", paced at {rate:g} msgs/s (one message per slot)." if rate else "."))
 print("generator flood: flood.py, raw publisher flooding broker A (TCP_NODELAY, no window), mosquitto_sub on B.")
 print(f"switchyard: MQTT 5 links, b.inflight {inflight}, b.max_pending {pending}, route queue {queue}.")
 print("mosquitto-bridge: 'connection' in broker A, MQTT 3.1.1, topic bench/# out QOS.")
@@ -78,6 +80,7 @@ for run, generator, qos in sorted({(k[0], k[1], k[3]) for k in by}):
     parts = []
     for name, value in (
         ("throughput/bridge", ratio(s, m, "msgs_per_s")),
+        ("p50/bridge", ratio(s, m, "p50_ms")),
         ("p99/bridge", ratio(s, m, "p99_ms")),
         ("cpu_per_msg/bridge", ratio(s, m, "cpu_us")),
         ("throughput/relay", ratio(s, relay, "msgs_per_s")),
@@ -96,7 +99,11 @@ targets = {
     (0, "cpu_per_msg/bridge"): ("<=", 1.3),
     (1, "cpu_per_msg/bridge"): ("<=", 1.3),
 }
-print(f"\nMedians over {max((k[0] for k in by), default=0)} run(s) (targets of issue 20 where one applies):")
+if rate:
+    # Paced (issue 37 item 1): latency without a backlog; throughput is the schedule's.
+    targets = {(qos, name): bound for qos in (0, 1) for name, bound in
+               (("p50/bridge", ("<=", 1.5)), ("p99/bridge", ("<=", 2.0)))}
+print(f"\nMedians over {max((k[0] for k in by), default=0)} run(s) (targets of issue {37 if rate else 20} where one applies):")
 for (generator, qos, name), values in sorted(ratios.items()):
     median = statistics.median(values)
     target = targets.get((qos, name))

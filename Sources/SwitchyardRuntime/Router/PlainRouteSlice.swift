@@ -20,4 +20,8 @@ struct PlainRouteSlice {
     var probeSent = false
     /// How long to wait before trying a full sink again.
     var pause = RouteRuntime.firstPause
+    /// How long a slice watches the empty queue before the route goes idle.
+    var spinBudget = SpinBudget()
+    /// When the route last went idle: how soon work came back teaches `spinBudget`.
+    var idleSince: ContinuousClock.Instant?
 }

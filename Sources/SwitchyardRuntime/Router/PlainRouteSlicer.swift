@@ -13,10 +13,6 @@ struct PlainRouteSlicer: Sendable {
     /// Batches a slice works through before the route goes to the back of the pool's ready
     /// list, so a busy route cannot keep the others waiting.
     static let batchesPerSlice = 4
-    /// How often a slice yields the processor watching an empty queue before the route goes
-    /// idle.
-    static let spinsWhileEmpty = 64
-
     /// The route's place in its work between slices. A pooled route runs on one pool thread
     /// at a time (the queue's `scheduled` flag orders them), so the lock is never contended;
     /// it hands the slice from one thread to the next.
@@ -47,15 +43,23 @@ struct PlainRouteSlicer: Sendable {
     }
 
     private func runSlice(_ work: inout PlainRouteSlice, of route: RouteRuntime) -> RouteSliceOutcome {
+        if let idleSince = work.idleSince {
+            work.spinBudget.idled(for: idleSince.duration(to: .now))
+            work.idleSince = nil
+        }
         for _ in 0..<Self.batchesPerSlice {
             if let pause = finishBatch(&work, of: route) { return .retry(after: pause) }
             // Waiting a little for more is worth it only while no other route waits for a thread.
-            let spins = route.router.workerPool.hasReadyRoutes ? 0 : Self.spinsWhileEmpty
-            let (take, resume) = route.queue.take(into: &work.batch, limit: Self.sliceBatch, spins: spins)
+            let spins = route.router.workerPool.hasReadyRoutes ? 0 : work.spinBudget.spins
+            let (take, spun, resume) = route.queue.take(into: &work.batch, limit: Self.sliceBatch, spins: spins)
             for waiter in resume { waiter.instance.resume(port: waiter.port) }
             switch take {
-            case .taken: continue
-            case .empty: return .idle
+            case .taken:
+                if spun > 0 { work.spinBudget.found() }
+            case .empty:
+                if spins > 0 { work.spinBudget.missed() }
+                work.idleSince = .now
+                return .idle
             case .closed: return .finished
             }
         }

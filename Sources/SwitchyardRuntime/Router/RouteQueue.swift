@@ -181,11 +181,14 @@ final class RouteQueue: Sendable {
     }
 
     /// A pooled route's take: moves up to `limit` envelopes into `batch`. An empty queue is
-    /// watched for `spins` yields of the processor first: a busy source refills it within
+    /// watched for up to `spins` yields of the processor first: a busy source refills it within
     /// microseconds, and the route staying scheduled spares each envelope the hand-off to the
     /// pool. The route stays scheduled either way (see ``unscheduleIfEmpty()``). Also returns
-    /// the sources to resume (room freed up).
-    func take(into batch: inout [QueuedEnvelope], limit: Int, spins: Int) -> (Take, resume: [(instance: InstanceRuntime, port: String)]) {
+    /// how many yields it took (`spun`: a taken batch after some says watching paid) and the
+    /// sources to resume (room freed up).
+    func take(
+        into batch: inout [QueuedEnvelope], limit: Int, spins: Int
+    ) -> (Take, spun: Int, resume: [(instance: InstanceRuntime, port: String)]) {
         var spun = 0
         while true {
             let outcome: (Take, resume: [(instance: InstanceRuntime, port: String)])? = ring.withLock { ring in
@@ -196,7 +199,7 @@ final class RouteQueue: Sendable {
                 ring.move(limit, into: &batch)
                 return (.taken, ring.takeWaitersIfRoom(self))
             }
-            if let outcome { return outcome }
+            if let outcome { return (outcome.0, spun, outcome.resume) }
             spun += 1
             sched_yield()
         }

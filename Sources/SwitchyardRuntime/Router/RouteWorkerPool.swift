@@ -73,10 +73,6 @@ final class RouteWorkerPool: Sendable {
 
     /// At most this many threads, started as work arrives.
     let limit: Int
-    /// How often an idle thread yields the processor looking for work before it sleeps: a busy
-    /// source refills a route within microseconds, and a wake-up costs a futex call.
-    static let spinsBeforeSleeping = 64
-
     /// A pool of at most `threads` threads.
     init(threads: Int) {
         limit = max(1, threads)
@@ -148,7 +144,10 @@ final class RouteWorkerPool: Sendable {
     }
 
     private func work() {
-        while let route = next() {
+        // How long this thread watches for work before it sleeps: a busy source refills a
+        // route within microseconds, and a wake-up costs a futex call (see SpinBudget).
+        var budget = SpinBudget()
+        while let route = next(&budget) {
             let outcome = route.runSlice()
             switch outcome {
             case .more:
@@ -175,11 +174,12 @@ final class RouteWorkerPool: Sendable {
         case stop
     }
 
-    /// The next route to run, waiting (spinning a little first) while there is none; `nil` once
-    /// the pool stops.
-    private func next() -> RouteRuntime? {
+    /// The next route to run, waiting (spinning a little first, as `budget` says) while there
+    /// is none; `nil` once the pool stops.
+    private func next(_ budget: inout SpinBudget) -> RouteRuntime? {
         var spun = false
         while true {
+            let spins = budget.spins
             let turn: Turn = lists.withLock { lists in
                 if lists.stopping { return .stop }
                 lists.moveDueRetries()
@@ -188,7 +188,7 @@ final class RouteWorkerPool: Sendable {
                     return .run(route)
                 }
                 countReady(lists)
-                if !spun, lists.spinning == 0 {
+                if !spun, spins > 0, lists.spinning == 0 {
                     lists.spinning += 1
                     return .spin
                 }
@@ -200,12 +200,15 @@ final class RouteWorkerPool: Sendable {
             case .stop: return nil
             case .spin:
                 spun = true
-                for _ in 0..<Self.spinsBeforeSleeping where readyCount.load(ordering: .relaxed) == 0 { sched_yield() }
+                for _ in 0..<spins where readyCount.load(ordering: .relaxed) == 0 { sched_yield() }
+                if readyCount.load(ordering: .relaxed) > 0 { budget.found() } else { budget.missed() }
                 lists.withLock { $0.spinning -= 1 }
             case .sleep(let due):
                 // Sleeps until a route is ready, the pool stops or the first retry is due (the
                 // ready list is empty now; a schedule signals a sleeper).
+                let slept = ContinuousClock.now
                 lists.withLock(waitingUntil: { $0.stopping || !$0.readyIsEmpty }, deadline: due) { lists, _ in lists.sleeping -= 1 }
+                budget.idled(for: slept.duration(to: .now))
                 spun = false
             }
         }
