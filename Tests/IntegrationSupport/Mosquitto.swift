@@ -508,6 +508,31 @@ enum LoopbackPort {
         }
     }
 
+    /// A socket of `type` bound to 127.0.0.1 on a port the kernel picks, whose reads time out
+    /// after `readTimeout` (so a peer's reader thread can see it was stopped); a stream socket
+    /// also listens. Returns the descriptor and the port.
+    static func bound(_ type: __socket_type, readTimeout: timeval = timeval(tv_sec: 0, tv_usec: 100_000)) throws -> (
+        descriptor: Int32, port: UInt16
+    ) {
+        let descriptor = Glibc.socket(AF_INET, Int32(type.rawValue), 0)
+        guard descriptor >= 0 else { throw SandboxError("socket failed") }
+        var address = loopbackAddress(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard bound == 0, named == 0, type != SOCK_STREAM || listen(descriptor, 16) == 0 else {
+            close(descriptor)
+            throw SandboxError("cannot bind a loopback \(type == SOCK_STREAM ? "TCP" : "UDP") socket")
+        }
+        var timeout = readTimeout
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return (descriptor, UInt16(bigEndian: address.sin_port))
+    }
+
     /// `127.0.0.1:port` as a `sockaddr_in`.
     static func loopbackAddress(port: UInt16) -> sockaddr_in {
         var address = sockaddr_in()

@@ -17,24 +17,9 @@ final class SIPClosingTCPPeer {
     }
 
     init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw SandboxError("socket failed") }
-        var address = LoopbackPort.loopbackAddress(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        guard bound == 0, named == 0, listen(listener, 16) == 0 else {
-            close(listener)
-            throw SandboxError("cannot listen on a loopback TCP port")
-        }
-        port = UInt16(bigEndian: address.sin_port)
-        // accept and recv wake every 100 ms to see whether the peer was stopped.
-        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
-        setsockopt(listener, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        // accept and recv wake every 100 ms (the read timeout) to see whether the peer was stopped.
+        let (listener, port) = try LoopbackPort.bound(SOCK_STREAM)
+        self.port = port
         let state = State()
         self.state = state
         let thread = Thread {

@@ -19,24 +19,9 @@ final class SIPScriptedPeer {
     }
 
     init(script: @escaping @Sendable (_ request: String, _ index: Int) -> String?) throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        guard descriptor >= 0 else { throw SandboxError("socket failed") }
-        var address = LoopbackPort.loopbackAddress(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        guard bound == 0, named == 0 else {
-            close(descriptor)
-            throw SandboxError("cannot bind a loopback UDP socket")
-        }
-        port = UInt16(bigEndian: address.sin_port)
-        // The reader wakes every 100 ms to see whether the peer was stopped.
-        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        // The reader wakes every 100 ms (the read timeout) to see whether the peer was stopped.
+        let (descriptor, port) = try LoopbackPort.bound(SOCK_DGRAM)
+        self.port = port
         let state = State()
         self.state = state
         let thread = Thread {
