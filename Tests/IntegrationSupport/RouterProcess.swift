@@ -53,6 +53,13 @@ final class RouterProcess {
     /// Standard error so far (the log).
     var standardError: String { stderrBuffer.text }
 
+    /// Whether the log holds `needle`, waiting (at most `timeout`, woken by each read of the
+    /// pipe) for it to arrive: a line the router wrote before an event the test saw may still
+    /// be in the pipe when the test looks.
+    func logged(_ needle: String, within timeout: Duration = .seconds(10)) -> Bool {
+        stderrBuffer.waitFor(needle, timeout: timeout)
+    }
+
     /// Writes to the router's standard input.
     func send(_ text: String) { input.write(text) }
 
@@ -157,7 +164,24 @@ final class OutputBuffer: @unchecked Sendable {
     private var data = Data()
     private var ended = false
 
-    func append(_ more: Data) { condition.withLock { data.append(more) } }
+    func append(_ more: Data) {
+        condition.withLock {
+            data.append(more)
+            condition.broadcast()
+        }
+    }
+
+    /// Waits, at most `timeout`, until the output holds `needle` or the pipe ended; returns
+    /// whether it holds it.
+    func waitFor(_ needle: String, timeout: Duration) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: Double(timeout.components.seconds))
+        return condition.withLock {
+            while true {
+                if String(decoding: data, as: UTF8.self).contains(needle) { return true }
+                if ended || !condition.wait(until: deadline) { return String(decoding: data, as: UTF8.self).contains(needle) }
+            }
+        }
+    }
 
     /// What one read of the pipe gave: an empty read is its end.
     func take(_ chunk: Data) {

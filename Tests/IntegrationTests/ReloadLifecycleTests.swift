@@ -51,7 +51,7 @@ struct ReloadLifecycleTests {
         try sandbox.writeRoutes(Self.sipRoutes(sandbox, port: port, peer: peer.port, displayName: "Alice After"))
         router.send(signal: SIGHUP)
         await router.waitUntil("the reload") { router.occurrences(of: "routes reloaded") == 1 }
-        #expect(router.standardError.contains("reconfigured [\"pager\"], started [], stopped []"), "\(router.standardError)")
+        #expect(router.logged("reconfigured [\"pager\"], started [], stopped []"), "\(router.standardError)")
 
         router.send("two\n")
         let both = peer.waitForRequests(2)
@@ -105,7 +105,7 @@ struct ReloadLifecycleTests {
         #expect(SIPScriptedPeer.header("From", in: register)?.contains("sip:carol@example.test") == true, "\(register)")
         #expect(SIPScriptedPeer.header("Contact", in: register)?.contains(":\(port)") == true, "\(register)")
         await router.waitUntil("the new registration") { router.standardError.contains("registered sip:carol@example.test") }
-        #expect(router.standardError.contains("reconfigured [\"pager\"]"), "\(router.standardError)")
+        #expect(router.logged("reconfigured [\"pager\"]"), "\(router.standardError)")
         #expect(router.occurrences(of: "listening on 127.0.0.1:\(port)") == 1, "\(router.standardError)")
 
         // A configuration the plugin's configuration type refuses (registering needs a
@@ -114,7 +114,7 @@ struct ReloadLifecycleTests {
         try sandbox.writeRoutes(routes("dave").replacingOccurrences(of: ", password: secret", with: ""))
         router.send(signal: SIGHUP)
         await router.waitUntil("the rejection") { router.occurrences(of: "reload rejected") == 1 }
-        #expect(router.standardError.contains("register needs identity.password"), "\(router.standardError)")
+        #expect(router.logged("register needs identity.password"), "\(router.standardError)")
         #expect(registrar.requests.count == 3, "no REGISTER for dave: \(registrar.requests)")
         #expect(router.stop() == 0)
     }
@@ -187,7 +187,7 @@ struct ReloadLifecycleTests {
         #expect(reload.status == 1, "\(reload.output)\n\(reload.errors)")
         #expect(reload.output.hasPrefix("reload rolled back: instance 'second': start failed"), "\(reload.output)")
         #expect(reload.output.contains("instances stopped: push"), "\(reload.output)")
-        #expect(router.standardError.contains("reload rolled back"), "\(router.standardError)")
+        #expect(router.logged("reload rolled back"), "\(router.standardError)")
 
         // The previous configuration runs again: the old token is accepted on the same port.
         #expect(try Self.push(webhook, token: "before") == 200)

@@ -32,7 +32,7 @@ struct RoutingTests {
         #expect(bodies.compactMap { $0["label"] as? String } == ["tick 3", "tick 4", "tick 5", "tick 6"])
         #expect(bodies.allSatisfy { $0["via"] as? String == "clock.tick" })
         #expect(lines.allSatisfy { ($0["trace"] as? [String]) == ["clock"] })
-        #expect(router.standardError.contains("loaded plugin"))
-        #expect(router.standardError.contains(sandbox.plugins.appendingPathComponent("libcore.so").path))
+        #expect(router.logged("loaded plugin"))
+        #expect(router.logged(sandbox.plugins.appendingPathComponent("libcore.so").path))
     }
 }

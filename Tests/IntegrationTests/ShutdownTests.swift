@@ -54,10 +54,10 @@ struct ShutdownTests {
         await router.waitUntil("the drain to say what it waits for") {
             router.standardError.contains("draining: waiting for what is queued and unacknowledged")
         }
-        #expect(router.standardError.contains("instance 'slow': 1 unacknowledged"), "\(router.standardError)")
+        #expect(router.logged("instance 'slow': 1 unacknowledged"), "\(router.standardError)")
         let status = router.stop(signal: SIGTERM, timeout: .seconds(20))
         #expect(status == 143, "\(router.standardError)")
-        #expect(router.standardError.contains("second SIGTERM during the drain: stopping at once"), "\(router.standardError)")
+        #expect(router.logged("second SIGTERM during the drain: stopping at once"), "\(router.standardError)")
     }
 
     /// `run --exit-when-done`: a timer with a count and standard input at its end are finite
@@ -83,7 +83,7 @@ struct ShutdownTests {
         #expect(router.process.isRunning)
         router.closeInput()
         #expect(router.waitForExit(timeout: .seconds(30)) == 0, "\(router.standardError)")
-        #expect(router.standardError.contains("every source is done and everything it sent was delivered"))
+        #expect(router.logged("every source is done and everything it sent was delivered"))
         #expect(sandbox.lines(of: "out.jsonl").count == 52)
     }
 
@@ -104,7 +104,7 @@ struct ShutdownTests {
         await router.waitUntil("the plugins loaded") { router.standardError.contains("loaded plugin") }
         kill(router.process.processIdentifier, SIGTERM)
         #expect(router.waitForExit(timeout: .seconds(5)) == 143, "\(router.standardError)")
-        #expect(router.standardError.contains("SIGTERM while loading the route files: stopping (nothing was started)"))
+        #expect(router.logged("SIGTERM while loading the route files: stopping (nothing was started)"))
     }
 
     /// `run` raises its soft open-file limit to the hard one and logs both (a shell hands
@@ -121,8 +121,8 @@ struct ShutdownTests {
             ["run", sandbox.routes.path, "--plugins", sandbox.plugins.path], in: sandbox.root,
             environment: [:], fileLimit: (256, nil))
         await router.waitUntil("the router started") { router.standardError.contains("router started") }
-        #expect(router.standardError.contains("from=256"), "\(router.standardError)")
-        #expect(router.standardError.contains("to=\(hard.rlim_max)"), "\(router.standardError)")
+        #expect(router.logged("from=256"), "\(router.standardError)")
+        #expect(router.logged("to=\(hard.rlim_max)"), "\(router.standardError)")
         #expect(router.stop() == 0)
     }
 

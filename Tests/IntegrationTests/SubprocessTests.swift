@@ -36,8 +36,8 @@ struct SubprocessTests {
         // The last line has no newline: it is taken at the end of the output.
         #expect(envelopes.prefix(6).compactMap { ($0["body"] as? [String: Int])?["n"] } == [1, 2, 3, 1, 2, 3])
         #expect(envelopes.first?["type"] as? String == "json")
-        #expect(router.standardError.contains("output line 2 is not JSON"))
-        #expect(router.standardError.contains("exited (status 3); restarting in 0.1 s"))
+        #expect(router.logged("output line 2 is not JSON"))
+        #expect(router.logged("exited (status 3); restarting in 0.1 s"))
         #expect(router.stop() == 0)
     }
 

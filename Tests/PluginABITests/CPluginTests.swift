@@ -37,7 +37,7 @@ struct CPluginTests {
         #expect(lines.allSatisfy { $0["type"] as? String == "text" && $0["contentType"] as? String == "text/plain" })
         // The host gave each new envelope its own id.
         #expect(Set(lines.compactMap { $0["id"] as? String }).count == 5)
-        #expect(router.standardError.contains(sandbox.plugins.appendingPathComponent("libupper.so").path))
+        #expect(router.logged(sandbox.plugins.appendingPathComponent("libupper.so").path))
         #expect(RouteTotals.parse(route: "shouted", in: router.standardError)?.delivered == 5)
     }
 

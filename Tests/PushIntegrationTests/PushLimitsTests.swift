@@ -79,8 +79,8 @@ struct PushLimitsTests {
         let stalledAnswer = stalled.readToEnd()
         #expect(Self.status(of: stalledAnswer) != 200, "\(stalledAnswer)")
         #expect(try PushTests.metric("webhook_timeouts_total", admin: admin) == 3)
-        #expect(router.standardError.contains("no complete request head within 0.3s (header_timeout)"))
-        #expect(router.standardError.contains("body was not complete within 0.3s (body_timeout)"))
+        #expect(router.logged("no complete request head within 0.3s (header_timeout)"))
+        #expect(router.logged("body was not complete within 0.3s (body_timeout)"))
         let fine = try HTTPExchange.send(
             "http://127.0.0.1:\(port)/push", method: "POST", headers: ["Authorization": "Bearer \(Self.bearer)"],
             body: #"{"topic": "news", "data": {"k": "v"}}"#)
@@ -147,7 +147,7 @@ struct PushLimitsTests {
         // One slow head was closed without an answer to make room; the other timed out (408).
         let answers = slow.map { $0.readToEnd() }
         #expect(answers.filter(\.isEmpty).count == 1, "\(answers)")
-        #expect(router.standardError.contains("it had sent no complete request head"))
+        #expect(router.logged("it had sent no complete request head"))
 
         // Two connections in the middle of a request (a head, the body still to come): the third is refused.
         let busy = [try RawSocket(port: port), try RawSocket(port: port)]
@@ -179,7 +179,7 @@ struct PushLimitsTests {
         let answer = third.readToEnd()
         #expect(Self.status(of: answer) == 503, "\(answer)")
         #expect(try PushTests.metric("webhook_connections_refused_total", admin: admin) == 1)
-        #expect(router.standardError.contains("2 connections from this address are open (max_connections_per_peer)"))
+        #expect(router.logged("2 connections from this address are open (max_connections_per_peer)"))
         let served = try HTTPExchange.send(
             "http://127.0.0.1:\(port)/push", method: "POST", headers: ["Authorization": "Bearer \(Self.bearer)"],
             body: #"{"topic": "news", "data": {"k": "v"}}"#)

@@ -114,7 +114,7 @@ struct SIPTests {
         // Unregistered on shutdown (the router's routes are closed by then: Kamailio tells).
         #expect(router.stop() == 0)
         #expect(kamailio.waitForLog("via \(transport) expires 0"), "\(kamailio.log)")
-        #expect(router.standardError.contains("unregistered sip:alice@example.test"))
+        #expect(router.logged("unregistered sip:alice@example.test"))
     }
 
     @Test func aWrongPasswordFailsClearlyAndTheRouterKeepsRunning() async throws {
@@ -122,7 +122,7 @@ struct SIPTests {
         let sandbox = try Sandbox()
         let (router, admin) = try await Self.startRouter(sandbox, kamailio: kamailio, password: "not-the-password")
         await router.waitUntil("the registration to fail") { Self.states(sandbox).contains("failed") }
-        #expect(router.standardError.contains("registrar refused the credentials of alice (401 Unauthorized)"), "\(router.standardError)")
+        #expect(router.logged("registrar refused the credentials of alice (401 Unauthorized)"), "\(router.standardError)")
         #expect(try HTTPExchange.send("http://" + admin + "/readyz").status == 503)
         // It tries again with backoff, and stays up.
         await router.waitUntil("a second attempt") { (try? Self.metric("registration_failures_total", admin: admin)) ?? 0 >= 2 }
@@ -159,7 +159,7 @@ struct SIPTests {
         await router.waitUntil("the loss noticed") { Self.states(sandbox).contains("unregistered") }
         kamailio = try Kamailio(.init(port: port))
         await router.waitUntil("registered again", timeout: .seconds(20)) { Self.states(sandbox).last == "registered" }
-        #expect(router.standardError.contains("the connection to the registrar"), "\(router.standardError)")
+        #expect(router.logged("the connection to the registrar"), "\(router.standardError)")
         #expect(Self.states(sandbox) == ["registering", "registered", "unregistered", "registering", "failed", "registered"])
         #expect(router.stop() == 0)
     }

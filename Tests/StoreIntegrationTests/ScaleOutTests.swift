@@ -147,7 +147,7 @@ struct ScaleOutTests {
             }
             #expect(router.stop() == 0, "\(router.standardError)")
             #expect(!router.standardError.contains(server.password))
-            #expect(router.standardError.contains("store open"), "\(router.standardError)")
+            #expect(router.logged("store open"), "\(router.standardError)")
             return Dictionary(
                 text.split(separator: "\n").compactMap { line in
                     line.firstIndex(of: "=").map { (String(line[..<$0]), String(line[line.index(after: $0)...])) }
