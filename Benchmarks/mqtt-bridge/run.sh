@@ -211,7 +211,9 @@ source "$here/../lib/proc.sh"
 
 run_load() {  # run_load PATH QOS GENERATOR [publisher port]
     local path=$1 qos=$2 generator=$3 pub_port=${4:-$port_a} line="" status=0
-    local out="$tmp/$generator-$path-qos$qos-run$run.json" before_a before_b before_router
+    local out="$tmp/$generator-$path-qos$qos-run$run.json" before_a before_b before_router vcpu_before vcpu_after
+    # The host's mode for the two vCPUs (Benchmarks/README.md, "The machine's two modes"), before and after.
+    vcpu_before=$(vcpu_distance)
     start_perf "$path" "$qos" "$generator"
     before_a=$(cpu_ticks "$broker_a_pid") before_b=$(cpu_ticks "$broker_b_pid") before_router=$(cpu_ticks "$router_pid")
     local before_calls after_calls
@@ -241,13 +243,20 @@ run_load() {  # run_load PATH QOS GENERATOR [publisher port]
         "$(((($(cpu_ticks "$router_pid") - before_router) * 1000) / hz))e-3" \
         "$((after_calls[0] - before_calls[0]))" "$((after_calls[1] - before_calls[1]))" "$((after_calls[2] - before_calls[2]))")
     stop_perf
+    vcpu_after=$(vcpu_distance)
     if [[ -z $line ]]; then
         log "$generator failed for $path QoS $qos (exit status $status)"
         line="{\"tag\": \"$path-qos$qos\", \"qos\": $qos, \"failed\": true}"
     fi
-    printf '{"run": %s, "generator": "%s", "path": "%s", "result": %s, "cpu_s": %s}\n' \
-        "$run" "$generator" "$path" "$line" "$cpu" >>"$results"
+    printf '{"run": %s, "generator": "%s", "path": "%s", "result": %s, "cpu_s": %s, "vcpu_ns": [%s, %s]}\n' \
+        "$run" "$generator" "$path" "$line" "$cpu" "$vcpu_before" "$vcpu_after" >>"$results"
     log "run $run $generator $path QoS $qos: $line cpu $cpu"
+}
+
+vcpu_distance() {  # one cache-line round trip between vCPU 0 and 1 in ns, or null where it cannot be measured
+    local ns
+    ns=$("$here/../lib/vcpu-distance" 2>/dev/null || true)
+    [[ $ns =~ ^[0-9]+$ ]] && echo "$ns" || echo null
 }
 
 start_perf() {  # start_perf PATH QOS GENERATOR: perf record -g of the router (Switchyard runs, PERF_DIR set)

@@ -39,7 +39,16 @@ def cpu_per_message_us(row):
 header = (
     f"{'run':>3} {'gen':<5} {'path':<17} {'QoS':>3} {'msgs/s':>9} {'p50 ms':>9} {'p99 ms':>9} {'lost':>6} {'dup':>4}"
     f"  {'CPU s: A':>8} {'B':>5} {'router':>6} {'us/msg':>7}  {'router per 1000 msgs: reads':>27} {'writes':>6} {'switches':>8}"
+    f"  {'vCPU ns':>9}"
 )
+
+
+def vcpu(row):
+    """The vCPU round trip before/after the run (Benchmarks/lib/vcpu-distance): ~55 close, ~330 far."""
+    values = row.get("vcpu_ns") or []
+    return "/".join("?" if v is None else str(v) for v in values) or "-"
+
+
 print(header)
 print("-" * len(header))
 by = {}
@@ -60,8 +69,9 @@ for row in rows:
             f"  {cpu.get('router_reads', 0) * 1000 / carried:>27.0f} {cpu.get('router_writes', 0) * 1000 / carried:>6.0f}"
             f" {cpu.get('router_switches', 0) * 1000 / carried:>8.0f}"
             if row["path"] in ("switchyard", "relay")
-            else ""
+            else f"  {'':>27} {'':>6} {'':>8}"
         )
+        + f"  {vcpu(row):>9}"
     )
 print()
 
