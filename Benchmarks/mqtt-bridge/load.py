@@ -171,6 +171,13 @@ class RawPublisher:
             pos = end
         del self.pending[:pos]
 
+    def wait_for_acks(self, topic, base, count, deadline):
+        """Reads PUBACKs until `count` publishes since `base` are acknowledged."""
+        while self.acked - base < count:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"timed out waiting for PUBACKs on {topic} ({self.acked - base} of {count})")
+            self.read_acks(0.05)
+
     def paced(self, topic, count, deadline):
         """One message per slot of 1/RATE s, each stamped when it is sent; at QoS 1 the
         acknowledgements are read while waiting for the next slot (the window still bounds what
@@ -199,10 +206,8 @@ class RawPublisher:
                 self.sock.sendall(prefix + self.next_id.to_bytes(2, "big") + pack(sent, time.monotonic_ns()) + padding)
             else:
                 self.sock.sendall(prefix + pack(sent, time.monotonic_ns()) + padding)
-        while qos and self.acked - base < count:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"timed out waiting for PUBACKs on {topic} ({self.acked - base} of {count})")
-            self.read_acks(0.05)
+        if qos:
+            self.wait_for_acks(topic, base, count, deadline)
 
     def stream(self, topic, count, deadline):
         if self.args.rate:
@@ -231,10 +236,8 @@ class RawPublisher:
             self.sock.sendall(b"".join(batch))  # blocks while broker A does not read (back-pressure)
             if qos:
                 self.read_acks(0)
-        while qos and self.acked - base < count:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"timed out waiting for PUBACKs on {topic} ({self.acked - base} of {count})")
-            self.read_acks(0.05)
+        if qos:
+            self.wait_for_acks(topic, base, count, deadline)
 
     def idle(self, timeout):
         if self.args.qos:
