@@ -508,10 +508,13 @@ enum LoopbackPort {
         }
     }
 
+    /// How often a test peer's blocked read wakes to see whether the peer was stopped.
+    static let readWake = timeval(tv_sec: 0, tv_usec: 100_000)
+
     /// A socket of `type` bound to 127.0.0.1 on a port the kernel picks, whose reads time out
     /// after `readTimeout` (so a peer's reader thread can see it was stopped); a stream socket
     /// also listens. Returns the descriptor and the port.
-    static func bound(_ type: __socket_type, readTimeout: timeval = timeval(tv_sec: 0, tv_usec: 100_000)) throws -> (
+    static func bound(_ type: __socket_type, readTimeout: timeval = readWake) throws -> (
         descriptor: Int32, port: UInt16
     ) {
         let descriptor = Glibc.socket(AF_INET, Int32(type.rawValue), 0)

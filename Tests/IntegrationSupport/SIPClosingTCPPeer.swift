@@ -27,7 +27,7 @@ final class SIPClosingTCPPeer {
             while !Self.isStopped(state) {
                 let connection = accept(listener, nil, nil)
                 guard connection >= 0 else { continue }
-                var wake = timeval(tv_sec: 0, tv_usec: 100_000)
+                var wake = LoopbackPort.readWake
                 setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &wake, socklen_t(MemoryLayout<timeval>.size))
                 if let header = Self.readHeader(connection, state: state) {
                     state.condition.lock()
