@@ -68,6 +68,16 @@ private func at(_ line: Int, _ column: Int) -> SwitchyardCore.SourceLocation {
         #expect(diagnostics.map(\.message) == ["instance 'd' (plugin desc): 'redelivers' names 'side', which is not among 'settles'"])
     }
 
+    @Test func onlyASinkPortMayDeliverInline() throws {
+        let (plan, problems) = try validate("instances:\n  d: { plugin: desc, describe: { delivers_inline: [in] } }\n")
+        #expect(problems.isEmpty, "\(problems)")
+        #expect(plan?.instances.first?.deliversInline == ["in"])
+        let (_, diagnostics) = try validate("instances:\n  d: { plugin: desc, describe: { delivers_inline: [out, in] } }\n")
+        #expect(diagnostics.map(\.message) == ["instance 'd' (plugin desc): 'delivers_inline' names 'out', which is not a sink port"])
+        let (_, malformed) = try validate("instances:\n  d: { plugin: desc, describe: { delivers_inline: in } }\n")
+        #expect(malformed.map(\.message).first?.contains("'delivers_inline' must be an array of port names") == true, "\(malformed)")
+    }
+
     @Test func aTypeOutsideThePluginsNameIsRefused() throws {
         let (_, diagnostics) = try validate(
             """

@@ -65,7 +65,9 @@
  *   start()           the control thread                            up to a few seconds (bind, connect);
  *                                                                   the reload waits for it
  *   reconfigure()     the control thread, between start and stop    short
- *   deliver()         a route worker thread, any of them            short
+ *   deliver()         a route worker thread, any of them; for a     short
+ *                     "delivers_inline" port (section 6) any thread,
+ *                     also inside emit() of any instance, this one
  *   settled()/resume() any thread, possibly inside emit()           short; take no lock emit() holds
  *   quiesce()         the control thread                            short
  *   stop()            the control thread                            until its threads have finished
@@ -148,7 +150,8 @@
  *     "types":   { "qeo.org.qeo.sample.simplechat.ChatMessage": <JSON Schema of the body> },
  *     "settles": [ "in" ],
  *     "confirms": [ "out" ],
- *     "at_most_once": { "in": "subscriptions/0 is QoS 0; subscribe with `qos: 1`" } }
+ *     "at_most_once": { "in": "subscriptions/0 is QoS 0; subscribe with `qos: 1`" },
+ *     "delivers_inline": [ "out" ] }
  * Every key is optional: absent "ports" or "types" mean the manifest's, absent "settles",
  * "confirms" or "at_most_once" mean none. Types an instance adds must start with the plugin's
  * name and a dot. The last three say what the ports promise under this configuration:
@@ -167,6 +170,13 @@
  * when this one is gone (a shared subscription whose sessions the routers take over): an
  * at-least-once route settles what they emit once the first delivery to every sink has ended,
  * not once it is spooled, so a router that never comes back takes nothing undelivered with it.
+ * "delivers_inline" lists sink ports whose deliver() is short and non-blocking from any
+ * thread, including from inside an emit() of any instance (this one too) on the emitting
+ * plugin's own thread: it takes no lock that any emit() caller may hold, never waits for a
+ * thread that may be the caller, and never waits for the disk or the network. The host may
+ * then deliver on the emitting thread, inside emit(), while the route is idle, instead of
+ * handing each envelope to a route worker; absent means route workers only. The host reads it
+ * when the instance is created (a reconfigure() does not change it).
  *
  * An error message (create(), describe(), reconfigure()) that is about one configuration
  * value starts with that value's JSON Pointer in the instance configuration, a colon and a

@@ -29,6 +29,10 @@ public struct InstanceDescription: Sendable, Hashable {
     /// to each sink has ended, not when the envelope is spooled: what a router that never comes
     /// back had spooled and not yet delivered is then still the peer's to give to another.
     public var redelivers: [String] = []
+    /// Sink ports whose `deliver` may run on any thread, including inside an `emit` of any
+    /// instance (this one too): the router then delivers on the emitting thread while the route
+    /// is idle, rather than handing each envelope to a route worker (ABI sections 3 and 6).
+    public var deliversInline: [String] = []
     /// Whether the instance keeps durable state in the router's store (ABI `state_*`), so the
     /// router must open its store even when no route or iiidea needs one (a SIP history).
     public var keepsState: Bool
@@ -56,6 +60,7 @@ public struct InstanceDescription: Sendable, Hashable {
         if !atMostOnce.isEmpty { object["at_most_once"] = .object(atMostOnce.mapValues { .string($0) }) }
         if !cautions.isEmpty { object["cautions"] = .object(cautions.mapValues { .string($0) }) }
         if !redelivers.isEmpty { object["redelivers"] = .array(redelivers.map { .string($0) }) }
+        if !deliversInline.isEmpty { object["delivers_inline"] = .array(deliversInline.map { .string($0) }) }
         if keepsState { object["keeps_state"] = true }
         if let ports { object["ports"] = .array(ports.map(\.json)) }
         if let types { object["types"] = .object(types) }
@@ -73,7 +78,8 @@ public struct InstanceDescription: Sendable, Hashable {
         types = try ManifestError.typeSchemas(members["types"], what: "description")
         settles = try Self.portNames(members["settles"], field: "settles")
         confirms = try Self.portNames(members["confirms"], field: "confirms")
-        redelivers = members["redelivers"] == nil ? [] : try Self.portNames(members["redelivers"], field: "redelivers")
+        redelivers = try Self.portNames(members["redelivers"], field: "redelivers")
+        deliversInline = try Self.portNames(members["delivers_inline"], field: "delivers_inline")
         atMostOnce = try Self.portReasons(members["at_most_once"], field: "at_most_once", meaning: "why they are at-most-once")
         cautions = try Self.portReasons(
             members["cautions"], field: "cautions", meaning: "what at-least-once does not cover there")

@@ -84,6 +84,9 @@ public struct PlannedInstance: Sendable {
     public var redelivers: Set<String> = []
     /// Sink ports whose `ok` means the far side confirmed (the description's `confirms`).
     public var confirms: Set<String> = []
+    /// Sink ports the router may deliver to on the emitting thread (the description's
+    /// `delivers_inline`).
+    public var deliversInline: Set<String> = []
     /// Ports the configuration makes at-most-once, with what to change (the description's
     /// `at_most_once`).
     public var atMostOnce: [String: String] = [:]

@@ -138,6 +138,11 @@ struct InstanceValidator {
                 context.diagnostics.append(
                     Diagnostic("\(subject): 'confirms' names '\(port)', which is not a sink port", at: declaration.location))
             }
+            for port in description.deliversInline
+            where !declaredPorts.contains(where: { $0.name == port && $0.direction == .sink }) {
+                context.diagnostics.append(
+                    Diagnostic("\(subject): 'delivers_inline' names '\(port)', which is not a sink port", at: declaration.location))
+            }
             for port in description.atMostOnce.keys.sorted() where !declaredPorts.contains(where: { $0.name == port }) {
                 context.diagnostics.append(
                     Diagnostic("\(subject): 'at_most_once' names '\(port)', which is not a port", at: declaration.location))
@@ -156,6 +161,7 @@ struct InstanceValidator {
                     cautions: description.cautions, keepsState: description.keepsState, logLevel: declaration.logLevel?.value,
                     exclusive: declaration.exclusive?.value ?? false, location: declaration.location))
             instances[instances.count - 1].redelivers = redelivers
+            instances[instances.count - 1].deliversInline = Set(description.deliversInline)
         }
         return instances
     }

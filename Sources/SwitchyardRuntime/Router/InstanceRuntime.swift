@@ -40,6 +40,9 @@ final class InstanceRuntime: Sendable {
     let accepting = Atomic<Bool>(true)
     /// Whether, with a shared store, one router at a time runs it (`exclusive: true`).
     let exclusive: Bool
+    /// Its sink ports whose `deliver` may run on the emitting thread (the description's
+    /// `delivers_inline`), as described when the instance was created.
+    let inlineSinkPorts: Set<String>
     /// Set while the instance is created but not started, because another router holds it:
     /// deliveries are answered "stopped" (kept and tried again, as for a full sink).
     let standingBy = Atomic<Bool>(false)
@@ -61,9 +64,10 @@ final class InstanceRuntime: Sendable {
 
     init(
         name: String, plugin: LoadedPlugin, config: JSONValue, logLevel: String?, exclusive: Bool = false, sources: [SourcePort] = [],
-        router: Router, logger: Logger
+        inlineSinkPorts: Set<String> = [], router: Router, logger: Logger
     ) {
         self.name = name
+        self.inlineSinkPorts = inlineSinkPorts
         traceOfItself = [name]
         self.exclusive = exclusive
         self.plugin = plugin

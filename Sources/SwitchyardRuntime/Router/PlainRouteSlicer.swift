@@ -18,16 +18,18 @@ struct PlainRouteSlicer: Sendable {
     /// it hands the slice from one thread to the next.
     private let slice = Locked(PlainRouteSlice())
 
-    /// One slice of `route`'s work on the pool: finishes the batch in hand, then takes and
-    /// dispatches up to ``batchesPerSlice`` more.
-    func runSlice(of route: RouteRuntime) -> RouteSliceOutcome {
+    /// One slice of `route`'s work: finishes the batch in hand, then takes and dispatches up to
+    /// ``batchesPerSlice`` more. `inline`: the slice runs on an emitting thread (see
+    /// ``RouteRuntime/deliversInline``), so it takes one batch, looks once for more and never
+    /// watches the empty queue.
+    func runSlice(of route: RouteRuntime, inline: Bool) -> RouteSliceOutcome {
         // Worked on as a local and put back at the end: two uncontended lock operations per
         // slice, none per envelope.
         var work = slice.withLock { slice in
             defer { slice = PlainRouteSlice() }
             return slice
         }
-        let outcome = runSlice(&work, of: route)
+        let outcome = runSlice(&work, of: route, inline: inline)
         slice.withLock { $0 = work }
         switch outcome {
         case .idle:
@@ -42,15 +44,18 @@ struct PlainRouteSlicer: Sendable {
         }
     }
 
-    private func runSlice(_ work: inout PlainRouteSlice, of route: RouteRuntime) -> RouteSliceOutcome {
-        if let idleSince = work.idleSince {
+    private func runSlice(_ work: inout PlainRouteSlice, of route: RouteRuntime, inline: Bool) -> RouteSliceOutcome {
+        if !inline, let idleSince = work.idleSince {
             work.spinBudget.idled(for: idleSince.duration(to: .now))
             work.idleSince = nil
         }
-        for _ in 0..<Self.batchesPerSlice {
+        // Inline: the second take finds the queue empty in the usual case (the emit that
+        // started the slice is in the first), so the route goes idle without the pool.
+        for _ in 0..<(inline ? 2 : Self.batchesPerSlice) {
             if let pause = finishBatch(&work, of: route) { return .retry(after: pause) }
-            // Waiting a little for more is worth it only while no other route waits for a thread.
-            let spins = route.router.workerPool.hasReadyRoutes ? 0 : work.spinBudget.spins
+            // Waiting a little for more is worth it only on a pool thread, and only while no
+            // other route waits for one.
+            let spins = inline || route.router.workerPool.hasReadyRoutes ? 0 : work.spinBudget.spins
             let (take, spun, resume) = route.queue.take(into: &work.batch, limit: Self.sliceBatch, spins: spins)
             for waiter in resume { waiter.instance.resume(port: waiter.port) }
             switch take {
@@ -58,7 +63,7 @@ struct PlainRouteSlicer: Sendable {
                 if spun > 0 { work.spinBudget.found() }
             case .empty:
                 if spins > 0 { work.spinBudget.missed() }
-                work.idleSince = .now
+                if !inline { work.idleSince = .now }
                 return .idle
             case .closed: return .finished
             }

@@ -35,6 +35,12 @@ final class RouteRuntime: Sendable {
     let tap: TapPoint
     /// The route's script, when it has one.
     let scriptStage: RouteScriptStage?
+    /// Whether an emit that finds the route idle runs it on the emitting thread rather than
+    /// waking a pool thread: a plain route without a script, whose every sink lets `deliver`
+    /// run on any thread (the description's `delivers_inline`). It saves the hand-off — a
+    /// wake-up and two threads touching each envelope — that costs a paced stream most of its
+    /// latency, and is what a broker's own bridge does.
+    let deliversInline: Bool
     /// The source port whose condition index may leave this route out, and how many envelopes
     /// it had dispatched through its index when the route was wired to it.
     private let indexWatch = Mutex<(port: SourcePort, baseline: Int)?>(nil)
@@ -51,6 +57,8 @@ final class RouteRuntime: Sendable {
         latency = chain == nil ? LatencyProbe(histogram: router.metrics.routeLatency(route: plan.name)) : nil
         queue = RouteQueue(capacity: plan.declaration.queueSize, policy: plan.declaration.onFull, pooled: spool == nil && chain == nil)
         self.spool = spool
+        // A script may run for its whole budget (milliseconds): not on a source's event loop.
+        deliversInline = queue.pooled && plan.script == nil && !sinks.isEmpty && sinks.allSatisfy(\.deliversInline)
         scriptStage = RouteScriptStage(
             plan: plan, counters: counters, logger: router.logger, store: router.stateStore,
             failureOutcome: chain != nil ? "the run ends at the service" : spool != nil ? "dead letter" : "dropped")
@@ -155,7 +163,18 @@ final class RouteRuntime: Sendable {
             router.drainProgress.signal()
             dropped.settlement?.complete(SY_OUTCOME_REJECT)
         }
-        if result.schedule { router.workerPool.schedule(self) }
+        guard result.schedule else { return }
+        // Inline at most one level deep: a sink that emits from inside its deliver sends that
+        // route to the pool, so no chain of routes grows on one thread's stack.
+        guard deliversInline, InlineDelivery.enter() else { return router.workerPool.schedule(self) }
+        defer { InlineDelivery.leave() }
+        switch slicer.runSlice(of: self, inline: true) {
+        case .idle, .finished: break
+        // More came meanwhile, or a sink is full: the pool takes over, the emitting thread
+        // never waits.
+        case .more: router.workerPool.schedule(self)
+        case .retry(let pause): router.workerPool.retry(self, after: pause)
+        }
     }
 
     /// Closes the queue: the worker finishes what it holds and ends.
@@ -173,7 +192,7 @@ final class RouteRuntime: Sendable {
     }
 
     /// One slice of a plain route's work on the pool (see ``PlainRouteSlicer``).
-    func runSlice() -> RouteSliceOutcome { slicer.runSlice(of: self) }
+    func runSlice() -> RouteSliceOutcome { slicer.runSlice(of: self, inline: false) }
 
     /// Signalled once the worker has finished (its queue closed and emptied).
     let finished = DispatchSemaphore(value: 0)

@@ -29,6 +29,9 @@ final class RouteWorkerPool: Sendable {
         var readyHead = 0
         /// Routes waiting to retry a full sink, with the time to retry.
         var retries: [(due: ContinuousClock.Instant, route: RouteRuntime)] = []
+        /// Retries added from outside the pool, counted so that a sleeping thread wakes to
+        /// reckon its deadline again.
+        var retriesAdded = 0
         var threads = 0
         var sleeping = 0
         /// Threads spinning for work: at most one, so idle threads do not take the processor
@@ -109,6 +112,26 @@ final class RouteWorkerPool: Sendable {
         if let start { startThread(number: start) }
     }
 
+    /// Puts `route`, whose sink was full on a thread outside the pool (an inline delivery, see
+    /// ``RouteRuntime/deliversInline``), on the retry list: a pool thread runs it after `pause`.
+    func retry(_ route: RouteRuntime, after pause: Duration) {
+        let start: Int? = lists.withLock { lists in
+            lists.retries.append((ContinuousClock.now + pause, route))
+            lists.retriesAdded += 1
+            if lists.sleeping > 0 {
+                // Its deadline may be later than this one (or none).
+                self.lists.signal()
+            } else if lists.threads == 0, !lists.stopping {
+                lists.threads += 1
+                lists.running += 1
+                return lists.threads
+            }
+            // Otherwise a thread is busy, and looks at the retries before it sleeps.
+            return nil
+        }
+        if let start { startThread(number: start) }
+    }
+
     /// Starts the pool's thread number `number`, already counted.
     private func startThread(number: Int) {
         let name = "route worker \(number)"
@@ -170,7 +193,7 @@ final class RouteWorkerPool: Sendable {
     private enum Turn {
         case run(RouteRuntime)
         case spin
-        case sleep(until: ContinuousClock.Instant?)
+        case sleep(until: ContinuousClock.Instant?, retriesAdded: Int)
         case stop
     }
 
@@ -193,7 +216,7 @@ final class RouteWorkerPool: Sendable {
                     return .spin
                 }
                 lists.sleeping += 1
-                return .sleep(until: lists.retries.map(\.due).min())
+                return .sleep(until: lists.retries.map(\.due).min(), retriesAdded: lists.retriesAdded)
             }
             switch turn {
             case .run(let route): return route
@@ -203,11 +226,14 @@ final class RouteWorkerPool: Sendable {
                 for _ in 0..<spins where readyCount.load(ordering: .relaxed) == 0 { sched_yield() }
                 if readyCount.load(ordering: .relaxed) > 0 { budget.found() } else { budget.missed() }
                 lists.withLock { $0.spinning -= 1 }
-            case .sleep(let due):
-                // Sleeps until a route is ready, the pool stops or the first retry is due (the
-                // ready list is empty now; a schedule signals a sleeper).
+            case .sleep(let due, let retriesAdded):
+                // Sleeps until a route is ready, the pool stops, the first retry is due or a
+                // retry is added from outside (the ready list is empty now; a schedule or a
+                // retry signals a sleeper).
                 let slept = ContinuousClock.now
-                lists.withLock(waitingUntil: { $0.stopping || !$0.readyIsEmpty }, deadline: due) { lists, _ in lists.sleeping -= 1 }
+                lists.withLock(
+                    waitingUntil: { $0.stopping || !$0.readyIsEmpty || $0.retriesAdded != retriesAdded }, deadline: due
+                ) { lists, _ in lists.sleeping -= 1 }
                 budget.idled(for: slept.duration(to: .now))
                 spun = false
             }

@@ -154,7 +154,7 @@ public final class Router: Sendable {
         }
         let instance = InstanceRuntime(
             name: planned.name, plugin: planned.plugin, config: planned.config, logLevel: planned.logLevel, exclusive: planned.exclusive,
-            sources: sources, router: self, logger: logger)
+            sources: sources, inlineSinkPorts: planned.deliversInline, router: self, logger: logger)
         // From the start, before any route worker can deliver to it.
         instance.standingBy.store(exclusiveHolds.mustStandBy(instance), ordering: .relaxed)
         return instance

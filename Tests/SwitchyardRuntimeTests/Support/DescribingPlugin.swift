@@ -11,7 +11,7 @@ import SwitchyardCore
 //   raw: "TEXT"         writes TEXT as it is (not necessarily JSON)
 //   huge: true          writes until the host refuses (more than the host's bound)
 //   lengthWithoutBytes  writes a view with a length and no bytes
-// Its instances are the fake plugin's (deliveries are not used with it).
+// Its instances are the fake plugin's, reading what is delivered as version 2 envelopes.
 
 nonisolated(unsafe) let describingManifest = processLifetimeBytes(
     #"""
@@ -53,6 +53,9 @@ let describingEntry: sy_entry_fn = { _, table, capacity in
     let api = table.assumingMemoryBound(to: sy_plugin_api_v2.self)
     api.pointee.struct_size = UInt32(MemoryLayout<sy_plugin_api_v2>.size)
     api.pointee.describe = { _, config, writer, error in describeFromConfig(config, writer, error) }
+    api.pointee.deliver = { handle, port, envelope, deliveryID in
+        fakeDeliver(handle, port: port, deliveryID: deliveryID) { envelope.flatMap { EnvelopeBridge.envelope(from: $0) } }
+    }
     return SY_ABI_VERSION_2
 }
 

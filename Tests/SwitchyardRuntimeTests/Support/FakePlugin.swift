@@ -105,19 +105,7 @@ func fillFakeTable(_ table: UnsafeMutableRawPointer?, manifest: sy_bytes) {
         return SY_OK
     }
     api.pointee.deliver = { handle, port, envelope, deliveryID in
-        guard let fake = FakeInstance.from(handle), let envelope else { return SY_ERR_INVALID }
-        if fake.answersFull.load(ordering: .relaxed) {
-            fake.state.withLock { $0.refusedAsFull.append(deliveryID) }
-            return SY_ERR_FULL
-        }
-        // Borrowed views: copy before anything else.
-        let copy = EnvelopeBridge.envelope(fromV1: envelope)
-        let portName = port.string
-        fake.state.withLock { $0.entered += 1 }
-        fake.gate?.wait()
-        fake.state.withLock { $0.deliveries.append(FakeInstance.Delivery(port: portName, envelope: copy, id: deliveryID)) }
-        if fake.autoAck { fake.ack(deliveryID, outcome: SY_OUTCOME_OK) }
-        return SY_OK
+        fakeDeliver(handle, port: port, deliveryID: deliveryID) { envelope.map { EnvelopeBridge.envelope(fromV1: $0) } }
     }
     api.pointee.stop = { handle in FakeInstance.from(handle)?.state.withLock { $0.stopped = true } }
     api.pointee.destroy = { handle in
@@ -138,6 +126,23 @@ func fillFakeTable(_ table: UnsafeMutableRawPointer?, manifest: sy_bytes) {
         fake.enableGate?.wait()
         return SY_OK
     }
+}
+
+/// What the fake's deliver() does with the envelope `copy` reads (nil: malformed).
+func fakeDeliver(_ handle: UnsafeMutableRawPointer?, port: sy_bytes, deliveryID: UInt64, copy: () -> Envelope?) -> Int32 {
+    guard let fake = FakeInstance.from(handle) else { return SY_ERR_INVALID }
+    if fake.answersFull.load(ordering: .relaxed) {
+        fake.state.withLock { $0.refusedAsFull.append(deliveryID) }
+        return SY_ERR_FULL
+    }
+    // Borrowed views: copy before anything else.
+    guard let copy = copy() else { return SY_ERR_INVALID }
+    let portName = port.string
+    fake.state.withLock { $0.entered += 1 }
+    fake.gate?.wait()
+    fake.state.withLock { $0.deliveries.append(FakeInstance.Delivery(port: portName, envelope: copy, id: deliveryID)) }
+    if fake.autoAck { fake.ack(deliveryID, outcome: SY_OUTCOME_OK) }
+    return SY_OK
 }
 
 /// The entry function of the working fake plugin.
@@ -171,6 +176,8 @@ final class FakeInstance: Sendable {
         var port: String
         var envelope: Envelope
         var id: UInt64
+        /// The thread deliver() ran on.
+        var thread = pthread_self()
     }
 
     struct Settled: Sendable, Equatable {
@@ -276,11 +283,11 @@ func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) async 
 
 let quietLogger = Logger(label: "switchyard.tests", factory: { _ in SwiftLogNoOpLogHandler() })
 
-/// Loads `yaml`, validates it against the fake plugin and returns the plan.
-func plan(_ yaml: String, file: String = "r.yaml") throws -> GraphPlan {
+/// Loads `yaml`, validates it against `plugins` (the fake plugin unless given) and returns the plan.
+func plan(_ yaml: String, file: String = "r.yaml", plugins: [LoadedPlugin]? = nil) throws -> GraphPlan {
     let (config, loadProblems) = ConfigLoader(environment: [:]).load(sources: [(file: file, text: yaml)])
     try #require(loadProblems.isEmpty, "\(loadProblems)")
-    let (plan, problems) = GraphValidator(plugins: [try loadFakePlugin()]).validate(config)
+    let (plan, problems) = GraphValidator(plugins: try plugins ?? [loadFakePlugin()]).validate(config)
     try #require(problems.isEmpty, "\(problems)")
     return try #require(plan)
 }
@@ -298,12 +305,14 @@ func validated(
 /// A body of type t.A.
 func bodyA(x: Int, y: String = "why") -> [UInt8] { Array(#"{"x":\#(x),"y":"\#(y)"}"#.utf8) }
 
-/// Runs `body` with a started router for `yaml`, shut down afterwards (drain timeout 5 s);
-/// its plain routes on `routeThreads` threads when given.
+/// Runs `body` with a started router for `yaml` (validated against `plugins`, the fake plugin
+/// unless given), shut down afterwards (drain timeout 5 s); its plain routes on
+/// `routeThreads` threads when given.
 func withRouter(
-    _ yaml: String, metricsFactory: (any MetricsFactory)? = nil, routeThreads: Int? = nil, _ body: (Router) async throws -> Void
+    _ yaml: String, plugins: [LoadedPlugin]? = nil, metricsFactory: (any MetricsFactory)? = nil, routeThreads: Int? = nil,
+    _ body: (Router) async throws -> Void
 ) async throws {
-    let plan = try plan(yaml)
+    let plan = try plan(yaml, plugins: plugins)
     let router = Router(plan: plan, logger: quietLogger, metricsFactory: metricsFactory, routeThreads: routeThreads)
     try router.start()
     defer { router.shutdown(drainTimeout: .seconds(5)) }
