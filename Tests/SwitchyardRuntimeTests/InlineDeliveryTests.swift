@@ -74,8 +74,9 @@ import Testing
         try await withRouter(Self.graph(sink: "inlFull", describe: "{ delivers_inline: [in] }"), plugins: Self.plugins()) { router in
             let emitting = pthread_self()
             #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1))) == SY_OK)
-            // The emit tried once, was told "full" and returned: the retry is the pool's.
-            #expect(sink.state.withLock { $0.refusedAsFull.count } == 1)
+            // The emit tried, was told "full" and returned; the retries are the pool's (its
+            // first may already have come: it is due 1 ms later).
+            #expect(sink.state.withLock { $0.refusedAsFull.count } >= 1)
             #expect(sink.deliveries.isEmpty)
             #expect(await waitUntil { sink.state.withLock { $0.refusedAsFull.count } >= 2 })
             sink.answersFull.store(false, ordering: .relaxed)
