@@ -513,10 +513,12 @@ static int32_t upper_describe(sy_bytes instance_name, sy_bytes config, sy_writer
         set_error(error, message);
         return SY_ERR_INVALID;
     }
+    /* deliver() only uppercases and emits, and emit() never blocks: the router may deliver on
+     * the thread that emitted into the route (`delivers_inline`). */
     if (parsed.type == NULL) {
         /* No type of its own: the manifest's ports and types. */
         free_config(&parsed);
-        return write_bytes(description, "{}");
+        return write_bytes(description, "{\"delivers_inline\":[\"in\"]}");
     }
     /* The type name was checked to hold only name characters: it needs no JSON escaping. */
     int32_t status = SY_OK;
@@ -526,7 +528,7 @@ static int32_t upper_describe(sy_bytes instance_name, sy_bytes config, sy_writer
         parsed.type,
         "\"]}],\"types\":{\"",
         parsed.type,
-        "\":{\"type\":\"string\",\"description\":\"An uppercased text body\"}}}",
+        "\":{\"type\":\"string\",\"description\":\"An uppercased text body\"}},\"delivers_inline\":[\"in\"]}",
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0] && status == SY_OK; i++) status = write_bytes(description, parts[i]);
     free_config(&parsed);
