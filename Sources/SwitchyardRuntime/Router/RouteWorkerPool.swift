@@ -98,18 +98,25 @@ final class RouteWorkerPool: Sendable {
         let start: Int? = lists.withLock { lists in
             lists.ready.append(route)
             countReady(lists)
-            if lists.spinning > 0 {
-                // The spinning thread takes it.
-            } else if lists.sleeping > 0 {
-                self.lists.signal()
-            } else if lists.threads < limit, !lists.stopping {
-                lists.threads += 1
-                lists.running += 1
-                return lists.threads
-            }
-            return nil
+            return wakeForWork(&lists, startingUpTo: limit)
         }
         if let start { startThread(number: start) }
+    }
+
+    /// Makes sure a thread will look at the lists, lock held: the spinning thread will, else a
+    /// sleeping one is signalled, else — while fewer than `threads` have started — a new one is
+    /// counted, and its number returned for the caller to start outside the lock. With none of
+    /// those, every thread is busy and looks at the lists before it sleeps.
+    private func wakeForWork(_ lists: inout Lists, startingUpTo threads: Int) -> Int? {
+        if lists.spinning > 0 { return nil }
+        if lists.sleeping > 0 {
+            self.lists.signal()
+            return nil
+        }
+        guard lists.threads < threads, !lists.stopping else { return nil }
+        lists.threads += 1
+        lists.running += 1
+        return lists.threads
     }
 
     /// Puts `route`, whose sink was full on a thread outside the pool (an inline delivery, see
@@ -117,17 +124,10 @@ final class RouteWorkerPool: Sendable {
     func retry(_ route: RouteRuntime, after pause: Duration) {
         let start: Int? = lists.withLock { lists in
             lists.retries.append((ContinuousClock.now + pause, route))
+            // A sleeping thread's deadline may be later than this one (or none): it wakes to
+            // reckon it again. Work due later needs one thread, not one more.
             lists.retriesAdded += 1
-            if lists.sleeping > 0 {
-                // Its deadline may be later than this one (or none).
-                self.lists.signal()
-            } else if lists.threads == 0, !lists.stopping {
-                lists.threads += 1
-                lists.running += 1
-                return lists.threads
-            }
-            // Otherwise a thread is busy, and looks at the retries before it sleeps.
-            return nil
+            return wakeForWork(&lists, startingUpTo: 1)
         }
         if let start { startThread(number: start) }
     }
