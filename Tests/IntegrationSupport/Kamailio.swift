@@ -108,12 +108,7 @@ final class Kamailio {
     /// Waits until the log holds `needle` `count` times; false on timeout.
     @discardableResult
     func waitForLog(_ needle: String, count: Int = 1, timeout: Duration = .seconds(15)) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while log.components(separatedBy: needle).count - 1 < count {
-            guard ContinuousClock.now < deadline else { return false }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return true
+        output.waitFor(needle, count: count, timeout: timeout)
     }
 
     func stop() {

@@ -132,14 +132,10 @@ final class Mosquitto {
     func waitForLog(
         _ needle: String, count: Int = 1, timeout: Duration = .seconds(10), sourceLocation: SourceLocation = #_sourceLocation
     ) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if occurrences(of: needle) >= count { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        if occurrences(of: needle) >= count { return true }
+        if logs.last?.waitFor(needle, count: count, timeout: timeout) == true { return true }
         Issue.record(
-            "timed out after \(timeout) waiting for '\(needle)' ×\(count) in the broker log:\n\(logText)", sourceLocation: sourceLocation)
+            "'\(needle)' ×\(count) was not in the broker log within \(timeout) (or before the log ended):\n\(logText)",
+            sourceLocation: sourceLocation)
         return false
     }
 

@@ -164,23 +164,11 @@ final class OutputBuffer: @unchecked Sendable {
     private var data = Data()
     private var ended = false
 
-    func append(_ more: Data) {
-        condition.withLock {
-            data.append(more)
-            condition.broadcast()
-        }
-    }
-
-    /// Waits, at most `timeout`, until the output holds `needle` or the pipe ended; returns
-    /// whether it holds it.
-    func waitFor(_ needle: String, timeout: Duration) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: Double(timeout.components.seconds))
-        return condition.withLock {
-            while true {
-                if String(decoding: data, as: UTF8.self).contains(needle) { return true }
-                if ended || !condition.wait(until: deadline) { return String(decoding: data, as: UTF8.self).contains(needle) }
-            }
-        }
+    /// Waits, at most `timeout`, until the output holds `needle` `count` times or the pipe
+    /// ended; returns whether it holds it that often. Woken by each read of the pipe.
+    func waitFor(_ needle: String, count: Int = 1, timeout: Duration) -> Bool {
+        let holds = { (data: Data) in String(decoding: data, as: UTF8.self).components(separatedBy: needle).count - 1 >= count }
+        return wait(timeout: timeout) { data, ended in holds(data) || ended } && condition.withLock { holds(data) }
     }
 
     /// What one read of the pipe gave: an empty read is its end.
@@ -192,10 +180,15 @@ final class OutputBuffer: @unchecked Sendable {
     }
 
     /// Waits, at most `timeout`, until the pipe's end was read; returns whether it was.
-    func waitForEnd(timeout: Duration) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: Double(timeout.components.seconds))
+    func waitForEnd(timeout: Duration) -> Bool { wait(timeout: timeout) { _, ended in ended } }
+
+    /// Waits, at most `timeout`, until `ready` holds for what was read so far and whether the
+    /// pipe ended (each check under the lock); returns whether it held.
+    private func wait(timeout: Duration, until ready: (Data, Bool) -> Bool) -> Bool {
+        let (seconds, attoseconds) = timeout.components
+        let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) * 1e-18)
         return condition.withLock {
-            while !ended { if !condition.wait(until: deadline) { return ended } }
+            while !ready(data, ended) { if !condition.wait(until: deadline) { return ready(data, ended) } }
             return true
         }
     }
