@@ -1,5 +1,7 @@
+import Foundation
 import SwitchyardABI
 import SwitchyardCore
+import Synchronization
 import Testing
 
 @testable import SwitchyardRuntime
@@ -86,6 +88,44 @@ import Testing
             // Tried again with the delivery id it was refused with.
             #expect(sink.state.withLock { $0.refusedAsFull.allSatisfy { $0 == delivery.id } })
             #expect(router.workerPool.threadCount == 1)
+        }
+    }
+
+    @Test func anEmitThatFindsTheInlineRouteBusyQueuesBehindTheDeliveryInHand() async throws {
+        let gate = DispatchSemaphore(value: 0)
+        let source = FakeInstance.register("inlBusySrc")
+        let sink = FakeInstance.register("inlBusy", gate: gate)
+        try await withRouter(Self.graph(sink: "inlBusy", describe: "{ delivers_inline: [in] }"), plugins: Self.plugins()) { router in
+            // The first emit delivers on its own thread, past the queue, and stalls in the sink.
+            let firstStatus = Atomic<Int32>(SY_ERR_FAILED)
+            let firstReturned = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                firstStatus.store(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1))), ordering: .relaxed)
+                firstReturned.signal()
+            }
+            #expect(await waitUntil { sink.state.withLock { $0.entered } == 1 })
+            // The route is busy: the second emit queues behind it and returns at once.
+            let emitting = pthread_self()
+            #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 2))) == SY_OK)
+            #expect(sink.state.withLock { $0.entered } == 1)
+            #expect(router.statistics.routes.first?.queued == 1)
+            gate.signal()
+            gate.signal()
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread.detachNewThread {
+                    firstReturned.wait()
+                    done.resume()
+                }
+            }
+            #expect(firstStatus.load(ordering: .relaxed) == SY_OK)
+            // The thread that held the route delivered the queued one too before it let go:
+            // in order, once each, and no route worker was needed.
+            let deliveries = sink.deliveries
+            #expect(deliveries.map(\.envelope.body) == [bodyA(x: 1), bodyA(x: 2)])
+            #expect(deliveries.count == 2 && pthread_equal(deliveries[0].thread, deliveries[1].thread) != 0)
+            #expect(deliveries.last.map { pthread_equal($0.thread, emitting) == 0 } == true)
+            #expect(router.workerPool.threadCount == 0)
+            #expect(router.statistics.routes.first.map { $0.sent == 2 && $0.queued == 0 } == true)
         }
     }
 

@@ -41,12 +41,19 @@ public enum MQTTTopic {
 
     /// Checks a topic name for PUBLISH (non-empty, no wildcards, no NUL). Returns a reason when invalid.
     public static func problem(withTopicName name: String) -> String? {
-        let bytes = name.utf8
+        // Every publish in and out is checked: one pass over the bytes, in place.
+        name.utf8.withContiguousStorageIfAvailable(problem(withTopicName:)) ?? problem(withTopicName: Array(name.utf8))
+    }
+
+    private static func problem(withTopicName bytes: some Collection<UInt8>) -> String? {
         if bytes.isEmpty { return "topic name is empty" }
         if bytes.count > Int(UInt16.max) { return "topic name is longer than 65535 bytes" }
-        if name.utf8Contains(0) { return "topic name contains U+0000" }
-        if name.utf8Contains(plus) || name.utf8Contains(hash) { return "topic name contains a wildcard character" }
-        return nil
+        var wildcard = false
+        for byte in bytes {
+            if byte == 0 { return "topic name contains U+0000" }
+            if byte == plus || byte == hash { wildcard = true }
+        }
+        return wildcard ? "topic name contains a wildcard character" : nil
     }
 
     /// Checks a topic filter for SUBSCRIBE (wildcard placement rules, $share syntax). Returns a reason when

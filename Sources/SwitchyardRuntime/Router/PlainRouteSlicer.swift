@@ -44,6 +44,27 @@ struct PlainRouteSlicer: Sendable {
         }
     }
 
+    /// Delivers one envelope of a route its emitting thread claimed idle (see
+    /// ``RouteQueue/claimIfIdle()``), without queueing it: the queue, the batch and the slice's
+    /// lock are what an idle route's envelope would otherwise pass through. What was queued
+    /// meanwhile is taken by an inline slice, as an emit that had queued it would have; a full
+    /// sink leaves the envelope as the batch in hand, for the pool to try again.
+    func deliverClaimed(_ item: QueuedEnvelope, of route: RouteRuntime) -> RouteSliceOutcome {
+        var work = PlainRouteSlice()
+        if let pause = dispatch(item, &work, on: route) {
+            work.batch = [item]
+            slice.withLock { stored in
+                work.spinBudget = stored.spinBudget
+                work.idleSince = stored.idleSince
+                stored = work
+            }
+            return .retry(after: pause)
+        }
+        route.counters.processed.add(1, ordering: .sequentiallyConsistent)
+        route.router.drainProgress.signal()
+        return route.queue.unscheduleIfEmpty() ? .idle : runSlice(of: route, inline: true)
+    }
+
     private func runSlice(_ work: inout PlainRouteSlice, of route: RouteRuntime, inline: Bool) -> RouteSliceOutcome {
         if !inline, let idleSince = work.idleSince {
             work.spinBudget.idled(for: idleSince.duration(to: .now))

@@ -205,6 +205,19 @@ final class RouteQueue: Sendable {
         }
     }
 
+    /// Takes an idle pooled route for one delivery on the calling thread, past the queue: true
+    /// when the queue is open, unpaused and empty and the route is not scheduled — it is then
+    /// scheduled, as a push would have made it, so no pool thread runs it meanwhile and the
+    /// emits that come meanwhile queue behind it. The caller ends the turn with
+    /// ``unscheduleIfEmpty()``.
+    func claimIfIdle() -> Bool {
+        ring.withLock { ring in
+            guard !ring.scheduled, ring.count == 0, !ring.closed, !ring.paused else { return false }
+            ring.scheduled = true
+            return true
+        }
+    }
+
     /// Ends a pooled route's turn on the pool when its queue is still empty and open: from then
     /// on the next push schedules it again, and another pool thread may run it at once — so
     /// the slice calls this last, after it has put its state back. False when envelopes came

@@ -113,6 +113,7 @@ final class RouteRuntime: Sendable {
 
     /// What an enqueue did.
     enum Enqueued {
+        /// Taken: queued, or delivered at once on the emitting thread (an idle inline route).
         case queued
         /// A full `block` queue: the waiter is resumed once there is room.
         case full
@@ -121,10 +122,11 @@ final class RouteRuntime: Sendable {
         case closed
     }
 
-    /// Queues an envelope whose room was checked (or a `drop_oldest` queue's); false when the
-    /// route is closed.
+    /// Queues an envelope whose room was checked (or a `drop_oldest` queue's), or delivers it
+    /// at once when the route is idle and delivers inline; false when the route is closed.
     @discardableResult
     func enqueue(_ item: QueuedEnvelope) -> Bool {
+        if deliveredIfIdle(item) { return true }
         // Counted first: the worker may take it (and count it processed) before push returns.
         counters.received.add(1, ordering: .relaxed)
         let result = queue.push(item)
@@ -139,6 +141,7 @@ final class RouteRuntime: Sendable {
     /// Queues an envelope if a `block` queue has room (one lock); otherwise remembers to wake
     /// `waiter` (full) or refuses it (closed).
     func enqueue(_ item: QueuedEnvelope, orWake waiter: (instance: InstanceRuntime, port: String)) -> Enqueued {
+        if deliveredIfIdle(item) { return .queued }
         counters.received.add(1, ordering: .relaxed)
         let result = queue.push(item, orWake: waiter)
         guard result.queued else {
@@ -168,10 +171,26 @@ final class RouteRuntime: Sendable {
         // route to the pool, so no chain of routes grows on one thread's stack.
         guard deliversInline, InlineDelivery.enter() else { return router.workerPool.schedule(self) }
         defer { InlineDelivery.leave() }
-        switch slicer.runSlice(of: self, inline: true) {
+        handOver(after: slicer.runSlice(of: self, inline: true))
+    }
+
+    /// An idle route that delivers inline takes the emitted envelope straight to its sinks on
+    /// the emitting thread, past the queue (see ``PlainRouteSlicer/deliverClaimed(_:of:)``);
+    /// false when the emit should queue it: the route is busy, or delivers through the pool.
+    private func deliveredIfIdle(_ item: QueuedEnvelope) -> Bool {
+        guard deliversInline, InlineDelivery.enter() else { return false }
+        defer { InlineDelivery.leave() }
+        guard queue.claimIfIdle() else { return false }
+        counters.received.add(1, ordering: .relaxed)
+        handOver(after: slicer.deliverClaimed(item, of: self))
+        return true
+    }
+
+    /// After an inline turn: more came meanwhile, or a sink is full — the pool takes over, and
+    /// the emitting thread never waits.
+    private func handOver(after outcome: RouteSliceOutcome) {
+        switch outcome {
         case .idle, .finished: break
-        // More came meanwhile, or a sink is full: the pool takes over, the emitting thread
-        // never waits.
         case .more: router.workerPool.schedule(self)
         case .retry(let pause): router.workerPool.retry(self, after: pause)
         }
