@@ -66,8 +66,8 @@ public enum PluginExport {
             guard let box = PluginExport.box(instance), let envelope, let borrowed = BorrowedEnvelope(envelope) else {
                 return SY_ERR_INVALID
             }
-            let portName = port.string
-            guard box.sinkPorts.contains(portName) else { return SY_ERR_UNKNOWN_PORT }
+            // The port's own name, found by comparing bytes: no string made or hashed per delivery.
+            guard let portName = box.sinkPorts.first(where: port.equals) else { return SY_ERR_UNKNOWN_PORT }
             guard box.plugin.canAccept(on: portName) else { return SY_ERR_FULL }
             box.plugin.deliver(borrowing: borrowed, on: portName, delivery: Delivery(id: deliveryID, context: box.context))
             return SY_OK
@@ -130,9 +130,10 @@ public enum PluginExport {
     final class InstanceBox: Sendable {
         let plugin: any SwitchyardPlugin
         let context: PluginContext
-        let sinkPorts: Set<String>
+        /// The manifest's sink port names (a plugin has a few).
+        let sinkPorts: [String]
 
-        init(plugin: any SwitchyardPlugin, context: PluginContext, sinkPorts: Set<String>) {
+        init(plugin: any SwitchyardPlugin, context: PluginContext, sinkPorts: [String]) {
             self.plugin = plugin
             self.context = context
             self.sinkPorts = sinkPorts
@@ -162,7 +163,7 @@ public enum PluginExport {
         let pluginContext = PluginContext(host: registration.host, context: context)
         do {
             let plugin = try registration.type.init(context: pluginContext, name: name.string, config: configuration)
-            let sinkPorts = Set(registration.type.manifest.ports.filter { $0.direction == .sink }.map(\.name))
+            let sinkPorts = registration.type.manifest.ports.filter { $0.direction == .sink }.map(\.name)
             let box = InstanceBox(plugin: plugin, context: pluginContext, sinkPorts: sinkPorts)
             instanceOut.pointee = Unmanaged.passRetained(box).toOpaque()
             return SY_OK

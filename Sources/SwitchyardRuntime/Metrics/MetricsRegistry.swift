@@ -13,8 +13,8 @@ import Synchronization
 public final class MetricsRegistry: Sendable {
     /// Handles by series (name and labels), made on first use.
     private let handles = Mutex<[String: Series]>([:])
-    /// Plugin metrics by `instance.name`: the value and its handle.
-    private let pluginSeries = Mutex<[String: PluginSeries]>([:])
+    /// Plugin metrics by instance and name: the value and its handle.
+    private let pluginSeries = Mutex<[PluginSeriesKey: PluginSeries]>([:])
 
     /// A handle and, for a counter published from an atomic, what it has been given so far.
     private struct Series {
@@ -34,6 +34,13 @@ public final class MetricsRegistry: Sendable {
     private struct PluginSeries {
         var value: Double
         let meter: Meter
+    }
+
+    /// A plugin metric's instance and name, apart: a plugin may report on every message, and a
+    /// key joined into one string would be built (and allocated) for each report.
+    private struct PluginSeriesKey: Hashable {
+        var instance: String
+        var name: String
     }
 
     /// Where the handles are made: a test's factory, or (nil) the one the process
@@ -65,9 +72,9 @@ public final class MetricsRegistry: Sendable {
     }
 
     private func update(
-        _ series: inout [String: PluginSeries], instance: String, name: String, _ next: (Double) -> Double
+        _ series: inout [PluginSeriesKey: PluginSeries], instance: String, name: String, _ next: (Double) -> Double
     ) {
-        let key = instance + "." + name
+        let key = PluginSeriesKey(instance: instance, name: name)
         // One hash on the usual path: the series exists and is updated in place.
         if let index = series.index(forKey: key) {
             series.values[index].value = next(series.values[index].value)
@@ -83,12 +90,14 @@ public final class MetricsRegistry: Sendable {
 
     /// The value plugin instance `instance` last reported for `name`, if any.
     func pluginValue(instance: String, name: String) -> Double? {
-        pluginSeries.withLock { $0[instance + "." + name]?.value }
+        pluginSeries.withLock { $0[PluginSeriesKey(instance: instance, name: name)]?.value }
     }
 
     /// Every plugin metric, `instance.name` → value.
     var pluginValues: [String: Double] {
-        pluginSeries.withLock { $0.mapValues(\.value) }
+        pluginSeries.withLock { series in
+            Dictionary(uniqueKeysWithValues: series.map { ($0.key.instance + "." + $0.key.name, $0.value.value) })
+        }
     }
 
     // MARK: Timers
