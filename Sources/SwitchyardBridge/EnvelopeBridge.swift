@@ -37,11 +37,20 @@ extension sy_bytes {
     /// Whether the bytes equal `text`'s UTF-8 without copying either.
     public func equals(_ text: String) -> Bool {
         var text = text
-        return text.withUTF8 { own in
-            guard own.count == length else { return false }
-            guard length > 0, let data, let base = own.baseAddress else { return true }
-            return memcmp(data, base, length) == 0
-        }
+        // A closure, not the method itself: a partially applied method is allocated per call
+        // where the compiler does not optimise (debug builds), and this runs per header.
+        return text.withUTF8 { equals($0) }
+    }
+
+    /// Whether the bytes equal `bytes` without copying either.
+    public func equals(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { equals($0) }
+    }
+
+    private func equals(_ own: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard own.count == length else { return false }
+        guard length > 0, let data, let base = own.baseAddress else { return true }
+        return memcmp(data, base, length) == 0
     }
 
     /// Whether the bytes start with `prefix`'s UTF-8, without copying.

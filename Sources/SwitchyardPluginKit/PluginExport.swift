@@ -66,8 +66,7 @@ public enum PluginExport {
             guard let box = PluginExport.box(instance), let envelope, let borrowed = BorrowedEnvelope(envelope) else {
                 return SY_ERR_INVALID
             }
-            // The port's own name, found by comparing bytes: no string made or hashed per delivery.
-            guard let portName = box.sinkPorts.first(where: port.equals) else { return SY_ERR_UNKNOWN_PORT }
+            guard let portName = box.sinkPort(named: port) else { return SY_ERR_UNKNOWN_PORT }
             guard box.plugin.canAccept(on: portName) else { return SY_ERR_FULL }
             box.plugin.deliver(borrowing: borrowed, on: portName, delivery: Delivery(id: deliveryID, context: box.context))
             return SY_OK
@@ -130,13 +129,20 @@ public enum PluginExport {
     final class InstanceBox: Sendable {
         let plugin: any SwitchyardPlugin
         let context: PluginContext
-        /// The manifest's sink port names (a plugin has a few).
-        let sinkPorts: [String]
+        /// The manifest's sink port names (a plugin has a few), with their UTF-8.
+        private let sinkPorts: [(name: String, bytes: [UInt8])]
 
         init(plugin: any SwitchyardPlugin, context: PluginContext, sinkPorts: [String]) {
             self.plugin = plugin
             self.context = context
-            self.sinkPorts = sinkPorts
+            self.sinkPorts = sinkPorts.map { ($0, Array($0.utf8)) }
+        }
+
+        /// The sink port `name` names, found by comparing bytes: no string made, hashed or
+        /// allocated per delivery.
+        func sinkPort(named name: sy_bytes) -> String? {
+            for index in sinkPorts.indices where name.equals(sinkPorts[index].bytes) { return sinkPorts[index].name }
+            return nil
         }
     }
 

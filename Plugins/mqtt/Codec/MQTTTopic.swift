@@ -42,10 +42,11 @@ public enum MQTTTopic {
     /// Checks a topic name for PUBLISH (non-empty, no wildcards, no NUL). Returns a reason when invalid.
     public static func problem(withTopicName name: String) -> String? {
         // Every publish in and out is checked: one pass over the bytes, in place.
-        name.utf8.withContiguousStorageIfAvailable(problem(withTopicName:)) ?? problem(withTopicName: Array(name.utf8))
+        var name = name
+        return name.withUTF8 { problem(withTopicName: $0) }
     }
 
-    private static func problem(withTopicName bytes: some Collection<UInt8>) -> String? {
+    private static func problem(withTopicName bytes: UnsafeBufferPointer<UInt8>) -> String? {
         if bytes.isEmpty { return "topic name is empty" }
         if bytes.count > Int(UInt16.max) { return "topic name is longer than 65535 bytes" }
         var wildcard = false
