@@ -167,8 +167,11 @@ final class RouteRuntime: Sendable {
             dropped.settlement?.complete(SY_OUTCOME_REJECT)
         }
         guard result.schedule else { return }
-        // Inline at most one level deep: a sink that emits from inside its deliver sends that
-        // route to the pool, so no chain of routes grows on one thread's stack.
+        // An inline route's push schedules it only when the route went idle between a claim
+        // that found it busy and the push (``deliveredIfIdle(_:)`` takes the idle case): this
+        // push then runs the slice itself. Inline at most one level deep: a sink that emits
+        // from inside its deliver sends that route to the pool, so no chain of routes grows on
+        // one thread's stack.
         guard deliversInline, InlineDelivery.enter() else { return router.workerPool.schedule(self) }
         defer { InlineDelivery.leave() }
         handOver(after: slicer.runSlice(of: self, inline: true))
