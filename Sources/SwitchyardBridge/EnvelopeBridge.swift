@@ -30,7 +30,9 @@ extension sy_bytes {
     /// Whether the bytes equal `text`'s UTF-8 without copying.
     public func equals(_ text: StaticString) -> Bool {
         guard length == text.utf8CodeUnitCount else { return false }
-        guard length > 0, let data else { return true }
+        guard length > 0 else { return true }
+        // A length without bytes (a malformed view from a plugin) equals nothing.
+        guard let data else { return false }
         return memcmp(data, text.utf8Start, length) == 0
     }
 
@@ -49,14 +51,17 @@ extension sy_bytes {
 
     private func equals(_ own: UnsafeBufferPointer<UInt8>) -> Bool {
         guard own.count == length else { return false }
-        guard length > 0, let data, let base = own.baseAddress else { return true }
+        guard length > 0 else { return true }
+        // A length without bytes (a malformed view from a plugin) equals nothing.
+        guard let data, let base = own.baseAddress else { return false }
         return memcmp(data, base, length) == 0
     }
 
     /// Whether the bytes start with `prefix`'s UTF-8, without copying.
     public func hasPrefix(_ prefix: StaticString) -> Bool {
         guard length >= prefix.utf8CodeUnitCount else { return false }
-        guard prefix.utf8CodeUnitCount > 0, let data else { return true }
+        guard prefix.utf8CodeUnitCount > 0 else { return true }
+        guard let data else { return false }
         return memcmp(data, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0
     }
 }

@@ -96,7 +96,8 @@ public final class MetricsRegistry: Sendable {
     /// Every plugin metric, `instance.name` → value.
     var pluginValues: [String: Double] {
         pluginSeries.withLock { series in
-            Dictionary(uniqueKeysWithValues: series.map { ($0.key.instance + "." + $0.key.name, $0.value.value) })
+            // Instance names hold no '.', so no two keys join alike; a merge would not trap anyway.
+            Dictionary(series.map { ($0.key.instance + "." + $0.key.name, $0.value.value) }, uniquingKeysWith: { first, _ in first })
         }
     }
 
