@@ -166,37 +166,30 @@ final class RouteRuntime: Sendable {
             router.drainProgress.signal()
             dropped.settlement?.complete(SY_OUTCOME_REJECT)
         }
-        guard result.schedule else { return }
-        // An inline route's push schedules it only when the route went idle between a claim
-        // that found it busy and the push (``deliveredIfIdle(_:)`` takes the idle case): this
-        // push then runs the slice itself. Inline at most one level deep: a sink that emits
-        // from inside its deliver sends that route to the pool, so no chain of routes grows on
-        // one thread's stack.
-        guard deliversInline, InlineDelivery.enter() else { return router.workerPool.schedule(self) }
-        defer { InlineDelivery.leave() }
-        handOver(after: slicer.runSlice(of: self, inline: true))
+        // An inline route is delivered on the emitting thread by ``deliveredIfIdle(_:)`` when it
+        // is idle; a push schedules it only when it went idle between a claim that found it
+        // busy and the push, or for a thread already delivering inline: the pool runs it.
+        if result.schedule { router.workerPool.schedule(self) }
     }
 
     /// An idle route that delivers inline takes the emitted envelope straight to its sinks on
     /// the emitting thread, past the queue (see ``PlainRouteSlicer/deliverClaimed(_:of:)``);
     /// false when the emit should queue it: the route is busy, or delivers through the pool.
+    /// At most one level deep: a sink that emits from inside its deliver sends that route to
+    /// the pool, so no chain of routes grows on one thread's stack.
     private func deliveredIfIdle(_ item: QueuedEnvelope) -> Bool {
         guard deliversInline, InlineDelivery.enter() else { return false }
         defer { InlineDelivery.leave() }
         guard queue.claimIfIdle() else { return false }
         counters.received.add(1, ordering: .relaxed)
-        handOver(after: slicer.deliverClaimed(item, of: self))
-        return true
-    }
-
-    /// After an inline turn: more came meanwhile, or a sink is full — the pool takes over, and
-    /// the emitting thread never waits.
-    private func handOver(after outcome: RouteSliceOutcome) {
-        switch outcome {
+        switch slicer.deliverClaimed(item, of: self) {
         case .idle, .finished: break
+        // More came meanwhile, or a sink is full: the pool takes over, and the emitting thread
+        // never waits.
         case .more: router.workerPool.schedule(self)
         case .retry(let pause): router.workerPool.retry(self, after: pause)
         }
+        return true
     }
 
     /// Closes the queue: the worker finishes what it holds and ends.
