@@ -29,11 +29,7 @@ extension sy_bytes {
 
     /// Whether the bytes equal `text`'s UTF-8 without copying.
     public func equals(_ text: StaticString) -> Bool {
-        guard length == text.utf8CodeUnitCount else { return false }
-        guard length > 0 else { return true }
-        // A length without bytes (a malformed view from a plugin) equals nothing.
-        guard let data else { return false }
-        return memcmp(data, text.utf8Start, length) == 0
+        equals(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// Whether the bytes equal `text`'s UTF-8 without copying either.
@@ -49,6 +45,7 @@ extension sy_bytes {
         bytes.withUnsafeBufferPointer { equals($0) }
     }
 
+    /// The one comparison every `equals` and `hasPrefix` makes.
     private func equals(_ own: UnsafeBufferPointer<UInt8>) -> Bool {
         guard own.count == length else { return false }
         guard length > 0 else { return true }
@@ -60,9 +57,7 @@ extension sy_bytes {
     /// Whether the bytes start with `prefix`'s UTF-8, without copying.
     public func hasPrefix(_ prefix: StaticString) -> Bool {
         guard length >= prefix.utf8CodeUnitCount else { return false }
-        guard prefix.utf8CodeUnitCount > 0 else { return true }
-        guard let data else { return false }
-        return memcmp(data, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0
+        return sy_bytes(data: data, length: prefix.utf8CodeUnitCount).equals(prefix)
     }
 }
 
