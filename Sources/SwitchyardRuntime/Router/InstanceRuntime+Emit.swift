@@ -87,7 +87,7 @@ extension InstanceRuntime {
                 settlement?.expect()
                 let queued = QueuedEnvelope(envelope: envelope, settlement: settlement, probe: routes[0].latency?.claim() ?? 0)
                 let outcome = routes[0].enqueue(queued, orWake: (self, port.name))
-                taken = outcome == .queued
+                taken = outcome == .taken
                 if !taken {
                     if queued.probe != 0 { routes[0].latency?.finish(queued.probe, ok: false) }
                     // Undoes this route's expect(); the emitter's own share keeps it unsettled.

@@ -114,7 +114,7 @@ final class RouteRuntime: Sendable {
     /// What an enqueue did.
     enum Enqueued {
         /// Taken: queued, or delivered at once on the emitting thread (an idle inline route).
-        case queued
+        case taken
         /// A full `block` queue: the waiter is resumed once there is room.
         case full
         /// The route was closed (a shutdown, or a reload that retired it): it takes nothing
@@ -141,7 +141,7 @@ final class RouteRuntime: Sendable {
     /// Queues an envelope if a `block` queue has room (one lock); otherwise remembers to wake
     /// `waiter` (full) or refuses it (closed).
     func enqueue(_ item: QueuedEnvelope, orWake waiter: (instance: InstanceRuntime, port: String)) -> Enqueued {
-        if deliveredIfIdle(item) { return .queued }
+        if deliveredIfIdle(item) { return .taken }
         counters.received.add(1, ordering: .relaxed)
         let result = queue.push(item, orWake: waiter)
         guard result.queued else {
@@ -149,7 +149,7 @@ final class RouteRuntime: Sendable {
             return result.closed ? .closed : .full
         }
         pushed(result)
-        return .queued
+        return .taken
     }
 
     /// Takes back the count of an envelope the queue did not take (counted before the push,
