@@ -356,7 +356,10 @@ let package = Package(
         // Which module may import which (reads the sources; depends on nothing).
         .testTarget(name: "ArchitectureTests", swiftSettings: strict),
         .testTarget(name: "SwitchyardGraphTestTests", dependencies: ["SwitchyardGraphTest", "SwitchyardCore"], swiftSettings: strict),
-        .testTarget(name: "SwitchyardPluginKitTests", dependencies: ["SwitchyardPluginKit", "SwitchyardCore"], swiftSettings: strict),
+        .testTarget(
+            name: "SwitchyardPluginKitTests", dependencies: ["SwitchyardPluginKit", "SwitchyardCore", "PluginTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "SwitchyardAdminTests", dependencies: ["SwitchyardAdmin", "SwitchyardCore"], swiftSettings: strict),
         .testTarget(
             name: "SwitchyardSpoolTests", dependencies: ["SwitchyardSpool", "SwitchyardStore", "SwitchyardCore"], swiftSettings: strict),

@@ -11,11 +11,12 @@ import SwitchyardPluginKit
 final class SourceGate<Owned>: Sendable {
     private struct State {
         var stopped = false
-        var resumed = false
         var owned: Owned
     }
 
     private let state: Locked<State>
+    /// The waits for room on a full route.
+    private let room = SourceRoom()
     private let context: PluginContext
     private let port: String
 
@@ -39,18 +40,14 @@ final class SourceGate<Owned>: Sendable {
             then(&state.owned)
             self.state.broadcast()
         }
+        room.stop()
     }
 
     /// The port will emit nothing more (ABI section 11): `run --exit-when-done` counts on it.
     func finished() { context.sourceDone(port) }
 
     /// The router has room on the port again.
-    func resume() {
-        state.withLock { state in
-            state.resumed = true
-            self.state.broadcast()
-        }
-    }
+    func resume() { room.resumed() }
 
     /// Sleeps until `deadline`; false when stopped.
     func sleep(until deadline: ContinuousClock.Instant) -> Bool {
@@ -59,18 +56,12 @@ final class SourceGate<Owned>: Sendable {
 
     /// Emits on the port, waiting for `resume` while the route is full; false once stopped.
     func emit(_ envelope: Envelope) -> Bool {
-        while true {
-            state.withLock { $0.resumed = false }
-            switch context.emit(envelope, on: port) {
-            case .ok: return true
-            case .full:
-                let stopped = state.withLock(waitingUntil: { $0.stopped || $0.resumed }) { state, _ in state.stopped }
-                if stopped { return false }
-            case .stopped: return false
-            case let other:
-                context.log(.error, "\(port) envelope was not taken: \(other)")
-                return true
-            }
+        switch room.emit(envelope, on: port, through: context) {
+        case .ok: return true
+        case .full, .stopped: return false
+        case let other:
+            context.log(.error, "\(port) envelope was not taken: \(other)")
+            return true
         }
     }
 }

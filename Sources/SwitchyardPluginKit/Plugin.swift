@@ -36,9 +36,11 @@ public protocol SwitchyardPlugin: AnyObject, Sendable {
     func deliver(borrowing envelope: borrowing BorrowedEnvelope, on port: String, delivery: Delivery)
 
     /// Whether the sink `port` can take another delivery now. Answer false to make the router
-    /// hold the envelope and try again shortly — the backpressure that keeps a slow far side
-    /// from growing memory (the route's queue fills, and its sources are told to wait).
-    /// Optional; the default always accepts.
+    /// hold the envelope and try again — the backpressure that keeps a slow far side from
+    /// growing memory (the route's queue fills, and its sources are told to wait). A plugin
+    /// that answers false calls ``PluginContext/sinkHasRoom()`` whenever room may have come
+    /// back, so the router tries again then rather than after a pause. Optional; the default
+    /// always accepts.
     func canAccept(on port: String) -> Bool
 
     /// Stops producing at sources; deliveries continue. Optional.

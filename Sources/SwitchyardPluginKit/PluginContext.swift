@@ -8,6 +8,9 @@ public struct PluginContext: @unchecked Sendable {
     // until destroy) and are documented as callable from any thread: sharing them is safe.
     let host: UnsafePointer<sy_host_api_v2>
     let context: OpaquePointer
+    /// Whether a delivery was refused as full since the router last heard of room: shared by
+    /// every copy of the context, so ``sinkHasRoom()`` costs one load while nothing waits.
+    package let refusedAsFull: RefusedAsFull
 
     /// The handle of the instance `context` on the host table `host`. The SDK makes one for
     /// each instance the router creates; the package's plugin unit tests make one on a host of
@@ -15,6 +18,7 @@ public struct PluginContext: @unchecked Sendable {
     package init(host: UnsafePointer<sy_host_api_v2>, context: OpaquePointer) {
         self.host = host
         self.context = context
+        refusedAsFull = RefusedAsFull()
     }
 
     /// Emits an envelope on a source port. The router copies it before returning.
@@ -53,6 +57,17 @@ public struct PluginContext: @unchecked Sendable {
         guard offers(\.source_done) else { return }
         var port = port
         port.withUTF8 { host.pointee.source_done(context, sy_bytes($0)) }
+    }
+
+    /// Says that a sink which refused a delivery as full (``SwitchyardPlugin/canAccept(on:)``
+    /// was false) may have room again: call it whenever a place frees up (a confirmation came,
+    /// the socket drained), after the state `canAccept` reads has changed. The router then
+    /// tries again at once instead of after a pause; once a plugin has called it, the router
+    /// counts on it (ABI section 5). While nothing was refused it returns after one load, so
+    /// calling it on every confirmation is cheap. A router that predates it ignores the call.
+    public func sinkHasRoom() {
+        guard refusedAsFull.clear(), offers(\.sink_ready) else { return }
+        host.pointee.sink_ready(context, sy_bytes(data: nil, length: 0))
     }
 
     /// Whether the host table reaches the entry at `entry` (entries added to version 2 later

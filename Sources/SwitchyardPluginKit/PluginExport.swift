@@ -67,7 +67,11 @@ public enum PluginExport {
                 return SY_ERR_INVALID
             }
             guard let portName = box.sinkPort(named: port) else { return SY_ERR_UNKNOWN_PORT }
-            guard box.plugin.canAccept(on: portName) else { return SY_ERR_FULL }
+            if !box.plugin.canAccept(on: portName) {
+                box.context.refusedAsFull.mark()
+                // Room that came back between the check and the mark was announced to no one.
+                guard box.plugin.canAccept(on: portName) else { return SY_ERR_FULL }
+            }
             box.plugin.deliver(borrowing: borrowed, on: portName, delivery: Delivery(id: deliveryID, context: box.context))
             return SY_OK
         }

@@ -32,7 +32,7 @@ nonisolated(unsafe) private let host: UnsafeMutablePointer<sy_host_api_v2> = {
             ack: { _, _, _, _ in }, log: { _, _, _ in }, metric: { _, _, _, _ in }, piece_done: { _, _, _, _ in },
             log_enabled: { _, _ in 0 }, state_get: { _, _, _ in SY_ERR_FAILED }, state_put: { _, _, _ in SY_ERR_FAILED },
             state_delete: { _, _ in SY_ERR_FAILED }, state_scan: { _, _, _, _ in SY_ERR_FAILED },
-            hold_acquire: { _, _, _, _, _ in SY_ERR_FAILED }, hold_release: { _, _ in }, source_done: { _, _ in }))
+            hold_acquire: { _, _, _, _, _ in SY_ERR_FAILED }, hold_release: { _, _ in }, source_done: { _, _ in }, sink_ready: { _, _ in }))
     return table
 }()
 

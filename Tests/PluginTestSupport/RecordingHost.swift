@@ -84,6 +84,14 @@ public final class RecordingHost: Sendable {
     /// What the counter `name` adds up to (0 when it was never counted).
     public func counter(_ name: String) -> Double { recorder.records.withLock { $0.counters[name] ?? 0 } }
 
+    /// How many times the instance said a full sink has room again (``PluginContext/sinkHasRoom()``
+    /// after a refusal).
+    public var sinkReadyCalls: Int { recorder.records.withLock { $0.sinkReadyCalls } }
+
+    /// Refuses a delivery as full the way the SDK does when `canAccept` answers false, so a
+    /// test sees whether the plugin then says it has room.
+    public func refuseAsFull() { context.refusedAsFull.mark() }
+
     /// The gauge `name`'s last value, or nil when it was never set.
     public func gauge(_ name: String) -> Double? { recorder.records.withLock { $0.gauges[name] } }
 
@@ -127,7 +135,8 @@ public final class RecordingHost: Sendable {
                 // router without a store.
                 state_get: { _, _, _ in SY_ERR_FAILED }, state_put: { _, _, _ in SY_ERR_FAILED },
                 state_delete: { _, _ in SY_ERR_FAILED }, state_scan: { _, _, _, _ in SY_ERR_FAILED },
-                hold_acquire: { _, _, _, _, _ in SY_ERR_FAILED }, hold_release: { _, _ in }, source_done: { _, _ in }))
+                hold_acquire: { _, _, _, _, _ in SY_ERR_FAILED }, hold_release: { _, _ in }, source_done: { _, _ in },
+                sink_ready: { context, _ in Recorder.of(context)?.records.withLock { $0.sinkReadyCalls += 1 } }))
         return UnsafePointer(table)
     }()
 }
@@ -143,6 +152,7 @@ final class Recorder: Sendable {
         var counters: [String: Double] = [:]
         var gauges: [String: Double] = [:]
         var emitAnswer = EmitResult.ok
+        var sinkReadyCalls = 0
     }
 
     let records = Mutex(Records())

@@ -153,7 +153,8 @@ enum BenchHost {
                 state_scan: { _, _, _, _ in SY_ERR_FAILED },
                 hold_acquire: { _, _, _, _, _ in SY_ERR_FAILED },
                 hold_release: { _, _ in },
-                source_done: { _, _ in }
+                source_done: { _, _ in },
+                sink_ready: { _, _ in }
             ))
         let versions = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
         versions.initialize(to: SY_ABI_VERSION_2)

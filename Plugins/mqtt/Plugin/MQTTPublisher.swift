@@ -124,9 +124,11 @@ final class MQTTPublisher: Sendable {
         finish(delivery, .ok)
     }
 
-    /// Acknowledges a delivery to the router and frees its place.
+    /// Acknowledges a delivery to the router and frees its place (the router hears of the room
+    /// if it was refused some).
     private func finish(_ delivery: Delivery, _ outcome: DeliveryOutcome, reason: String = "") {
         outstanding.subtract(1, ordering: .relaxed)
         delivery.ack(outcome, reason: reason)
+        link.context.sinkHasRoom()
     }
 }

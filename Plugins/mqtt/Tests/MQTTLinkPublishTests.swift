@@ -138,11 +138,21 @@ struct MQTTLinkPublishTests {
         #expect(harness.link.hasRoom)
         harness.link.publish(MQTTPublish(topic: "out/a", payload: [], qos: .atLeastOnce), delivery: harness.host.delivery(1))
         #expect(!harness.link.hasRoom)
+        harness.host.refuseAsFull()
         guard case .publish(let publish) = try harness.sent(on: connection).first, let id = publish.packetID else {
             throw HarnessError("no PUBLISH")
         }
+        #expect(harness.host.sinkReadyCalls == 0)
         try harness.receive(.puback(MQTTAck(packetID: id)), on: connection)
         #expect(harness.link.hasRoom)
+        // The router, refused once, hears of the room (once: nothing was refused since).
+        #expect(harness.host.sinkReadyCalls == 1)
+        harness.link.publish(MQTTPublish(topic: "out/b", payload: [], qos: .atLeastOnce), delivery: harness.host.delivery(2))
+        guard case .publish(let second) = try harness.sent(on: connection).first, let secondID = second.packetID else {
+            throw HarnessError("no second PUBLISH")
+        }
+        try harness.receive(.puback(MQTTAck(packetID: secondID)), on: connection)
+        #expect(harness.host.sinkReadyCalls == 1)
     }
 
     @Test func aSocketThatStopsTakingBytesHoldsTheRouterBackUntilItDrains() throws {
@@ -154,12 +164,14 @@ struct MQTTLinkPublishTests {
         connection.isWritable = false
         connection.pipeline.fireChannelWritabilityChanged()
         #expect(!harness.link.hasRoom)
+        harness.host.refuseAsFull()
         #expect(harness.host.counter("mqtt_write_stalls_total") == 1)
         #expect(harness.host.logged(.notice).contains { $0.contains("publishing paused") })
 
         connection.isWritable = true
         connection.pipeline.fireChannelWritabilityChanged()
         #expect(harness.link.hasRoom)
+        #expect(harness.host.sinkReadyCalls == 1)
         // A QoS 0 publish goes out at once again, and is done once handed to the socket.
         harness.link.publish(MQTTPublish(topic: "out/a", payload: [7]), delivery: harness.host.delivery(1))
         #expect(try harness.sent(on: connection) == [.publish(MQTTPublish(topic: "out/a", payload: [7]))])

@@ -79,6 +79,8 @@ final class QeoPlugin: SwitchyardPlugin {
     let context: PluginContext
     let configuration: QeoConfiguration
     private let state = Mutex(State())
+    /// Where a sample waits while its route is full.
+    private let room = SourceRoom()
     /// The realm's enrollment endpoint, when `enroll:` is set.
     let enrollment: EnrollmentServer?
     /// Who a watched state change wakes, and their feeds, when `wake:` is set.
@@ -207,6 +209,8 @@ final class QeoPlugin: SwitchyardPlugin {
             }
             return (state.readers, state.writers, state.participant)
         }
+        // A listener waiting for room would hold up its reader's deletion.
+        room.stop()
         // Readers first: their listeners must not run once the router has stopped the instance.
         withExtendedLifetime((readers, writers, participant)) {}
         stopEnrollment()
@@ -268,25 +272,27 @@ final class QeoPlugin: SwitchyardPlugin {
         return envelope
     }
 
-    /// Emits; a full blocking queue holds Cyclone's delivery thread briefly (and so, through
-    /// reliability, the writers) before the sample is dropped and counted. True when the
-    /// router took it (the caller counts `samples_received_total`).
+    /// A full route may hold Cyclone's delivery thread this long (and so, through
+    /// reliability, the writers) before the sample is dropped and counted.
+    static let longestWaitForRoom = Duration.seconds(2)
+
+    /// Emits, waiting for the router's resume while the route is full (see
+    /// ``longestWaitForRoom``). True when the router took it (the caller counts
+    /// `samples_received_total`).
     private func emit(_ envelope: Envelope, on port: String) -> Bool {
-        for _ in 0..<2000 {
-            switch context.emit(envelope, on: port) {
-            case .full:
-                guard !state.withLock({ $0.stopped }) else { return false }
-                usleep(1000)
-            case .ok:
-                return true
-            default:
-                return false
-            }
+        switch room.emit(envelope, on: port, through: context, until: .now + Self.longestWaitForRoom) {
+        case .ok:
+            return true
+        case .full:
+            context.metric(.counter, "samples_dropped_total", 1)
+            context.log(.warning, "dropped a \(envelope.type) sample: the route stayed full for 2 s")
+            return false
+        default:
+            return false
         }
-        context.metric(.counter, "samples_dropped_total", 1)
-        context.log(.warning, "dropped a \(envelope.type) sample: the route stayed full for 2 s")
-        return false
     }
+
+    func resume(port: String) { room.resumed() }
 
     // MARK: Writing
 

@@ -48,9 +48,11 @@ final class SIPAgentEnvironment: Sendable {
     var history: SIPHistory? { historyBox.withLock { $0 } }
 
     /// Acknowledges a delivery taken from the router, counting it off ``outstanding``.
+    /// The router hears of the room if it was refused some.
     func finish(_ delivery: Delivery, _ outcome: DeliveryOutcome, reason: String = "") {
         outstanding.subtract(1, ordering: .releasing)
         delivery.ack(outcome, reason: reason)
+        context.sinkHasRoom()
     }
 
     /// The host written into Via and Contact.

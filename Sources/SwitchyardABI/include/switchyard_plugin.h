@@ -77,7 +77,7 @@
  *                     route worker (execute)
  *
  *   Host function     May be called from                            Blocks
- *   emit(), ack(), log(), log_enabled(), metric(), piece_done()
+ *   emit(), ack(), log(), log_enabled(), metric(), piece_done(), source_done(), sink_ready()
  *                     any thread, between create() and the end of   never
  *                     stop() (emit: between start() and stop())
  *   state_*()         any thread, between create() and the end of   up to a disk write
@@ -117,8 +117,9 @@
  *   SY_OK            taken: the plugin calls ack(delivery_id, ...) exactly once, from any
  *                    thread, possibly before deliver() returns.
  *   SY_ERR_FULL      not taken, backpressure: the host keeps the envelope and calls deliver()
- *                    again with the same delivery id a little later; the route queue fills
- *                    meanwhile and the route's sources are told to wait.
+ *                    again with the same delivery id later; the route queue fills meanwhile
+ *                    and the route's sources are told to wait. When it calls again: see
+ *                    sink_ready() below.
  *   SY_ERR_STOPPED   not taken, the instance is stopping: handled like SY_ERR_FULL, and on
  *                    at-least-once routes the spool keeps the envelope for the next instance.
  *   SY_ERR_INVALID   not taken, this envelope can never be delivered here (malformed for the
@@ -137,6 +138,17 @@
  * outcome is the worst of the routes'. A source whose upstream confirmation waits for
  * settled() lists its port under "settles" in its description (section 6); a sink that acks
  * SY_OUTCOME_OK only once the far side confirmed lists its port under "confirms".
+ *
+ * sink_ready(port) tells the host that a sink port which answered SY_ERR_FULL has room again
+ * (an empty port: any of the instance's sink ports): the host then calls deliver() again at
+ * once, for that port and possibly for the instance's other full ports. A plugin that never
+ * calls it is retried after a pause, 1 ms doubling to 50 ms while it stays full. Once an
+ * instance has called it, the host takes its word: a full port of that instance is retried
+ * when it calls, and otherwise only after 1 s, as a safety net. So a plugin that calls it
+ * once calls it whenever room returns after a SY_ERR_FULL (a confirmation frees a place, the
+ * socket drains), from any thread; calling it when nothing was refused costs a wake-up and
+ * is harmless. Added to version 2 after source_done: absent when struct_size is at most
+ * SY_HOST_API_V2_DONE_SIZE.
  *
  * A "service" port (manifest direction "service") is neither a source nor a sink: it is an
  * iiidea service piece, a function from the trigger's JSON output to a JSON result, run by
@@ -478,12 +490,21 @@ typedef struct sy_host_api_v2 {
 
     /** The source port `port` will emit nothing more (section 11). */
     void (*source_done)(sy_host_context *context, sy_bytes port);
+
+    /* Added to version 2 after source_done: absent when struct_size is at most
+     * SY_HOST_API_V2_DONE_SIZE. */
+
+    /** The sink port `port` (empty: any sink port of the instance) has room again after a
+     * deliver() answered SY_ERR_FULL (section 5). */
+    void (*sink_ready)(sy_host_context *context, sy_bytes port);
 } sy_host_api_v2;
 
 /** The version 2 host table before holds were added to it. */
 #define SY_HOST_API_V2_BASE_SIZE offsetof(sy_host_api_v2, hold_acquire)
 /** The version 2 host table with holds, before source_done was added to it. */
 #define SY_HOST_API_V2_HOLDS_SIZE offsetof(sy_host_api_v2, source_done)
+/** The version 2 host table with source_done, before sink_ready was added to it. */
+#define SY_HOST_API_V2_DONE_SIZE offsetof(sy_host_api_v2, sink_ready)
 
 /**
  * The table a plugin fills in during negotiation, version 1. Its layout is the first part of

@@ -59,7 +59,9 @@ package enum HostTable {
                 },
                 source_done: { context, port in
                     HostTable.call(context) { $0.router.sourceDone(instance: $0.name, port: port.string) }
-                }
+                },
+                // Any port of the instance: a route waiting for one of its sinks tries again.
+                sink_ready: { context, _ in HostTable.call(context) { $0.sinkReady() } }
             ))
         let versionOne = UnsafeMutablePointer<sy_host_api_v1>.allocate(capacity: 1)
         versionOne.initialize(

@@ -37,7 +37,10 @@ final class InstanceRuntime: Sendable {
     /// Its source ports, each with the routes that read from it.
     let sources: [SourcePort]
     let counters = InstanceCounters()
+    /// Whether it takes deliveries; ``stopAccepting()`` turns it off.
     let accepting = Atomic<Bool>(true)
+    /// When its full sinks are worth trying again (ABI `sink_ready`).
+    let sinkRoom: SinkRoom
     /// Whether, with a shared store, one router at a time runs it (`exclusive: true`).
     let exclusive: Bool
     /// Its sink ports whose `deliver` may run on the emitting thread (the description's
@@ -75,6 +78,7 @@ final class InstanceRuntime: Sendable {
         self.sources = sources
         self.router = router
         tracing = router.tracing
+        sinkRoom = SinkRoom(safetyPause: router.sinkSafetyPause)
         var logger = logger
         logger[metadataKey: "instance"] = .string(name)
         if let level = logLevel.flatMap(Logger.Level.init(rawValue:)) { logger.logLevel = level }
@@ -109,11 +113,26 @@ final class InstanceRuntime: Sendable {
         // with every instance when it shuts down.
         guard !stopCalled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         pluginHolds.close(releasing: false)
-        accepting.store(false, ordering: .relaxed)
+        stopAccepting()
         directDeliveries.close()
         if let handle { plugin.table.api.stop?(handle) }
         retireHostContext()
         pluginHolds.close(releasing: true)
+    }
+
+    /// Takes no more deliveries: routes waiting for one of its full sinks stop waiting (and
+    /// give the delivery up, or keep it in the spool).
+    func stopAccepting() {
+        accepting.store(false, ordering: .relaxed)
+        sinkRoom.signal(fromPlugin: false)
+        router.workerPool.retryNow(waitingFor: self)
+    }
+
+    /// The plugin says a full sink port has room again (ABI `sink_ready`): the routes waiting
+    /// for one of its sinks try again now.
+    func sinkReady() {
+        sinkRoom.signal(fromPlugin: true)
+        router.workerPool.retryNow(waitingFor: self)
     }
 
     /// Calls the plugin's destroy() (after ``stopPlugin()``).

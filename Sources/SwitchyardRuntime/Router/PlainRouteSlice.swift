@@ -18,8 +18,8 @@ struct PlainRouteSlice {
     var retriedDeliveryID: UInt64?
     /// Whether the envelope at `position`, when it is the route's latency sample, went out.
     var probeSent = false
-    /// How long to wait before trying a full sink again.
-    var pause = RouteRuntime.firstPause
+    /// How long the route last waited before trying a full sink again (nil: it has not).
+    var pause: Duration?
     /// How long a slice watches the empty queue before the route goes idle.
     var spinBudget = SpinBudget()
     /// When the route last went idle: how soon work came back teaches `spinBudget`.

@@ -51,14 +51,14 @@ struct PlainRouteSlicer: Sendable {
     /// sink leaves the envelope as the batch in hand, for the pool to try again.
     func deliverClaimed(_ item: QueuedEnvelope, of route: RouteRuntime) -> RouteSliceOutcome {
         var work = PlainRouteSlice()
-        if let pause = dispatch(item, &work, on: route) {
+        if let wait = dispatch(item, &work, on: route) {
             work.batch = [item]
             slice.withLock { stored in
                 work.spinBudget = stored.spinBudget
                 work.idleSince = stored.idleSince
                 stored = work
             }
-            return .retry(after: pause)
+            return .retry(wait)
         }
         route.counters.processed.add(1, ordering: .sequentiallyConsistent)
         route.router.drainProgress.signal()
@@ -73,7 +73,7 @@ struct PlainRouteSlicer: Sendable {
         // Inline: the second take finds the queue empty in the usual case (the emit that
         // started the slice is in the first), so the route goes idle without the pool.
         for _ in 0..<(inline ? 2 : Self.batchesPerSlice) {
-            if let pause = finishBatch(&work, of: route) { return .retry(after: pause) }
+            if let wait = finishBatch(&work, of: route) { return .retry(wait) }
             // Waiting a little for more is worth it only on a pool thread, and only while no
             // other route waits for one.
             let spins = inline || route.router.workerPool.hasReadyRoutes ? 0 : work.spinBudget.spins
@@ -89,16 +89,16 @@ struct PlainRouteSlicer: Sendable {
             case .closed: return .finished
             }
         }
-        if let pause = finishBatch(&work, of: route) { return .retry(after: pause) }
+        if let wait = finishBatch(&work, of: route) { return .retry(wait) }
         return .more
     }
 
-    /// Dispatches the rest of the batch in hand; the pause before the next try when a sink was
-    /// full.
-    private func finishBatch(_ work: inout PlainRouteSlice, of route: RouteRuntime) -> Duration? {
+    /// Dispatches the rest of the batch in hand; what to wait for before the next try when a
+    /// sink was full.
+    private func finishBatch(_ work: inout PlainRouteSlice, of route: RouteRuntime) -> SinkWait? {
         while work.position < work.batch.count {
             // By index: each envelope is borrowed from the batch, not copied out and released.
-            if let pause = dispatch(work.batch[work.position], &work, on: route) { return pause }
+            if let wait = dispatch(work.batch[work.position], &work, on: route) { return wait }
             work.position += 1
         }
         guard !work.batch.isEmpty else { return nil }
@@ -112,9 +112,9 @@ struct PlainRouteSlicer: Sendable {
         return nil
     }
 
-    /// Delivers `item` to each sink from the one the route got to; the pause before the next
-    /// try when a sink was full (the route resumes at that sink).
-    private func dispatch(_ item: QueuedEnvelope, _ work: inout PlainRouteSlice, on route: RouteRuntime) -> Duration? {
+    /// Delivers `item` to each sink from the one the route got to; what to wait for before the
+    /// next try when a sink was full (the route resumes at that sink).
+    private func dispatch(_ item: QueuedEnvelope, _ work: inout PlainRouteSlice, on route: RouteRuntime) -> SinkWait? {
         if work.output == nil {
             switch route.outcome(for: item.envelope) {
             case .filtered:
@@ -150,13 +150,16 @@ struct PlainRouteSlicer: Sendable {
                         route.latency?.dispatched(item.probe, as: deliveryID)
                         work.probeSent = true
                     }
+                    // Noted before the try: the sink's word that comes after its "full" is not missed.
+                    let seen = sink.instance.sinkRoom.count
                     guard let status = route.deliverUnlessFull(output, to: sink, deliveryID: deliveryID) else {
                         work.retriedDeliveryID = deliveryID
-                        defer { work.pause = min(work.pause * 2, RouteRuntime.longestPause) }
-                        return work.pause
+                        let wait = route.waitForRoom(at: sink, seen: seen, after: work.pause)
+                        work.pause = wait.pause
+                        return wait
                     }
                     work.retriedDeliveryID = nil
-                    work.pause = RouteRuntime.firstPause
+                    work.pause = nil
                     if status == SY_OK {
                         route.counters.sent.add(1, ordering: .relaxed)
                     } else {

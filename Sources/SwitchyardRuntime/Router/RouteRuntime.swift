@@ -187,7 +187,7 @@ final class RouteRuntime: Sendable {
         // More came meanwhile, or a sink is full: the pool takes over, and the emitting thread
         // never waits.
         case .more: router.workerPool.schedule(self)
-        case .retry(let pause): router.workerPool.retry(self, after: pause)
+        case .retry(let wait): router.workerPool.retry(self, waitingFor: wait)
         }
         return true
     }
@@ -237,7 +237,7 @@ final class RouteRuntime: Sendable {
 
     /// Delivers once; `nil` when the sink answered "full" (or "stopped" while its instance
     /// still runs: ABI section 5 treats both alike) and the delivery should be tried again
-    /// after a pause (``firstPause``, doubling to ``longestPause``). Waiting is the
+    /// when the sink says it has room, or after a pause (see ``SinkRoom``). Waiting is the
     /// backpressure: the route queue fills and emits on `block` routes are refused until the
     /// sink has room. Gives up only when the sink instance stops (or, on an at-least-once
     /// route, stands by).
@@ -258,18 +258,28 @@ final class RouteRuntime: Sendable {
         return nil
     }
 
-    static let firstPause = Duration.milliseconds(1)
-    static let longestPause = Duration.milliseconds(50)
+    /// What to wait for before trying `sink` again after it answered "full" once more, its
+    /// room's count having been `seen` before the try and `previous` being the last pause (nil:
+    /// none yet). An instance standing by never says it has room (the host answers for it), so
+    /// it is retried on the timer.
+    func waitForRoom(at sink: SinkPort, seen: UInt64, after previous: Duration?) -> SinkWait {
+        let room = sink.instance.sinkRoom
+        return SinkWait(
+            pause: room.pause(after: previous, timerOnly: sink.instance.standingBy.load(ordering: .relaxed)), room: room, seen: seen)
+    }
 
-    /// ``deliverUnlessFull(_:to:deliveryID:)`` until the sink takes it, sleeping between tries:
-    /// for the routes with a thread of their own (at-least-once, iiidea).
+    /// ``deliverUnlessFull(_:to:deliveryID:)`` until the sink takes it, waiting between tries
+    /// for the sink to say it has room (or the pause to pass): for the routes with a thread of
+    /// their own (at-least-once, iiidea).
     func deliverWaitingForRoom(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64) -> Int32 {
-        var pause = Self.firstPause
+        var pause: Duration?
         while true {
+            // Noted before the try: a word that comes between the "full" and the wait ends it.
+            let seen = sink.instance.sinkRoom.count
             if let status = deliverUnlessFull(envelope, to: sink, deliveryID: deliveryID) { return status }
-            let (seconds, attoseconds) = pause.components
-            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) * 1e-18)
-            pause = min(pause * 2, Self.longestPause)
+            let wait = waitForRoom(at: sink, seen: seen, after: pause)
+            wait.room.wait(after: seen, atMost: wait.pause)
+            pause = wait.pause
         }
     }
 

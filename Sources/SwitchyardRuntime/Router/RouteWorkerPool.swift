@@ -17,7 +17,8 @@ import Synchronization
 /// its envelopes keep their order. A thread takes the route at the head of the ready list, lets
 /// it work for a slice (``RouteRuntime/runSlice()``) and puts it back at the tail if it has more,
 /// so one busy route cannot starve the others. A full sink never holds a thread: the route
-/// leaves the ready list until its retry time (1 ms, doubling to 50 ms, as before).
+/// leaves the ready list until the sink's plugin says it has room (ABI `sink_ready`) or its
+/// retry time comes (see ``SinkRoom``).
 ///
 /// Routes whose work blocks for long — at-least-once routes (SQLite transactions, fsync) and
 /// iiideas (service calls over HTTP) — keep a thread of their own and never come here.
@@ -55,17 +56,37 @@ final class RouteWorkerPool: Sendable {
             return route
         }
 
+        /// Puts `route` on the retry list until `wait` is over; on the ready list if the sink's
+        /// word came already. The word's signal then finds it on one list or the other: it
+        /// counts before it looks (``RouteWorkerPool/retryNow(waitingFor:)``), and this looks
+        /// at the count with the lock held.
+        mutating func waitForRoom(_ route: RouteRuntime, _ wait: SinkWait) {
+            if wait.isOver {
+                ready.append(route)
+            } else {
+                retries.append((ContinuousClock.now + wait.pause, route))
+            }
+        }
+
         /// Moves the routes whose retry time has come to the ready list.
         mutating func moveDueRetries() {
             guard !retries.isEmpty else { return }
             let now = ContinuousClock.now
+            moveRetries { due, _ in due <= now }
+        }
+
+        /// Moves the routes on the retry list that `isDue` picks to the ready list, in their
+        /// order; whether it moved any.
+        @discardableResult
+        mutating func moveRetries(where isDue: (ContinuousClock.Instant, RouteRuntime) -> Bool) -> Bool {
             var due: [RouteRuntime] = []
             retries.removeAll { entry in
-                guard entry.due <= now else { return false }
+                guard isDue(entry.due, entry.route) else { return false }
                 due.append(entry.route)
                 return true
             }
             ready += due
+            return !due.isEmpty
         }
     }
 
@@ -120,14 +141,29 @@ final class RouteWorkerPool: Sendable {
     }
 
     /// Puts `route`, whose sink was full on a thread outside the pool (an inline delivery, see
-    /// ``RouteRuntime/deliversInline``), on the retry list: a pool thread runs it after `pause`.
-    func retry(_ route: RouteRuntime, after pause: Duration) {
+    /// ``RouteRuntime/deliversInline``), on the retry list: a pool thread runs it when `wait`
+    /// is over.
+    func retry(_ route: RouteRuntime, waitingFor wait: SinkWait) {
         let start: Int? = lists.withLock { lists in
-            lists.retries.append((ContinuousClock.now + pause, route))
+            lists.waitForRoom(route, wait)
+            countReady(lists)
             // A sleeping thread's deadline may be later than this one (or none): it wakes to
             // reckon it again. Work due later needs one thread, not one more.
             lists.retriesAdded += 1
             return wakeForWork(&lists, startingUpTo: 1)
+        }
+        if let start { startThread(number: start) }
+    }
+
+    /// Runs now the routes on the retry list that deliver to `instance` (its plugin says a
+    /// full sink has room again, or it stops taking deliveries), instead of at their time.
+    func retryNow(waitingFor instance: InstanceRuntime) {
+        let start: Int? = lists.withLock { lists in
+            guard !lists.retries.isEmpty,
+                lists.moveRetries(where: { _, route in route.sinks.contains { $0.instance === instance } })
+            else { return nil }
+            countReady(lists)
+            return wakeForWork(&lists, startingUpTo: limit)
         }
         if let start { startThread(number: start) }
     }
@@ -179,8 +215,11 @@ final class RouteWorkerPool: Sendable {
                     countReady(lists)
                 }
             case .idle, .finished: break
-            case .retry(let after):
-                lists.withLock { $0.retries.append((ContinuousClock.now + after, route)) }
+            case .retry(let wait):
+                lists.withLock { lists in
+                    lists.waitForRoom(route, wait)
+                    countReady(lists)
+                }
             }
         }
         lists.withLock { lists in
@@ -249,6 +288,6 @@ enum RouteSliceOutcome {
     case idle
     /// Its queue was closed and is empty: it has finished for good.
     case finished
-    /// A sink was full: run it again after this long.
-    case retry(after: Duration)
+    /// A sink was full: run it again when the wait is over.
+    case retry(SinkWait)
 }

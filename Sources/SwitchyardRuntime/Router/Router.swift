@@ -33,6 +33,8 @@ public final class Router: Sendable {
     let runningWorkers = Atomic<Int>(0)
     /// The threads of the plain routes (the others have one each).
     let workerPool: RouteWorkerPool
+    /// How long a full sink that says when it has room waits at most for its word (``SinkRoom``).
+    let sinkSafetyPause: Duration
     /// Wakes a draining shutdown whenever the outstanding count may have dropped.
     let drainProgress = DrainSignal()
     /// Every metric the router exports; plugins' reports are kept here too.
@@ -70,11 +72,14 @@ public final class Router: Sendable {
     /// (by default one per active core); at-least-once and iiidea routes have one each. With
     /// `tracing`, each hop of an envelope is a span (see ``RouterTracing``). Plugin state and
     /// iiideas' switches go to `sharedStore` when given, else to the spool; dead letters are
-    /// handed on to it from the spool.
+    /// handed on to it from the spool. A full sink whose plugin says when it has room (ABI
+    /// `sink_ready`) is tried again after `sinkSafetyPause` without a word.
     public init(
         plan: GraphPlan, logger: Logger, spool: Spool? = nil, sharedStore: (any SharedStore)? = nil,
-        metricsFactory: (any MetricsFactory)? = nil, routeThreads: Int? = nil, tracing: RouterTracing? = nil
+        metricsFactory: (any MetricsFactory)? = nil, routeThreads: Int? = nil, tracing: RouterTracing? = nil,
+        sinkSafetyPause: Duration = .seconds(1)
     ) {
+        self.sinkSafetyPause = sinkSafetyPause
         self.sharedStore = sharedStore
         deliveries = DeliveryLedger(routes: routeTable)
         exclusiveHolds = ExclusiveHolds(store: sharedStore, logger: logger)
@@ -247,7 +252,7 @@ public final class Router: Sendable {
         // Counted before the queues close: closing fails what a stuck sink still holds, which
         // would then look finished.
         var left = max(0, outstanding)
-        for instance in instances { instance.accepting.store(false, ordering: .relaxed) }
+        for instance in instances { instance.stopAccepting() }
         for route in routes { route.close() }
         _ = drainProgress.wait(until: deadline + .seconds(1)) { runningWorkers.load(ordering: .sequentiallyConsistent) > 0 }
         // Emits that came in after the drain and before `accepting` turned false were just

@@ -59,7 +59,7 @@ final class TestKit: SwitchyardPlugin {
         self.context = context
         let configuration = try TestKitConfiguration(config: config)
         source = configuration.numbers.map { NumberSource(context: context, config: $0) }
-        sink = try configuration.collect.map { try CollectSink(config: $0) }
+        sink = try configuration.collect.map { try CollectSink(config: $0, context: context) }
         lateCaller = configuration.lateCalls.map { LateCaller(context: context, path: $0.path) }
         stateCheckPath = configuration.stateCheck?.path
         holdCheckPath = configuration.holdCheck?.path
@@ -235,8 +235,10 @@ final class CollectSink: Sendable {
     private let attempts = Mutex<[String: Int]>([:])
     private let inFlight = Atomic<Int>(0)
     private let queue = DispatchQueue(label: "collect")
+    private let context: PluginContext
 
-    init(config: TestKitConfiguration.Collect) throws {
+    init(config: TestKitConfiguration.Collect, context: PluginContext) throws {
+        self.context = context
         descriptor = open(config.path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         guard descriptor >= 0 else { throw PluginError("/collect/path: cannot open \(config.path)") }
         failFirst = config.failFirst
@@ -268,6 +270,7 @@ final class CollectSink: Sendable {
             record(line)
             inFlight.subtract(1, ordering: .relaxed)
             delivery.ack(.ok)
+            context.sinkHasRoom()
         }
     }
 

@@ -78,6 +78,7 @@ final class FCMSender: Sendable {
                 if sends.running.removeValue(forKey: key) == nil { sends.finishedEarly.insert(key) }
             }
             delivery.ack(outcome, reason: reasons.joined(separator: "; "))
+            self.context.sinkHasRoom()
         }
         tasks.withLock { sends in
             // The task may already have finished, before it could be recorded.

@@ -1,0 +1,159 @@
+import Foundation
+import SwitchyardABI
+import SwitchyardCore
+import SwitchyardSpool
+import Testing
+
+@testable import SwitchyardRuntime
+
+/// A full sink whose plugin says when it has room again (ABI `sink_ready`) is tried again
+/// then, not on a timer. The routers here wait an hour without a word (`sinkSafetyPause`), so
+/// a delivery that comes within the test's bound came from the word.
+@Suite struct SinkReadyTests {
+    /// Calls the host's `sink_ready` for `fake`, as its plugin would (any port).
+    private static func sinkReady(_ fake: FakeInstance) {
+        let offer = HostTable.offer.pointer.pointee
+        guard let versions = offer.versions, let tables = offer.host_tables,
+            let index = (0..<Int(offer.version_count)).first(where: { versions[$0] == SY_ABI_VERSION_2 }), let table = tables[index]
+        else {
+            preconditionFailure("the host offers no version 2 table")
+        }
+        table.assumingMemoryBound(to: sy_host_api_v2.self).pointee.sink_ready(fake.context, sy_bytes(data: nil, length: 0))
+    }
+
+    private static func yaml(_ name: String, delivery: String = "at-most-once", spool: String? = nil) -> String {
+        """
+        \(spool.map { "spool: { path: \"\($0)\" }" } ?? "")
+        instances:
+          \(name)Src: { plugin: fake }
+          \(name)Snk: { plugin: fake }
+        routes:
+          - { name: r, from: \(name)Src.out, to: \(name)Snk.any, delivery: \(delivery) }
+        """
+    }
+
+    /// Makes the sink speak up while it is still full, then gives it room: one word, one
+    /// delivery.
+    private static func speakUpThenMakeRoom(_ sink: FakeInstance) async {
+        #expect(await waitUntil { sink.state.withLock { $0.refusedAsFull.count } >= 1 })
+        let refused = sink.state.withLock { $0.refusedAsFull.count }
+        // Its first word: tried again at once (still full); from now on the route waits for
+        // the next word.
+        sinkReady(sink)
+        #expect(await waitUntil { sink.state.withLock { $0.refusedAsFull.count } > refused })
+        #expect(sink.deliveries.isEmpty)
+        sink.answersFull.store(false, ordering: .relaxed)
+        sinkReady(sink)
+        #expect(await waitUntil { sink.deliveries.count == 1 })
+    }
+
+    @Test func aPooledRouteTriesAFullSinkAgainWhenItSaysItHasRoom() async throws {
+        let source = FakeInstance.register("readyPoolSrc")
+        let sink = FakeInstance.register("readyPoolSnk")
+        sink.answersFull.store(true, ordering: .relaxed)
+        let router = Router(plan: try plan(Self.yaml("readyPool")), logger: quietLogger, routeThreads: 1, sinkSafetyPause: .seconds(3600))
+        try router.start()
+        defer { router.shutdown(drainTimeout: .seconds(5)) }
+        #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1))) == SY_OK)
+        await Self.speakUpThenMakeRoom(sink)
+        let refusedIDs = Set(sink.state.withLock { $0.refusedAsFull })
+        #expect(refusedIDs == [try #require(sink.deliveries.first).id])
+    }
+
+    @Test func anAtLeastOnceRouteTriesAFullSinkAgainWhenItSaysItHasRoom() async throws {
+        let folder = try TemporaryFolder()
+        defer { withExtendedLifetime(folder) {} }
+        let source = FakeInstance.register("readyAloSrc")
+        let sink = FakeInstance.register("readyAloSnk")
+        sink.answersFull.store(true, ordering: .relaxed)
+        let spool = try Spool(path: folder.path + "/spool.db", owner: true)
+        let yaml = Self.yaml("readyAlo", delivery: "at-least-once", spool: folder.path + "/spool.db")
+        let router = Router(plan: try plan(yaml), logger: quietLogger, spool: spool, sinkSafetyPause: .seconds(3600))
+        try router.start()
+        defer { router.shutdown(drainTimeout: .seconds(5)) }
+        #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1))) == SY_OK)
+        await Self.speakUpThenMakeRoom(sink)
+    }
+
+    @Test func shutdownEndsTheWaitOfARouteWhoseSinkSaidItHasRoomBefore() async throws {
+        let source = FakeInstance.register("readyStopSrc")
+        let sink = FakeInstance.register("readyStopSnk")
+        sink.answersFull.store(true, ordering: .relaxed)
+        let router = Router(plan: try plan(Self.yaml("readyStop")), logger: quietLogger, routeThreads: 1, sinkSafetyPause: .seconds(3600))
+        try router.start()
+        #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1))) == SY_OK)
+        #expect(await waitUntil { sink.state.withLock { $0.refusedAsFull.count } >= 1 })
+        let refused = sink.state.withLock { $0.refusedAsFull.count }
+        Self.sinkReady(sink)
+        #expect(await waitUntil { sink.state.withLock { $0.refusedAsFull.count } > refused })
+        // The route now waits an hour for a word; stopping the instance ends the wait, so the
+        // drain gives the envelope up and shutdown returns.
+        #expect(router.shutdown(drainTimeout: .milliseconds(200)) >= 1)
+        #expect(sink.state.withLock { $0.stopped })
+    }
+
+    /// Waits an hour at most on a thread of its own; true once the wait has ended.
+    private static func waitOnAThread(_ room: SinkRoom, after seen: UInt64) -> Mutex<Bool> {
+        let ended = Mutex(false)
+        Thread {
+            room.wait(after: seen, atMost: .seconds(3600))
+            ended.withLock { $0 = true }
+        }.start()
+        return ended
+    }
+
+    @Test func aPluginKitSinkSaysItHasRoomWhenADeliveryEnds() async throws {
+        // testkit's collect sink takes one delivery at a time (`max_in_flight: 1`) and ends it
+        // after 20 ms; the SDK marks each refusal and the sink's `sinkHasRoom()` tells the router.
+        let directory = try temporaryDirectory("ready")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let source = FakeInstance.register("readyKitSrc")
+        let collected = "\(directory)/collected.txt"
+        let plan = try planWithTestKit(
+            """
+            instances:
+              readyKitSrc: { plugin: fake }
+              readyKit: { plugin: testkit, collect: { path: "\(collected)", delay_ms: 20, max_in_flight: 1 } }
+            routes:
+              - { name: r, from: readyKitSrc.out, to: readyKit.collect }
+            """)
+        let router = Router(plan: plan, logger: quietLogger, routeThreads: 1, sinkSafetyPause: .seconds(3600))
+        try router.start()
+        defer { router.shutdown(drainTimeout: .seconds(5)) }
+        for x in 1...4 { #expect(source.emit(port: "out", Envelope(type: "t.A", subject: "n\(x)", body: bodyA(x: x))) == SY_OK) }
+        // Refused while the one before is in flight, each: without the word, the third and the
+        // fourth would wait an hour.
+        #expect(await waitUntil { ((try? String(contentsOfFile: collected, encoding: .utf8)) ?? "").split(separator: "\n").count == 4 })
+        let subjects = ((try? String(contentsOfFile: collected, encoding: .utf8)) ?? "").split(separator: "\n").map {
+            $0.split(separator: " ").last.map(String.init)
+        }
+        #expect(subjects == ["n1", "n2", "n3", "n4"])
+        // The deliveries after the first word waited for the next (an hour on the timer).
+        #expect(router.instances.first { $0.name == "readyKit" }?.sinkRoom.pluginSpeaksUp == true)
+        #expect(router.routes.first?.counters.sinkFull.load(ordering: .relaxed) ?? 0 >= 3)
+    }
+
+    @Test func aWaitEndsOnAWordThatCameAfterTheCountWasNoted() async throws {
+        let room = SinkRoom(safetyPause: .seconds(3600))
+        let seen = room.count
+        room.signal(fromPlugin: true)
+        // The word came between the try and the wait: the wait does not start.
+        let early = Self.waitOnAThread(room, after: seen)
+        #expect(await waitUntil { early.withLock { $0 } })
+        // The word comes while it waits (or before it began to: either way it ends).
+        let late = Self.waitOnAThread(room, after: room.count)
+        room.signal(fromPlugin: true)
+        #expect(await waitUntil { late.withLock { $0 } })
+        #expect(room.pause(after: nil) == .seconds(3600))
+        #expect(room.pause(after: nil, timerOnly: true) == .milliseconds(1))
+    }
+
+    @Test func aSinkThatNeverSaysItHasRoomIsTriedOnATimer() {
+        let room = SinkRoom(safetyPause: .seconds(3600))
+        #expect(room.pause(after: nil) == .milliseconds(1))
+        #expect(room.pause(after: .milliseconds(1)) == .milliseconds(2))
+        #expect(room.pause(after: .milliseconds(40)) == .milliseconds(50))
+        room.signal(fromPlugin: false)  // the instance stopping is not the plugin's word
+        #expect(room.pause(after: .milliseconds(50)) == .milliseconds(50))
+    }
+}
