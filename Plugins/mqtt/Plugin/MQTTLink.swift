@@ -144,6 +144,9 @@ final class MQTTLink: Sendable {
         connected = false
         channel = nil
         output.connectionLost()
+        // The closed socket's unsent bytes are gone with it: a router held back by them may
+        // hand over publishes again (they wait in the window for the next connection).
+        publisher.socketDrained()
         pingTask?.cancel()
         pingTask = nil
         awaitingPong = false
@@ -164,6 +167,7 @@ final class MQTTLink: Sendable {
     func writabilityChanged(_ writable: Bool) {
         eventLoop.preconditionInEventLoop()
         output.writabilityChanged(writable)
+        if writable { publisher.socketDrained() }
     }
 
     /// How long a stopping link waits for the broker to take its DISCONNECT.

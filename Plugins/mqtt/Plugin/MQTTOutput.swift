@@ -59,7 +59,6 @@ final class MQTTOutput: Sendable {
     /// the inflight window), and publishes wait in the window until reconnected.
     func connectionLost() {
         socketWritable.store(true, ordering: .relaxed)
-        context.sinkHasRoom()
         buffered.value.channel = nil
         buffered.value.outgoing = ByteBuffer()
     }
@@ -112,7 +111,7 @@ final class MQTTOutput: Sendable {
     /// The socket's send buffer crossed a water mark.
     func writabilityChanged(_ writable: Bool) {
         socketWritable.store(writable, ordering: .relaxed)
-        guard !writable else { return context.sinkHasRoom() }
+        guard !writable else { return }
         let stalls = writeStalls.add(1, ordering: .relaxed).newValue
         context.metric(.counter, "mqtt_write_stalls_total", 1)
         if stalls == 1 || stalls.isMultiple(of: 1000) {

@@ -39,6 +39,20 @@ final class MQTTPublisher: Sendable {
         outstanding.load(ordering: .relaxed) < link.configuration.maximumPending && link.output.isWritable
     }
 
+    /// How many publishes may still be outstanding when the router is told of room again
+    /// after it was held back at `max_pending`: a quarter of them must have been confirmed, so
+    /// the route comes back for a batch rather than for one publish per PUBACK.
+    private var roomAgainAt: Int {
+        let limit = link.configuration.maximumPending
+        return limit - max(1, limit / 4)
+    }
+
+    /// The socket drained below its low water mark: room again, unless `max_pending` still
+    /// holds the router back (then the PUBACKs announce it).
+    func socketDrained() {
+        if outstanding.load(ordering: .relaxed) < link.configuration.maximumPending { link.context.sinkHasRoom() }
+    }
+
     /// Takes a publish from the router. Publishes are handed to the event loop in batches:
     /// only the first of a batch wakes it, so a stream does not cost a wake-up per message.
     func publish(_ publish: MQTTPublish, delivery: Delivery) {
@@ -124,11 +138,11 @@ final class MQTTPublisher: Sendable {
         finish(delivery, .ok)
     }
 
-    /// Acknowledges a delivery to the router and frees its place (the router hears of the room
-    /// if it was refused some).
+    /// Acknowledges a delivery to the router and frees its place; the router, if it was held
+    /// back, hears of the room once there is enough (``roomAgainAt``) and the socket takes bytes.
     private func finish(_ delivery: Delivery, _ outcome: DeliveryOutcome, reason: String = "") {
-        outstanding.subtract(1, ordering: .relaxed)
+        let left = outstanding.subtract(1, ordering: .relaxed).newValue
         delivery.ack(outcome, reason: reason)
-        link.context.sinkHasRoom()
+        if left <= roomAgainAt, link.output.isWritable { link.context.sinkHasRoom() }
     }
 }

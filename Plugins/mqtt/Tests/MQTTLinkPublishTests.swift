@@ -155,6 +155,32 @@ struct MQTTLinkPublishTests {
         #expect(harness.host.sinkReadyCalls == 1)
     }
 
+    @Test func aRouterHeldBackAtMaxPendingHearsOfRoomOnceAQuarterIsConfirmed() throws {
+        let harness = try LinkHarness(["url": "mqtt://broker.test:1883", "max_pending": 8])
+        defer { harness.finish() }
+        let connection = try harness.connect()
+        for id in 1...8 {
+            harness.link.publish(
+                MQTTPublish(topic: "out/\(id)", payload: [], qos: .atLeastOnce), delivery: harness.host.delivery(UInt64(id)))
+        }
+        #expect(!harness.link.hasRoom)
+        harness.host.refuseAsFull()
+        let ids = try harness.sent(on: connection).compactMap { packet -> UInt16? in
+            guard case .publish(let publish) = packet else { return nil }
+            return publish.packetID
+        }
+        #expect(ids.count == 8)
+        // One place is room for one publish: the router is not woken for it.
+        try harness.receive(.puback(MQTTAck(packetID: ids[0])), on: connection)
+        #expect(harness.link.hasRoom)
+        #expect(harness.host.sinkReadyCalls == 0)
+        // A quarter of max_pending is: it hears of it once.
+        try harness.receive(.puback(MQTTAck(packetID: ids[1])), on: connection)
+        #expect(harness.host.sinkReadyCalls == 1)
+        try harness.receive(.puback(MQTTAck(packetID: ids[2])), on: connection)
+        #expect(harness.host.sinkReadyCalls == 1)
+    }
+
     @Test func aSocketThatStopsTakingBytesHoldsTheRouterBackUntilItDrains() throws {
         let harness = try LinkHarness(["url": "mqtt://broker.test:1883"])
         defer { harness.finish() }
