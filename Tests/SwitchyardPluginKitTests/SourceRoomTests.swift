@@ -31,12 +31,18 @@ struct SourceRoomTests {
         return true
     }
 
-    @Test func aFullRouteIsTriedAgainOnResume() async {
+    /// An emit through `room` that found its route full and waits: the host, and the emit.
+    private func waitingForRoom(in room: SourceRoom) async -> (RecordingHost, Emitting) {
         let host = RecordingHost()
         host.emitAnswer = .full
-        let room = SourceRoom()
         let emitting = Emitting(room, through: host)
         #expect(await eventually { host.emitted.count == 1 })
+        return (host, emitting)
+    }
+
+    @Test func aFullRouteIsTriedAgainOnResume() async {
+        let room = SourceRoom()
+        let (host, emitting) = await waitingForRoom(in: room)
         host.emitAnswer = .ok
         // No deadline: only the resume ends the wait.
         room.resumed()
@@ -45,11 +51,8 @@ struct SourceRoomTests {
     }
 
     @Test func aStopEndsTheWait() async {
-        let host = RecordingHost()
-        host.emitAnswer = .full
         let room = SourceRoom()
-        let emitting = Emitting(room, through: host)
-        #expect(await eventually { host.emitted.count == 1 })
+        let (_, emitting) = await waitingForRoom(in: room)
         room.stop()
         #expect(await eventually { emitting.answer == .stopped })
         #expect(room.isStopped)

@@ -32,30 +32,42 @@ import Testing
         """
     }
 
-    /// Makes the sink speak up while it is still full, then gives it room: one word, one
-    /// delivery.
-    private static func speakUpThenMakeRoom(_ sink: FakeInstance) async {
+    /// Starts a router (waiting an hour for a word) whose route `r` goes from `NAME`Src to
+    /// `NAME`Snk, which answers "full", and emits one envelope; the sink and the router.
+    private static func routeToAFullSink(_ name: String, spool: Spool? = nil) throws -> (FakeInstance, Router) {
+        let source = FakeInstance.register(name + "Src")
+        let sink = FakeInstance.register(name + "Snk")
+        sink.answersFull.store(true, ordering: .relaxed)
+        let yaml = Self.yaml(name, delivery: spool == nil ? "at-most-once" : "at-least-once", spool: spool?.path)
+        let router = Router(
+            plan: try plan(yaml), logger: quietLogger, spool: spool, routeThreads: 1, sinkSafetyPause: .seconds(3600))
+        try router.start()
+        #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1))) == SY_OK)
+        return (sink, router)
+    }
+
+    /// Makes the sink speak up while it is still full: tried again at once (and refused); from
+    /// then on the route waits for its next word.
+    private static func speakUp(_ sink: FakeInstance) async {
         #expect(await waitUntil { sink.state.withLock { $0.refusedAsFull.count } >= 1 })
         let refused = sink.state.withLock { $0.refusedAsFull.count }
-        // Its first word: tried again at once (still full); from now on the route waits for
-        // the next word.
         sinkReady(sink)
         #expect(await waitUntil { sink.state.withLock { $0.refusedAsFull.count } > refused })
         #expect(sink.deliveries.isEmpty)
+    }
+
+    /// Gives the sink room and says so: the delivery comes.
+    private static func makeRoom(_ sink: FakeInstance) async {
         sink.answersFull.store(false, ordering: .relaxed)
         sinkReady(sink)
         #expect(await waitUntil { sink.deliveries.count == 1 })
     }
 
     @Test func aPooledRouteTriesAFullSinkAgainWhenItSaysItHasRoom() async throws {
-        let source = FakeInstance.register("readyPoolSrc")
-        let sink = FakeInstance.register("readyPoolSnk")
-        sink.answersFull.store(true, ordering: .relaxed)
-        let router = Router(plan: try plan(Self.yaml("readyPool")), logger: quietLogger, routeThreads: 1, sinkSafetyPause: .seconds(3600))
-        try router.start()
+        let (sink, router) = try Self.routeToAFullSink("readyPool")
         defer { router.shutdown(drainTimeout: .seconds(5)) }
-        #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1))) == SY_OK)
-        await Self.speakUpThenMakeRoom(sink)
+        await Self.speakUp(sink)
+        await Self.makeRoom(sink)
         let refusedIDs = Set(sink.state.withLock { $0.refusedAsFull })
         #expect(refusedIDs == [try #require(sink.deliveries.first).id])
     }
@@ -63,29 +75,15 @@ import Testing
     @Test func anAtLeastOnceRouteTriesAFullSinkAgainWhenItSaysItHasRoom() async throws {
         let folder = try TemporaryFolder()
         defer { withExtendedLifetime(folder) {} }
-        let source = FakeInstance.register("readyAloSrc")
-        let sink = FakeInstance.register("readyAloSnk")
-        sink.answersFull.store(true, ordering: .relaxed)
-        let spool = try Spool(path: folder.path + "/spool.db", owner: true)
-        let yaml = Self.yaml("readyAlo", delivery: "at-least-once", spool: folder.path + "/spool.db")
-        let router = Router(plan: try plan(yaml), logger: quietLogger, spool: spool, sinkSafetyPause: .seconds(3600))
-        try router.start()
+        let (sink, router) = try Self.routeToAFullSink("readyAlo", spool: try Spool(path: folder.path + "/spool.db", owner: true))
         defer { router.shutdown(drainTimeout: .seconds(5)) }
-        #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1))) == SY_OK)
-        await Self.speakUpThenMakeRoom(sink)
+        await Self.speakUp(sink)
+        await Self.makeRoom(sink)
     }
 
     @Test func shutdownEndsTheWaitOfARouteWhoseSinkSaidItHasRoomBefore() async throws {
-        let source = FakeInstance.register("readyStopSrc")
-        let sink = FakeInstance.register("readyStopSnk")
-        sink.answersFull.store(true, ordering: .relaxed)
-        let router = Router(plan: try plan(Self.yaml("readyStop")), logger: quietLogger, routeThreads: 1, sinkSafetyPause: .seconds(3600))
-        try router.start()
-        #expect(source.emit(port: "out", Envelope(type: "t.A", body: bodyA(x: 1))) == SY_OK)
-        #expect(await waitUntil { sink.state.withLock { $0.refusedAsFull.count } >= 1 })
-        let refused = sink.state.withLock { $0.refusedAsFull.count }
-        Self.sinkReady(sink)
-        #expect(await waitUntil { sink.state.withLock { $0.refusedAsFull.count } > refused })
+        let (sink, router) = try Self.routeToAFullSink("readyStop")
+        await Self.speakUp(sink)
         // The route now waits an hour for a word; stopping the instance ends the wait, so the
         // drain gives the envelope up and shutdown returns.
         #expect(router.shutdown(drainTimeout: .milliseconds(200)) >= 1)
