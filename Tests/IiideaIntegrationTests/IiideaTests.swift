@@ -166,6 +166,40 @@ struct IiideaTests {
             answers == [#"{"got":{"n":1},"header":"tick 1","path":"/echo/1"}"#, #"{"got":{"n":2},"header":"tick 2","path":"/echo/2"}"#])
     }
 
+    @Test func aStoppingRouterEndsADelayAfterItsDrainAndRecordsTheRun() async throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        func routes(tickingEvery interval: String) throws {
+            try sandbox.writeRoutes(
+                """
+                instances:
+                  clock: { plugin: core, timer: { interval: \(interval), count: 5 } }
+                  out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+                iiideas:
+                  - id: later
+                    trigger: { port: clock.tick }
+                    service: { piece: delay, preferences: { duration: 1h } }
+                    action:  { port: out.write }
+                """
+            )
+        }
+        try routes(tickingEvery: "100ms")
+        let arguments = ["--spool", sandbox.path("state.db"), "--drain-timeout", "200ms"]
+        var (router, admin) = try await RouterProcess.startWithAdmin(sandbox, extra: arguments)
+        await router.waitUntil("a run under way") { ((try? Self.runs("later", admin: admin, in: sandbox)) ?? []).count == 1 }
+        // The drain gives up on the run waiting in the delay (exit 3: the drain timed out);
+        // closing the route then ends the wait, so the run is recorded as ended, where it
+        // used to sleep on, unrecorded, until the process exited.
+        #expect(router.stop() == 3)
+        try routes(tickingEvery: "1h")
+        (router, admin) = try await RouterProcess.startWithAdmin(sandbox, extra: arguments)
+        let ended = Self.endedRuns("later", admin: admin, in: sandbox)
+        #expect(ended.first?["ended_piece"] as? String == "service", "\(ended)")
+        #expect((ended.first?["error"] as? String)?.contains("the route closed during the delay") == true, "\(ended)")
+        #expect(sandbox.lines(of: "out.jsonl").isEmpty)
+        #expect(router.stop() == 0)
+    }
+
     @Test func disablingStopsRunsAndSurvivesARestartAndHistoryIsBounded() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")

@@ -207,7 +207,9 @@ final class IiideaRunner: RouteChainWorker {
                 return output
             }
         case .delay(let nanos):
-            Thread.sleep(forTimeInterval: Double(nanos) / 1e9)
+            guard route.pause(for: .nanoseconds(Int64(clamping: nanos))) else {
+                throw ServiceError(description: "the route closed during the delay (the router stopped, or a reload replaced the iiidea)")
+            }
             return input
         case .http(let request, let timeout, let policy, let connection):
             var scope = EnvelopeScope(input)

@@ -62,6 +62,10 @@ package struct ChainRoute: Sendable {
         return route.deliverWaitingForRoom(envelope, to: sink, deliveryID: deliveryID)
     }
 
+    /// Waits `duration` (a delay service piece), or less when the route closes: a stopping
+    /// router, after its drain, or a reload that retires it. False when it closed.
+    package func pause(for duration: Duration) -> Bool { !route.queue.waitForClose(until: .now + duration) }
+
     /// Runs the route's script (a script service piece) on `envelope`; nil when it has none.
     package func runScript(_ envelope: Envelope) -> Result<[Envelope], ScriptFailure>? { route.scriptStage?.run(envelope) }
 

@@ -252,6 +252,13 @@ final class RouteQueue: Sendable {
         }
     }
 
+    /// Waits until the queue is closed or `deadline` has passed, for the route's own thread (a
+    /// route with a thread of its own is the only waiter on the queue's condition); whether it
+    /// closed.
+    func waitForClose(until deadline: ContinuousClock.Instant) -> Bool {
+        ring.withLock(waitingUntil: { $0.closed }, deadline: deadline) { ring, _ in ring.closed }
+    }
+
     /// Answers every emit "full" until ``unpause()``; what is queued stays queued.
     func pause() {
         ring.withLock { $0.paused = true }
