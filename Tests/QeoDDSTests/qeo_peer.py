@@ -3,6 +3,8 @@
     qeo_peer.py sub-chat SECONDS        print each ChatMessage as a JSON line, until SECONDS pass or
                                         stdin closes
     qeo_peer.py pub-chat FROM TEXT      write a ChatMessage every 100 ms until stdin closes
+    qeo_peer.py pub-count FROM COUNT    write COUNT ChatMessages "1" to "COUNT" at once, print
+                                        "written", then wait for stdin to close
     qeo_peer.py watch-participants      print each ChatParticipant state as a JSON line and
                                         {"disposed": true} for a disposal, until stdin closes
     qeo_peer.py participant NAME STATE  write a ChatParticipant state; then, for each line of stdin:
@@ -105,6 +107,14 @@ def main():
                 if isinstance(sample, ChatMessage):
                     print(json.dumps({"from": getattr(sample, "from"), "message": sample.message}), flush=True)
             time.sleep(0.02)
+    elif sys.argv[1] == "pub-count":
+        writer = DataWriter(participant, topic, qos=EVENT_QOS)
+        print("ready", flush=True)
+        # Reliable and keep-all: a reader that does not keep up slows these writes down.
+        for number in range(1, int(sys.argv[3]) + 1):
+            writer.write(ChatMessage(**{"from": sys.argv[2], "message": str(number)}))
+        print("written", flush=True)
+        sys.stdin.read()
     elif sys.argv[1] == "pub-chat":
         writer = DataWriter(participant, topic, qos=EVENT_QOS)
         done = threading.Event()

@@ -125,6 +125,31 @@ struct QeoTests {
         #expect(router.stop() == 0)
     }
 
+    @Test func aFullRouteHoldsTheDDSReaderUntilTheRouterHasRoomAndDropsNothing() async throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("qeo")
+        try sandbox.installPlugin("testkit")
+        let qdm = Self.qdm.appendingPathComponent("QSimpleChat_ChatMessage.xml").path
+        // A sink that takes one message at a time, 20 ms each, behind a queue of one: the qeo
+        // reader's emits find the route full and wait for the router's resume.
+        try sandbox.writeRoutes(
+            """
+            instances:
+              home: { plugin: qeo, qdm: [\(qdm)], domain: 159, realm: 0x1234, user: 7, device: "0xd1", read: [org.qeo.sample.simplechat.ChatMessage] }
+              slow: { plugin: testkit, collect: { path: "\(sandbox.path("collected.txt"))", delay_ms: 20, max_in_flight: 1 } }
+            routes:
+              - { from: home.events, to: slow.collect, queue: { size: 1, on_full: block } }
+            """)
+        let (router, _) = try await RouterProcess.startWithAdmin(sandbox, environment: ["CYCLONEDDS_URI": Self.loopback])
+        await router.waitUntil("joined the domain") { router.standardError.contains("joined domain 159") }
+        let publisher = try Peer(["pub-count", "python", "60"], domain: 159)
+        await router.waitUntil("all 60 messages collected") { sandbox.lines(of: "collected.txt").count == 60 }
+        #expect(publisher.text.contains("written"), "\(publisher.text)")
+        // Each wait ended with a resume, well within the 2 s after which a sample is dropped.
+        #expect(!router.standardError.contains("dropped a"), "\(router.standardError)")
+        #expect(router.stop() == 0)
+    }
+
     /// However the peer removes its instance — disposed, disposed with a value in the same
     /// sample (`write_dispose`, once reported as an update with that value), unregistered, or
     /// its writer leaving — the router reports a `qeo.Removed` and the state set empties.
