@@ -195,7 +195,7 @@ struct IiideaTests {
         (router, admin) = try await RouterProcess.startWithAdmin(sandbox, extra: arguments)
         let ended = Self.endedRuns("later", admin: admin, in: sandbox)
         #expect(ended.first?["ended_piece"] as? String == "service", "\(ended)")
-        #expect((ended.first?["error"] as? String)?.contains("the route closed during the delay") == true, "\(ended)")
+        #expect((ended.first?["error"] as? String)?.contains("the router stopped during the delay") == true, "\(ended)")
         #expect(sandbox.lines(of: "out.jsonl").isEmpty)
         #expect(router.stop() == 0)
     }

@@ -124,6 +124,8 @@ final class PushPlugin: SwitchyardPlugin {
                 current.clients.append(sender.client)
             }
         }
+        // A new sender starts empty: room the router, if the old one refused it, has not heard of.
+        if sender != nil { context.sinkHasRoom() }
         return true
     }
 

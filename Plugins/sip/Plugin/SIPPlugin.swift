@@ -134,6 +134,8 @@ final class SIPPlugin: SwitchyardPlugin {
         guard (configuration.history == nil) == (self.configuration.history == nil) else { return false }
         agent.adopt(configuration, registrationChanged: Self.registrationKeys.contains { config[$0] != old[$0] })
         current.withLock { $0 = (config, configuration) }
+        // A raised max_in_flight is room the router, if it was refused, has not heard of.
+        context.sinkHasRoom()
         return true
     }
 

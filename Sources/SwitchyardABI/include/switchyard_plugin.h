@@ -143,12 +143,13 @@
  * (an empty port: any of the instance's sink ports): the host then calls deliver() again at
  * once, for that port and possibly for the instance's other full ports. A plugin that never
  * calls it is retried after a pause, 1 ms doubling to 50 ms while it stays full. Once an
- * instance has called it, the host takes its word: a full port of that instance is retried
- * when it calls, and otherwise only after 1 s, as a safety net. So a plugin that calls it
- * once calls it whenever room returns after a SY_ERR_FULL (a confirmation frees a place, the
- * socket drains), from any thread; calling it when nothing was refused costs a wake-up and
- * is harmless. Added to version 2 after source_done: absent when struct_size is at most
- * SY_HOST_API_V2_DONE_SIZE.
+ * instance has called it (even when nothing was refused), the host takes its word for good: a
+ * port of that instance that answers SY_ERR_FULL is retried when it calls, and otherwise
+ * only after 1 s, as a safety net. So a plugin that calls it at all calls it whenever room
+ * returns after every SY_ERR_FULL (a confirmation frees a place, the socket drains, a
+ * reconfigure raises a limit), from any thread; an extra call costs a wake-up. SY_ERR_STOPPED
+ * is always retried on the timer. Added to version 2 after source_done: absent when
+ * struct_size is at most SY_HOST_API_V2_DONE_SIZE.
  *
  * A "service" port (manifest direction "service") is neither a source nor a sink: it is an
  * iiidea service piece, a function from the trigger's JSON output to a JSON result, run by

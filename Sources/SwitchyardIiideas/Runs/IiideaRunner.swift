@@ -208,7 +208,7 @@ final class IiideaRunner: RouteChainWorker {
             }
         case .delay(let nanos):
             guard route.pause(for: .nanoseconds(Int64(clamping: nanos))) else {
-                throw ServiceError(description: "the route closed during the delay (the router stopped, or a reload replaced the iiidea)")
+                throw ServiceError(description: "the router stopped during the delay (its drain timed out)")
             }
             return input
         case .http(let request, let timeout, let policy, let connection):

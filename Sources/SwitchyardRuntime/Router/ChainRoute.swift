@@ -62,9 +62,13 @@ package struct ChainRoute: Sendable {
         return route.deliverWaitingForRoom(envelope, to: sink, deliveryID: deliveryID)
     }
 
-    /// Waits `duration` (a delay service piece), or less when the route closes: a stopping
-    /// router, after its drain, or a reload that retires it. False when it closed.
-    package func pause(for duration: Duration) -> Bool { !route.queue.waitForClose(until: .now + duration) }
+    /// Waits `duration` (a delay service piece), or less when a stopping router closes the
+    /// route once its drain has timed out; false then. A reload that retires the route lets
+    /// the pause run its course, as the old route's worker finishes what it holds.
+    package func pause(for duration: Duration) -> Bool {
+        let router = route.router
+        return !route.queue.waitForClose(until: .now + duration, ifThen: { router.isDraining })
+    }
 
     /// Runs the route's script (a script service piece) on `envelope`; nil when it has none.
     package func runScript(_ envelope: Envelope) -> Result<[Envelope], ScriptFailure>? { route.scriptStage?.run(envelope) }

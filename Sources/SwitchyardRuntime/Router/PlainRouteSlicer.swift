@@ -150,11 +150,12 @@ struct PlainRouteSlicer: Sendable {
                         route.latency?.dispatched(item.probe, as: deliveryID)
                         work.probeSent = true
                     }
-                    // Noted before the try: the sink's word that comes after its "full" is not missed.
-                    let seen = sink.instance.sinkRoom.count
-                    guard let status = route.deliverUnlessFull(output, to: sink, deliveryID: deliveryID) else {
+                    let status: Int32
+                    switch route.tryDelivery(output, to: sink, deliveryID: deliveryID, after: work.pause) {
+                    case .answered(let answer):
+                        status = answer
+                    case .full(let wait):
                         work.retriedDeliveryID = deliveryID
-                        let wait = route.waitForRoom(at: sink, seen: seen, after: work.pause)
                         work.pause = wait.pause
                         return wait
                     }

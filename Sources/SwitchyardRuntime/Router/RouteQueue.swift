@@ -252,11 +252,11 @@ final class RouteQueue: Sendable {
         }
     }
 
-    /// Waits until the queue is closed or `deadline` has passed, for the route's own thread (a
-    /// route with a thread of its own is the only waiter on the queue's condition); whether it
-    /// closed.
-    func waitForClose(until deadline: ContinuousClock.Instant) -> Bool {
-        ring.withLock(waitingUntil: { $0.closed }, deadline: deadline) { ring, _ in ring.closed }
+    /// Waits until the queue is closed while `ends()` holds, or `deadline` has passed, for the
+    /// route's own thread (a route with a thread of its own is the only waiter on the queue's
+    /// condition); whether it ended before the deadline.
+    func waitForClose(until deadline: ContinuousClock.Instant, ifThen ends: () -> Bool) -> Bool {
+        ring.withLock(waitingUntil: { $0.closed && ends() }, deadline: deadline) { _, ended in ended }
     }
 
     /// Answers every emit "full" until ``unpause()``; what is queued stays queued.

@@ -235,13 +235,23 @@ final class RouteRuntime: Sendable {
         finished.signal()
     }
 
-    /// Delivers once; `nil` when the sink answered "full" (or "stopped" while its instance
-    /// still runs: ABI section 5 treats both alike) and the delivery should be tried again
-    /// when the sink says it has room, or after a pause (see ``SinkRoom``). Waiting is the
-    /// backpressure: the route queue fills and emits on `block` routes are refused until the
-    /// sink has room. Gives up only when the sink instance stops (or, on an at-least-once
-    /// route, stands by).
-    func deliverUnlessFull(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64) -> Int32? {
+    /// What one try at a sink came to.
+    enum SinkTry {
+        /// Its answer for this delivery: taken (`SY_OK`) or refused.
+        case answered(Int32)
+        /// Not taken for now: try again once the wait is over.
+        case full(SinkWait)
+    }
+
+    /// Delivers once. The sink answered "full" (or "stopped" while its instance still runs:
+    /// ABI section 5 treats both alike): ``SinkTry/full(_:)``, with what to wait for before the
+    /// next try, `previous` being the last pause (nil: none yet). Waiting is the backpressure:
+    /// the route queue fills and emits on `block` routes are refused until the sink has room.
+    /// Gives up only when the sink instance stops (or, on an at-least-once route, stands by).
+    func tryDelivery(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64, after previous: Duration?) -> SinkTry {
+        let room = sink.instance.sinkRoom
+        // Noted before the try: the sink's word that comes after its "full" is not missed.
+        let seen = room.count
         let status =
             if let tracing {
                 tracing.deliver(envelope, route: name, to: sink, deliveryID: deliveryID)
@@ -249,37 +259,32 @@ final class RouteRuntime: Sendable {
                 sink.instance.deliver(envelope, port: sink, deliveryID: deliveryID)
             }
         guard status == SY_ERR_FULL || status == SY_ERR_STOPPED, sink.instance.accepting.load(ordering: .relaxed) else {
-            return status
+            return .answered(status)
         }
         // A sink standing by (another router holds it) may stay so for good: an at-least-once
         // route keeps the envelope in its spool, retried later, and goes on accepting.
-        if status == SY_ERR_STOPPED, isAtLeastOnce, sink.instance.standingBy.load(ordering: .relaxed) { return status }
+        let standingBy = sink.instance.standingBy.load(ordering: .relaxed)
+        if status == SY_ERR_STOPPED, isAtLeastOnce, standingBy { return .answered(status) }
         counters.sinkFull.add(1, ordering: .relaxed)
-        return nil
+        // No word of room follows "stopped", nor anything the host answers for an instance
+        // standing by: those are tried again on the timer.
+        let timerOnly = status == SY_ERR_STOPPED || standingBy
+        return .full(SinkWait(pause: room.pause(after: previous, timerOnly: timerOnly), room: room, seen: seen))
     }
 
-    /// What to wait for before trying `sink` again after it answered "full" once more, its
-    /// room's count having been `seen` before the try and `previous` being the last pause (nil:
-    /// none yet). An instance standing by never says it has room (the host answers for it), so
-    /// it is retried on the timer.
-    func waitForRoom(at sink: SinkPort, seen: UInt64, after previous: Duration?) -> SinkWait {
-        let room = sink.instance.sinkRoom
-        return SinkWait(
-            pause: room.pause(after: previous, timerOnly: sink.instance.standingBy.load(ordering: .relaxed)), room: room, seen: seen)
-    }
-
-    /// ``deliverUnlessFull(_:to:deliveryID:)`` until the sink takes it, waiting between tries
+    /// ``tryDelivery(_:to:deliveryID:after:)`` until the sink takes it, waiting between tries
     /// for the sink to say it has room (or the pause to pass): for the routes with a thread of
     /// their own (at-least-once, iiidea).
     func deliverWaitingForRoom(_ envelope: Envelope, to sink: SinkPort, deliveryID: UInt64) -> Int32 {
         var pause: Duration?
         while true {
-            // Noted before the try: a word that comes between the "full" and the wait ends it.
-            let seen = sink.instance.sinkRoom.count
-            if let status = deliverUnlessFull(envelope, to: sink, deliveryID: deliveryID) { return status }
-            let wait = waitForRoom(at: sink, seen: seen, after: pause)
-            wait.room.wait(after: seen, atMost: wait.pause)
-            pause = wait.pause
+            switch tryDelivery(envelope, to: sink, deliveryID: deliveryID, after: pause) {
+            case .answered(let status):
+                return status
+            case .full(let wait):
+                wait.room.wait(after: wait.seen, atMost: wait.pause)
+                pause = wait.pause
+            }
         }
     }
 
