@@ -200,6 +200,43 @@ struct IiideaTests {
         #expect(router.stop() == 0)
     }
 
+    @Test func aReloadLetsADelayRunItsCourse() async throws {
+        let sandbox = try Sandbox()
+        try sandbox.installPlugin("core")
+        func routes(_ extra: String) throws {
+            try sandbox.writeRoutes(
+                """
+                instances:
+                  clock: { plugin: core, timer: { interval: 100ms, count: 5 } }
+                  out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+                  \(extra)
+                iiideas:
+                  - id: soon
+                    trigger: { port: clock.tick }
+                    service: { piece: delay, preferences: { duration: 1500ms } }
+                    action:  { port: out.write }
+                """
+            )
+        }
+        try routes("")
+        let (router, admin) = try await Self.start(sandbox)
+        await router.waitUntil("a run under way") { ((try? Self.runs("soon", admin: admin, in: sandbox)) ?? []).count == 1 }
+        // A reload that adds an instance retires and replaces the iiidea's route; the run in
+        // its delay still finishes, through the old route's worker.
+        try routes("extra: { plugin: core, file: { path: \"\(sandbox.path("extra.jsonl"))\" } }")
+        let reload = try RouterProcess.runToExit(["reload", "--admin", admin], in: sandbox.root)
+        #expect(reload.status == 0, "\(reload.output)\n\(reload.errors)")
+        var ended: [[String: Any]] = []
+        await router.waitUntil("the first run ended") {
+            ended = Self.endedRuns("soon", admin: admin, in: sandbox)
+            return !ended.isEmpty
+        }
+        #expect(ended.last?["ended_piece"] as? String == "action", "\(ended)")
+        #expect(ended.last?["error"] == nil, "\(ended)")
+        // Runs still queue behind 1.5 s delays: no drain to wait for here.
+        router.stop(signal: SIGKILL)
+    }
+
     @Test func disablingStopsRunsAndSurvivesARestartAndHistoryIsBounded() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")

@@ -81,6 +81,19 @@ import Testing
         await Self.makeRoom(sink)
     }
 
+    @Test func aSinkThatSpokeUpAndThenAnswersStoppedIsTriedOnTheTimer() async throws {
+        let (sink, router) = try Self.routeToAFullSink("readyStopped")
+        defer { router.shutdown(drainTimeout: .seconds(5)) }
+        await Self.speakUp(sink)
+        // "Stopped" is followed by no word: tried again on the timer, not after the hour.
+        sink.answersStopped.store(true, ordering: .relaxed)
+        sink.answersFull.store(false, ordering: .relaxed)
+        Self.sinkReady(sink)
+        #expect(await waitUntil { sink.state.withLock { $0.refusedAsStopped } >= 3 })
+        sink.answersStopped.store(false, ordering: .relaxed)
+        #expect(await waitUntil { sink.deliveries.count == 1 })
+    }
+
     @Test func shutdownEndsTheWaitOfARouteWhoseSinkSaidItHasRoomBefore() async throws {
         let (sink, router) = try Self.routeToAFullSink("readyStop")
         await Self.speakUp(sink)

@@ -135,6 +135,10 @@ func fakeDeliver(_ handle: UnsafeMutableRawPointer?, port: sy_bytes, deliveryID:
         fake.state.withLock { $0.refusedAsFull.append(deliveryID) }
         return SY_ERR_FULL
     }
+    if fake.answersStopped.load(ordering: .relaxed) {
+        fake.state.withLock { $0.refusedAsStopped += 1 }
+        return SY_ERR_STOPPED
+    }
     // Borrowed views: copy before anything else.
     guard let copy = copy() else { return SY_ERR_INVALID }
     let portName = port.string
@@ -197,6 +201,8 @@ final class FakeInstance: Sendable {
         var settled: [Settled] = []
         /// The delivery ids deliver() answered "full".
         var refusedAsFull: [UInt64] = []
+        /// How many deliveries deliver() answered "stopped".
+        var refusedAsStopped = 0
         /// How often piece_enable was called.
         var enableCalls = 0
     }
@@ -210,6 +216,8 @@ final class FakeInstance: Sendable {
     let autoAck: Bool
     /// While set, deliver() answers "full" and takes nothing.
     let answersFull = Atomic<Bool>(false)
+    /// While set (and `answersFull` is not), deliver() answers "stopped" and takes nothing.
+    let answersStopped = Atomic<Bool>(false)
     let state = Mutex(State())
 
     private static let registry = Mutex<[String: FakeInstance]>([:])
