@@ -166,32 +166,43 @@ struct IiideaTests {
             answers == [#"{"got":{"n":1},"header":"tick 1","path":"/echo/1"}"#, #"{"got":{"n":2},"header":"tick 2","path":"/echo/2"}"#])
     }
 
+    /// Writes a route file with iiidea `id`: five ticks of `clock` (one every `interval`), each
+    /// waiting `duration` in a delay before it goes to the file `out.jsonl`.
+    private static func writeDelayIiidea(
+        _ id: String, lasting duration: String, tickingEvery interval: String = "100ms", in sandbox: Sandbox, extraInstance: String = ""
+    ) throws {
+        try sandbox.writeRoutes(
+            """
+            instances:
+              clock: { plugin: core, timer: { interval: \(interval), count: 5 } }
+              out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
+              \(extraInstance)
+            iiideas:
+              - id: \(id)
+                trigger: { port: clock.tick }
+                service: { piece: delay, preferences: { duration: \(duration) } }
+                action:  { port: out.write }
+            """
+        )
+    }
+
+    /// Waits until iiidea `id` has one run recorded (started, not necessarily ended).
+    private static func waitForARun(_ id: String, of router: RouterProcess, admin: String, in sandbox: Sandbox) async {
+        await router.waitUntil("a run of \(id) under way") { ((try? runs(id, admin: admin, in: sandbox)) ?? []).count == 1 }
+    }
+
     @Test func aStoppingRouterEndsADelayAfterItsDrainAndRecordsTheRun() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
-        func routes(tickingEvery interval: String) throws {
-            try sandbox.writeRoutes(
-                """
-                instances:
-                  clock: { plugin: core, timer: { interval: \(interval), count: 5 } }
-                  out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
-                iiideas:
-                  - id: later
-                    trigger: { port: clock.tick }
-                    service: { piece: delay, preferences: { duration: 1h } }
-                    action:  { port: out.write }
-                """
-            )
-        }
-        try routes(tickingEvery: "100ms")
+        try Self.writeDelayIiidea("later", lasting: "1h", in: sandbox)
         let arguments = ["--spool", sandbox.path("state.db"), "--drain-timeout", "200ms"]
         var (router, admin) = try await RouterProcess.startWithAdmin(sandbox, extra: arguments)
-        await router.waitUntil("a run under way") { ((try? Self.runs("later", admin: admin, in: sandbox)) ?? []).count == 1 }
+        await Self.waitForARun("later", of: router, admin: admin, in: sandbox)
         // The drain gives up on the run waiting in the delay (exit 3: the drain timed out);
         // closing the route then ends the wait, so the run is recorded as ended, where it
         // used to sleep on, unrecorded, until the process exited.
         #expect(router.stop() == 3)
-        try routes(tickingEvery: "1h")
+        try Self.writeDelayIiidea("later", lasting: "1h", tickingEvery: "1h", in: sandbox)
         (router, admin) = try await RouterProcess.startWithAdmin(sandbox, extra: arguments)
         let ended = Self.endedRuns("later", admin: admin, in: sandbox)
         #expect(ended.first?["ended_piece"] as? String == "service", "\(ended)")
@@ -203,27 +214,14 @@ struct IiideaTests {
     @Test func aReloadLetsADelayRunItsCourse() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
-        func routes(_ extra: String) throws {
-            try sandbox.writeRoutes(
-                """
-                instances:
-                  clock: { plugin: core, timer: { interval: 100ms, count: 5 } }
-                  out:   { plugin: core, file: { path: "\(sandbox.path("out.jsonl"))" } }
-                  \(extra)
-                iiideas:
-                  - id: soon
-                    trigger: { port: clock.tick }
-                    service: { piece: delay, preferences: { duration: 1500ms } }
-                    action:  { port: out.write }
-                """
-            )
-        }
-        try routes("")
+        try Self.writeDelayIiidea("soon", lasting: "1500ms", in: sandbox)
         let (router, admin) = try await Self.start(sandbox)
-        await router.waitUntil("a run under way") { ((try? Self.runs("soon", admin: admin, in: sandbox)) ?? []).count == 1 }
+        await Self.waitForARun("soon", of: router, admin: admin, in: sandbox)
         // A reload that adds an instance retires and replaces the iiidea's route; the run in
         // its delay still finishes, through the old route's worker.
-        try routes("extra: { plugin: core, file: { path: \"\(sandbox.path("extra.jsonl"))\" } }")
+        try Self.writeDelayIiidea(
+            "soon", lasting: "1500ms", in: sandbox,
+            extraInstance: "extra: { plugin: core, file: { path: \"\(sandbox.path("extra.jsonl"))\" } }")
         let reload = try RouterProcess.runToExit(["reload", "--admin", admin], in: sandbox.root)
         #expect(reload.status == 0, "\(reload.output)\n\(reload.errors)")
         var ended: [[String: Any]] = []
