@@ -8,17 +8,18 @@ import Testing
 /// `state_check` runs put/get/scan/delete and the limits at start and writes the answers.
 @Suite struct StateServiceTests {
     /// Starts and stops a router with one testkit instance named `instance` running the check;
-    /// the check's answers.
-    private func runCheck(instance: String, directory: String, spool: Bool) async throws -> [String: String] {
+    /// the check's answers. With `spool`, on that spool (one store the routers of a test reuse,
+    /// as one process's routers would: a spool's claim lasts as long as the `Spool` does, and a
+    /// router that has shut down may still be referenced for a moment).
+    private func runCheck(instance: String, directory: String, spool: Spool?) async throws -> [String: String] {
         let output = "\(directory)/check-\(UUID().uuidString).txt"
         let plan = try planWithTestKit(
             """
-            \(spool ? "spool: { path: \"\(directory)/state/spool.db\" }" : "")
+            \(spool != nil ? "spool: { path: \"\(directory)/state/spool.db\" }" : "")
             instances:
               \(instance): { plugin: testkit, state_check: { path: "\(output)" } }
             """)
-        let store = try plan.spoolPath.map { path throws -> Spool in try Spool(path: path, owner: true) }
-        let router = Router(plan: plan, logger: quietLogger, spool: store)
+        let router = Router(plan: plan, logger: quietLogger, spool: spool)
         try router.start()
         router.shutdown(drainTimeout: .seconds(5))
         return try #require(await answers(in: output))
@@ -27,7 +28,8 @@ import Testing
     @Test func putGetScanDeleteAndTheLimits() async throws {
         let directory = try temporaryDirectory("state")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let first = try await runCheck(instance: "stateA", directory: directory, spool: true)
+        let spool = try Spool(path: "\(directory)/state/spool.db", owner: true)
+        let first = try await runCheck(instance: "stateA", directory: directory, spool: spool)
         #expect(first["persisted"] == "nil")
         #expect(first["put"] == "ok")
         #expect(first["get"] == "one")
@@ -41,16 +43,16 @@ import Testing
         #expect(mode.map { $0 & 0o777 } == 0o600)
 
         // A restart finds what the first run stored; another instance name has its own keys.
-        let second = try await runCheck(instance: "stateA", directory: directory, spool: true)
+        let second = try await runCheck(instance: "stateA", directory: directory, spool: spool)
         #expect(second["persisted"] == "run")
-        let other = try await runCheck(instance: "stateB", directory: directory, spool: true)
+        let other = try await runCheck(instance: "stateB", directory: directory, spool: spool)
         #expect(other["persisted"] == "nil")
     }
 
     @Test func withoutAStoreEveryCallFails() async throws {
         let directory = try temporaryDirectory("nostate")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let answers = try await runCheck(instance: "stateNone", directory: directory, spool: false)
+        let answers = try await runCheck(instance: "stateNone", directory: directory, spool: nil)
         #expect(answers["persisted"]?.contains("the router's store failed (status 5)") == true)
         #expect(answers["put"]?.contains("the router's store failed (status 5)") == true)
         #expect(!FileManager.default.fileExists(atPath: "\(directory)/state"))
