@@ -8,9 +8,11 @@ import Testing
 /// `state_check` runs put/get/scan/delete and the limits at start and writes the answers.
 @Suite struct StateServiceTests {
     /// Starts and stops a router with one testkit instance named `instance` running the check;
-    /// the check's answers. With `spool`, on that spool (one store the routers of a test reuse,
-    /// as one process's routers would: a spool's claim lasts as long as the `Spool` does, and a
-    /// router that has shut down may still be referenced for a moment).
+    /// the check's answers. With `spool`, on that spool: one store the routers of a test reuse,
+    /// as one process's routers would. A fresh claim per router could fail: the claim is an
+    /// `flock` on an open file description, and a subprocess another test spawns at that moment
+    /// holds a copy of the descriptor until it execs (`O_CLOEXEC` closes it only then), so the
+    /// lock outlives the closed `Spool` for as long as that child takes to exec.
     private func runCheck(instance: String, directory: String, spool: Spool?) async throws -> [String: String] {
         let output = "\(directory)/check-\(UUID().uuidString).txt"
         let plan = try planWithTestKit(
