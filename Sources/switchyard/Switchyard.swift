@@ -1,5 +1,5 @@
-public import ArgumentParser
-public import Logging
+import ArgumentParser
+import Logging
 import ServiceLifecycle
 import SwitchyardAdmin
 import SwitchyardConfig

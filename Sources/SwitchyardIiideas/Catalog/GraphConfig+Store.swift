@@ -1,6 +1,6 @@
 public import SwitchyardConfig
 public import SwitchyardCore
-public import SwitchyardSpool
+internal import SwitchyardSpool
 public import SwitchyardStore
 
 extension GraphConfig {

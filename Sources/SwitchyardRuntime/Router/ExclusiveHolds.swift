@@ -1,7 +1,7 @@
 import Foundation
 internal import Logging
 internal import SwitchyardCore
-public import SwitchyardStore
+internal import SwitchyardStore
 import Synchronization
 
 /// Exclusive instances (`exclusive: true`): with a shared store, one router at a time runs

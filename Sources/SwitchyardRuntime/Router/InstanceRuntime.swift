@@ -191,7 +191,7 @@ final class InstanceRuntime: Sendable {
 
     /// One delivery fewer in flight; the one that empties the instance wakes whoever drains the
     /// router (a shutdown, or a reload waiting for this instance: both wait on the router's
-    /// ``DrainSignal``).
+    /// ``WakeSignal``).
     private func deliveryEnded() {
         if counters.inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 { router.drainProgress.signal() }
     }

@@ -104,7 +104,7 @@ struct PlainRouteSlicer: Sendable {
         guard !work.batch.isEmpty else { return nil }
         // One count per batch: the emitting thread never waits on this cache line. It is
         // sequentially consistent so a draining shutdown that counted itself as waiting
-        // before it read the count is sure to be woken (see DrainSignal).
+        // before it read the count is sure to be woken (see WakeSignal).
         route.counters.processed.add(work.batch.count, ordering: .sequentiallyConsistent)
         route.router.drainProgress.signal()
         work.batch.removeAll(keepingCapacity: true)

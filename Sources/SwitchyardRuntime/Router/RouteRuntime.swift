@@ -200,7 +200,7 @@ final class RouteRuntime: Sendable {
     /// Envelopes taken by the route and not yet fully dispatched (at-least-once: not yet
     /// spooled).
     var pending: Int {
-        // Sequentially consistent: a drain waiting on DrainSignal reads these after counting
+        // Sequentially consistent: a drain waiting on WakeSignal reads these after counting
         // itself as a waiter (see the ordering argument there).
         counters.received.load(ordering: .sequentiallyConsistent) - counters.processed.load(ordering: .sequentiallyConsistent)
             - counters.droppedFull.load(ordering: .sequentiallyConsistent)

@@ -109,16 +109,20 @@ final class RouteWorkerPool: Sendable {
     /// Whether some route waits for a thread (without the lock: a hint).
     var hasReadyRoutes: Bool { readyCount.load(ordering: .relaxed) > 0 }
 
-    /// Publishes the ready list's length, lock held.
-    private func countReady(_ lists: borrowing Lists) {
-        readyCount.store(lists.ready.count - lists.readyHead, ordering: .relaxed)
+    /// Runs `body` on the lists with the lock held, then publishes the ready list's length
+    /// (every change to the ready list goes through here, so the count the spinning thread
+    /// reads is never stale for long).
+    private func changingLists<Result>(_ body: (inout Lists) -> Result) -> Result {
+        lists.withLock { lists in
+            defer { readyCount.store(lists.ready.count - lists.readyHead, ordering: .relaxed) }
+            return body(&lists)
+        }
     }
 
     /// Puts `route`, which has just become scheduled, on the ready list.
     func schedule(_ route: RouteRuntime) {
-        let start: Int? = lists.withLock { lists in
+        let start: Int? = changingLists { lists in
             lists.ready.append(route)
-            countReady(lists)
             return wakeForWork(&lists, startingUpTo: limit)
         }
         if let start { startThread(number: start) }
@@ -144,9 +148,8 @@ final class RouteWorkerPool: Sendable {
     /// ``RouteRuntime/deliversInline``), on the retry list: a pool thread runs it when `wait`
     /// is over.
     func retry(_ route: RouteRuntime, waitingFor wait: SinkWait) {
-        let start: Int? = lists.withLock { lists in
+        let start: Int? = changingLists { lists in
             lists.waitForRoom(route, wait)
-            countReady(lists)
             // A sleeping thread's deadline may be later than this one (or none): it wakes to
             // reckon it again. Work due later needs one thread, not one more.
             lists.retriesAdded += 1
@@ -158,11 +161,10 @@ final class RouteWorkerPool: Sendable {
     /// Runs now the routes on the retry list that deliver to `instance` (its plugin says a
     /// full sink has room again, or it stops taking deliveries), instead of at their time.
     func retryNow(waitingFor instance: InstanceRuntime) {
-        let start: Int? = lists.withLock { lists in
+        let start: Int? = changingLists { lists in
             guard !lists.retries.isEmpty,
                 lists.moveRetries(where: { _, route in route.sinks.contains { $0.instance === instance } })
             else { return nil }
-            countReady(lists)
             return wakeForWork(&lists, startingUpTo: limit)
         }
         if let start { startThread(number: start) }
@@ -209,17 +211,9 @@ final class RouteWorkerPool: Sendable {
         while let route = next(&budget) {
             let outcome = route.runSlice()
             switch outcome {
-            case .more:
-                lists.withLock { lists in
-                    lists.ready.append(route)
-                    countReady(lists)
-                }
+            case .more: changingLists { $0.ready.append(route) }
             case .idle, .finished: break
-            case .retry(let wait):
-                lists.withLock { lists in
-                    lists.waitForRoom(route, wait)
-                    countReady(lists)
-                }
+            case .retry(let wait): changingLists { $0.waitForRoom(route, wait) }
             }
         }
         lists.withLock { lists in
@@ -242,14 +236,10 @@ final class RouteWorkerPool: Sendable {
         var spun = false
         while true {
             let spins = budget.spins
-            let turn: Turn = lists.withLock { lists in
+            let turn: Turn = changingLists { lists in
                 if lists.stopping { return .stop }
                 lists.moveDueRetries()
-                if let route = lists.popReady() {
-                    countReady(lists)
-                    return .run(route)
-                }
-                countReady(lists)
+                if let route = lists.popReady() { return .run(route) }
                 if !spun, spins > 0, lists.spinning == 0 {
                     lists.spinning += 1
                     return .spin

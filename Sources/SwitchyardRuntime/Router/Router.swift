@@ -36,7 +36,7 @@ public final class Router: Sendable {
     /// How long a full sink that says when it has room waits at most for its word (``SinkRoom``).
     let sinkSafetyPause: Duration
     /// Wakes a draining shutdown whenever the outstanding count may have dropped.
-    let drainProgress = DrainSignal()
+    let drainProgress = WakeSignal()
     /// Every metric the router exports; plugins' reports are kept here too.
     public let metrics: MetricsRegistry
     /// Per instance, the last warning or error it logged since it last reported itself ready:

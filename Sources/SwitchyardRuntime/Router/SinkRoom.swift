@@ -10,12 +10,11 @@ import Synchronization
 /// that is down) costs next to no wake-ups while it does.
 final class SinkRoom: Sendable {
     /// How many times the plugin said so, or the instance stopped taking deliveries: a route
-    /// notes it before it tries, and waits until it changes. An atomic, read on every delivery
-    /// without a lock.
+    /// notes it before it tries, and waits until it changes. Read on every delivery, without a
+    /// lock; sequentially consistent for the waiters' handshake (``WakeSignal``).
     private let signals = Atomic<UInt64>(0)
-    /// The same count under a lock, for the threads that wait on it (never `Locked<Void>`: a
-    /// zero-sized state sits at the end of the object, where ThreadSanitizer sees a neighbour).
-    private let waits = Locked<UInt64>(0)
+    /// Wakes the route threads (at-least-once, iiideas) that wait for the count to change.
+    private let waiters = WakeSignal()
     /// Whether the plugin has ever said so.
     private let speaksUp = Atomic<Bool>(false)
 
@@ -44,13 +43,8 @@ final class SinkRoom: Sendable {
     /// taking deliveries: every wait ends.
     func signal(fromPlugin: Bool) {
         if fromPlugin, !speaksUp.load(ordering: .relaxed) { speaksUp.store(true, ordering: .relaxed) }
-        signals.add(1, ordering: .releasing)
-        // Under the lock: a waiter checks the count and sleeps with it held, so it either saw
-        // the new count or is asleep when this wakes it.
-        waits.withLock { count in
-            count &+= 1
-            waits.broadcast()
-        }
+        signals.add(1, ordering: .sequentiallyConsistent)
+        waiters.signal()
     }
 
     /// The pause before the next try after the sink answered "full" again, `previous` being
@@ -63,9 +57,7 @@ final class SinkRoom: Sendable {
 
     /// Waits until a signal after the `seen`-th comes, or `pause` has passed.
     func wait(after seen: UInt64, atMost pause: Duration) {
-        // The locked count may lag the atomic one by a signal in progress: then this returns
-        // at once, and the caller's next try notes the count again.
-        waits.withLock(waitingUntil: { $0 != seen }, deadline: .now + pause) { _, _ in }
+        _ = waiters.wait(until: .now + pause) { signals.load(ordering: .sequentiallyConsistent) == seen }
     }
 }
 

@@ -6,9 +6,9 @@ import Testing
 
 /// The event a reload waits on for a removed instance's last acknowledgement, instead of
 /// polling the in-flight count.
-struct DrainSignalTests {
+struct WakeSignalTests {
     @Test func aWaiterWakesWhenTheLastDeliveryIsAcknowledged() {
-        let signal = DrainSignal()
+        let signal = WakeSignal()
         let inFlight = Atomic<Int>(3)
         let acknowledger = Thread {
             for _ in 0..<3 {
@@ -23,13 +23,13 @@ struct DrainSignalTests {
     }
 
     @Test func aWaiterGivesUpAtTheDeadline() {
-        let signal = DrainSignal()
+        let signal = WakeSignal()
         let started = ContinuousClock.now
         #expect(!signal.wait(until: .now + .milliseconds(50)) { true })
         #expect(ContinuousClock.now - started >= .milliseconds(50))
     }
 
     @Test func nothingToWaitForReturnsAtOnce() {
-        #expect(DrainSignal().wait(until: .now) { false })
+        #expect(WakeSignal().wait(until: .now) { false })
     }
 }
