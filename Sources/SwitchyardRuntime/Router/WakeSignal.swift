@@ -1,5 +1,5 @@
-import Synchronization
 internal import SwitchyardCore
+import Synchronization
 
 /// Wakes threads waiting for a condition on counts kept elsewhere (atomics): a reload waiting
 /// for an instance's deliveries to end, a shutdown waiting for the router to drain (the
