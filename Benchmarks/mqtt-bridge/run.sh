@@ -11,7 +11,10 @@
 #   PATHS="relay switchyard mosquitto-bridge"   `relay` (QoS 0 only) is relay.py, the least a
 #                    separate bridge process can do (the ceiling of any out-of-process bridge);
 #                    add `direct` for a reference row: publisher and subscriber both on broker
-#                    B, nothing forwarded (the clients' and one broker's ceiling)
+#                    B, nothing forwarded (the clients' and one broker's ceiling); add
+#                    `mosquitto-middle` for a third Mosquitto between A and B, bridged in from A
+#                    and out to B (the same out-of-broker hop made by the best C broker there is,
+#                    at every QoS; it confirms to A on receipt, Switchyard only once B has)
 #   GENERATORS="load flood"  load generators, each run on every path: `load` is load.py
 #                    (windowed publisher, batching subscriber), `flood` is flood.py (a raw
 #                    publisher flooding broker A with TCP_NODELAY, no window, and a stock
@@ -102,7 +105,7 @@ router_bin=${ROUTER_BIN:-$release_dir/switchyard}
 # ---------------------------------------------------------------------------------------------
 # Process bookkeeping: everything started here is killed on exit
 # ---------------------------------------------------------------------------------------------
-broker_a_pid="" broker_b_pid="" router_pid="" perf_pid="" load_pid="" relay_pid=""
+broker_a_pid="" broker_b_pid="" router_pid="" perf_pid="" load_pid="" relay_pid="" middle_pid=""
 
 stop_pid() {  # stop_pid PID [grace-seconds]: SIGTERM, wait, then SIGKILL
     local pid=$1 grace=${2:-5} i
@@ -123,6 +126,7 @@ cleanup() {
     stop_pid "$perf_pid" 10
     stop_pid "$router_pid" 5
     stop_pid "$relay_pid" 3
+    stop_pid "$middle_pid" 3
     stop_pid "$broker_a_pid" 3
     stop_pid "$broker_b_pid" 3
     if [[ ${KEEP_TMP:-0} == 1 || $status -ne 0 ]]; then
@@ -345,6 +349,45 @@ run_relay() {  # run_relay QOS: relay.py between the plain brokers (QoS 0 only)
     relay_pid=""
 }
 
+run_middle() {  # run_middle QOS: a third Mosquitto bridging A in and B out (its CPU in the router column)
+    local qos=$1 port i
+    start_broker_a
+    port=$(free_port)
+    broker_conf "$port" "$tmp/broker-middle.conf"
+    cat >>"$tmp/broker-middle.conf" <<EOF
+
+connection from-a
+address 127.0.0.1:$port_a
+topic bench/# in $qos
+cleansession true
+notifications false
+remote_clientid bench-middle-in
+start_type automatic
+restart_timeout 1
+
+connection to-b
+address 127.0.0.1:$port_b
+topic bench/# out $qos
+cleansession true
+notifications false
+remote_clientid bench-middle-out
+start_type automatic
+restart_timeout 1
+EOF
+    "$MOSQUITTO" -c "$tmp/broker-middle.conf" >>"$tmp/broker-middle.log" 2>&1 &
+    middle_pid=$!
+    wait_port "$port" "$middle_pid"
+    # Both bridges connected: A and B each see one more client.
+    for ((i = 0; i < 100; i++)); do
+        [[ $(ss -Htn state established "( dport = :$port_a or dport = :$port_b )" | wc -l) -ge 2 ]] && break
+        sleep 0.1
+    done
+    sleep 0.5  # the in-bridge's SUBSCRIBE reaches A
+    for generator in $GENERATORS; do router_pid=$middle_pid run_load mosquitto-middle "$qos" "$generator"; done
+    stop_pid "$middle_pid" 3
+    middle_pid=""
+}
+
 run_bridge() {  # run_bridge QOS
     local qos=$1
     start_broker_a "$qos"
@@ -360,6 +403,7 @@ for ((run = 1; run <= RUNS; run++)); do
             mosquitto-bridge) run_bridge "$qos" ;;
             direct) for generator in $GENERATORS; do run_load direct "$qos" "$generator" "$port_b"; done ;;
             relay) run_relay "$qos" ;;
+            mosquitto-middle) run_middle "$qos" ;;
             *) echo "unknown path '$path'" >&2; exit 2 ;;
             esac
         done

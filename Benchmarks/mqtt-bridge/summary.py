@@ -25,13 +25,18 @@ print(f"generator load: load.py --client {client}, QoS 1 publisher window {windo
 print("generator flood: flood.py, raw publisher flooding broker A (TCP_NODELAY, no window), mosquitto_sub on B.")
 print(f"switchyard: MQTT 5 links, b.inflight {inflight}, b.max_pending {pending}, route queue {queue}.")
 print("mosquitto-bridge: 'connection' in broker A, MQTT 3.1.1, topic bench/# out QOS.")
+print("mosquitto-middle (when run): a third Mosquitto, bridged in from A and out to B; its CPU in the router column.")
 print("Both brokers: max_queued_messages 0, max_inflight_messages 0.\n")
+
+
+# Paths with a process of their own between the brokers (its CPU is the router column).
+OUTSIDE = ("switchyard", "relay", "mosquitto-middle")
 
 
 def cpu_per_message_us(row):
     cpu = row.get("cpu_s", {})
     total = cpu.get("broker_a", 0) + cpu.get("broker_b", 0)
-    if row["path"] in ("switchyard", "relay"):
+    if row["path"] in OUTSIDE:
         total += cpu.get("router", 0)
     return total / carried * 1e6
 
@@ -61,14 +66,14 @@ for row in rows:
         continue
     by[key] = dict(r, cpu_us=cpu_per_message_us(row))
     cpu = row.get("cpu_s", {})
-    router = f"{cpu['router']:>6.2f}" if row["path"] in ("switchyard", "relay") else f"{'-':>6}"
+    router = f"{cpu['router']:>6.2f}" if row["path"] in OUTSIDE else f"{'-':>6}"
     print(
         f"{lead} {r['msgs_per_s']:>9.1f} {r['p50_ms']:>9.3f} {r['p99_ms']:>9.3f} {r['lost']:>6} {r['duplicates']:>4}"
         f"  {cpu.get('broker_a', 0):>8.2f} {cpu.get('broker_b', 0):>5.2f} {router} {by[key]['cpu_us']:>7.2f}"
         + (
             f"  {cpu.get('router_reads', 0) * 1000 / carried:>27.0f} {cpu.get('router_writes', 0) * 1000 / carried:>6.0f}"
             f" {cpu.get('router_switches', 0) * 1000 / carried:>8.0f}"
-            if row["path"] in ("switchyard", "relay")
+            if row["path"] in OUTSIDE
             else f"  {'':>27} {'':>6} {'':>8}"
         )
         + f"  {vcpu(row):>9}"
@@ -87,6 +92,7 @@ for run, generator, qos in sorted({(k[0], k[1], k[3]) for k in by}):
     s = by.get((run, generator, "switchyard", qos))
     m = by.get((run, generator, "mosquitto-bridge", qos))
     relay = by.get((run, generator, "relay", qos))
+    middle = by.get((run, generator, "mosquitto-middle", qos))
     parts = []
     for name, value in (
         ("throughput/bridge", ratio(s, m, "msgs_per_s")),
@@ -94,6 +100,10 @@ for run, generator, qos in sorted({(k[0], k[1], k[3]) for k in by}):
         ("p99/bridge", ratio(s, m, "p99_ms")),
         ("cpu_per_msg/bridge", ratio(s, m, "cpu_us")),
         ("throughput/relay", ratio(s, relay, "msgs_per_s")),
+        ("throughput/middle", ratio(s, middle, "msgs_per_s")),
+        ("cpu_per_msg/middle", ratio(s, middle, "cpu_us")),
+        ("middle: throughput/bridge", ratio(middle, m, "msgs_per_s")),
+        ("middle: cpu_per_msg/bridge", ratio(middle, m, "cpu_us")),
     ):
         if value is None:
             continue
@@ -122,4 +132,4 @@ for (generator, qos, name), values in sorted(ratios.items()):
         op, bound = target
         met = median >= bound if op == ">=" else median <= bound
         verdict = f"  (target {op} {bound}x: {'met' if met else 'NOT met'})"
-    print(f"  {generator:<5} QoS {qos} {name:<19} {median:.3f}x  [{', '.join(f'{v:.3f}' for v in values)}]{verdict}")
+    print(f"  {generator:<5} QoS {qos} {name:<26} {median:.3f}x  [{', '.join(f'{v:.3f}' for v in values)}]{verdict}")
