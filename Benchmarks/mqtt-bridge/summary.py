@@ -102,6 +102,8 @@ for run, generator, qos in sorted({(k[0], k[1], k[3]) for k in by}):
         ("throughput/relay", ratio(s, relay, "msgs_per_s")),
         ("throughput/middle", ratio(s, middle, "msgs_per_s")),
         ("cpu_per_msg/middle", ratio(s, middle, "cpu_us")),
+        ("p50/middle", ratio(s, middle, "p50_ms")),
+        ("middle: p50/bridge", ratio(middle, m, "p50_ms")),
         ("middle: throughput/bridge", ratio(middle, m, "msgs_per_s")),
         ("middle: cpu_per_msg/bridge", ratio(middle, m, "cpu_us")),
     ):
