@@ -13,6 +13,17 @@ final class Handoff<Element: Sendable>: Sendable {
         }
     }
 
+    /// Adds an item behind others still waiting; false, with nothing added, when none waits:
+    /// a caller on the loop itself then handles the item at once, still in order (everything
+    /// added before it has been taken).
+    func addBehindWaiting(_ item: Element) -> Bool {
+        items.withLock { items in
+            guard !items.isEmpty else { return false }
+            items.append(item)
+            return true
+        }
+    }
+
     /// Everything added since the last call, in order, swapped into `taken` (which must be
     /// empty): the caller empties it with `removeAll(keepingCapacity: true)` once done, so the
     /// two arrays trade places and a steady stream allocates no array per batch.

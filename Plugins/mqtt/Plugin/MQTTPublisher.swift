@@ -55,9 +55,17 @@ final class MQTTPublisher: Sendable {
 
     /// Takes a publish from the router. Publishes are handed to the event loop in batches:
     /// only the first of a batch wakes it, so a stream does not cost a wake-up per message.
+    /// On the event loop itself (a route delivering inline from a link's read) a publish with
+    /// none waiting before it is taken at once, without a turn through the loop's task queue.
     func publish(_ publish: MQTTPublish, delivery: Delivery) {
         outstanding.add(1, ordering: .relaxed)
-        if inbox.add((publish, delivery)) { link.eventLoop.execute { self.takeInbox() } }
+        if link.eventLoop.inEventLoop {
+            guard !inbox.addBehindWaiting((publish, delivery)) else { return }
+            take(publish, delivery: delivery)
+            sendPending()
+        } else if inbox.add((publish, delivery)) {
+            link.eventLoop.execute { self.takeInbox() }
+        }
     }
 
     // MARK: Event loop

@@ -4,7 +4,7 @@ internal import Logging
 public import SwitchyardConfig
 public import SwitchyardCore
 public import SwitchyardRuntime
-public import SwitchyardSpool
+internal import SwitchyardSpool
 public import SwitchyardStore
 
 /// A router's iiideas: their switches, "run now", their service pieces, their run feed and
