@@ -55,11 +55,13 @@ final class MQTTPublisher: Sendable {
 
     /// Takes a publish from the router. Publishes are handed to the event loop in batches:
     /// only the first of a batch wakes it, so a stream does not cost a wake-up per message.
-    /// On the event loop itself (a route delivering inline from a link's read) a publish with
-    /// none waiting before it is taken at once, without a turn through the loop's task queue.
+    /// On the event loop itself (a route delivering inline from a link's read) a QoS 0 publish
+    /// with none waiting before it is written at once, without a turn through the loop's task
+    /// queue. QoS ≥ 1 publishes keep the batch: the window sends them once per turn, and taking
+    /// them one by one measured no better (Benchmarks/RESULTS.md, tenth session).
     func publish(_ publish: MQTTPublish, delivery: Delivery) {
         outstanding.add(1, ordering: .relaxed)
-        if link.eventLoop.inEventLoop {
+        if publish.qos == .atMostOnce, link.eventLoop.inEventLoop {
             guard !inbox.addBehindWaiting((publish, delivery)) else { return }
             take(publish, delivery: delivery)
             sendPending()
