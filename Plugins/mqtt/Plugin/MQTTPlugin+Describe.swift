@@ -18,8 +18,9 @@ extension MQTTPlugin {
             return plain
         }
         var description = InstanceDescription(ports: ports)
-        // A publish is handed to the link's event loop through a lock-free inbox and never
-        // waits (MQTTPublisher.publish): the router may deliver on the thread that emitted.
+        // A publish never waits (MQTTPublisher.publish): it is handed to the link's event loop
+        // through its inbox, or written at once on the loop itself (QoS 0): the router may
+        // deliver on the thread that emitted.
         description.deliversInline = ["publish"]
         let subscriptions = config["subscriptions"]?.arrayValue ?? []
         if let index = subscriptions.firstIndex(where: { ($0["qos"]?.intValue ?? 0) == 0 }) {
