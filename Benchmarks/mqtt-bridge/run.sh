@@ -374,15 +374,26 @@ remote_clientid bench-middle-out
 start_type automatic
 restart_timeout 1
 EOF
+    # What the brokers logged before (both logs are appended to).
+    local a_lines b_lines
+    a_lines=$(wc -l <"$tmp/broker-a.log") b_lines=$(wc -l <"$tmp/broker-b.log")
     "$MOSQUITTO" -c "$tmp/broker-middle.conf" >>"$tmp/broker-middle.log" 2>&1 &
     middle_pid=$!
     wait_port "$port" "$middle_pid"
-    # Both bridges connected: A and B each see one more client.
+    # Both bridges connected: broker A and broker B each log the middle broker's client.
     for ((i = 0; i < 100; i++)); do
-        [[ $(ss -Htn state established "( dport = :$port_a or dport = :$port_b )" | wc -l) -ge 2 ]] && break
+        if tail -n +"$((a_lines + 1))" "$tmp/broker-a.log" | grep -q "as bench-middle-in " && tail -n +"$((b_lines + 1))" "$tmp/broker-b.log" | grep -q "as bench-middle-out "; then
+            break
+        fi
+        kill -0 "$middle_pid" 2>/dev/null || { cat "$tmp/broker-middle.log" >&2; echo "the middle broker exited" >&2; return 1; }
         sleep 0.1
     done
-    sleep 0.5  # the in-bridge's SUBSCRIBE reaches A
+    if ((i == 100)); then
+        cat "$tmp/broker-middle.log" >&2
+        echo "the middle broker's bridges did not connect to both brokers within 10 s" >&2
+        return 1
+    fi
+    sleep 0.5  # the in-bridge's SUBSCRIBE reaches A (not logged at this log level); load.py's warm-up covers the rest
     for generator in $GENERATORS; do router_pid=$middle_pid run_load mosquitto-middle "$qos" "$generator"; done
     stop_pid "$middle_pid" 3
     middle_pid=""

@@ -5,7 +5,7 @@ Arguments: RESULTS.jsonl COUNT SIZE WARMUP CLIENT WINDOW INFLIGHT MAX_PENDING QU
 passes them). Each line of RESULTS.jsonl is one load run: {"run", "generator", "path",
 "result" (load.py's or flood.py's JSON line), "cpu_s" ({"broker_a", "broker_b", "router"})}.
 
-CPU per message = CPU seconds of broker A + broker B (+ the router or relay.py on those paths)
+CPU per message = CPU seconds of broker A + broker B (+ the router, relay.py or the middle Mosquitto on those paths)
 over the load run, divided by the messages it carried (measured + warm-up; the probe's few are
 left out).
 """
@@ -26,7 +26,7 @@ print("generator flood: flood.py, raw publisher flooding broker A (TCP_NODELAY, 
 print(f"switchyard: MQTT 5 links, b.inflight {inflight}, b.max_pending {pending}, route queue {queue}.")
 print("mosquitto-bridge: 'connection' in broker A, MQTT 3.1.1, topic bench/# out QOS.")
 print("mosquitto-middle (when run): a third Mosquitto, bridged in from A and out to B; its CPU in the router column.")
-print("Both brokers: max_queued_messages 0, max_inflight_messages 0.\n")
+print("Every broker: max_queued_messages 0, max_inflight_messages 0.\n")
 
 
 # Paths with a process of their own between the brokers (its CPU is the router column).

@@ -4,8 +4,9 @@ import Testing
 
 @testable import SwitchyardRuntime
 
-/// The event a reload waits on for a removed instance's last acknowledgement, instead of
-/// polling the in-flight count.
+/// The event a thread waits on for a count kept elsewhere, instead of polling it: here a reload
+/// waiting for a removed instance's last acknowledgement (a drain and a full sink's route wait
+/// the same way).
 struct WakeSignalTests {
     @Test func aWaiterWakesWhenTheLastDeliveryIsAcknowledged() {
         let signal = WakeSignal()

@@ -13,9 +13,10 @@ final class Handoff<Element: Sendable>: Sendable {
         }
     }
 
-    /// Adds an item behind others still waiting; false, with nothing added, when none waits:
-    /// a caller on the loop itself then handles the item at once, still in order (everything
-    /// added before it has been taken).
+    /// Adds an item behind others still waiting; false, with nothing added, when none waits.
+    /// Everything added before it has then been taken, though not necessarily handled yet: a
+    /// caller on the loop handles the item at once only when no taken batch is still being
+    /// worked through (MQTTPublisher checks its batch).
     func addBehindWaiting(_ item: Element) -> Bool {
         items.withLock { items in
             guard !items.isEmpty else { return false }

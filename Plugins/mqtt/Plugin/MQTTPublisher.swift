@@ -61,7 +61,9 @@ final class MQTTPublisher: Sendable {
     /// them one by one measured no better (Benchmarks/RESULTS.md, tenth session).
     func publish(_ publish: MQTTPublish, delivery: Delivery) {
         outstanding.add(1, ordering: .relaxed)
-        if publish.qos == .atMostOnce, link.eventLoop.inEventLoop {
+        if publish.qos == .atMostOnce, link.eventLoop.inEventLoop, state.value.inboxBatch.isEmpty {
+            // With a batch in hand (an ack made during `takeInbox` led the router back here),
+            // the rest of that batch goes first: this one takes the inbox.
             guard !inbox.addBehindWaiting((publish, delivery)) else { return }
             take(publish, delivery: delivery)
             sendPending()
