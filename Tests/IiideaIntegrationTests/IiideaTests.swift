@@ -31,6 +31,19 @@ struct IiideaTests {
         ((try? runs(id, admin: admin, in: sandbox)) ?? []).filter { $0["ended_piece"] != nil }
     }
 
+    /// Waits (saying `what`) until the ended runs of `id` satisfy `done`; those runs.
+    private static func waitForEndedRuns(
+        _ id: String, _ what: String, of router: RouterProcess, admin: String, in sandbox: Sandbox,
+        sourceLocation: SourceLocation = #_sourceLocation, until done: ([[String: Any]]) -> Bool
+    ) async -> [[String: Any]] {
+        var ended: [[String: Any]] = []
+        await router.waitUntil(what, sourceLocation: sourceLocation) {
+            ended = endedRuns(id, admin: admin, in: sandbox)
+            return done(ended)
+        }
+        return ended
+    }
+
     @Test func aChainRunsEndToEndAndIsRecorded() async throws {
         let sandbox = try Sandbox()
         try sandbox.installPlugin("core")
@@ -49,10 +62,8 @@ struct IiideaTests {
         )
         let (router, admin) = try await Self.start(sandbox)
         await router.waitUntil("two actions written") { sandbox.lines(of: "out.jsonl").count >= 2 }
-        var finished: [[String: Any]] = []
-        await router.waitUntil("two runs recorded as ended") {
-            finished = Self.endedRuns("tick-note", admin: admin, in: sandbox)
-            return finished.count == 2
+        let finished = await Self.waitForEndedRuns("tick-note", "two runs recorded as ended", of: router, admin: admin, in: sandbox) {
+            $0.count == 2
         }
         let written = try sandbox.jsonLines(of: "out.jsonl")
         #expect(written.compactMap { ($0["body"] as? [String: Any])?["text"] as? String } == ["tick 2", "tick 3"])
@@ -86,11 +97,7 @@ struct IiideaTests {
             """
         )
         let (router, admin) = try await Self.start(sandbox)
-        var runs: [[String: Any]] = []
-        await router.waitUntil("the failed run") {
-            runs = Self.endedRuns("unreachable", admin: admin, in: sandbox)
-            return !runs.isEmpty
-        }
+        let runs = await Self.waitForEndedRuns("unreachable", "the failed run", of: router, admin: admin, in: sandbox) { !$0.isEmpty }
         #expect(runs.first?["ended_piece"] as? String == "service")
         #expect((runs.first?["error"] as? String)?.contains("127.0.0.1:1") == true, "\(runs)")
         #expect(sandbox.lines(of: "out.jsonl").isEmpty)
@@ -120,11 +127,7 @@ struct IiideaTests {
             """
         )
         let (router, admin) = try await Self.start(sandbox)
-        var finished: [[String: Any]] = []
-        await router.waitUntil("three runs ended") {
-            finished = Self.endedRuns("squares", admin: admin, in: sandbox)
-            return finished.count == 3
-        }
+        let finished = await Self.waitForEndedRuns("squares", "three runs ended", of: router, admin: admin, in: sandbox) { $0.count == 3 }
         let written = try sandbox.jsonLines(of: "out.jsonl").compactMap { $0["body"] as? [String: Any] }
         #expect(written.map { $0["square"] as? Int } == [1, 9])
         #expect(written.map { $0["total"] as? Int } == [1, 10])
@@ -224,11 +227,7 @@ struct IiideaTests {
             extraInstance: "extra: { plugin: core, file: { path: \"\(sandbox.path("extra.jsonl"))\" } }")
         let reload = try RouterProcess.runToExit(["reload", "--admin", admin], in: sandbox.root)
         #expect(reload.status == 0, "\(reload.output)\n\(reload.errors)")
-        var ended: [[String: Any]] = []
-        await router.waitUntil("the first run ended") {
-            ended = Self.endedRuns("soon", admin: admin, in: sandbox)
-            return !ended.isEmpty
-        }
+        let ended = await Self.waitForEndedRuns("soon", "the first run ended", of: router, admin: admin, in: sandbox) { !$0.isEmpty }
         #expect(ended.last?["ended_piece"] as? String == "action", "\(ended)")
         #expect(ended.last?["error"] == nil, "\(ended)")
         // Runs still queue behind 1.5 s delays: no drain to wait for here.
@@ -331,11 +330,8 @@ struct IiideaTests {
             """
         )
         let (router, admin) = try await Self.start(sandbox)
-        var failed: [[String: Any]] = []
-        await router.waitUntil("two doubled outputs and two failed runs") {
-            failed = Self.endedRuns("broken", admin: admin, in: sandbox)
-            return sandbox.lines(of: "out.jsonl").count == 2 && failed.count == 2
-        }
+        let failed = await Self.waitForEndedRuns("broken", "two doubled outputs and two failed runs", of: router, admin: admin, in: sandbox)
+        { sandbox.lines(of: "out.jsonl").count == 2 && $0.count == 2 }
         #expect(sandbox.lines(of: "out.jsonl") == [#"{"doubled":2}"#, #"{"doubled":4}"#])
         #expect(failed.allSatisfy { $0["ended_piece"] as? String == "service" && $0["error"] as? String == "the far side said no" })
         #expect(router.stop() == 0)
@@ -375,11 +371,7 @@ struct IiideaTests {
         try broker.publish(topic: "push/a", message: #"{"notification_id":"note","data":{"count":42}}"#, qos: 1)
         await router.waitUntil("the remote run's action") { !sandbox.lines(of: "out.jsonl").isEmpty }
         #expect(sandbox.lines(of: "out.jsonl") == [#"{"text":"remote 42"}"#])
-        var runs: [[String: Any]] = []
-        await router.waitUntil("the run recorded") {
-            runs = Self.endedRuns("note", admin: admin, in: sandbox)
-            return runs.count == 1
-        }
+        _ = await Self.waitForEndedRuns("note", "the run recorded", of: router, admin: admin, in: sandbox) { $0.count == 1 }
         #expect(router.stop() == 0)
     }
 
