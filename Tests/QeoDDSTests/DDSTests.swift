@@ -70,11 +70,14 @@ struct DDSTests {
         #expect(try JSONValue(parsing: bytes) == value)
     }
 
-    /// The environment for DDS on loopback only (Cyclone 0.10 needs multicast forced on `lo`).
+    /// The environment for DDS on loopback only (Cyclone 0.10 needs multicast forced on `lo`),
+    /// with a domain gain of 100 instead of 250: the test domains (128–160) then use ports
+    /// 20,200–23,450, below the kernel's ephemeral range (32,768–60,999), where a UDP socket
+    /// another test opened took domain 131's data port once ("failed to bind … address in use").
     /// A domain of these tests' own, so other DDS tests running at the same time are not heard.
     static let domain: UInt32 = 131
     static let loopback =
-        #"<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo" multicast="true"/></Interfaces></General></Domain></CycloneDDS>"#
+        #"<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo" multicast="true"/></Interfaces></General><Discovery><Ports><DomainGain>100</DomainGain></Ports></Discovery></Domain></CycloneDDS>"#
 
     static func peer(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
         let process = Process()

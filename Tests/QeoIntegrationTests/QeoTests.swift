@@ -10,8 +10,9 @@ import Testing
 struct QeoTests {
     static let qdm = BuildProducts.packageRoot.appendingPathComponent("Tests/QeoQDMTests/QDM")
     static let peerScript = BuildProducts.packageRoot.appendingPathComponent("Tests/QeoDDSTests/qeo_peer.py")
+    /// DDS on loopback only, its ports below the ephemeral range (see `DDSTests.loopback`).
     static let loopback =
-        #"<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo" multicast="true"/></Interfaces></General></Domain></CycloneDDS>"#
+        #"<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo" multicast="true"/></Interfaces></General><Discovery><Ports><DomainGain>100</DomainGain></Ports></Discovery></Domain></CycloneDDS>"#
 
     /// A Python peer; its standard output is collected, its standard input kept open.
     final class Peer {
