@@ -1,4 +1,4 @@
-public import SwitchyardCore
+import SwitchyardCore
 
 /// The `tls:` section plugins share: a CA to verify the far end with, an own certificate and
 /// key (both or neither), the name to expect, and whether to verify at all.

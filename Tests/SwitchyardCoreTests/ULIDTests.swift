@@ -69,6 +69,22 @@ private func millis(of ulid: String) -> UInt64? {
         #expect(Set(ids).count == ids.count)
     }
 
+    @Test func entropyPoolRefillsWithFreshWordsWhenSpent() {
+        var pool = EntropyPool()
+        // Three pools' worth: the words of every refill are new, not the first fill again.
+        let words = (0..<(3 * EntropyPool.capacity)).map { _ in pool.next() }
+        #expect(Set(words).count == words.count)
+        #expect(Set(words[0..<EntropyPool.capacity]).isDisjoint(with: words[EntropyPool.capacity...]))
+    }
+
+    @Test func idsOfSuccessiveMillisecondsDrawNewRandomParts() throws {
+        // A new millisecond takes new random bits from the pool (not the last id's plus one).
+        let first = ULID.next(unixNanos: 4_000_000_000_000_000)
+        let second = ULID.next(unixNanos: 4_000_000_001_000_000)
+        #expect(first.prefix(10) != second.prefix(10))
+        #expect(first.dropFirst(10) != second.dropFirst(10))
+    }
+
     @Test func monotonicNanosDoesNotGoBack() {
         let first = Clock.monotonicNanos()
         let second = Clock.monotonicNanos()

@@ -46,6 +46,7 @@ public enum ULID {
         var millis: UInt64 = 0
         var high: UInt16 = 0
         var low: UInt64 = 0
+        var entropy = EntropyPool()
     }
 
     private static let state = Mutex(State())
@@ -62,11 +63,10 @@ public enum ULID {
         // last id's time, so ids stay in creation order.
         let (idMillis, high, low) = state.withLock { state -> (UInt64, UInt16, UInt64) in
             if millis > state.millis {
-                var generator = SystemRandomNumberGenerator()
                 state.millis = millis
-                state.high = UInt16.random(in: 0...UInt16.max, using: &generator)
+                state.high = UInt16(truncatingIfNeeded: state.entropy.next())
                 // Leave headroom so increments within one millisecond do not overflow.
-                state.low = UInt64.random(in: 0...(UInt64.max >> 1), using: &generator)
+                state.low = state.entropy.next() >> 1
             } else {
                 state.low &+= 1
                 if state.low == 0 { state.high &+= 1 }
@@ -86,5 +86,36 @@ public enum ULID {
             }
             return 26
         }
+    }
+}
+
+/// Random words from the kernel's generator, drawn 256 bytes at a time.
+///
+/// A source emitting a few thousand envelopes a second starts a new millisecond with nearly
+/// every one, and `SystemRandomNumberGenerator` makes one `getrandom` system call per word: two
+/// per envelope, measured in a paced MQTT bridge. One `getentropy` call fills 32 words, so the
+/// ids keep the kernel's randomness at a sixteenth of the calls.
+struct EntropyPool {
+    /// `getentropy` refuses more than 256 bytes a call.
+    static let capacity = 32
+    private var words = [UInt64](repeating: 0, count: capacity)
+    private var used = capacity
+
+    /// The next random word, refilling the pool from the kernel when it is spent.
+    mutating func next() -> UInt64 {
+        if used == Self.capacity { refill() }
+        defer { used += 1 }
+        return words[used]
+    }
+
+    private mutating func refill() {
+        let filled = words.withUnsafeMutableBytes { getentropy($0.baseAddress, $0.count) } == 0
+        if !filled {
+            // getentropy fails only where getrandom is missing (kernels before 3.17); the
+            // standard library's generator has its own fallback there.
+            var generator = SystemRandomNumberGenerator()
+            for index in words.indices { words[index] = generator.next() }
+        }
+        used = 0
     }
 }
