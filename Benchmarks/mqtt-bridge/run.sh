@@ -144,17 +144,31 @@ free_port() {
     "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
-wait_port() {  # wait_port PORT PID: until something listens on 127.0.0.1:PORT (10 s)
-    local port=$1 pid=$2 i
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$pid" 2>/dev/null || { echo "process $pid exited before listening on $port" >&2; return 1; }
-        if "$PYTHON" -c "import socket,sys; s=socket.socket(); s.settimeout(0.2); sys.exit(s.connect_ex(('127.0.0.1', $port)))" 2>/dev/null; then
-            return 0
+wait_until() {  # wait_until SECONDS PID LOG WHAT COMMAND…: until COMMAND succeeds (0.1 s steps)
+    # Fails, showing LOG (unless empty) and saying WHAT was awaited, when PID exits or time is up.
+    local seconds=$1 pid=$2 show=$3 what=$4 i
+    shift 4
+    for ((i = 0; i < seconds * 10; i++)); do
+        "$@" && return 0
+        if ! kill -0 "$pid" 2>/dev/null; then
+            [[ -z $show ]] || cat "$show" >&2
+            echo "process $pid exited while waiting for $what" >&2
+            return 1
         fi
         sleep 0.1
     done
-    echo "nothing listens on 127.0.0.1:$port" >&2
+    "$@" && return 0
+    [[ -z $show ]] || cat "$show" >&2
+    echo "no $what within $seconds s" >&2
     return 1
+}
+
+port_open() {  # port_open PORT: whether something listens on 127.0.0.1:PORT
+    "$PYTHON" -c "import socket,sys; s=socket.socket(); s.settimeout(0.2); sys.exit(s.connect_ex(('127.0.0.1', $1)))" 2>/dev/null
+}
+
+wait_port() {  # wait_port PORT PID: until something listens on 127.0.0.1:PORT (10 s)
+    wait_until 10 "$2" "" "a listener on 127.0.0.1:$1" port_open "$1"
 }
 
 port_a=$(free_port)
@@ -279,8 +293,17 @@ stop_perf() {
     perf_pid=""
 }
 
+router_connected() {  # router_connected LOG: the router logged its connections to both brokers
+    grep -q "connected to 127.0.0.1:$port_a" "$1" && grep -q "connected to 127.0.0.1:$port_b" "$1"
+}
+
+middle_bridged() {  # middle_bridged A_LINES B_LINES: brokers A and B logged the middle broker's clients after those lines
+    tail -n +"$(($1 + 1))" "$tmp/broker-a.log" | grep -q "as bench-middle-in " \
+        && tail -n +"$(($2 + 1))" "$tmp/broker-b.log" | grep -q "as bench-middle-out "
+}
+
 run_switchyard() {  # run_switchyard QOS
-    local qos=$1 routes="$tmp/switchyard-qos$qos.yaml" rlog="$tmp/switchyard-qos$qos.log" i
+    local qos=$1 routes="$tmp/switchyard-qos$qos.yaml" rlog="$tmp/switchyard-qos$qos.log"
     start_broker_a
     local queue_line=""
     [[ -z $SY_QUEUE ]] || queue_line="    queue: { size: $SY_QUEUE, on_full: block }"
@@ -310,16 +333,7 @@ EOF
         || { cat "$tmp/validate-qos$qos.log" >&2; return 1; }
     alloc_wrap "$router_bin" run "$routes" --log-level info >"$rlog" 2>&1 &
     router_pid=$!
-    for ((i = 0; i < 200; i++)); do
-        if grep -q "connected to 127.0.0.1:$port_a" "$rlog" && grep -q "connected to 127.0.0.1:$port_b" "$rlog"; then break; fi
-        kill -0 "$router_pid" 2>/dev/null || { cat "$rlog" >&2; echo "the router exited" >&2; return 1; }
-        sleep 0.1
-    done
-    if ! grep -q "connected to 127.0.0.1:$port_a" "$rlog" || ! grep -q "connected to 127.0.0.1:$port_b" "$rlog"; then
-        cat "$rlog" >&2
-        echo "the router did not connect to both brokers within 20 s" >&2
-        return 1
-    fi
+    wait_until 20 "$router_pid" "$rlog" "the router's connections to both brokers" router_connected "$rlog" || return 1
     for generator in $GENERATORS; do
         alloc_mark "$router_pid"
         run_load switchyard "$qos" "$generator"
@@ -350,7 +364,7 @@ run_relay() {  # run_relay QOS: relay.py between the plain brokers (QoS 0 only)
 }
 
 run_middle() {  # run_middle QOS: a third Mosquitto bridging A in and B out (its CPU in the router column)
-    local qos=$1 port i
+    local qos=$1 port
     start_broker_a
     port=$(free_port)
     broker_conf "$port" "$tmp/broker-middle.conf"
@@ -381,18 +395,8 @@ EOF
     middle_pid=$!
     wait_port "$port" "$middle_pid"
     # Both bridges connected: broker A and broker B each log the middle broker's client.
-    for ((i = 0; i < 100; i++)); do
-        if tail -n +"$((a_lines + 1))" "$tmp/broker-a.log" | grep -q "as bench-middle-in " && tail -n +"$((b_lines + 1))" "$tmp/broker-b.log" | grep -q "as bench-middle-out "; then
-            break
-        fi
-        kill -0 "$middle_pid" 2>/dev/null || { cat "$tmp/broker-middle.log" >&2; echo "the middle broker exited" >&2; return 1; }
-        sleep 0.1
-    done
-    if ((i == 100)); then
-        cat "$tmp/broker-middle.log" >&2
-        echo "the middle broker's bridges did not connect to both brokers within 10 s" >&2
-        return 1
-    fi
+    wait_until 10 "$middle_pid" "$tmp/broker-middle.log" "the middle broker's bridges to both brokers" \
+        middle_bridged "$a_lines" "$b_lines" || return 1
     sleep 0.5  # the in-bridge's SUBSCRIBE reaches A (not logged at this log level); load.py's warm-up covers the rest
     for generator in $GENERATORS; do router_pid=$middle_pid run_load mosquitto-middle "$qos" "$generator"; done
     stop_pid "$middle_pid" 3
