@@ -1,11 +1,12 @@
 # Sourced by benchmark scripts: what a process has used so far, read from /proc.
 
-cpu_ticks() {  # cpu_ticks PID: user + system clock ticks the process has used so far (0 if none)
+cpu_ticks() {  # cpu_ticks PID [user]: user + system clock ticks the process has used so far (0 if none); user ones only with "user"
     local pid=$1 stat
     [[ -n $pid ]] && stat=$(cat "/proc/$pid/stat" 2>/dev/null) || { echo 0; return; }
     stat=${stat##*) }  # the fields after the command name, which may hold spaces
     read -r -a fields <<<"$stat"
-    echo $((fields[11] + fields[12]))  # utime and stime (fields 14 and 15 of proc(5))
+    # utime and stime (fields 14 and 15 of proc(5))
+    if [[ ${2:-} == user ]]; then echo "${fields[11]}"; else echo $((fields[11] + fields[12])); fi
 }
 
 syscalls() {  # syscalls PID: "READS WRITES SWITCHES" so far: read/write syscalls (/proc/PID/io) and context switches of all its threads

@@ -229,11 +229,12 @@ source "$here/../lib/proc.sh"
 
 run_load() {  # run_load PATH QOS GENERATOR [publisher port]
     local path=$1 qos=$2 generator=$3 pub_port=${4:-$port_a} line="" status=0
-    local out="$tmp/$generator-$path-qos$qos-run$run.json" before_a before_b before_router vcpu_before vcpu_after
+    local out="$tmp/$generator-$path-qos$qos-run$run.json" before_a before_b before_router before_router_user vcpu_before vcpu_after
     # The host's mode for the two vCPUs (Benchmarks/README.md, "The machine's two modes"), before and after.
     vcpu_before=$(vcpu_distance)
     start_perf "$path" "$qos" "$generator"
     before_a=$(cpu_ticks "$broker_a_pid") before_b=$(cpu_ticks "$broker_b_pid") before_router=$(cpu_ticks "$router_pid")
+    before_router_user=$(cpu_ticks "$router_pid" user)
     local before_calls after_calls
     read -r -a before_calls <<<"$(syscalls "$router_pid")"
     # In the background + wait, so that a signal to this script is handled at once.
@@ -255,10 +256,12 @@ run_load() {  # run_load PATH QOS GENERATOR [publisher port]
     hz=$(getconf CLK_TCK)
     read -r -a after_calls <<<"$(syscalls "$router_pid")"
     # The router's (or relay's) read and write syscalls and context switches: how well it batches.
-    cpu=$(printf '{"broker_a": %s, "broker_b": %s, "router": %s, "router_reads": %s, "router_writes": %s, "router_switches": %s}' \
+    # router_user: the part of the router's CPU in user space (the rest is the kernel's work for it).
+    cpu=$(printf '{"broker_a": %s, "broker_b": %s, "router": %s, "router_user": %s, "router_reads": %s, "router_writes": %s, "router_switches": %s}' \
         "$(((($(cpu_ticks "$broker_a_pid") - before_a) * 1000) / hz))e-3" \
         "$(((($(cpu_ticks "$broker_b_pid") - before_b) * 1000) / hz))e-3" \
         "$(((($(cpu_ticks "$router_pid") - before_router) * 1000) / hz))e-3" \
+        "$(((($(cpu_ticks "$router_pid" user) - before_router_user) * 1000) / hz))e-3" \
         "$((after_calls[0] - before_calls[0]))" "$((after_calls[1] - before_calls[1]))" "$((after_calls[2] - before_calls[2]))")
     stop_perf
     vcpu_after=$(vcpu_distance)

@@ -43,7 +43,7 @@ def cpu_per_message_us(row):
 
 header = (
     f"{'run':>3} {'gen':<5} {'path':<17} {'QoS':>3} {'msgs/s':>9} {'p50 ms':>9} {'p99 ms':>9} {'lost':>6} {'dup':>4}"
-    f"  {'CPU s: A':>8} {'B':>5} {'router':>6} {'us/msg':>7}  {'router per 1000 msgs: reads':>27} {'writes':>6} {'switches':>8}"
+    f"  {'CPU s: A':>8} {'B':>5} {'router':>6} {'user':>5} {'us/msg':>7}  {'router per 1000 msgs: reads':>27} {'writes':>6} {'switches':>8}"
     f"  {'vCPU ns':>9}"
 )
 
@@ -67,9 +67,15 @@ for row in rows:
     by[key] = dict(r, cpu_us=cpu_per_message_us(row))
     cpu = row.get("cpu_s", {})
     router = f"{cpu['router']:>6.2f}" if row["path"] in OUTSIDE else f"{'-':>6}"
+    # The router's share of its CPU spent in user space (older results have no router_user).
+    user = (
+        f"{cpu['router_user'] / cpu['router']:>5.0%}"
+        if row["path"] in OUTSIDE and "router_user" in cpu and cpu.get("router")
+        else f"{'-':>5}"
+    )
     print(
         f"{lead} {r['msgs_per_s']:>9.1f} {r['p50_ms']:>9.3f} {r['p99_ms']:>9.3f} {r['lost']:>6} {r['duplicates']:>4}"
-        f"  {cpu.get('broker_a', 0):>8.2f} {cpu.get('broker_b', 0):>5.2f} {router} {by[key]['cpu_us']:>7.2f}"
+        f"  {cpu.get('broker_a', 0):>8.2f} {cpu.get('broker_b', 0):>5.2f} {router} {user} {by[key]['cpu_us']:>7.2f}"
         + (
             f"  {cpu.get('router_reads', 0) * 1000 / carried:>27.0f} {cpu.get('router_writes', 0) * 1000 / carried:>6.0f}"
             f" {cpu.get('router_switches', 0) * 1000 / carried:>8.0f}"

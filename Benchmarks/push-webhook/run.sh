@@ -59,7 +59,9 @@ done
 bench_tmp push-webhook core push
 results="$tmp/results.jsonl"
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system CPU of PID, in clock ticks
+# cpu_ticks PID: user + system CPU of PID so far, in clock ticks.
+# shellcheck source=../lib/proc.sh
+source "$here/../lib/proc.sh"
 
 measure() { # NAME URL RUN PID: warm-up, then the measured run; appends the measured run's JSON line
     wrk -t1 -c"$CONNECTIONS" -d"$WARMUP" -s "$here/post.lua" "$2" | tail -1 >"$tmp/$1-$3.warmup"
