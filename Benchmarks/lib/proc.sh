@@ -1,12 +1,12 @@
 # Sourced by benchmark scripts: what a process has used so far, read from /proc.
 
-cpu_ticks() {  # cpu_ticks PID [user]: user + system clock ticks the process has used so far (0 if none); user ones only with "user"
+cpu_ticks() {  # cpu_ticks PID [with-user]: user + system clock ticks the process has used so far (0 if none); with-user: "TOTAL USER" from one read
     local pid=$1 stat
-    [[ -n $pid ]] && stat=$(cat "/proc/$pid/stat" 2>/dev/null) || { echo 0; return; }
+    [[ -n $pid ]] && stat=$(cat "/proc/$pid/stat" 2>/dev/null) || { [[ ${2:-} == with-user ]] && echo "0 0" || echo 0; return; }
     stat=${stat##*) }  # the fields after the command name, which may hold spaces
     read -r -a fields <<<"$stat"
     # utime and stime (fields 14 and 15 of proc(5))
-    if [[ ${2:-} == user ]]; then echo "${fields[11]}"; else echo $((fields[11] + fields[12])); fi
+    if [[ ${2:-} == with-user ]]; then echo "$((fields[11] + fields[12])) ${fields[11]}"; else echo $((fields[11] + fields[12])); fi
 }
 
 syscalls() {  # syscalls PID: "READS WRITES SWITCHES" so far: read/write syscalls (/proc/PID/io) and context switches of all its threads

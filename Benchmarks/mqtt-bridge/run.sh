@@ -233,8 +233,8 @@ run_load() {  # run_load PATH QOS GENERATOR [publisher port]
     # The host's mode for the two vCPUs (Benchmarks/README.md, "The machine's two modes"), before and after.
     vcpu_before=$(vcpu_distance)
     start_perf "$path" "$qos" "$generator"
-    before_a=$(cpu_ticks "$broker_a_pid") before_b=$(cpu_ticks "$broker_b_pid") before_router=$(cpu_ticks "$router_pid")
-    before_router_user=$(cpu_ticks "$router_pid" user)
+    before_a=$(cpu_ticks "$broker_a_pid") before_b=$(cpu_ticks "$broker_b_pid")
+    read -r before_router before_router_user <<<"$(cpu_ticks "$router_pid" with-user)"
     local before_calls after_calls
     read -r -a before_calls <<<"$(syscalls "$router_pid")"
     # In the background + wait, so that a signal to this script is handled at once.
@@ -252,16 +252,17 @@ run_load() {  # run_load PATH QOS GENERATOR [publisher port]
     load_pid=""
     [[ $status -eq 0 ]] && line=$(tail -1 "$out")
     # CPU seconds each process spent during the load run (the whole run, probe and warm-up too).
-    local hz cpu
+    local hz cpu after_router after_router_user
     hz=$(getconf CLK_TCK)
+    read -r after_router after_router_user <<<"$(cpu_ticks "$router_pid" with-user)"
     read -r -a after_calls <<<"$(syscalls "$router_pid")"
     # The router's (or relay's) read and write syscalls and context switches: how well it batches.
     # router_user: the part of the router's CPU in user space (the rest is the kernel's work for it).
     cpu=$(printf '{"broker_a": %s, "broker_b": %s, "router": %s, "router_user": %s, "router_reads": %s, "router_writes": %s, "router_switches": %s}' \
         "$(((($(cpu_ticks "$broker_a_pid") - before_a) * 1000) / hz))e-3" \
         "$(((($(cpu_ticks "$broker_b_pid") - before_b) * 1000) / hz))e-3" \
-        "$(((($(cpu_ticks "$router_pid") - before_router) * 1000) / hz))e-3" \
-        "$(((($(cpu_ticks "$router_pid" user) - before_router_user) * 1000) / hz))e-3" \
+        "$((((after_router - before_router) * 1000) / hz))e-3" \
+        "$((((after_router_user - before_router_user) * 1000) / hz))e-3" \
         "$((after_calls[0] - before_calls[0]))" "$((after_calls[1] - before_calls[1]))" "$((after_calls[2] - before_calls[2]))")
     stop_perf
     vcpu_after=$(vcpu_distance)
@@ -301,8 +302,9 @@ router_connected() {  # router_connected LOG: the router logged its connections 
 }
 
 middle_bridged() {  # middle_bridged A_LINES B_LINES: brokers A and B logged the middle broker's clients after those lines
-    tail -n +"$(($1 + 1))" "$tmp/broker-a.log" | grep -q "as bench-middle-in " \
-        && tail -n +"$(($2 + 1))" "$tmp/broker-b.log" | grep -q "as bench-middle-out "
+    # Not `tail | grep -q`: with pipefail, tail's SIGPIPE after an early match would read as a miss.
+    grep -q "as bench-middle-in " < <(tail -n +"$(($1 + 1))" "$tmp/broker-a.log") \
+        && grep -q "as bench-middle-out " < <(tail -n +"$(($2 + 1))" "$tmp/broker-b.log")
 }
 
 run_switchyard() {  # run_switchyard QOS
@@ -347,7 +349,7 @@ EOF
 }
 
 run_relay() {  # run_relay QOS: relay.py between the plain brokers (QoS 0 only)
-    local qos=$1 i
+    local qos=$1
     if [[ $qos != 0 ]]; then
         log "relay: QoS 0 only (it forwards PUBLISH packets verbatim, without packet ids); skipped at QoS $qos"
         return 0
@@ -355,11 +357,7 @@ run_relay() {  # run_relay QOS: relay.py between the plain brokers (QoS 0 only)
     start_broker_a
     "$PYTHON" "$here/relay.py" --from-port "$port_a" --to-port "$port_b" >"$tmp/relay.log" 2>&1 &
     relay_pid=$!
-    for ((i = 0; i < 100; i++)); do
-        grep -q '^ready' "$tmp/relay.log" && break
-        kill -0 "$relay_pid" 2>/dev/null || { cat "$tmp/relay.log" >&2; echo "relay.py exited" >&2; return 1; }
-        sleep 0.1
-    done
+    wait_until 10 "$relay_pid" "$tmp/relay.log" "relay.py's connections to both brokers" grep -q '^ready' "$tmp/relay.log" || return 1
     # The relay's CPU is reported in the router column.
     for generator in $GENERATORS; do router_pid=$relay_pid run_load relay "$qos" "$generator"; done
     stop_pid "$relay_pid" 3

@@ -3,7 +3,9 @@
 
 Arguments: RESULTS.jsonl COUNT SIZE WARMUP CLIENT WINDOW INFLIGHT MAX_PENDING QUEUE (as run.sh
 passes them). Each line of RESULTS.jsonl is one load run: {"run", "generator", "path",
-"result" (load.py's or flood.py's JSON line), "cpu_s" ({"broker_a", "broker_b", "router"})}.
+"result" (load.py's or flood.py's JSON line), "cpu_s" ({"broker_a", "broker_b", "router", "router_user",
+"router_reads", "router_writes", "router_switches"})}. The `user %` column is router_user over router: the share of
+the router's CPU spent in user space.
 
 CPU per message = CPU seconds of broker A + broker B (+ the router, relay.py or the middle Mosquitto on those paths)
 over the load run, divided by the messages it carried (measured + warm-up; the probe's few are
@@ -43,7 +45,7 @@ def cpu_per_message_us(row):
 
 header = (
     f"{'run':>3} {'gen':<5} {'path':<17} {'QoS':>3} {'msgs/s':>9} {'p50 ms':>9} {'p99 ms':>9} {'lost':>6} {'dup':>4}"
-    f"  {'CPU s: A':>8} {'B':>5} {'router':>6} {'user':>5} {'us/msg':>7}  {'router per 1000 msgs: reads':>27} {'writes':>6} {'switches':>8}"
+    f"  {'CPU s: A':>8} {'B':>5} {'router':>6} {'user%':>5} {'us/msg':>7}  {'router per 1000 msgs: reads':>27} {'writes':>6} {'switches':>8}"
     f"  {'vCPU ns':>9}"
 )
 

@@ -27,7 +27,8 @@ import Testing
     }
 
     @Test func aScriptPiecesSourceIsEditedInAMultiLineCodeAreaAndReadBackAsText() throws {
-        let form = ConsoleForm(piece: "service", schema: try #require(BuiltinPieces.preferenceSchema(of: "script")))
+        let schema: JSONValue = try #require(BuiltinPieces.preferenceSchema(of: "script"))
+        let form = ConsoleForm(piece: "service", schema: schema)
         #expect(form.fields.first { $0.key == "source" }?.kind == .code)
         let view = form.view(values: ["source": "return envelope"])
         let fields = try #require(view["fields"] as? [[String: Any]])

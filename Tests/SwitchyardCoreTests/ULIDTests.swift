@@ -71,18 +71,25 @@ private func millis(of ulid: String) -> UInt64? {
 
     @Test func entropyPoolRefillsWithFreshWordsWhenSpent() {
         var pool = EntropyPool()
-        // Three pools' worth: the words of every refill are new, not the first fill again.
+        // Three pools' worth: a refill that handed out the first fill's words again, or words
+        // it never wrote, would repeat values.
         let words = (0..<(3 * EntropyPool.capacity)).map { _ in pool.next() }
         #expect(Set(words).count == words.count)
-        #expect(Set(words[0..<EntropyPool.capacity]).isDisjoint(with: words[EntropyPool.capacity...]))
     }
 
-    @Test func idsOfSuccessiveMillisecondsDrawNewRandomParts() throws {
-        // A new millisecond takes new random bits from the pool (not the last id's plus one).
-        let first = ULID.next(unixNanos: 4_000_000_000_000_000)
-        let second = ULID.next(unixNanos: 4_000_000_001_000_000)
-        #expect(first.prefix(10) != second.prefix(10))
-        #expect(first.dropFirst(10) != second.dropFirst(10))
+    @Test func aNewMillisecondDrawsNewRandomPartsAndTheSameOneCountsOn() {
+        // A state of its own: the process-wide one also serves the other tests' ids.
+        var state = ULID.State()
+        let first = state.advance(to: 1_000)
+        let again = state.advance(to: 1_000)
+        let late = state.advance(to: 999)  // another thread's older clock reading
+        let next = state.advance(to: 1_001)
+        #expect(again.millis == 1_000 && again.high == first.high && again.low == first.low + 1)
+        #expect(late.millis == 1_000 && late.low == first.low + 2)
+        #expect(next.millis == 1_001)
+        // New random bits, not the count going on (a 2^-63 chance of a false failure).
+        #expect(next.low != first.low + 3)
+        #expect(next.low <= UInt64.max >> 1, "the low part keeps its headroom for increments")
     }
 
     @Test func monotonicNanosDoesNotGoBack() {

@@ -6,7 +6,7 @@ import HummingbirdTLS
 import NIOCore
 import NIOPosix
 import NIOSSL
-public import QeoRealm
+import QeoRealm
 import SwitchyardConnectionGuard
 import SwitchyardPluginHTTP
 public import SwitchyardPluginKit

@@ -1,4 +1,4 @@
-public import SwitchyardPluginKit
+import SwitchyardPluginKit
 
 /// A qeo instance's `wake:` section: state topics whose changes wake their readers' apps.
 public struct WakeSettings: Decodable, Sendable {

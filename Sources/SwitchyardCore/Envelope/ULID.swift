@@ -42,11 +42,29 @@ public enum Clock {
 /// Monotonic ULIDs (https://github.com/ulid/spec): 48 bits of milliseconds, 80 random bits,
 /// incremented within one millisecond so ids from one process sort in creation order.
 public enum ULID {
-    private struct State {
+    /// The last id's parts, and where the next random parts come from.
+    struct State {
         var millis: UInt64 = 0
         var high: UInt16 = 0
         var low: UInt64 = 0
         var entropy = EntropyPool()
+
+        /// The parts of the id after the last one, for a clock reading of `millis`: new random
+        /// bits in a new millisecond, the last id plus one otherwise. A time older than the last
+        /// id's (another thread read the clock first) reuses the last id's time, so ids stay in
+        /// creation order.
+        mutating func advance(to millis: UInt64) -> (millis: UInt64, high: UInt16, low: UInt64) {
+            if millis > self.millis {
+                self.millis = millis
+                high = UInt16(truncatingIfNeeded: entropy.next())
+                // Leave headroom so increments within one millisecond do not overflow.
+                low = entropy.next() >> 1
+            } else {
+                low &+= 1
+                if low == 0 { high &+= 1 }
+            }
+            return (self.millis, high, low)
+        }
     }
 
     private static let state = Mutex(State())
@@ -59,21 +77,8 @@ public enum ULID {
     /// The next ULID for a time the caller already read (saves a clock read per envelope).
     public static func next(unixNanos: Int64) -> String {
         let millis = UInt64(max(0, unixNanos) / 1_000_000)
-        // A time older than the last id's (another thread read the clock first) reuses the
-        // last id's time, so ids stay in creation order.
-        let (idMillis, high, low) = state.withLock { state -> (UInt64, UInt16, UInt64) in
-            if millis > state.millis {
-                state.millis = millis
-                state.high = UInt16(truncatingIfNeeded: state.entropy.next())
-                // Leave headroom so increments within one millisecond do not overflow.
-                state.low = state.entropy.next() >> 1
-            } else {
-                state.low &+= 1
-                if state.low == 0 { state.high &+= 1 }
-            }
-            return (state.millis, state.high, state.low)
-        }
-        return encode(millis: idMillis, high: high, low: low)
+        let parts = state.withLock { $0.advance(to: millis) }
+        return encode(millis: parts.millis, high: parts.high, low: parts.low)
     }
 
     static func encode(millis: UInt64, high: UInt16, low: UInt64) -> String {
@@ -94,7 +99,7 @@ public enum ULID {
 /// A source emitting a few thousand envelopes a second starts a new millisecond with nearly
 /// every one, and `SystemRandomNumberGenerator` makes one `getrandom` system call per word: two
 /// per envelope, measured in a paced MQTT bridge. One `getentropy` call fills 32 words, so the
-/// ids keep the kernel's randomness at a sixteenth of the calls.
+/// ids keep the kernel's randomness with one call where there were 32.
 struct EntropyPool {
     /// `getentropy` refuses more than 256 bytes a call.
     static let capacity = 32

@@ -1,4 +1,4 @@
-public import SwitchyardCore
+import SwitchyardCore
 
 /// Types every graph has: what a `map:` or `template:` produces when no `type:` names another.
 public enum BuiltinTypes {
