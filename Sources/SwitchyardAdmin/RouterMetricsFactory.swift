@@ -18,17 +18,17 @@ struct RouterMetricsFactory: MetricsFactory {
     }
 
     func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
-        registry.makeCounter(name: label, labels: dimensions, help: RouterMetricNames.help(for: label))
+        registry.makeCounter(descriptor: Self.descriptor(label), labels: dimensions)
     }
 
     func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
-        registry.makeCounter(name: label, labels: dimensions, help: RouterMetricNames.help(for: label))
+        registry.makeCounter(descriptor: Self.descriptor(label), labels: dimensions)
     }
 
     func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
         guard aggregate else { return makeGauge(label: label, dimensions: dimensions) }
         let buckets = prometheus.valueHistogramBuckets[label] ?? prometheus.defaultValueHistogramBuckets
-        return registry.makeValueHistogram(name: label, labels: dimensions, buckets: buckets, help: RouterMetricNames.help(for: label))
+        return registry.makeValueHistogram(descriptor: Self.descriptor(label), labels: dimensions, buckets: buckets)
     }
 
     func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
@@ -37,12 +37,17 @@ struct RouterMetricsFactory: MetricsFactory {
 
     func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
         let buckets = prometheus.durationHistogramBuckets[label] ?? prometheus.defaultDurationHistogramBuckets
-        return registry.makeDurationHistogram(
-            name: label, labels: dimensions, buckets: buckets, help: RouterMetricNames.help(for: label))
+        return registry.makeDurationHistogram(descriptor: Self.descriptor(label), labels: dimensions, buckets: buckets)
     }
 
     private func makeGauge(label: String, dimensions: [(String, String)]) -> Prometheus.Gauge {
-        registry.makeGauge(name: label, labels: dimensions, help: RouterMetricNames.help(for: label))
+        registry.makeGauge(descriptor: Self.descriptor(label), labels: dimensions)
+    }
+
+    /// The series' name and help text. The router's names are whole (`…_total`, `…_seconds`),
+    /// so there is no namespace or unit for Prometheus to join on.
+    private static func descriptor(_ label: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: label, unitName: "", helpText: RouterMetricNames.help(for: label))
     }
 
     func destroyCounter(_ handler: any CounterHandler) { prometheus.destroyCounter(handler) }

@@ -1,5 +1,5 @@
 public import SwitchyardCore
-public import SwitchyardScript
+import SwitchyardScript
 
 /// A value with the place it was written.
 public struct Located<Value: Sendable>: Sendable {

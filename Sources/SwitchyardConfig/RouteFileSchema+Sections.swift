@@ -1,4 +1,4 @@
-public import SwitchyardCore
+import SwitchyardCore
 
 extension RouteFileSchema {
     /// The top-level keys.

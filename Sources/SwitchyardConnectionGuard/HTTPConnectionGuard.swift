@@ -68,7 +68,7 @@ public final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHa
         let (slot, refusal) = limits.slots.admit(context.channel)
         self.slot = slot
         context.fireChannelActive()
-        if let refusal {
+        if refusal != nil {
             closing = true
             return respond(.serviceUnavailable, retryAfter: true, context: context)
         }

@@ -67,6 +67,11 @@ struct AdminTests {
             Self.sample("switchyard_port_envelopes_total{instance=\"sink\",port=\"collect\",direction=\"sink\"}", in: metrics) == 100)
         #expect(Self.sample("switchyard_ack_latency_seconds_count{route=\"durable\"}", in: metrics) == 100)
         #expect(metrics.contains("# TYPE switchyard_ack_latency_seconds histogram"))
+        // Every series the router declares says what it counts (RouterMetricsFactory gives the help text).
+        for series in ["switchyard_route_received_total", "switchyard_ack_latency_seconds"] {
+            let help = metrics.split(separator: "\n").first { $0.hasPrefix("# HELP \(series) ") }
+            #expect((help?.count ?? 0) > "# HELP \(series) ".count + 10, "no help text for \(series)")
+        }
         // Emit → ok, retries included, sampled one envelope in flight at a time.
         #expect((Self.sample("switchyard_route_latency_seconds_count{route=\"durable\"}", in: metrics) ?? 0) >= 1)
         #expect(metrics.contains("switchyard_route_latency_seconds_bucket{route=\"durable\",le=\"0.00005\"}"))

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The one-time codes a realm has issued (`enrollment.json`, owner-only). A code is kept only as
 /// its SHA-256: the file does not let anyone enroll.

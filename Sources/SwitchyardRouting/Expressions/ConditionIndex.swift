@@ -1,4 +1,4 @@
-public import SwitchyardCore
+import SwitchyardCore
 
 /// The conditions of many routes from one source, looked up rather than evaluated one by one.
 ///

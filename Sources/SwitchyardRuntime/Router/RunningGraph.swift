@@ -1,4 +1,4 @@
-public import SwitchyardSpool
+package import SwitchyardSpool
 import Synchronization
 
 /// What the router's collaborators read of it: the running graph, the spool and whether a

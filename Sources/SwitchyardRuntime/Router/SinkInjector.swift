@@ -1,6 +1,6 @@
 import SwitchyardABI
 import SwitchyardBridge
-public import SwitchyardCore
+import SwitchyardCore
 import Synchronization
 
 /// Delivers envelopes straight to a sink port, without a route: the admin API's inject. It
