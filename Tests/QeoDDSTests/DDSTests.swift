@@ -1,11 +1,11 @@
 import Foundation
-import QeoDDS
 import QeoQDM
 import SwitchyardCore
 import Synchronization
 import Testing
 
 @testable import IntegrationSupport
+@testable import QeoDDS
 
 /// Type programs against what `idlc -t` generates for the same types, and samples exchanged
 /// with a Python `cyclonedds` peer.
@@ -19,6 +19,14 @@ struct DDSTests {
     }()
 
     /// idlc 0.10.2 `-t` for NetStatMessage: a keyed nested struct and a string key.
+    @Test func aDomainThatCannotBeSetUpNamesItsPortsWhereTheyExist() {
+        // Qeo's domain 128: Cyclone's fixed ports are 7400 + 250 × 128 and the one after.
+        #expect(DDSDomain.setupFailureHint(128).contains("UDP ports (39400 and 39401 unless CYCLONEDDS_URI moves them)"))
+        // Domain 240 would need ports above 65535: the error names none.
+        #expect(!DDSDomain.setupFailureHint(240).contains("unless CYCLONEDDS_URI"))
+        #expect(DDSDomain.setupFailureHint(240).contains("another program holds one of the domain's UDP ports;"))
+    }
+
     @Test func theNetStatProgramIsIdlcs() throws {
         let program = try DDSTypeProgram(model: Self.model, root: "org.qeo.sample.gauge.NetStatMessage")
         let adr: UInt32 = 0x0100_0000

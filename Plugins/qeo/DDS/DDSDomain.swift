@@ -47,11 +47,23 @@ enum DDSDomain {
             } else if handle == DDS_RETCODE_PRECONDITION_NOT_MET {
                 joined[domain] = (0, 1)  // created before, outside this registry: leave it be
             } else {
-                return DDSError("creating a participant on domain \(domain)", handle)
+                return DDSError(
+                    "creating a participant on domain \(domain): \(String(cString: dds_strretcode(handle))). \(setupFailureHint(domain))")
             }
             return nil
         }
         if let result { throw result }
+    }
+
+    /// What usually keeps Cyclone from setting a domain up, for the error a user reads: Cyclone
+    /// returns a bare "Error", and says why only in its own log.
+    static func setupFailureHint(_ domain: UInt32) -> String {
+        // Cyclone's two fixed ports: PortBase 7400 + DomainGain 250 × domain, and the one after.
+        let port = 7400 + 250 * Int(domain)
+        let ports = port + 1 <= Int(UInt16.max) ? " (\(port) and \(port + 1) unless CYCLONEDDS_URI moves them)" : ""
+        return "Cyclone DDS could not set the domain up: a network interface that CYCLONEDDS_URI names is missing, "
+            + "or another program holds one of the domain's UDP ports\(ports); Cyclone's own log line says which "
+            + "(docs/qeo.md, \"A port another program holds\")"
     }
 
     /// One participant of `domain` is gone; the last one deletes the domain this created.
