@@ -4,7 +4,7 @@
 Arguments: RESULTS.jsonl COUNT SIZE WARMUP CLIENT WINDOW INFLIGHT MAX_PENDING QUEUE (as run.sh
 passes them). Each line of RESULTS.jsonl is one load run: {"run", "generator", "path",
 "result" (load.py's or flood.py's JSON line), "cpu_s" ({"broker_a", "broker_b", "router", "router_user",
-"router_reads", "router_writes", "router_switches"})}. The `user %` column is router_user over router: the share of
+"router_reads", "router_writes", "router_switches"})}. The `user%` column is router_user over router: the share of
 the router's CPU spent in user space.
 
 CPU per message = CPU seconds of broker A + broker B (+ the router, relay.py or the middle Mosquitto on those paths)

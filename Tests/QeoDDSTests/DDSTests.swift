@@ -18,7 +18,6 @@ struct DDSTests {
         return (try? QDMParser.load(files.map { qdm.appendingPathComponent($0).path })) ?? QDMModel()
     }()
 
-    /// idlc 0.10.2 `-t` for NetStatMessage: a keyed nested struct and a string key.
     @Test func aDomainThatCannotBeSetUpNamesItsPortsWhereTheyExist() {
         // Qeo's domain 128: Cyclone's fixed ports are 7400 + 250 × 128 and the one after.
         #expect(DDSDomain.setupFailureHint(128).contains("UDP ports (39400 and 39401 unless CYCLONEDDS_URI moves them)"))
@@ -27,6 +26,7 @@ struct DDSTests {
         #expect(DDSDomain.setupFailureHint(240).contains("another program holds one of the domain's UDP ports;"))
     }
 
+    /// idlc 0.10.2 `-t` for NetStatMessage: a keyed nested struct and a string key.
     @Test func theNetStatProgramIsIdlcs() throws {
         let program = try DDSTypeProgram(model: Self.model, root: "org.qeo.sample.gauge.NetStatMessage")
         let adr: UInt32 = 0x0100_0000
@@ -78,14 +78,10 @@ struct DDSTests {
         #expect(try JSONValue(parsing: bytes) == value)
     }
 
-    /// The environment for DDS on loopback only (Cyclone 0.10 needs multicast forced on `lo`),
-    /// with a domain gain of 100 instead of 250: the test domains (128–160) then use ports
-    /// 20,200–23,450, below the kernel's ephemeral range (32,768–60,999), where a UDP socket
-    /// another test opened took domain 131's data port once ("failed to bind … address in use").
     /// A domain of these tests' own, so other DDS tests running at the same time are not heard.
     static let domain: UInt32 = 131
-    static let loopback =
-        #"<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo" multicast="true"/></Interfaces></General><Discovery><Ports><DomainGain>100</DomainGain></Ports></Discovery></Domain></CycloneDDS>"#
+    /// DDS on loopback only, its ports below the ephemeral range.
+    static let loopback = CycloneLoopback.configuration
 
     static func peer(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
         let process = Process()

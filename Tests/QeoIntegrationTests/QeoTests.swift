@@ -10,9 +10,8 @@ import Testing
 struct QeoTests {
     static let qdm = BuildProducts.packageRoot.appendingPathComponent("Tests/QeoQDMTests/QDM")
     static let peerScript = BuildProducts.packageRoot.appendingPathComponent("Tests/QeoDDSTests/qeo_peer.py")
-    /// DDS on loopback only, its ports below the ephemeral range (see `DDSTests.loopback`).
-    static let loopback =
-        #"<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo" multicast="true"/></Interfaces></General><Discovery><Ports><DomainGain>100</DomainGain></Ports></Discovery></Domain></CycloneDDS>"#
+    /// DDS on loopback only, its ports below the ephemeral range.
+    static let loopback = CycloneLoopback.configuration
 
     /// A Python peer; its standard output is collected, its standard input kept open.
     final class Peer {

@@ -47,8 +47,7 @@ enum DDSDomain {
             } else if handle == DDS_RETCODE_PRECONDITION_NOT_MET {
                 joined[domain] = (0, 1)  // created before, outside this registry: leave it be
             } else {
-                return DDSError(
-                    "creating a participant on domain \(domain): \(String(cString: dds_strretcode(handle))). \(setupFailureHint(domain))")
+                return DDSError("creating a participant on domain \(domain)", handle, hint: setupFailureHint(domain))
             }
             return nil
         }

@@ -11,8 +11,10 @@ import Synchronization
 public struct DDSError: Error, Sendable, CustomStringConvertible {
     public var description: String
 
-    init(_ what: String, _ code: dds_return_t) {
-        description = "\(what): \(String(cString: dds_strretcode(code)))"
+    /// `what` failed with Cyclone's `code`; `hint` says what usually causes it, where Cyclone's
+    /// own word for it (often a bare "Error") does not.
+    init(_ what: String, _ code: dds_return_t, hint: String? = nil) {
+        description = "\(what): \(String(cString: dds_strretcode(code)))" + (hint.map { ". " + $0 } ?? "")
     }
 
     init(_ description: String) { self.description = description }
